@@ -1,0 +1,373 @@
+/**
+ * The life of an attempt: claim (a conditional visibility-timeout update), start,
+ * heartbeat, defer, and end. Every write after the claim is guarded by the claim
+ * token and the attempt number, so a stale worker, callback or sweep changes nothing.
+ */
+import { randomUUID } from 'node:crypto';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { QueueContext } from './config.js';
+import { itemToJob, unmarshallItem } from './items.js';
+import { purgeAtS, queuedIndexKeys } from './jobs.js';
+import { bucketOf, claimSortKey, jobKey, lanePartition, shardOf } from './keys.js';
+import {
+  HISTORY_LIMIT,
+  MAX_ERROR_MESSAGE_CHARS,
+  MAX_TRACE_CHARS,
+  type AttemptError,
+  type AttemptOutcome,
+  type AttemptRecord,
+  type Job,
+  type JobType,
+  type WorkerIdentity,
+} from './model.js';
+import { decideRetry, type AttemptFailure, type CustomRetryPolicies } from './retry.js';
+
+export function claimIndexKeys(
+  ctx: QueueContext,
+  job: Pick<Job, 'type' | 'id'>,
+  claimedUntilMs: number,
+): { gsi1pk: string; gsi1sk: string } {
+  const { bucketMs, shards } = ctx.settings;
+  return {
+    gsi1pk: lanePartition({ kind: 'claims' }, bucketOf(claimedUntilMs, bucketMs), shardOf(job.id, shards)),
+    gsi1sk: claimSortKey(claimedUntilMs, job.type, job.id),
+  };
+}
+
+async function conditionalUpdate(
+  ctx: QueueContext,
+  input: Omit<UpdateCommandInput, 'TableName'>,
+): Promise<{ ok: true; job: Job } | { ok: false; current?: Job }> {
+  try {
+    const { Attributes } = await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.settings.tableName,
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        ...input,
+      }),
+    );
+    return { ok: true, job: itemToJob(Attributes ?? {}) };
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    return error.Item ? { ok: false, current: itemToJob(unmarshallItem(error.Item)) } : { ok: false };
+  }
+}
+
+export function buildClaimParams(
+  ctx: QueueContext,
+  ref: Pick<Job, 'type' | 'id'>,
+  jobType: Pick<JobType, 'visibilityTimeoutS'>,
+  claimToken: string,
+): Omit<UpdateCommandInput, 'TableName'> {
+  const nowMs = ctx.nowMs();
+  const claimedUntilMs = nowMs + jobType.visibilityTimeoutS * 1000;
+  const index = claimIndexKeys(ctx, ref, claimedUntilMs);
+  return {
+    Key: jobKey(ref.type, ref.id),
+    ConditionExpression:
+      '#status = :queued AND runAfterMs <= :now AND attempt < maxAttempts AND (attribute_not_exists(expiresAtMs) OR expiresAtMs > :now)',
+    UpdateExpression:
+      'SET #status = :running, attempt = attempt + :one, claimToken = :token, claimedAtMs = :now, claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk REMOVE startedAtMs, worker',
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: {
+      ':queued': 'queued',
+      ':running': 'running',
+      ':now': nowMs,
+      ':one': 1,
+      ':token': claimToken,
+      ':until': claimedUntilMs,
+      ':gsi1pk': index.gsi1pk,
+      ':gsi1sk': index.gsi1sk,
+    },
+  };
+}
+
+export type ClaimResult =
+  | { kind: 'claimed'; job: Job }
+  /** Another poller claimed it first, or it is not due (yet) any more. */
+  | { kind: 'lost' }
+  /** It was due but past its expires_at: archived as expired without running. */
+  | { kind: 'expired'; job: Job };
+
+export async function claimJob(
+  ctx: QueueContext,
+  ref: Pick<Job, 'type' | 'id'>,
+  jobType: Pick<JobType, 'visibilityTimeoutS'>,
+): Promise<ClaimResult> {
+  const claimed = await conditionalUpdate(ctx, buildClaimParams(ctx, ref, jobType, randomUUID()));
+  if (claimed.ok) return { kind: 'claimed', job: claimed.job };
+  const current = claimed.current;
+  if (current?.status === 'queued' && current.expiresAtMs !== undefined && current.expiresAtMs <= ctx.nowMs()) {
+    const expired = await expireQueuedJob(ctx, current);
+    if (expired) return { kind: 'expired', job: expired };
+  }
+  return { kind: 'lost' };
+}
+
+async function expireQueuedJob(ctx: QueueContext, job: Job): Promise<Job | undefined> {
+  const nowMs = ctx.nowMs();
+  const result = await conditionalUpdate(ctx, {
+    Key: jobKey(job.type, job.id),
+    ConditionExpression: '#status = :queued AND expiresAtMs <= :now',
+    UpdateExpression:
+      'SET #status = :expired, updatedAtMs = :now, finishedAtMs = :now, purgeAtS = :purgeAtS REMOVE gsi1pk, gsi1sk',
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: {
+      ':queued': 'queued',
+      ':expired': 'expired',
+      ':now': nowMs,
+      ':purgeAtS': purgeAtS(ctx, nowMs),
+    },
+  });
+  return result.ok ? result.job : undefined;
+}
+
+/** The claim a write must still hold: the token and attempt it was given. */
+export type ClaimGuard = Pick<Job, 'type' | 'id' | 'attempt'> & { claimToken: string };
+
+function guardCondition(guard: ClaimGuard): {
+  condition: string;
+  values: Record<string, unknown>;
+} {
+  return {
+    condition: 'claimToken = :token AND attempt = :attempt AND #status IN (:running, :awaiting)',
+    values: {
+      ':token': guard.claimToken,
+      ':attempt': guard.attempt,
+      ':running': 'running',
+      ':awaiting': 'awaiting_callback',
+    },
+  };
+}
+
+export function guardOf(job: Job): ClaimGuard {
+  if (job.claimToken === undefined) throw new Error(`job ${job.type}/${job.id} holds no claim`);
+  return { type: job.type, id: job.id, attempt: job.attempt, claimToken: job.claimToken };
+}
+
+/**
+ * Records that the attempt has started, once: a second delivery of the same
+ * claim (an async invoke delivered twice) finds `startedAtMs` set and must not
+ * run the job. Returns false when the job must not start.
+ */
+export async function markStarted(ctx: QueueContext, job: Job, worker: WorkerIdentity): Promise<boolean> {
+  const guard = guardCondition(guardOf(job));
+  const result = await conditionalUpdate(ctx, {
+    Key: jobKey(job.type, job.id),
+    ConditionExpression: `${guard.condition} AND attribute_not_exists(startedAtMs)`,
+    UpdateExpression: 'SET startedAtMs = :now, worker = :worker, updatedAtMs = :now',
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: { ...guard.values, ':now': ctx.nowMs(), ':worker': worker },
+    ReturnValues: 'NONE',
+  });
+  return result.ok;
+}
+
+/** Moves the claim's deadline to `claimedUntilMs` (never earlier than it is); false when the claim is no longer held. */
+export async function extendClaim(
+  ctx: QueueContext,
+  guardJob: ClaimGuard,
+  claimedUntilMs: number,
+): Promise<Job | undefined> {
+  const guard = guardCondition(guardJob);
+  const index = claimIndexKeys(ctx, guardJob, claimedUntilMs);
+  const result = await conditionalUpdate(ctx, {
+    Key: jobKey(guardJob.type, guardJob.id),
+    ConditionExpression: `${guard.condition} AND claimedUntilMs < :until`,
+    UpdateExpression: 'SET claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: {
+      ...guard.values,
+      ':until': claimedUntilMs,
+      ':now': ctx.nowMs(),
+      ':gsi1pk': index.gsi1pk,
+      ':gsi1sk': index.gsi1sk,
+    },
+  });
+  if (result.ok) return result.job;
+  const current = result.current;
+  const stillHeld = current?.claimToken === guardJob.claimToken && current.attempt === guardJob.attempt;
+  return stillHeld && (current.status === 'running' || current.status === 'awaiting_callback') ? current : undefined;
+}
+
+/** The attempt now waits for a callback until `timeoutS` from now; the sweeper times it out after that. */
+export async function deferAttempt(
+  ctx: QueueContext,
+  job: Job,
+  jobType: Pick<JobType, 'timeoutS'>,
+  started: { startedAtMs: number; worker: WorkerIdentity },
+): Promise<Job | undefined> {
+  const guard = guardCondition(guardOf(job));
+  const nowMs = ctx.nowMs();
+  const claimedUntilMs = nowMs + jobType.timeoutS * 1000;
+  const index = claimIndexKeys(ctx, job, claimedUntilMs);
+  const result = await conditionalUpdate(ctx, {
+    Key: jobKey(job.type, job.id),
+    ConditionExpression: guard.condition,
+    UpdateExpression:
+      'SET #status = :awaiting, startedAtMs = :startedAt, worker = :worker, claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: {
+      ...guard.values,
+      ':startedAt': started.startedAtMs,
+      ':worker': started.worker,
+      ':until': claimedUntilMs,
+      ':now': nowMs,
+      ':gsi1pk': index.gsi1pk,
+      ':gsi1sk': index.gsi1sk,
+    },
+  });
+  return result.ok ? result.job : undefined;
+}
+
+/**
+ * Hands a claim back untouched when the job was never handed to a worker
+ * (dispatch failed): the attempt did not happen, so it is not counted.
+ */
+export async function releaseClaim(ctx: QueueContext, job: Job): Promise<boolean> {
+  const guard = guardCondition(guardOf(job));
+  const index = queuedIndexKeys(ctx, job, job.runAfterMs);
+  const result = await conditionalUpdate(ctx, {
+    Key: jobKey(job.type, job.id),
+    ConditionExpression: `${guard.condition} AND attribute_not_exists(startedAtMs)`,
+    UpdateExpression:
+      'SET #status = :queued, attempt = attempt - :one, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk REMOVE claimToken, claimedAtMs, claimedUntilMs',
+    ExpressionAttributeNames: { '#status': 'status' },
+    ExpressionAttributeValues: {
+      ...guard.values,
+      ':queued': 'queued',
+      ':one': 1,
+      ':now': ctx.nowMs(),
+      ':gsi1pk': index.gsi1pk,
+      ':gsi1sk': index.gsi1sk,
+    },
+    ReturnValues: 'NONE',
+  });
+  return result.ok;
+}
+
+/** How an attempt ended, as the worker, a callback or the sweeper saw it. */
+export type AttemptEnding =
+  | { outcome: 'succeeded'; result?: unknown }
+  | { outcome: 'failed' | 'timed_out'; failure: AttemptFailure }
+  | { outcome: 'expired' };
+
+export interface EndAttemptOptions {
+  ending: AttemptEnding;
+  jobType: Pick<JobType, 'retry'>;
+  customPolicies: CustomRetryPolicies;
+  startedAtMs?: number;
+  worker?: WorkerIdentity;
+  /** The sweeper ends only the claim it saw expire, not one a heartbeat has since extended. */
+  expectedClaimedUntilMs?: number;
+}
+
+function truncate(text: string, maxChars: number): string {
+  return text.length > maxChars ? `${text.slice(0, maxChars)}…` : text;
+}
+
+function boundedError(error: AttemptError): AttemptError {
+  return {
+    class: truncate(error.class, 128),
+    message: truncate(error.message, MAX_ERROR_MESSAGE_CHARS),
+    ...(error.trace ? { trace: truncate(error.trace, MAX_TRACE_CHARS) } : {}),
+  };
+}
+
+/** The history with this attempt appended, capped at the last HISTORY_LIMIT entries. */
+export function appendHistory(
+  job: Pick<Job, 'history' | 'historyDropped'>,
+  record: AttemptRecord,
+): { history: AttemptRecord[]; historyDropped: number } {
+  const all = [...job.history, record];
+  const overflow = Math.max(0, all.length - HISTORY_LIMIT);
+  return { history: all.slice(overflow), historyDropped: job.historyDropped + overflow };
+}
+
+/** Where the job goes once an attempt ends: a terminal status, or queued again for a retry. */
+export type NextState =
+  | { status: 'succeeded' | 'failed' | 'expired'; outcome: AttemptOutcome }
+  | { status: 'queued'; outcome: AttemptOutcome; runAfterMs: number };
+
+export function planNextState(ctx: QueueContext, job: Job, options: EndAttemptOptions): NextState {
+  const { ending } = options;
+  if (ending.outcome === 'succeeded') return { status: 'succeeded', outcome: 'succeeded' };
+  if (ending.outcome === 'expired') return { status: 'expired', outcome: 'expired' };
+  const decision = decideRetry({
+    policy: options.jobType.retry,
+    job,
+    failure: ending.failure,
+    random: ctx.random,
+    customPolicies: options.customPolicies,
+  });
+  if (!decision.retry) return { status: 'failed', outcome: ending.outcome };
+  const runAfterMs = ctx.nowMs() + decision.delayMs;
+  if (job.expiresAtMs !== undefined && runAfterMs >= job.expiresAtMs) return { status: 'expired', outcome: ending.outcome };
+  return { status: 'queued', outcome: ending.outcome, runAfterMs };
+}
+
+/**
+ * Ends the attempt the guard names: records it in the history and moves the job
+ * to its next state. Returns undefined when the claim is no longer held (a stale
+ * worker, callback or sweep), in which case nothing changed.
+ */
+export async function endAttempt(
+  ctx: QueueContext,
+  job: Job,
+  options: EndAttemptOptions,
+): Promise<{ job: Job; next: NextState } | undefined> {
+  const guard = guardCondition(guardOf(job));
+  const nowMs = ctx.nowMs();
+  const next = planNextState(ctx, job, options);
+  const { ending } = options;
+  const worker = options.worker ?? job.worker;
+  const record: AttemptRecord = {
+    attempt: job.attempt,
+    claimedAtMs: job.claimedAtMs ?? nowMs,
+    startedAtMs: options.startedAtMs ?? job.startedAtMs ?? null,
+    endedAtMs: nowMs,
+    outcome: next.outcome,
+    ...(ending.outcome === 'failed' || ending.outcome === 'timed_out'
+      ? { error: boundedError(ending.failure.error) }
+      : {}),
+    ...(worker ? { worker } : {}),
+  };
+  const { history, historyDropped } = appendHistory(job, record);
+  const values: Record<string, unknown> = {
+    ...guard.values,
+    ':status': next.status,
+    ':now': nowMs,
+    ':history': history,
+    ':dropped': historyDropped,
+  };
+  const sets = ['#status = :status', 'updatedAtMs = :now', 'history = :history', 'historyDropped = :dropped'];
+  const removes = ['claimToken', 'claimedAtMs', 'claimedUntilMs', 'startedAtMs', 'worker'];
+  if (next.status === 'queued') {
+    const index = queuedIndexKeys(ctx, job, next.runAfterMs);
+    sets.push('runAfterMs = :runAfter', 'gsi1pk = :gsi1pk', 'gsi1sk = :gsi1sk');
+    Object.assign(values, { ':runAfter': next.runAfterMs, ':gsi1pk': index.gsi1pk, ':gsi1sk': index.gsi1sk });
+  } else {
+    sets.push('finishedAtMs = :now', 'purgeAtS = :purgeAtS');
+    values[':purgeAtS'] = purgeAtS(ctx, nowMs);
+    removes.push('gsi1pk', 'gsi1sk');
+    if (ending.outcome === 'succeeded' && ending.result !== undefined) {
+      sets.push('#result = :result');
+      values[':result'] = ending.result;
+    }
+  }
+  let condition = guard.condition;
+  if (options.expectedClaimedUntilMs !== undefined) {
+    condition += ' AND claimedUntilMs = :seenUntil';
+    values[':seenUntil'] = options.expectedClaimedUntilMs;
+  }
+  const result = await conditionalUpdate(ctx, {
+    Key: jobKey(job.type, job.id),
+    ConditionExpression: condition,
+    UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+    ExpressionAttributeNames: { '#status': 'status', ...(sets.includes('#result = :result') ? { '#result': 'result' } : {}) },
+    ExpressionAttributeValues: values,
+  });
+  return result.ok ? { job: result.job, next } : undefined;
+}

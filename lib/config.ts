@@ -1,0 +1,89 @@
+/**
+ * Settings are read and validated once, at cold start; every message names the
+ * environment variable so a misconfigured deployment says what to fix.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ConfigError } from './errors.js';
+
+export interface QueueSettings {
+  tableName: string;
+  /** Width of a ready-time bucket. Must never change once jobs exist. @default 60000 */
+  bucketMs: number;
+  /** Due-index partitions per bucket; may grow, must never shrink while jobs exist. @default 4 */
+  shards: number;
+  /**
+   * The cursor only passes a bucket that ended longer ago than this: longer than
+   * any enqueue in flight (API timeout) plus index propagation plus clock skew.
+   * @default 60000
+   */
+  cursorSafetyMarginMs: number;
+  /** Buckets behind each cursor that the sweeper re-scans as a backstop. @default 10 */
+  backstopBuckets: number;
+  /** How long terminal jobs stay in the table before DynamoDB TTL removes them. @default 30 */
+  retentionDays: number;
+  /** Pause between polls when the last poll found nothing to claim. @default 500 */
+  pollIntervalMs: number;
+  /** How long one poller invocation keeps looping. @default 55000 */
+  pollerRunMs: number;
+  /** Claims in flight at once inside one poller. @default 16 */
+  claimConcurrency: number;
+  /** Due entries read per partition per poll. @default 100 */
+  claimPageSize: number;
+  /** Jobs per worker invocation. @default 10 */
+  workerBatchSize: number;
+  /** Jobs one worker invocation runs at once. @default 10 */
+  workerConcurrency: number;
+}
+
+export type Env = Record<string, string | undefined>;
+
+function integerSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+export function requiredSetting(env: Env, name: string): string {
+  const value = env[name];
+  if (value === undefined || value === '') {
+    throw new ConfigError(`${name} environment variable is not set`);
+  }
+  return value;
+}
+
+export function readQueueSettings(env: Env): QueueSettings {
+  return {
+    tableName: requiredSetting(env, 'TABLE_NAME'),
+    bucketMs: integerSetting(env, 'BUCKET_MS', 60_000, 1_000, 3_600_000),
+    shards: integerSetting(env, 'SHARDS', 4, 1, 256),
+    cursorSafetyMarginMs: integerSetting(env, 'CURSOR_SAFETY_MARGIN_MS', 60_000, 0, 3_600_000),
+    backstopBuckets: integerSetting(env, 'BACKSTOP_BUCKETS', 10, 0, 10_000),
+    retentionDays: integerSetting(env, 'RETENTION_DAYS', 30, 1, 3_650),
+    pollIntervalMs: integerSetting(env, 'POLL_INTERVAL_MS', 500, 10, 60_000),
+    pollerRunMs: integerSetting(env, 'POLLER_RUN_MS', 55_000, 0, 900_000),
+    claimConcurrency: integerSetting(env, 'CLAIM_CONCURRENCY', 16, 1, 1_000),
+    claimPageSize: integerSetting(env, 'CLAIM_PAGE_SIZE', 100, 1, 1_000),
+    workerBatchSize: integerSetting(env, 'WORKER_BATCH_SIZE', 10, 1, 1_000),
+    workerConcurrency: integerSetting(env, 'WORKER_CONCURRENCY', 10, 1, 1_000),
+  };
+}
+
+/** Everything the queue needs to act: the client, the settings, and the clock and randomness, injected so tests control them. */
+export interface QueueContext {
+  db: DynamoDBDocumentClient;
+  settings: QueueSettings;
+  nowMs: () => number;
+  random: () => number;
+}
+
+export function createQueueContext(
+  db: DynamoDBDocumentClient,
+  settings: QueueSettings,
+  overrides: Partial<Pick<QueueContext, 'nowMs' | 'random'>> = {},
+): QueueContext {
+  return { db, settings, nowMs: overrides.nowMs ?? Date.now, random: overrides.random ?? Math.random };
+}

@@ -1,0 +1,158 @@
+/** Enqueue, read, cancel and replay: the producer's side of the job store. */
+import { createHash } from 'node:crypto';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import stringify from 'safe-stable-stringify';
+import { monotonicFactory } from 'ulid';
+import type { QueueContext } from './config.js';
+import { ConflictError, NotFoundError, PayloadTooLargeError } from './errors.js';
+import { itemToJob, unmarshallItem } from './items.js';
+import { bucketOf, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
+import { MAX_DATA_BYTES, type Job, type JobInput, type JobType } from './model.js';
+
+const ulid = monotonicFactory();
+
+/** A server-assigned id: time-ordered, so ids sort by creation. */
+export function newJobId(nowMs: number): string {
+  return `job_${ulid(nowMs).toLowerCase()}`;
+}
+
+/** The due-index keys of a job waiting to run at `runAfterMs`; a job due in the past lands in the current bucket, never behind the cursor. */
+export function queuedIndexKeys(
+  ctx: QueueContext,
+  job: Pick<Job, 'type' | 'id'>,
+  runAfterMs: number,
+): { gsi1pk: string; gsi1sk: string } {
+  const { bucketMs, shards } = ctx.settings;
+  const bucket = bucketOf(Math.max(runAfterMs, ctx.nowMs()), bucketMs);
+  return {
+    gsi1pk: lanePartition({ kind: 'queued', type: job.type }, bucket, shardOf(job.id, shards)),
+    gsi1sk: queuedSortKey(runAfterMs, job.id),
+  };
+}
+
+export function purgeAtS(ctx: QueueContext, finishedAtMs: number): number {
+  return Math.floor(finishedAtMs / 1000) + ctx.settings.retentionDays * 86_400;
+}
+
+function requestHashOf(input: JobInput): string {
+  const normalised = stringify({
+    data: input.data,
+    runAfterMs: input.runAfterMs ?? null,
+    expiresAtMs: input.expiresAtMs ?? null,
+    priority: input.priority,
+    weight: input.weight,
+  });
+  return createHash('sha256').update(normalised ?? '').digest('base64url');
+}
+
+export function assertDataSize(data: unknown): void {
+  const bytes = Buffer.byteLength(JSON.stringify(data) ?? '', 'utf8');
+  if (bytes > MAX_DATA_BYTES) {
+    throw new PayloadTooLargeError('data', `data is ${bytes} bytes; the limit is ${MAX_DATA_BYTES}`);
+  }
+}
+
+/**
+ * Enqueues a job, idempotent on (type, id): the same body again returns the
+ * stored job with `created: false`; a different body is a ConflictError.
+ */
+export async function enqueueJob(
+  ctx: QueueContext,
+  jobType: JobType,
+  id: string,
+  input: JobInput,
+): Promise<{ job: Job; created: boolean }> {
+  assertDataSize(input.data);
+  const nowMs = ctx.nowMs();
+  const runAfterMs = input.runAfterMs ?? nowMs;
+  const job: Job = {
+    type: jobType.name,
+    id,
+    status: 'queued',
+    data: input.data,
+    attempt: 0,
+    maxAttempts: jobType.attempts,
+    deliveryStrategy: jobType.deliveryStrategy,
+    runAfterMs,
+    ...(input.expiresAtMs !== undefined ? { expiresAtMs: input.expiresAtMs } : {}),
+    priority: input.priority,
+    weight: input.weight,
+    createdAtMs: nowMs,
+    updatedAtMs: nowMs,
+    history: [],
+    historyDropped: 0,
+    requestHash: requestHashOf(input),
+  };
+  try {
+    await ctx.db.send(
+      new PutCommand({
+        TableName: ctx.settings.tableName,
+        Item: { ...jobKey(job.type, id), ...queuedIndexKeys(ctx, job, runAfterMs), ...job },
+        ConditionExpression: 'attribute_not_exists(pk)',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    return { job, created: true };
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    const existing = error.Item ? itemToJob(unmarshallItem(error.Item)) : await getJob(ctx, job.type, id);
+    if (existing?.requestHash === job.requestHash) return { job: existing, created: false };
+    throw new ConflictError(`job "${id}" already exists with a different body`);
+  }
+}
+
+export async function getJob(ctx: QueueContext, type: string, id: string): Promise<Job | undefined> {
+  const { Item } = await ctx.db.send(
+    new GetCommand({ TableName: ctx.settings.tableName, Key: jobKey(type, id), ConsistentRead: true }),
+  );
+  return Item ? itemToJob(Item) : undefined;
+}
+
+export async function requireJob(ctx: QueueContext, type: string, id: string): Promise<Job> {
+  const job = await getJob(ctx, type, id);
+  if (!job) throw new NotFoundError(`job "${id}" of type "${type}" does not exist`);
+  return job;
+}
+
+/** Cancels a job that has not started; a running or finished job is a ConflictError. */
+export async function cancelJob(ctx: QueueContext, type: string, id: string): Promise<Job> {
+  const nowMs = ctx.nowMs();
+  try {
+    const { Attributes } = await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.settings.tableName,
+        Key: jobKey(type, id),
+        ConditionExpression: '#status = :queued',
+        UpdateExpression:
+          'SET #status = :cancelled, updatedAtMs = :now, finishedAtMs = :now, purgeAtS = :purgeAtS REMOVE gsi1pk, gsi1sk',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':queued': 'queued',
+          ':cancelled': 'cancelled',
+          ':now': nowMs,
+          ':purgeAtS': purgeAtS(ctx, nowMs),
+        },
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+    );
+    return itemToJob(Attributes ?? {});
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    if (!error.Item) throw new NotFoundError(`job "${id}" of type "${type}" does not exist`);
+    const status = unmarshallItem(error.Item).status;
+    throw new ConflictError(`job "${id}" is ${String(status)}; only a queued job can be cancelled`);
+  }
+}
+
+/** A new job with the same data, priority and weight, due now. */
+export async function replayJob(ctx: QueueContext, jobType: JobType, id: string): Promise<Job> {
+  const original = await requireJob(ctx, jobType.name, id);
+  const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), {
+    data: original.data,
+    priority: original.priority,
+    weight: original.weight,
+  });
+  return job;
+}

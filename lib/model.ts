@@ -1,0 +1,332 @@
+/**
+ * The job and job-type model: what is stored, what the API accepts (snake_case,
+ * validated with zod, every error naming its field) and what it returns.
+ */
+import { z } from 'zod';
+import { ValidationError, type FieldIssue } from './errors.js';
+
+export const DELIVERY_STRATEGIES = ['at_least_once', 'at_most_once'] as const;
+export type DeliveryStrategy = (typeof DELIVERY_STRATEGIES)[number];
+
+export const JOB_STATUSES = [
+  'queued',
+  'running',
+  'awaiting_callback',
+  'succeeded',
+  'failed',
+  'expired',
+  'cancelled',
+] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export const TERMINAL_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'expired', 'cancelled'];
+
+/** Error classes (strings) or HTTP statuses (numbers) that may be retried; absent means every retryable error. */
+export type RetryOn = (string | number)[];
+
+export type RetryPolicy =
+  | { kind: 'none' }
+  | { kind: 'fixed'; delayS: number; retryOn?: RetryOn }
+  | { kind: 'exponential'; baseS: number; factor: number; maxS: number; jitter: number; retryOn?: RetryOn }
+  | { kind: 'custom'; name: string };
+
+export type Target = { kind: 'handler'; name: string };
+
+export interface JobType {
+  name: string;
+  deliveryStrategy: DeliveryStrategy;
+  attempts: number;
+  /** null: unlimited; 0: paused. */
+  concurrency: number | null;
+  visibilityTimeoutS: number;
+  timeoutS: number;
+  retry: RetryPolicy;
+  target: Target;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+export interface AttemptError {
+  class: string;
+  message: string;
+  trace?: string;
+}
+
+export interface WorkerIdentity {
+  id: string;
+  host: string;
+}
+
+export const ATTEMPT_OUTCOMES = ['succeeded', 'failed', 'timed_out', 'expired'] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
+
+export interface AttemptRecord {
+  attempt: number;
+  claimedAtMs: number;
+  startedAtMs: number | null;
+  endedAtMs: number;
+  outcome: AttemptOutcome;
+  error?: AttemptError;
+  worker?: WorkerIdentity;
+}
+
+/** A job as stored: the source of truth for its status, data, attempts and history. */
+export interface Job {
+  type: string;
+  id: string;
+  status: JobStatus;
+  data: unknown;
+  attempt: number;
+  maxAttempts: number;
+  deliveryStrategy: DeliveryStrategy;
+  runAfterMs: number;
+  expiresAtMs?: number;
+  priority: number;
+  weight: number;
+  createdAtMs: number;
+  updatedAtMs: number;
+  finishedAtMs?: number;
+  result?: unknown;
+  history: AttemptRecord[];
+  historyDropped: number;
+  /** Hash of the normalised enqueue body: the same body again is the same job. */
+  requestHash: string;
+  /** The current attempt's claim; absent while queued and once terminal. */
+  claimToken?: string;
+  claimedAtMs?: number;
+  claimedUntilMs?: number;
+  startedAtMs?: number;
+  worker?: WorkerIdentity;
+}
+
+export const HISTORY_LIMIT = 25;
+export const MAX_DATA_BYTES = 256 * 1024;
+export const MAX_TRACE_CHARS = 2_000;
+export const MAX_ERROR_MESSAGE_CHARS = 1_000;
+
+export const JOB_TYPE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+
+/** Turns zod issues into field-named details; unknown fields are named one by one. */
+export function issuesToDetails(error: z.ZodError): FieldIssue[] {
+  return error.issues.flatMap((issue) => {
+    const base = issue.path.map(String).join('.');
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({
+        field: base ? `${base}.${key}` : key,
+        message: 'unknown field',
+      }));
+    }
+    return [{ field: base || 'body', message: issue.message }];
+  });
+}
+
+export function parseWith<T>(schema: z.ZodType<T>, input: unknown): T {
+  const result = schema.safeParse(input);
+  if (!result.success) throw new ValidationError(issuesToDetails(result.error));
+  return result.data;
+}
+
+const retryOnSchema = z
+  .array(z.union([z.string().min(1).max(128), z.number().int().min(100).max(599)]))
+  .min(1)
+  .max(50)
+  .optional();
+
+const retrySchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('none') }),
+  z.strictObject({
+    kind: z.literal('fixed'),
+    delay_s: z.number().min(0).max(86_400),
+    retry_on: retryOnSchema,
+  }),
+  z.strictObject({
+    kind: z.literal('exponential'),
+    base_s: z.number().min(0).max(86_400),
+    factor: z.number().min(1).max(100).default(2),
+    max_s: z.number().min(0).max(86_400 * 7),
+    jitter: z.number().min(0).max(1).default(0),
+    retry_on: retryOnSchema,
+  }),
+  z.strictObject({ kind: z.literal('custom'), name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/) }),
+]);
+
+const targetSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('handler'), name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/) }),
+]);
+
+export const DEFAULT_RETRY: RetryPolicy = { kind: 'exponential', baseS: 1, factor: 2, maxS: 300, jitter: 0 };
+
+export const jobTypeInputSchema = z
+  .strictObject({
+    delivery_strategy: z.enum(DELIVERY_STRATEGIES).default('at_least_once'),
+    attempts: z.number().int().min(1).max(100).optional(),
+    concurrency: z.number().int().min(0).max(100_000).nullable().default(null),
+    visibility_timeout_s: z.number().int().min(1).max(43_200).default(30),
+    timeout_s: z.number().int().min(1).max(86_400).default(60),
+    retry: retrySchema.optional(),
+    target: targetSchema,
+  })
+  .superRefine((body, ctx) => {
+    if (body.delivery_strategy === 'at_most_once' && body.attempts !== undefined && body.attempts !== 1) {
+      ctx.addIssue({ code: 'custom', path: ['attempts'], message: 'must be 1 for at_most_once' });
+    }
+  });
+
+export type JobTypeInput = z.output<typeof jobTypeInputSchema>;
+
+function retryFromInput(input: JobTypeInput['retry']): RetryPolicy {
+  if (input === undefined) return DEFAULT_RETRY;
+  switch (input.kind) {
+    case 'none':
+      return { kind: 'none' };
+    case 'fixed':
+      return { kind: 'fixed', delayS: input.delay_s, ...(input.retry_on ? { retryOn: input.retry_on } : {}) };
+    case 'exponential':
+      return {
+        kind: 'exponential',
+        baseS: input.base_s,
+        factor: input.factor,
+        maxS: input.max_s,
+        jitter: input.jitter,
+        ...(input.retry_on ? { retryOn: input.retry_on } : {}),
+      };
+    case 'custom':
+      return { kind: 'custom', name: input.name };
+  }
+}
+
+export function jobTypeFromInput(
+  name: string,
+  input: JobTypeInput,
+  times: { createdAtMs: number; updatedAtMs: number },
+): JobType {
+  const atMostOnce = input.delivery_strategy === 'at_most_once';
+  return {
+    name,
+    deliveryStrategy: input.delivery_strategy,
+    attempts: atMostOnce ? 1 : (input.attempts ?? 3),
+    concurrency: input.concurrency,
+    visibilityTimeoutS: input.visibility_timeout_s,
+    timeoutS: input.timeout_s,
+    retry: retryFromInput(input.retry),
+    target: input.target,
+    ...times,
+  };
+}
+
+function retryToApi(retry: RetryPolicy): Record<string, unknown> {
+  switch (retry.kind) {
+    case 'none':
+      return { kind: 'none' };
+    case 'fixed':
+      return { kind: 'fixed', delay_s: retry.delayS, retry_on: retry.retryOn ?? null };
+    case 'exponential':
+      return {
+        kind: 'exponential',
+        base_s: retry.baseS,
+        factor: retry.factor,
+        max_s: retry.maxS,
+        jitter: retry.jitter,
+        retry_on: retry.retryOn ?? null,
+      };
+    case 'custom':
+      return { kind: 'custom', name: retry.name };
+  }
+}
+
+const iso = (epochMs: number | undefined): string | null =>
+  epochMs === undefined ? null : new Date(epochMs).toISOString();
+
+export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
+  return {
+    name: jobType.name,
+    delivery_strategy: jobType.deliveryStrategy,
+    attempts: jobType.attempts,
+    concurrency: jobType.concurrency,
+    visibility_timeout_s: jobType.visibilityTimeoutS,
+    timeout_s: jobType.timeoutS,
+    retry: retryToApi(jobType.retry),
+    target: jobType.target,
+    created_at: iso(jobType.createdAtMs),
+    updated_at: iso(jobType.updatedAtMs),
+  };
+}
+
+const isoWithOffset = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with an offset' });
+
+export const jobInputSchema = z
+  .strictObject({
+    data: z.json().default(null),
+    run_after: isoWithOffset.optional(),
+    expires_at: isoWithOffset.nullable().optional(),
+    priority: z.number().int().min(0).max(1000).default(100),
+    weight: z.number().int().min(0).max(100_000).default(1),
+  })
+  .superRefine((body, ctx) => {
+    if (body.run_after && body.expires_at && Date.parse(body.expires_at) <= Date.parse(body.run_after)) {
+      ctx.addIssue({ code: 'custom', path: ['expires_at'], message: 'must be after run_after' });
+    }
+  });
+
+/** A validated enqueue request, in the units the store uses. */
+export interface JobInput {
+  data: unknown;
+  /** Absent: due now. */
+  runAfterMs?: number;
+  expiresAtMs?: number;
+  priority: number;
+  weight: number;
+}
+
+export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInput {
+  return {
+    data: body.data,
+    ...(body.run_after ? { runAfterMs: Date.parse(body.run_after) } : {}),
+    ...(body.expires_at ? { expiresAtMs: Date.parse(body.expires_at) } : {}),
+    priority: body.priority,
+    weight: body.weight,
+  };
+}
+
+export function isTerminal(status: JobStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+function attemptToApi(record: AttemptRecord): Record<string, unknown> {
+  return {
+    attempt: record.attempt,
+    claimed_at: iso(record.claimedAtMs),
+    started_at: record.startedAtMs === null ? null : iso(record.startedAtMs),
+    ended_at: iso(record.endedAtMs),
+    outcome: record.outcome,
+    error: record.error ?? null,
+    worker: record.worker ?? null,
+  };
+}
+
+/** The job in the shape the API returns (DESIGN §5). */
+export function jobToApi(job: Job): Record<string, unknown> {
+  return {
+    id: job.id,
+    type: job.type,
+    status: job.status,
+    data: job.data,
+    attempt: job.attempt,
+    max_attempts: job.maxAttempts,
+    delivery_strategy: job.deliveryStrategy,
+    run_after: iso(job.runAfterMs),
+    expires_at: iso(job.expiresAtMs),
+    priority: job.priority,
+    weight: job.weight,
+    throttle_key: null,
+    correlation_key: null,
+    created_at: iso(job.createdAtMs),
+    updated_at: iso(job.updatedAtMs),
+    finished_at: iso(job.finishedAtMs),
+    result: job.result ?? null,
+    claimed_until: iso(job.claimedUntilMs),
+    history: job.history.map(attemptToApi),
+    history_dropped: job.historyDropped,
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * The table's shape, in one place: the stack builds its CDK table from
+ * `TABLE_SCHEMA` and the local runtime and tests create theirs with `ensureTable`.
+ */
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  ResourceNotFoundException,
+  UpdateTimeToLiveCommand,
+  waitUntilTableExists,
+  type CreateTableCommandInput,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { DUE_INDEX, TTL_ATTRIBUTE } from './keys.js';
+
+export const TABLE_SCHEMA = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  dueIndex: { name: DUE_INDEX, partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
+  ttlAttribute: TTL_ATTRIBUTE,
+} as const;
+
+export function buildCreateTableInput(tableName: string): CreateTableCommandInput {
+  const { partitionKey, sortKey, dueIndex } = TABLE_SCHEMA;
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [partitionKey, sortKey, dueIndex.partitionKey, dueIndex.sortKey].map((name) => ({
+      AttributeName: name,
+      AttributeType: 'S',
+    })),
+    KeySchema: [
+      { AttributeName: partitionKey, KeyType: 'HASH' },
+      { AttributeName: sortKey, KeyType: 'RANGE' },
+    ],
+    GlobalSecondaryIndexes: [
+      {
+        IndexName: dueIndex.name,
+        KeySchema: [
+          { AttributeName: dueIndex.partitionKey, KeyType: 'HASH' },
+          { AttributeName: dueIndex.sortKey, KeyType: 'RANGE' },
+        ],
+        // The poller needs only keys: the sort key carries the ready time and the claim returns the full item.
+        Projection: { ProjectionType: 'KEYS_ONLY' },
+      },
+    ],
+  };
+}
+
+/** Creates the table with its index and TTL if it does not exist yet; returns whether it created it. */
+export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<boolean> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: tableName }));
+    return false;
+  } catch (error) {
+    if (!(error instanceof ResourceNotFoundException)) throw error;
+  }
+  await client.send(new CreateTableCommand(buildCreateTableInput(tableName)));
+  await waitUntilTableExists({ client, maxWaitTime: 60 }, { TableName: tableName });
+  await client.send(
+    new UpdateTimeToLiveCommand({
+      TableName: tableName,
+      TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+    }),
+  );
+  return true;
+}

@@ -1,0 +1,170 @@
+/**
+ * The worker: runs a batch of claimed jobs with a bound on concurrency, each
+ * through its type's target, and records every outcome under the claim's guard.
+ * One job's failure, timeout or crash ends that job's attempt only.
+ */
+import pLimit from 'p-limit';
+import { deferAttempt, endAttempt, extendClaim, guardOf, markStarted, type AttemptEnding } from './claims.js';
+import type { QueueContext } from './config.js';
+import { ConflictError, NonRetryableError, RetryAfterError } from './errors.js';
+import type { Job, JobType, WorkerIdentity } from './model.js';
+import type { WorkerBatch } from './poller.js';
+import type { AttemptFailure, CustomRetryPolicies } from './retry.js';
+
+/** Returned by a handler to leave the job `awaiting_callback` until a status callback or `timeout_s`. */
+export const AWAIT_CALLBACK: unique symbol = Symbol.for('delayed-job-queue.await-callback');
+
+export interface JobContext {
+  readonly job: Readonly<Job>;
+  /** Extends the claim by `extendS` (default: the type's visibility timeout) from now, so a long job is not rescued while alive. */
+  heartbeat(extendS?: number): Promise<void>;
+  /** Aborted when the attempt reaches the type's `timeout_s`. */
+  readonly signal: AbortSignal;
+}
+
+export type JobHandler = (data: unknown, context: JobContext) => unknown;
+
+/** The worker's code: handlers by name and custom retry policies by name. */
+export interface WorkerRegistry {
+  handlers: Readonly<Record<string, JobHandler>>;
+  retryPolicies: CustomRetryPolicies;
+}
+
+export class JobTimeoutError extends Error {
+  override readonly name = 'TimeoutError';
+}
+
+export function failureFromError(error: unknown): AttemptFailure {
+  if (!(error instanceof Error)) return { error: { class: 'NonError', message: String(error) }, retryable: true };
+  return {
+    error: { class: error.name, message: error.message, ...(error.stack ? { trace: error.stack } : {}) },
+    retryable: !(error instanceof NonRetryableError),
+    ...(error instanceof RetryAfterError ? { retryAfterMs: error.retryAfterMs } : {}),
+  };
+}
+
+export type JobRunOutcome =
+  | 'succeeded'
+  | 'failed'
+  | 'retrying'
+  | 'awaiting_callback'
+  | 'expired'
+  /** The claim ran out before the worker got to it; the sweeper owns the job now. */
+  | 'claim_lapsed'
+  /** An at_most_once job this claim already started (a duplicate delivery). */
+  | 'already_started'
+  /** The outcome could not be recorded: another worker, callback or sweep got there first. */
+  | 'stale';
+
+async function runWithTimeout(
+  handler: JobHandler,
+  job: Job,
+  timeoutMs: number,
+  makeContext: (signal: AbortSignal) => JobContext,
+): Promise<unknown> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new JobTimeoutError(`the attempt ran longer than ${timeoutMs / 1000} s`);
+      controller.abort(error);
+      reject(error);
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([Promise.resolve().then(() => handler(job.data, makeContext(controller.signal))), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function runClaimedJob(
+  ctx: QueueContext,
+  job: Job,
+  jobType: JobType,
+  options: { registry: WorkerRegistry; worker: WorkerIdentity },
+): Promise<JobRunOutcome> {
+  const { registry, worker } = options;
+  const nowMs = ctx.nowMs();
+  if (job.claimedUntilMs === undefined || job.claimedUntilMs <= nowMs) return 'claim_lapsed';
+  const end = async (ending: AttemptEnding, startedAtMs?: number): Promise<JobRunOutcome> => {
+    const ended = await endAttempt(ctx, job, {
+      ending,
+      jobType,
+      customPolicies: registry.retryPolicies,
+      worker,
+      ...(startedAtMs !== undefined ? { startedAtMs } : {}),
+    });
+    if (!ended) return 'stale';
+    return ended.next.status === 'queued' ? 'retrying' : ended.next.status;
+  };
+  if (job.expiresAtMs !== undefined && nowMs >= job.expiresAtMs) return end({ outcome: 'expired' });
+
+  const handler = registry.handlers[jobType.target.name];
+  if (handler === undefined) {
+    return end({
+      outcome: 'failed',
+      failure: { error: { class: 'UnknownHandlerError', message: `no handler named "${jobType.target.name}"` }, retryable: false },
+    });
+  }
+  if (job.deliveryStrategy === 'at_most_once' && !(await markStarted(ctx, job, worker))) return 'already_started';
+
+  const startedAtMs = ctx.nowMs();
+  const guard = guardOf(job);
+  const makeContext = (signal: AbortSignal): JobContext => ({
+    job,
+    signal,
+    heartbeat: async (extendS = jobType.visibilityTimeoutS) => {
+      const extended = await extendClaim(ctx, guard, ctx.nowMs() + extendS * 1000);
+      if (!extended) throw new ConflictError(`the claim on job "${job.id}" attempt ${job.attempt} is no longer held`);
+    },
+  });
+  let value: unknown;
+  try {
+    value = await runWithTimeout(handler, job, jobType.timeoutS * 1000, makeContext);
+  } catch (error) {
+    return end({ outcome: 'failed', failure: failureFromError(error) }, startedAtMs);
+  }
+  if (value === AWAIT_CALLBACK) {
+    const deferred = await deferAttempt(ctx, job, jobType, { startedAtMs, worker });
+    return deferred ? 'awaiting_callback' : 'stale';
+  }
+  return end({ outcome: 'succeeded', result: value }, startedAtMs);
+}
+
+export type BatchResult = Record<JobRunOutcome | 'error', number>;
+
+export async function runWorkerBatch(
+  ctx: QueueContext,
+  batch: WorkerBatch,
+  options: { registry: WorkerRegistry; worker: WorkerIdentity; onError?: (job: Job, error: unknown) => void },
+): Promise<BatchResult> {
+  const counts: BatchResult = {
+    succeeded: 0,
+    failed: 0,
+    retrying: 0,
+    awaiting_callback: 0,
+    expired: 0,
+    claim_lapsed: 0,
+    already_started: 0,
+    stale: 0,
+    error: 0,
+  };
+  const limit = pLimit(ctx.settings.workerConcurrency);
+  await Promise.all(
+    batch.jobs.map((job) =>
+      limit(async () => {
+        const jobType = batch.jobTypes[job.type];
+        try {
+          if (!jobType) throw new Error(`batch carries no configuration for job type "${job.type}"`);
+          counts[await runClaimedJob(ctx, job, jobType, options)]++;
+        } catch (error) {
+          // Recording the outcome failed (the store is unreachable): the claim runs out and the sweeper decides.
+          counts.error++;
+          options.onError?.(job, error);
+        }
+      }),
+    ),
+  );
+  return counts;
+}

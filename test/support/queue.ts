@@ -1,0 +1,55 @@
+/** A queue on its own fresh table in the shared DynamoDB Local, with a clock the test moves. */
+import { randomUUID } from 'node:crypto';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { inject } from 'vitest';
+import { createQueueContext, readQueueSettings, type QueueContext, type QueueSettings } from '../../lib/config.js';
+import { createDynamoClients, type DynamoClients } from '../../lib/dynamodb.js';
+import { ensureTable } from '../../lib/table.js';
+
+export interface TestClock {
+  nowMs: () => number;
+  set(epochMs: number): void;
+  advance(ms: number): void;
+}
+
+export function manualClock(startMs = Date.parse('2026-11-21T10:00:00.000Z')): TestClock {
+  let now = startMs;
+  return {
+    nowMs: () => now,
+    set: (epochMs) => {
+      now = epochMs;
+    },
+    advance: (ms) => {
+      now += ms;
+    },
+  };
+}
+
+export interface TestQueue {
+  ctx: QueueContext;
+  clients: DynamoClients;
+  clock: TestClock;
+  tableName: string;
+  drop(): Promise<void>;
+}
+
+export async function createTestQueue(
+  options: { settings?: Partial<QueueSettings>; clock?: TestClock; random?: () => number } = {},
+): Promise<TestQueue> {
+  const tableName = `test-${randomUUID()}`;
+  const clients = createDynamoClients({ endpoint: inject('dynamoEndpoint') });
+  await ensureTable(clients.base, tableName);
+  const clock = options.clock ?? manualClock();
+  const settings = { ...readQueueSettings({ TABLE_NAME: tableName }), ...options.settings };
+  const ctx = createQueueContext(clients.db, settings, { nowMs: clock.nowMs, random: options.random ?? (() => 0.5) });
+  return {
+    ctx,
+    clients,
+    clock,
+    tableName,
+    drop: async () => {
+      await clients.base.send(new DeleteTableCommand({ TableName: tableName }));
+      clients.base.destroy();
+    },
+  };
+}
