@@ -29,6 +29,8 @@ export interface QueueSettings {
   claimConcurrency: number;
   /** Due entries read per partition per poll. @default 100 */
   claimPageSize: number;
+  /** Pause between sweeps inside one sweeper invocation. @default 10000 */
+  sweepIntervalMs: number;
   /** Jobs per worker invocation. @default 10 */
   workerBatchSize: number;
   /** Jobs one worker invocation runs at once. @default 10 */
@@ -67,6 +69,7 @@ export function readQueueSettings(env: Env): QueueSettings {
     pollerRunMs: integerSetting(env, 'POLLER_RUN_MS', 55_000, 0, 900_000),
     claimConcurrency: integerSetting(env, 'CLAIM_CONCURRENCY', 16, 1, 1_000),
     claimPageSize: integerSetting(env, 'CLAIM_PAGE_SIZE', 100, 1, 1_000),
+    sweepIntervalMs: integerSetting(env, 'SWEEP_INTERVAL_MS', 10_000, 100, 600_000),
     workerBatchSize: integerSetting(env, 'WORKER_BATCH_SIZE', 10, 1, 1_000),
     workerConcurrency: integerSetting(env, 'WORKER_CONCURRENCY', 10, 1, 1_000),
   };

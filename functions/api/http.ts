@@ -1,0 +1,100 @@
+/** HTTP plumbing for the api function: request parsing and the one place errors become responses. */
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import {
+  ConflictError,
+  NotFoundError,
+  PayloadTooLargeError,
+  UnauthorizedError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+  type FieldIssue,
+} from '../../lib/errors.js';
+
+export type HttpEvent = APIGatewayProxyEventV2;
+export type HttpResponse = APIGatewayProxyStructuredResultV2;
+
+/** A request body may carry 256 KiB of job data plus its envelope. */
+export const MAX_BODY_BYTES = 300 * 1024;
+
+export function json(statusCode: number, body: unknown): HttpResponse {
+  return { statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+}
+
+export function errorBody(
+  code: string,
+  message: string,
+  requestId: string | undefined,
+  details: FieldIssue[] = [],
+): Record<string, unknown> {
+  return { error: { code, message, details, request_id: requestId ?? null } };
+}
+
+interface Mapped {
+  status: number;
+  code: string;
+  message: string;
+  details?: FieldIssue[];
+}
+
+function mapError(error: unknown): Mapped | undefined {
+  if (error instanceof ValidationError) return { status: 400, code: 'invalid_request', message: 'the request is invalid', details: error.details };
+  if (error instanceof UnauthorizedError) return { status: 401, code: 'unauthorized', message: error.message };
+  if (error instanceof NotFoundError) return { status: 404, code: 'not_found', message: error.message };
+  if (error instanceof ConflictError) return { status: 409, code: 'conflict', message: error.message };
+  if (error instanceof PayloadTooLargeError) {
+    return { status: 413, code: 'payload_too_large', message: error.message, details: [{ field: error.field, message: error.message }] };
+  }
+  if (error instanceof UnsupportedMediaTypeError) return { status: 415, code: 'unsupported_media_type', message: error.message };
+  return undefined;
+}
+
+/** Maps a domain error to its response; anything else is a 500 whose body says nothing of the cause. */
+export function errorResponse(error: unknown, requestId: string | undefined): { response: HttpResponse; internal: boolean } {
+  const mapped = mapError(error);
+  if (!mapped) return { response: json(500, errorBody('internal', 'internal error', requestId)), internal: true };
+  return { response: json(mapped.status, errorBody(mapped.code, mapped.message, requestId, mapped.details)), internal: false };
+}
+
+function header(event: HttpEvent, name: string): string | undefined {
+  return event.headers?.[name] ?? Object.entries(event.headers ?? {}).find(([key]) => key.toLowerCase() === name)?.[1];
+}
+
+export function bearerToken(event: HttpEvent): string | undefined {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header(event, 'authorization') ?? '');
+  return match?.[1];
+}
+
+/** The JSON body: 415 unless it is declared JSON, 413 over the cap, 400 naming `body` when it does not parse. */
+export function parseJsonBody(event: HttpEvent): unknown {
+  const raw = event.body ?? '';
+  const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
+  if (text.length === 0) return {};
+  const contentType = header(event, 'content-type') ?? '';
+  if (!/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType)) {
+    throw new UnsupportedMediaTypeError('the body must be JSON, sent with content-type: application/json');
+  }
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > MAX_BODY_BYTES) {
+    throw new PayloadTooLargeError('body', `the body is ${bytes} bytes; the limit is ${MAX_BODY_BYTES}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ValidationError([{ field: 'body', message: 'is not valid JSON' }]);
+  }
+}
+
+/** A path parameter, URL-decoded and checked against its pattern; a mismatch is a 400 naming it. */
+export function pathParam(event: HttpEvent, name: string, pattern: RegExp): string {
+  const raw = event.pathParameters?.[name] ?? '';
+  let value: string;
+  try {
+    value = decodeURIComponent(raw);
+  } catch {
+    throw new ValidationError([{ field: name, message: 'is not valid URL encoding' }]);
+  }
+  if (!pattern.test(value)) {
+    throw new ValidationError([{ field: name, message: `must match ${pattern.source}` }]);
+  }
+  return value;
+}

@@ -1,0 +1,34 @@
+/** The sweeper function: sweeps every `sweepIntervalMs` for about a minute, so a dead worker's claim comes back soon after it lapses. */
+import type { Context } from 'aws-lambda';
+import type { QueueContext } from '../../lib/config.js';
+import { abortableSleep } from '../../lib/poller.js';
+import { sweepOnce, type SweepResult } from '../../lib/sweeper.js';
+import type { WorkerRegistry } from '../../lib/worker.js';
+import { log } from '../shared/log.js';
+
+const INVOCATION_HEADROOM_MS = 5_000;
+
+export interface SweeperDeps {
+  ctx: QueueContext;
+  registry: WorkerRegistry;
+  signal?: AbortSignal;
+}
+
+export function createSweeperHandler(deps: SweeperDeps) {
+  return async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepResult> => {
+    const { ctx } = deps;
+    const deadlineMs = ctx.nowMs() + Math.min(ctx.settings.pollerRunMs, context.getRemainingTimeInMillis() - INVOCATION_HEADROOM_MS);
+    const totals: SweepResult = { requeued: 0, ended: 0, stale: 0, stragglers: 0 };
+    do {
+      try {
+        const result = await sweepOnce(ctx, { customPolicies: deps.registry.retryPolicies });
+        for (const key of Object.keys(totals) as (keyof SweepResult)[]) totals[key] += result[key];
+        if (result.requeued + result.ended + result.stragglers > 0) log('info', 'sweep', { ...result });
+      } catch (error) {
+        log('error', 'sweep failed', { error });
+      }
+      await abortableSleep(ctx.settings.sweepIntervalMs, deps.signal);
+    } while (ctx.nowMs() < deadlineMs && !deps.signal?.aborted);
+    return totals;
+  };
+}

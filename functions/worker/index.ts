@@ -1,0 +1,5 @@
+import { queueFromEnvironment, workerIdentity } from '../shared/environment.js';
+import { createWorkerHandler } from './app.js';
+import { registry } from './handlers/index.js';
+
+export const handler = createWorkerHandler({ ctx: queueFromEnvironment(), registry, worker: workerIdentity() });

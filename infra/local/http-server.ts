@@ -1,0 +1,103 @@
+/**
+ * Serves HTTP by turning each request into an API Gateway HTTP API (v2) event
+ * for the same `api` handler Lambda runs, and its result back into a response.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { errorBody } from '../../functions/api/http.js';
+
+export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+
+/** API Gateway refuses larger payloads before they reach the function; so do we. */
+const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
+
+async function readBody(request: IncomingMessage): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_REQUEST_BYTES) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+export function toHttpApiEvent(request: IncomingMessage, body: Buffer, requestId: string): APIGatewayProxyEventV2 {
+  const url = new URL(request.url ?? '/', 'http://localhost');
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  }
+  const query: Record<string, string> = {};
+  for (const [name, value] of url.searchParams) query[name] = query[name] === undefined ? value : `${query[name]},${value}`;
+  const nowMs = Date.now();
+  const isText = body.length === 0 || /json|text/i.test(headers['content-type'] ?? '');
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    headers,
+    ...(Object.keys(query).length > 0 ? { queryStringParameters: query } : {}),
+    requestContext: {
+      accountId: 'local',
+      apiId: 'local',
+      domainName: headers.host ?? 'localhost',
+      domainPrefix: 'localhost',
+      http: {
+        method: request.method ?? 'GET',
+        path: url.pathname,
+        protocol: `HTTP/${request.httpVersion}`,
+        sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId,
+      routeKey: '$default',
+      stage: '$default',
+      time: new Date(nowMs).toISOString(),
+      timeEpoch: nowMs,
+    },
+    ...(body.length > 0 ? { body: isText ? body.toString('utf8') : body.toString('base64') } : {}),
+    isBase64Encoded: !isText,
+  };
+}
+
+function lambdaContext(requestId: string): Context {
+  const deadline = Date.now() + 30_000;
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: 'api',
+    functionVersion: '$LATEST',
+    invokedFunctionArn: 'arn:aws:lambda:local:000000000000:function:api',
+    memoryLimitInMB: '512',
+    awsRequestId: requestId,
+    logGroupName: 'local',
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+export function createHttpServer(handler: ApiHandler): Server {
+  return createServer((request, response) => {
+    const requestId = randomUUID();
+    void (async () => {
+      const body = await readBody(request);
+      if (body === undefined) {
+        response.writeHead(413, { 'content-type': 'application/json' });
+        response.end(JSON.stringify(errorBody('payload_too_large', 'the request is too large', requestId)));
+        return;
+      }
+      const result = await handler(toHttpApiEvent(request, body, requestId), lambdaContext(requestId));
+      const headers = { ...(result.headers ?? {}), 'x-request-id': requestId };
+      response.writeHead(result.statusCode ?? 200, headers as Record<string, string>);
+      response.end(result.isBase64Encoded && result.body ? Buffer.from(result.body, 'base64') : (result.body ?? ''));
+    })().catch(() => {
+      if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(errorBody('internal', 'internal error', requestId)));
+    });
+  });
+}

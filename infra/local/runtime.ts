@@ -1,0 +1,136 @@
+/**
+ * The whole system on one machine: DynamoDB Local (or a given endpoint), the
+ * table, the api handler behind an HTTP server, the poller and sweeper handlers
+ * on loops, and workers run in-process through the same invoker interface the
+ * poller uses with Lambda.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import { join, resolve } from 'node:path';
+import { createApiHandler } from '../../functions/api/app.js';
+import { createPollerHandler } from '../../functions/poller/app.js';
+import { workerIdentity } from '../../functions/shared/environment.js';
+import { log } from '../../functions/shared/log.js';
+import { createSweeperHandler } from '../../functions/sweeper/app.js';
+import { createWorkerHandler } from '../../functions/worker/app.js';
+import { registry } from '../../functions/worker/handlers/index.js';
+import { createQueueContext, readQueueSettings, type Env } from '../../lib/config.js';
+import { createDynamoClients } from '../../lib/dynamodb.js';
+import type { WorkerBatch, WorkerInvoker } from '../../lib/poller.js';
+import { ensureTable } from '../../lib/table.js';
+import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
+import { createHttpServer } from './http-server.js';
+
+export interface LocalRuntime {
+  url: string;
+  adminToken: string;
+  tableName: string;
+  dynamoEndpoint: string;
+  stop(): Promise<void>;
+}
+
+/** An admin token: API_TOKEN as given, else the one kept under DATA_DIR, else a new one kept there. */
+async function adminTokenFor(env: Env, dataDir: string): Promise<string> {
+  if (env.API_TOKEN) return env.API_TOKEN;
+  const file = join(dataDir, 'admin-token');
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch {
+    const token = `djq_${randomBytes(24).toString('base64url')}`;
+    await writeFile(file, `${token}\n`, { mode: 0o600 });
+    return token;
+  }
+}
+
+/** A Lambda-like clock for a handler invoked locally: it may run for `ms`. */
+const invocationContext = (ms: number) => {
+  const deadline = Date.now() + ms;
+  return { getRemainingTimeInMillis: () => deadline - Date.now() };
+};
+
+/** Invokes the worker in-process, without waiting, the way Lambda's async invoke returns before the worker runs. */
+function createInProcessInvoker(runBatch: (batch: WorkerBatch) => Promise<unknown>, inFlight: Set<Promise<unknown>>): WorkerInvoker {
+  return {
+    async invoke(batch) {
+      // A JSON round trip, as Lambda does, so nothing works locally that would not survive serialisation.
+      const payload = JSON.parse(JSON.stringify(batch)) as WorkerBatch;
+      const run = runBatch(payload).catch((error: unknown) => log('error', 'worker invocation failed', { error }));
+      inFlight.add(run);
+      void run.finally(() => inFlight.delete(run));
+    },
+  };
+}
+
+const LOOP_INVOCATION_MS = 60_000;
+
+export async function startLocalRuntime(env: Env = process.env): Promise<LocalRuntime> {
+  const port = Number(env.PORT ?? 3000);
+  const dataDir = resolve(env.DATA_DIR ?? '.data');
+  const tableName = env.TABLE_NAME ?? 'jobs';
+  await mkdir(dataDir, { recursive: true });
+
+  let dynamo: DynamoDbLocal | undefined;
+  const endpoint = env.DYNAMODB_ENDPOINT ?? (dynamo = await startDynamoDbLocal({ dbPath: await ensureDir(join(dataDir, 'dynamodb')) })).endpoint;
+  const clients = createDynamoClients({ endpoint });
+  await ensureTable(clients.base, tableName);
+
+  const settings = readQueueSettings({ ...env, TABLE_NAME: tableName });
+  const ctx = createQueueContext(clients.db, settings);
+  const adminToken = await adminTokenFor(env, dataDir);
+  const shutdown = new AbortController();
+  const inFlight = new Set<Promise<unknown>>();
+
+  const workerHandler = createWorkerHandler({ ctx, registry, worker: workerIdentity() });
+  const invoker = createInProcessInvoker(workerHandler, inFlight);
+  const pollerHandler = createPollerHandler({ ctx, invoker, signal: shutdown.signal });
+  const sweeperHandler = createSweeperHandler({ ctx, registry, signal: shutdown.signal });
+
+  // EventBridge starts a poller and a sweeper every minute; locally each next invocation starts as the last one ends.
+  const loop = async (invoke: () => Promise<unknown>): Promise<void> => {
+    while (!shutdown.signal.aborted) {
+      try {
+        await invoke();
+      } catch (error) {
+        log('error', 'local invocation failed', { error });
+      }
+    }
+  };
+  const loops = [
+    loop(() => pollerHandler({}, invocationContext(LOOP_INVOCATION_MS))),
+    loop(() => sweeperHandler({}, invocationContext(LOOP_INVOCATION_MS))),
+  ];
+
+  const server = createHttpServer(createApiHandler({ ctx, registry, adminToken }));
+  await listen(server, port);
+
+  return {
+    url: `http://localhost:${port}`,
+    adminToken,
+    tableName,
+    dynamoEndpoint: endpoint,
+    stop: async () => {
+      shutdown.abort();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all(loops);
+      await Promise.allSettled([...inFlight]);
+      clients.base.destroy();
+      await dynamo?.stop();
+    },
+  };
+}
+
+async function ensureDir(path: string): Promise<string> {
+  await mkdir(path, { recursive: true });
+  return path;
+}
+
+function listen(server: Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
