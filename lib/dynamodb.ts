@@ -8,8 +8,8 @@ export interface DynamoClients {
 }
 
 /**
- * `endpoint` points at DynamoDB Local; it takes any credentials, so fixed ones
- * are supplied there and the default chain is used everywhere else.
+ * `endpoint` may point at DynamoDB Local, which takes any credentials, so fixed
+ * ones are supplied for a loopback endpoint; the default chain is used everywhere else.
  */
 export function createDynamoClients(options: { endpoint?: string; region?: string } = {}): DynamoClients {
   const config: DynamoDBClientConfig = {
@@ -19,7 +19,10 @@ export function createDynamoClients(options: { endpoint?: string; region?: strin
   };
   if (options.endpoint) {
     config.endpoint = options.endpoint;
-    config.credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+    const { hostname } = new URL(options.endpoint);
+    if (hostname === 'localhost' || hostname === '127.0.0.1' || hostname === '[::1]') {
+      config.credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
+    }
   }
   const base = new DynamoDBClient(config);
   const db = DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });

@@ -137,7 +137,7 @@ export interface PollerLoopOptions {
   runForMs?: number;
   /** Poll only these shards (pollers split shards so they never fight over them). */
   shards?: number[];
-  /** Re-read job types this often. @default 10000 */
+  /** Re-read job types this often, so a new type is served within it. @default 5000 */
   jobTypesRefreshMs?: number;
   /** Stops the loop early, e.g. on shutdown. */
   signal?: AbortSignal;
@@ -162,7 +162,7 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
 /** Polls until the run time is over: at once again while a lane is saturated, after the poll interval otherwise. */
 export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOptions): Promise<PollResult> {
   const sleep = options.sleep ?? abortableSleep;
-  const refreshMs = options.jobTypesRefreshMs ?? 10_000;
+  const refreshMs = options.jobTypesRefreshMs ?? 5_000;
   const deadlineMs = ctx.nowMs() + (options.runForMs ?? ctx.settings.pollerRunMs);
   const cursors: CursorCache = new Map();
   const totals: PollResult = { claimed: 0, lostRaces: 0, expired: 0, dispatched: 0, released: 0, saturated: false, oldestDueLagMs: 0 };

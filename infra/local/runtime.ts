@@ -71,8 +71,12 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   await mkdir(dataDir, { recursive: true });
 
   let dynamo: DynamoDbLocal | undefined;
-  const endpoint = env.DYNAMODB_ENDPOINT ?? (dynamo = await startDynamoDbLocal({ dbPath: await ensureDir(join(dataDir, 'dynamodb')) })).endpoint;
-  const clients = createDynamoClients({ endpoint });
+  let endpoint = env.DYNAMODB_ENDPOINT;
+  if (!endpoint && !usesAwsTable(env)) {
+    dynamo = await startDynamoDbLocal({ dbPath: await ensureDir(join(dataDir, 'dynamodb')) });
+    endpoint = dynamo.endpoint;
+  }
+  const clients = createDynamoClients(endpoint ? { endpoint } : {});
   await ensureTable(clients.base, tableName);
 
   const settings = readQueueSettings({ ...env, TABLE_NAME: tableName });
@@ -108,7 +112,7 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
     url: `http://localhost:${port}`,
     adminToken,
     tableName,
-    dynamoEndpoint: endpoint,
+    dynamoEndpoint: endpoint ?? `DynamoDB in ${await clients.base.config.region()}`,
     stop: async () => {
       shutdown.abort();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -118,6 +122,11 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
       await dynamo?.stop();
     },
   };
+}
+
+/** DESIGN §7: with AWS credentials and a table name, run against that table in the cloud. */
+function usesAwsTable(env: Env): boolean {
+  return Boolean(env.TABLE_NAME && (env.AWS_PROFILE || env.AWS_ACCESS_KEY_ID));
 }
 
 async function ensureDir(path: string): Promise<string> {

@@ -1,0 +1,43 @@
+/**
+ * What one job costs in DynamoDB write units from enqueue to success, counted
+ * from ReturnConsumedCapacity on every call (DESIGN §3 budgets about 7).
+ */
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { trackConsumedCapacity, type CapacityTotals } from '../../lib/capacity.js';
+import { putJobType } from '../../lib/job-types.js';
+import { enqueueJob, getJob } from '../../lib/jobs.js';
+import { jobTypeInputSchema } from '../../lib/model.js';
+import { pollOnce, type WorkerBatch } from '../../lib/poller.js';
+import { runWorkerBatch } from '../../lib/worker.js';
+import { createTestQueue, type TestQueue } from '../support/queue.js';
+
+const JOBS = 50;
+let queue: TestQueue;
+let capacity: CapacityTotals;
+
+beforeAll(async () => {
+  queue = await createTestQueue();
+  capacity = trackConsumedCapacity(queue.clients.base);
+});
+afterAll(() => queue.drop());
+
+test(`a job costs at most 7 write units from enqueue to success (${JOBS} jobs)`, async () => {
+  const { jobType } = await putJobType(queue.ctx, 'echo', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'echo' } }));
+  const registry = { handlers: { echo: (data: unknown) => data }, retryPolicies: {} };
+  const before = { ...capacity, byCommand: structuredClone(capacity.byCommand) };
+  for (let i = 0; i < JOBS; i++) {
+    await enqueueJob(queue.ctx, jobType, `job-${i}`, { data: { i, text: 'x'.repeat(150) }, priority: 100, weight: 1 });
+  }
+  const batches: WorkerBatch[] = [];
+  const invoker = { invoke: async (batch: WorkerBatch) => void batches.push(batch) };
+  while ((await pollOnce(queue.ctx, { jobTypes: [jobType], invoker, cursors: new Map() })).claimed > 0);
+  for (const batch of batches) {
+    await runWorkerBatch(queue.ctx, batch, { registry, worker: { id: 'w', host: 'h' } });
+  }
+  for (let i = 0; i < JOBS; i++) expect((await getJob(queue.ctx, 'echo', `job-${i}`))?.status).toBe('succeeded');
+
+  const writeUnitsPerJob = (capacity.writeUnits - before.writeUnits) / JOBS;
+  console.log('capacity per job', { writeUnitsPerJob, readUnits: capacity.readUnits - before.readUnits, byCommand: capacity.byCommand });
+  expect(writeUnitsPerJob).toBeGreaterThan(0);
+  expect(writeUnitsPerJob).toBeLessThanOrEqual(7);
+});
