@@ -1,9 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
+// Lambda runs Node 22; these machines run 20, and the SDK's reminder of that would drown the test output.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+
 export default defineConfig({
   test: {
-    // Lambda runs Node 22; these machines run 20, and the SDK's reminder of that would drown the test output.
-    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     projects: [
       {
         extends: true,

@@ -2,8 +2,8 @@
 import { endAttempt, extendClaim, guardOf, type AttemptEnding } from './claims.js';
 import type { QueueContext } from './config.js';
 import { ConflictError } from './errors.js';
-import { requireJob } from './jobs.js';
-import type { AttemptError, Job, JobType } from './model.js';
+import { assertJsonSize, requireJob } from './jobs.js';
+import { MAX_RESULT_BYTES, type AttemptError, type Job, type JobType } from './model.js';
 import type { CustomRetryPolicies } from './retry.js';
 
 export interface CallbackInput {
@@ -32,6 +32,7 @@ export async function completeFromCallback(
   input: CallbackInput,
   customPolicies: CustomRetryPolicies,
 ): Promise<Job> {
+  assertJsonSize('result', input.result, MAX_RESULT_BYTES);
   const job = await requireJob(ctx, jobType.name, id);
   assertCurrentAttempt(job, input.attempt);
   const ending: AttemptEnding =

@@ -46,11 +46,14 @@ function requestHashOf(input: JobInput): string {
   return createHash('sha256').update(normalised ?? '').digest('base64url');
 }
 
-export function assertDataSize(data: unknown): void {
-  const bytes = Buffer.byteLength(JSON.stringify(data) ?? '', 'utf8');
-  if (bytes > MAX_DATA_BYTES) {
-    throw new PayloadTooLargeError('data', `data is ${bytes} bytes; the limit is ${MAX_DATA_BYTES}`);
-  }
+export function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+}
+
+/** A PayloadTooLargeError naming `field` when `value` serialises to more than `maxBytes`. */
+export function assertJsonSize(field: string, value: unknown, maxBytes: number): void {
+  const bytes = jsonBytes(value);
+  if (bytes > maxBytes) throw new PayloadTooLargeError(field, `${field} is ${bytes} bytes; the limit is ${maxBytes}`);
 }
 
 /**
@@ -63,7 +66,7 @@ export async function enqueueJob(
   id: string,
   input: JobInput,
 ): Promise<{ job: Job; created: boolean }> {
-  assertDataSize(input.data);
+  assertJsonSize('data', input.data, MAX_DATA_BYTES);
   const nowMs = ctx.nowMs();
   const runAfterMs = input.runAfterMs ?? nowMs;
   const job: Job = {

@@ -101,6 +101,8 @@ export interface Job {
 
 export const HISTORY_LIMIT = 25;
 export const MAX_DATA_BYTES = 256 * 1024;
+/** A result is kept on the job item beside data and history, all within DynamoDB's 400 KB item limit. */
+export const MAX_RESULT_BYTES = 64 * 1024;
 export const MAX_TRACE_CHARS = 2_000;
 export const MAX_ERROR_MESSAGE_CHARS = 1_000;
 

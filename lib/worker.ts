@@ -7,7 +7,8 @@ import pLimit from 'p-limit';
 import { deferAttempt, endAttempt, extendClaim, guardOf, markStarted, type AttemptEnding } from './claims.js';
 import type { QueueContext } from './config.js';
 import { ConflictError, NonRetryableError, RetryAfterError } from './errors.js';
-import type { Job, JobType, WorkerIdentity } from './model.js';
+import { jsonBytes } from './jobs.js';
+import { MAX_RESULT_BYTES, type Job, type JobType, type WorkerIdentity } from './model.js';
 import type { WorkerBatch } from './poller.js';
 import type { AttemptFailure, CustomRetryPolicies } from './retry.js';
 
@@ -128,6 +129,11 @@ export async function runClaimedJob(
   if (value === AWAIT_CALLBACK) {
     const deferred = await deferAttempt(ctx, job, jobType, { startedAtMs, worker });
     return deferred ? 'awaiting_callback' : 'stale';
+  }
+  const resultBytes = jsonBytes(value);
+  if (resultBytes > MAX_RESULT_BYTES) {
+    const message = `the result is ${resultBytes} bytes; the limit is ${MAX_RESULT_BYTES}`;
+    return end({ outcome: 'failed', failure: { error: { class: 'ResultTooLargeError', message }, retryable: false } }, startedAtMs);
   }
   return end({ outcome: 'succeeded', result: value }, startedAtMs);
 }
