@@ -353,8 +353,8 @@ export async function endAttempt(
     values[':purgeAtS'] = purgeAtS(ctx, nowMs);
     removes.push('gsi1pk', 'gsi1sk');
     if (ending.outcome === 'succeeded' && ending.result !== undefined) {
-      sets.push('#result = :result');
-      values[':result'] = ending.result;
+      sets.push('resultJson = :resultJson');
+      values[':resultJson'] = JSON.stringify(ending.result);
     }
   }
   let condition = guard.condition;
@@ -366,7 +366,7 @@ export async function endAttempt(
     Key: jobKey(job.type, job.id),
     ConditionExpression: condition,
     UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-    ExpressionAttributeNames: { '#status': 'status', ...(sets.includes('#result = :result') ? { '#result': 'result' } : {}) },
+    ExpressionAttributeNames: { '#status': 'status' },
     ExpressionAttributeValues: values,
   });
   return result.ok ? { job: result.job, next } : undefined;

@@ -13,8 +13,23 @@ function withoutStoreAttributes(item: Item): Item {
   return copy;
 }
 
+/**
+ * A job's `data` and `result` are stored as JSON text, not as DynamoDB maps:
+ * any JSON the API accepted then round-trips exactly, whatever DynamoDB's
+ * rules for maps (32 levels of nesting, no empty keys, numbers within 38 digits).
+ */
+export function jobToItem(job: Job): Item {
+  const { data, result, ...rest } = job;
+  return { ...rest, dataJson: JSON.stringify(data ?? null), ...(result !== undefined ? { resultJson: JSON.stringify(result) } : {}) };
+}
+
 export function itemToJob(item: Item): Job {
-  return withoutStoreAttributes(item) as unknown as Job;
+  const { dataJson, resultJson, ...rest } = withoutStoreAttributes(item);
+  return {
+    ...rest,
+    data: typeof dataJson === 'string' ? JSON.parse(dataJson) : null,
+    ...(typeof resultJson === 'string' ? { result: JSON.parse(resultJson) } : {}),
+  } as unknown as Job;
 }
 
 export function itemToJobType(item: Item): JobType {

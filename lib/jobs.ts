@@ -6,7 +6,7 @@ import stringify from 'safe-stable-stringify';
 import { monotonicFactory } from 'ulid';
 import type { QueueContext } from './config.js';
 import { ConflictError, NotFoundError, PayloadTooLargeError } from './errors.js';
-import { itemToJob, unmarshallItem } from './items.js';
+import { itemToJob, jobToItem, unmarshallItem } from './items.js';
 import { bucketOf, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
 import { MAX_DATA_BYTES, type Job, type JobInput, type JobType } from './model.js';
 
@@ -91,7 +91,7 @@ export async function enqueueJob(
     await ctx.db.send(
       new PutCommand({
         TableName: ctx.settings.tableName,
-        Item: { ...jobKey(job.type, id), ...queuedIndexKeys(ctx, job, runAfterMs), ...job },
+        Item: { ...jobKey(job.type, id), ...queuedIndexKeys(ctx, job, runAfterMs), ...jobToItem(job) },
         ConditionExpression: 'attribute_not_exists(pk)',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),

@@ -77,11 +77,30 @@ export function parseJsonBody(event: HttpEvent): unknown {
   if (bytes > MAX_BODY_BYTES) {
     throw new PayloadTooLargeError('body', `the body is ${bytes} bytes; the limit is ${MAX_BODY_BYTES}`);
   }
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch {
     throw new ValidationError([{ field: 'body', message: 'is not valid JSON' }]);
   }
+  if (depthExceeds(body, MAX_BODY_DEPTH)) {
+    throw new ValidationError([{ field: 'body', message: `is nested deeper than ${MAX_BODY_DEPTH} levels` }]);
+  }
+  return body;
+}
+
+/** Validation and serialisation recurse; a bound on depth keeps a hostile body from exhausting the stack. */
+export const MAX_BODY_DEPTH = 100;
+
+function depthExceeds(value: unknown, maxDepth: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth >= maxDepth) return true;
+    for (const child of Object.values(current)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 /** A path parameter, URL-decoded and checked against its pattern; a mismatch is a 400 naming it. */
