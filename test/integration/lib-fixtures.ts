@@ -1,0 +1,111 @@
+/**
+ * Shared set-up for the lib/ integration tests: a fresh table and clock per
+ * test, job types from API-shaped bodies, invokers that record or run batches.
+ */
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterEach, beforeEach } from 'vitest';
+import type { QueueContext, QueueSettings } from '../../lib/config.js';
+import { putJobType } from '../../lib/job-types.js';
+import { enqueueJob } from '../../lib/jobs.js';
+import { jobKey } from '../../lib/keys.js';
+import { jobTypeInputSchema, parseWith, type Job, type JobInput, type JobType, type WorkerIdentity } from '../../lib/model.js';
+import { pollOnce, type CursorCache, type PollResult, type WorkerBatch, type WorkerInvoker } from '../../lib/poller.js';
+import type { CustomRetryPolicies } from '../../lib/retry.js';
+import { runWorkerBatch, type BatchResult, type JobHandler } from '../../lib/worker.js';
+import { createTestQueue, type TestClock, type TestQueue } from '../support/queue.js';
+
+export const T0 = Date.parse('2026-11-21T10:00:00.000Z');
+export const WORKER: WorkerIdentity = { id: 'worker-1', host: 'host-a' };
+
+/** A fresh table and manual clock (at T0) for every test, dropped after it. */
+export function freshQueuePerTest(
+  options: { settings?: Partial<QueueSettings>; clock?: () => TestClock; random?: () => number } = {},
+): () => TestQueue {
+  let queue: TestQueue | undefined;
+  beforeEach(async () => {
+    queue = await createTestQueue({
+      ...(options.settings ? { settings: options.settings } : {}),
+      ...(options.clock ? { clock: options.clock() } : {}),
+      ...(options.random ? { random: options.random } : {}),
+    });
+  });
+  afterEach(async () => {
+    await queue?.drop();
+    queue = undefined;
+  });
+  return () => {
+    if (!queue) throw new Error('the queue exists only inside a test');
+    return queue;
+  };
+}
+
+/** Creates a job type from an API-shaped body (defaults applied by the real schema). */
+export async function defineType(ctx: QueueContext, name: string, body: Record<string, unknown> = {}): Promise<JobType> {
+  const input = parseWith(jobTypeInputSchema, { target: { kind: 'handler', name }, ...body });
+  return (await putJobType(ctx, name, input)).jobType;
+}
+
+export async function enqueue(
+  ctx: QueueContext,
+  jobType: JobType,
+  id: string,
+  input: Partial<JobInput> = {},
+): Promise<{ job: Job; created: boolean }> {
+  return enqueueJob(ctx, jobType, id, { data: { id }, priority: 100, weight: 1, ...input });
+}
+
+/** The raw item as DynamoDB holds it, store-only attributes included. */
+export async function readItem(queue: TestQueue, type: string, id: string): Promise<Record<string, unknown> | undefined> {
+  const { Item } = await queue.clients.db.send(
+    new GetCommand({ TableName: queue.tableName, Key: jobKey(type, id), ConsistentRead: true }),
+  );
+  return Item;
+}
+
+/** Records every batch and runs nothing: the worker never reports, as if it died. */
+export class RecordingInvoker implements WorkerInvoker {
+  readonly batches: WorkerBatch[] = [];
+  async invoke(batch: WorkerBatch): Promise<void> {
+    this.batches.push(structuredClone(batch));
+  }
+  get jobs(): Job[] {
+    return this.batches.flatMap((batch) => batch.jobs);
+  }
+}
+
+/** Runs each batch in-process through the real worker, as the local runtime does. */
+export class RunningInvoker implements WorkerInvoker {
+  readonly results: BatchResult[] = [];
+  readonly batches: WorkerBatch[] = [];
+  /** Outcomes the worker could not record; a test expects none. */
+  readonly errors: unknown[] = [];
+  constructor(
+    private readonly ctx: QueueContext,
+    private readonly handlers: Record<string, JobHandler>,
+    private readonly retryPolicies: CustomRetryPolicies = {},
+    private readonly worker: WorkerIdentity = WORKER,
+  ) {}
+  async invoke(batch: WorkerBatch): Promise<void> {
+    this.batches.push(structuredClone(batch));
+    this.results.push(
+      await runWorkerBatch(this.ctx, batch, {
+        registry: { handlers: this.handlers, retryPolicies: this.retryPolicies },
+        worker: this.worker,
+        onError: (_job, error) => this.errors.push(error),
+      }),
+    );
+  }
+}
+
+export class FailingInvoker implements WorkerInvoker {
+  calls = 0;
+  async invoke(): Promise<void> {
+    this.calls++;
+    throw new Error('Lambda invoke failed');
+  }
+}
+
+/** One poll of the given types with a fresh cursor cache (cursors are then read from the table). */
+export function poll(ctx: QueueContext, jobTypes: JobType[], invoker: WorkerInvoker, cursors: CursorCache = new Map()): Promise<PollResult> {
+  return pollOnce(ctx, { jobTypes, invoker, cursors });
+}

@@ -1,0 +1,130 @@
+/** The poller's loop against DynamoDB Local, its sleeps driven by the manual clock. */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, test } from 'vitest';
+import type { QueueContext } from '../../lib/config.js';
+import { getJob } from '../../lib/jobs.js';
+import { runPollerLoop, type PollResult } from '../../lib/poller.js';
+import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
+
+const POLL_INTERVAL_MS = 1_000;
+const queue = freshQueuePerTest({ settings: { pollIntervalMs: POLL_INTERVAL_MS, shards: 1, claimPageSize: 1 } });
+
+/** A sleep that moves the manual clock instead of waiting. */
+function clockSleep(advance: (ms: number) => void, sleeps: number[] = []) {
+  return async (ms: number): Promise<void> => {
+    sleeps.push(ms);
+    advance(ms);
+  };
+}
+
+describe('runPollerLoop', () => {
+  test('polls until its run time is over, sleeping the poll interval after each poll that found little, and claims a job when it falls due', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails');
+    await enqueue(ctx, emails, 'e-1', { runAfterMs: T0 + 2_500 });
+    const polledAt: number[] = [];
+    const sleeps: number[] = [];
+    const invoker = new RecordingInvoker();
+
+    const totals = await runPollerLoop(ctx, {
+      invoker,
+      runForMs: 5_000,
+      sleep: clockSleep(clock.advance, sleeps),
+      onPoll: () => polledAt.push(clock.nowMs() - T0),
+      onError: (error) => {
+        throw error;
+      },
+    });
+
+    // The poll at 3 s fills its one-entry page, so the loop polls again at once.
+    expect(polledAt).toEqual([0, 1_000, 2_000, 3_000, 3_000, 4_000]);
+    expect(sleeps.every((ms) => ms === POLL_INTERVAL_MS)).toBe(true);
+    expect(totals).toMatchObject({ claimed: 1, dispatched: 1 });
+    expect(invoker.jobs[0]).toMatchObject({ id: 'e-1', claimedAtMs: T0 + 3_000 });
+  });
+
+  test('a saturated poll (a full page) is followed at once by another, without sleeping', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails');
+    for (const id of ['a', 'b', 'c']) await enqueue(ctx, emails, id);
+    const results: PollResult[] = [];
+    const sleeps: number[] = [];
+
+    const totals = await runPollerLoop(ctx, {
+      invoker: new RecordingInvoker(),
+      runForMs: POLL_INTERVAL_MS,
+      sleep: clockSleep(clock.advance, sleeps),
+      onPoll: (result) => results.push(result),
+    });
+
+    expect(results.map((r) => [r.claimed, r.saturated])).toEqual([
+      [1, true],
+      [1, true],
+      [1, true],
+      [0, false],
+    ]);
+    expect(sleeps).toEqual([POLL_INTERVAL_MS]);
+    expect(totals.claimed).toBe(3);
+  });
+
+  test('a poll that throws is reported, and the loop carries on and claims the job later', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails');
+    await enqueue(ctx, emails, 'e-1');
+    let failuresLeft = 1;
+    const flakyDb = {
+      send: (command: unknown) => {
+        if (command instanceof QueryCommand && command.input.IndexName && failuresLeft > 0) {
+          const key = command.input.ExpressionAttributeValues?.[':partition'];
+          if (typeof key === 'string' && key.startsWith('Q#')) {
+            failuresLeft--;
+            return Promise.reject(new Error('ProvisionedThroughputExceeded'));
+          }
+        }
+        return ctx.db.send(command as QueryCommand);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const flakyCtx: QueueContext = { ...ctx, db: flakyDb };
+    const errors: unknown[] = [];
+
+    const totals = await runPollerLoop(flakyCtx, {
+      invoker: new RecordingInvoker(),
+      runForMs: 3 * POLL_INTERVAL_MS,
+      sleep: clockSleep(clock.advance),
+      onError: (error) => errors.push(error),
+    });
+
+    expect(errors).toHaveLength(1);
+    expect(String(errors[0])).toContain('ProvisionedThroughputExceeded');
+    expect(totals.claimed).toBe(1);
+    expect((await getJob(ctx, 'emails', 'e-1'))?.status).toBe('running');
+  });
+
+  test('a job type created while the loop runs is picked up at the next job-type refresh', async () => {
+    const { ctx, clock } = queue();
+    const claimedAt: number[] = [];
+    let created = false;
+    const invoker = new RecordingInvoker();
+
+    await runPollerLoop(ctx, {
+      invoker,
+      runForMs: 6_000,
+      jobTypesRefreshMs: 3_000,
+      sleep: async (ms) => {
+        clock.advance(ms);
+        if (!created && clock.nowMs() >= T0 + 1_000) {
+          created = true;
+          const late = await defineType(ctx, 'late');
+          await enqueue(ctx, late, 'l-1');
+        }
+      },
+      onPoll: (result) => {
+        if (result.claimed > 0) claimedAt.push(clock.nowMs() - T0);
+      },
+    });
+
+    expect(claimedAt).toEqual([3_000]);
+    expect(invoker.jobs.map((job) => job.id)).toEqual(['l-1']);
+  });
+});

@@ -1,0 +1,146 @@
+import { describe, expect, test } from 'vitest';
+import { appendHistory } from '../../lib/claims.js';
+import { NonRetryableError, RetryAfterError } from '../../lib/errors.js';
+import { HISTORY_LIMIT, type AttemptRecord, type Job } from '../../lib/model.js';
+import { splitIntoBatches } from '../../lib/poller.js';
+import { failureFromError } from '../../lib/worker.js';
+
+const T0 = Date.parse('2026-11-21T10:00:00.000Z');
+
+function job(id: string, data: unknown = null): Job {
+  return {
+    type: 'emails',
+    id,
+    status: 'running',
+    data,
+    attempt: 1,
+    maxAttempts: 3,
+    deliveryStrategy: 'at_least_once',
+    runAfterMs: T0,
+    priority: 100,
+    weight: 1,
+    createdAtMs: T0,
+    updatedAtMs: T0,
+    history: [],
+    historyDropped: 0,
+    requestHash: 'h',
+  };
+}
+
+const record = (attempt: number): AttemptRecord => ({
+  attempt,
+  claimedAtMs: T0 + attempt,
+  startedAtMs: T0 + attempt,
+  endedAtMs: T0 + attempt + 1,
+  outcome: 'failed',
+  error: { class: 'Error', message: `attempt ${attempt}` },
+});
+
+describe('failureFromError', () => {
+  test('a NonRetryableError is not retryable and keeps its class and message', () => {
+    const failure = failureFromError(new NonRetryableError('card declined'));
+    expect(failure.retryable).toBe(false);
+    expect(failure.error).toMatchObject({ class: 'NonRetryableError', message: 'card declined' });
+    expect(failure.retryAfterMs).toBeUndefined();
+  });
+
+  test('a subclass of NonRetryableError is not retryable either and reports its own name', () => {
+    class InvalidAddress extends NonRetryableError {
+      override readonly name = 'InvalidAddress';
+    }
+    const failure = failureFromError(new InvalidAddress('no such street'));
+    expect(failure.retryable).toBe(false);
+    expect(failure.error.class).toBe('InvalidAddress');
+  });
+
+  test('a RetryAfterError is retryable and carries its delay', () => {
+    const failure = failureFromError(new RetryAfterError('rate limited', 12_000));
+    expect(failure).toMatchObject({
+      retryable: true,
+      retryAfterMs: 12_000,
+      error: { class: 'RetryAfterError', message: 'rate limited' },
+    });
+  });
+
+  test('a plain Error is retryable, with its class, message and stack trace', () => {
+    const error = new TypeError('x is undefined');
+    const failure = failureFromError(error);
+    expect(failure.retryable).toBe(true);
+    expect(failure.error.class).toBe('TypeError');
+    expect(failure.error.message).toBe('x is undefined');
+    expect(failure.error.trace).toBe(error.stack);
+    expect(failure.retryAfterMs).toBeUndefined();
+  });
+
+  test('a thrown non-Error is retryable, class NonError, its value as the message', () => {
+    expect(failureFromError('just a string')).toEqual({ error: { class: 'NonError', message: 'just a string' }, retryable: true });
+    expect(failureFromError(42)).toEqual({ error: { class: 'NonError', message: '42' }, retryable: true });
+    expect(failureFromError(undefined).error).toEqual({ class: 'NonError', message: 'undefined' });
+  });
+});
+
+describe('splitIntoBatches', () => {
+  test('splits by count, keeping order', () => {
+    const jobs = Array.from({ length: 25 }, (_, i) => job(`j${i}`));
+    const batches = splitIntoBatches(jobs, 10);
+    expect(batches.map((batch) => batch.length)).toEqual([10, 10, 5]);
+    expect(batches.flat().map((j) => j.id)).toEqual(jobs.map((j) => j.id));
+  });
+
+  test('an exact multiple of the batch size leaves no empty batch; no jobs gives no batches', () => {
+    expect(splitIntoBatches(Array.from({ length: 20 }, (_, i) => job(`j${i}`)), 10).map((b) => b.length)).toEqual([10, 10]);
+    expect(splitIntoBatches([], 10)).toEqual([]);
+  });
+
+  test('splits by bytes so no batch exceeds the byte budget', () => {
+    const jobs = Array.from({ length: 7 }, (_, i) => job(`j${i}`, { blob: 'x'.repeat(1_000) }));
+    const oneJobBytes = Buffer.byteLength(JSON.stringify(jobs[0]), 'utf8');
+    const maxBytes = oneJobBytes * 2 + 10;
+    const batches = splitIntoBatches(jobs, 100, maxBytes);
+    expect(batches.map((batch) => batch.length)).toEqual([2, 2, 2, 1]);
+    for (const batch of batches) {
+      expect(batch.reduce((sum, j) => sum + Buffer.byteLength(JSON.stringify(j), 'utf8'), 0)).toBeLessThanOrEqual(maxBytes);
+    }
+    expect(batches.flat().map((j) => j.id)).toEqual(jobs.map((j) => j.id));
+  });
+
+  test('a single job larger than the byte budget still travels, alone', () => {
+    const small = job('small');
+    const big = job('big', { blob: 'x'.repeat(5_000) });
+    const batches = splitIntoBatches([small, big, small], 100, 2_000);
+    expect(batches.map((batch) => batch.map((j) => j.id))).toEqual([['small'], ['big'], ['small']]);
+  });
+});
+
+describe('appendHistory', () => {
+  test('appends under the limit without dropping anything', () => {
+    const history = Array.from({ length: HISTORY_LIMIT - 1 }, (_, i) => record(i + 1));
+    const next = appendHistory({ history, historyDropped: 0 }, record(HISTORY_LIMIT));
+    expect(next.history).toHaveLength(HISTORY_LIMIT);
+    expect(next.history.at(-1)?.attempt).toBe(HISTORY_LIMIT);
+    expect(next.historyDropped).toBe(0);
+  });
+
+  test('caps at 25, dropping the oldest and counting it', () => {
+    expect(HISTORY_LIMIT).toBe(25);
+    const history = Array.from({ length: 25 }, (_, i) => record(i + 1));
+    const next = appendHistory({ history, historyDropped: 0 }, record(26));
+    expect(next.history).toHaveLength(25);
+    expect(next.history[0]?.attempt).toBe(2);
+    expect(next.history.at(-1)?.attempt).toBe(26);
+    expect(next.historyDropped).toBe(1);
+  });
+
+  test('adds to the count already dropped', () => {
+    const history = Array.from({ length: 25 }, (_, i) => record(i + 11));
+    const next = appendHistory({ history, historyDropped: 10 }, record(36));
+    expect(next.historyDropped).toBe(11);
+    expect(next.history.map((r) => r.attempt)).toEqual(Array.from({ length: 25 }, (_, i) => i + 12));
+  });
+
+  test('does not mutate the job it was given', () => {
+    const history = [record(1)];
+    appendHistory({ history, historyDropped: 0 }, record(2));
+    expect(history).toEqual([record(1)]);
+  });
+});
