@@ -46,6 +46,11 @@ export class UnauthorizedError extends Error {
   override readonly name = 'UnauthorizedError';
 }
 
+/** The attempt no longer holds its claim: the sweeper or another attempt took the job over. */
+export class ClaimLostError extends Error {
+  override readonly name = 'ClaimLostError';
+}
+
 /** Thrown by settings parsing at cold start; names the environment variable. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -83,7 +83,8 @@ export async function pollOnce(
   // A paused type (concurrency 0) keeps its jobs queued; nothing is claimed.
   const activeTypes = options.jobTypes.filter((jobType) => jobType.concurrency !== 0);
   const scans = activeTypes.flatMap((jobType) => shards.map((shard) => ({ jobType, shard })));
-  await Promise.all(
+  // Settled, not all-or-nothing: one lane's failure must not strand the jobs other lanes already claimed.
+  const scanOutcomes = await Promise.allSettled(
     scans.map(async ({ jobType, shard }) => {
       const lane: Lane = { kind: 'queued', type: jobType.name };
       const cacheKey = `${jobType.name}#${shard}`;
@@ -101,7 +102,7 @@ export async function pollOnce(
       }
       if (scan.entries.length >= settings.claimPageSize) result.saturated = true;
       for (const entry of scan.entries) result.oldestDueLagMs = Math.max(result.oldestDueLagMs, dueLagMs(entry.gsi1sk, nowMs));
-      await Promise.all(
+      const claims = await Promise.allSettled(
         scan.entries.map((entry) =>
           claimLimit(async () => {
             const claim = await claimJob(ctx, parseJobPk(entry.pk), jobType);
@@ -113,22 +114,32 @@ export async function pollOnce(
           }),
         ),
       );
+      throwFirstRejection(claims);
     }),
   );
 
   const jobTypes = Object.fromEntries(options.jobTypes.map((jobType) => [jobType.name, jobType]));
-  await Promise.all(
+  await Promise.allSettled(
     splitIntoBatches(claimedJobs, settings.workerBatchSize).map(async (jobs) => {
       try {
         await options.invoker.invoke({ jobs, jobTypes });
         result.dispatched += jobs.length;
       } catch {
-        // The batch never reached a worker: hand the claims back now rather than wait out the visibility timeout.
-        for (const job of jobs) if (await releaseClaim(ctx, job)) result.released++;
+        // The batch never reached a worker: hand the claims back now rather than wait out the visibility
+        // timeout. A release that fails leaves the claim to lapse; the sweeper then releases it too.
+        const released = await Promise.allSettled(jobs.map((job) => releaseClaim(ctx, job)));
+        result.released += released.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
       }
     }),
   );
+  // Reported only now, after everything claimed was handed over or released.
+  throwFirstRejection(scanOutcomes);
   return result;
+}
+
+function throwFirstRejection(outcomes: PromiseSettledResult<unknown>[]): void {
+  const rejected = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+  if (rejected) throw rejected.reason;
 }
 
 export interface PollerLoopOptions {

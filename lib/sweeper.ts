@@ -5,7 +5,7 @@
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { endAttempt } from './claims.js';
+import { endAttempt, releaseClaim } from './claims.js';
 import type { QueueContext } from './config.js';
 import { listJobTypes } from './job-types.js';
 import { getJob, queuedIndexKeys } from './jobs.js';
@@ -23,6 +23,8 @@ export interface SweepResult {
   stale: number;
   /** Waiting jobs found behind a cursor and moved to the current bucket. */
   stragglers: number;
+  /** Lapsed claims of at_most_once jobs that provably never started, handed back without counting an attempt. */
+  released: number;
 }
 
 const SWEEP_PAGE = 100;
@@ -46,6 +48,12 @@ async function timeOutClaim(
     seen.claimedUntilMs <= ctx.nowMs();
   if (!stillClaimed || jobType === undefined) {
     result.stale++;
+    return;
+  }
+  // An at_most_once job records its start before it runs: without that record it never ran and may safely run now.
+  if (job.deliveryStrategy === 'at_most_once' && job.startedAtMs === undefined) {
+    if (await releaseClaim(ctx, job)) result.released++;
+    else result.stale++;
     return;
   }
   const awaitingCallback = job.status === 'awaiting_callback';
@@ -93,7 +101,7 @@ export async function sweepOnce(
   ctx: QueueContext,
   options: { customPolicies: CustomRetryPolicies; shards?: number[] },
 ): Promise<SweepResult> {
-  const result: SweepResult = { requeued: 0, ended: 0, stale: 0, stragglers: 0 };
+  const result: SweepResult = { requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0 };
   const jobTypeList = await listJobTypes(ctx);
   if (jobTypeList.length === 0) return result;
   const jobTypes = new Map(jobTypeList.map((jobType) => [jobType.name, jobType]));

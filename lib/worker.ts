@@ -6,7 +6,7 @@
 import pLimit from 'p-limit';
 import { deferAttempt, endAttempt, extendClaim, guardOf, markStarted, type AttemptEnding } from './claims.js';
 import type { QueueContext } from './config.js';
-import { ConflictError, NonRetryableError, RetryAfterError } from './errors.js';
+import { ClaimLostError, NonRetryableError, RetryAfterError } from './errors.js';
 import { jsonBytes } from './jobs.js';
 import { MAX_RESULT_BYTES, type Job, type JobType, type WorkerIdentity } from './model.js';
 import type { WorkerBatch } from './poller.js';
@@ -17,9 +17,13 @@ export const AWAIT_CALLBACK: unique symbol = Symbol.for('delayed-job-queue.await
 
 export interface JobContext {
   readonly job: Readonly<Job>;
-  /** Extends the claim by `extendS` (default: the type's visibility timeout) from now, so a long job is not rescued while alive. */
+  /**
+   * Extends the claim to `extendS` (default: the type's visibility timeout) from now. The worker already
+   * renews the claim while the handler runs; call this to hold it longer than that, e.g. before a long pause.
+   * Throws ClaimLostError when the attempt no longer holds the claim.
+   */
   heartbeat(extendS?: number): Promise<void>;
-  /** Aborted when the attempt reaches the type's `timeout_s`. */
+  /** Aborted when the attempt reaches the type's `timeout_s` or loses its claim. */
   readonly signal: AbortSignal;
 }
 
@@ -57,25 +61,41 @@ export type JobRunOutcome =
   /** The outcome could not be recorded: another worker, callback or sweep got there first. */
   | 'stale';
 
-async function runWithTimeout(
-  handler: JobHandler,
-  job: Job,
-  timeoutMs: number,
-  makeContext: (signal: AbortSignal) => JobContext,
-): Promise<unknown> {
+/**
+ * Runs the handler as one attempt. While it runs, the worker renews the claim
+ * every half visibility timeout, so a live job is never rescued however long it
+ * takes, and a dead worker's job comes back one visibility timeout after its
+ * last renewal. The attempt ends at `timeout_s`, or as soon as the claim is lost.
+ */
+async function runAttempt(ctx: QueueContext, handler: JobHandler, job: Job, jobType: JobType): Promise<unknown> {
   const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = new JobTimeoutError(`the attempt ran longer than ${timeoutMs / 1000} s`);
-      controller.abort(error);
-      reject(error);
-    }, timeoutMs);
+  const guard = guardOf(job);
+  const visibilityMs = jobType.visibilityTimeoutS * 1000;
+  const extend = async (extendMs: number): Promise<void> => {
+    if (await extendClaim(ctx, guard, ctx.nowMs() + extendMs)) return;
+    const error = new ClaimLostError(`the claim on job "${job.id}" attempt ${job.attempt} is no longer held`);
+    controller.abort(error);
+    throw error;
+  };
+  const context: JobContext = {
+    job,
+    signal: controller.signal,
+    heartbeat: (extendS = jobType.visibilityTimeoutS) => extend(extendS * 1000),
+  };
+  const stopped = new Promise<never>((_, reject) => {
+    controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
   });
+  const timeoutTimer = setTimeout(
+    () => controller.abort(new JobTimeoutError(`the attempt ran longer than ${jobType.timeoutS} s`)),
+    jobType.timeoutS * 1000,
+  );
+  // A renewal that fails on a passing store error is simply tried again at the next tick.
+  const renewTimer = setInterval(() => extend(visibilityMs).catch(() => undefined), visibilityMs / 2);
   try {
-    return await Promise.race([Promise.resolve().then(() => handler(job.data, makeContext(controller.signal))), timeout]);
+    return await Promise.race([Promise.resolve().then(() => handler(job.data, context)), stopped]);
   } finally {
-    clearTimeout(timer);
+    clearTimeout(timeoutTimer);
+    clearInterval(renewTimer);
   }
 }
 
@@ -111,18 +131,9 @@ export async function runClaimedJob(
   if (job.deliveryStrategy === 'at_most_once' && !(await markStarted(ctx, job, worker))) return 'already_started';
 
   const startedAtMs = ctx.nowMs();
-  const guard = guardOf(job);
-  const makeContext = (signal: AbortSignal): JobContext => ({
-    job,
-    signal,
-    heartbeat: async (extendS = jobType.visibilityTimeoutS) => {
-      const extended = await extendClaim(ctx, guard, ctx.nowMs() + extendS * 1000);
-      if (!extended) throw new ConflictError(`the claim on job "${job.id}" attempt ${job.attempt} is no longer held`);
-    },
-  });
   let value: unknown;
   try {
-    value = await runWithTimeout(handler, job, jobType.timeoutS * 1000, makeContext);
+    value = await runAttempt(ctx, handler, job, jobType);
   } catch (error) {
     return end({ outcome: 'failed', failure: failureFromError(error) }, startedAtMs);
   }

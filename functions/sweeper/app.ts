@@ -18,12 +18,12 @@ export function createSweeperHandler(deps: SweeperDeps) {
   return async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepResult> => {
     const { ctx } = deps;
     const deadlineMs = ctx.nowMs() + Math.min(ctx.settings.pollerRunMs, context.getRemainingTimeInMillis() - INVOCATION_HEADROOM_MS);
-    const totals: SweepResult = { requeued: 0, ended: 0, stale: 0, stragglers: 0 };
+    const totals: SweepResult = { requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0 };
     do {
       try {
         const result = await sweepOnce(ctx, { customPolicies: deps.registry.retryPolicies });
         for (const key of Object.keys(totals) as (keyof SweepResult)[]) totals[key] += result[key];
-        if (result.requeued + result.ended + result.stragglers > 0) log('info', 'sweep', { ...result });
+        if (result.requeued + result.ended + result.stragglers + result.released > 0) log('info', 'sweep', { ...result });
       } catch (error) {
         log('error', 'sweep failed', { error });
       }

@@ -8,16 +8,13 @@ const field = (data: unknown, name: string): unknown =>
 /** Succeeds with its data as the result. */
 export const echo: JobHandler = (data) => data;
 
-/** Waits `data.ms` milliseconds, heart-beating as it goes when `data.heartbeat_ms` is set; stops when the attempt times out. */
+/** Waits `data.ms` milliseconds, or until the attempt is aborted (timeout or lost claim). */
 export const sleep: JobHandler = async (data, context) => {
   const ms = Number(field(data, 'ms') ?? 0);
-  const heartbeatMs = Number(field(data, 'heartbeat_ms') ?? 0);
-  const until = Date.now() + ms;
-  while (Date.now() < until && !context.signal.aborted) {
-    const step = Math.min(until - Date.now(), heartbeatMs > 0 ? heartbeatMs : until - Date.now());
-    await new Promise((resolve) => setTimeout(resolve, step));
-    if (heartbeatMs > 0 && Date.now() < until) await context.heartbeat();
-  }
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    context.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
   return { slept_ms: ms };
 };
 
