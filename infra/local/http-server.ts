@@ -63,7 +63,8 @@ export function toHttpApiEvent(request: IncomingMessage, body: Buffer, requestId
   };
 }
 
-function lambdaContext(requestId: string): Context {
+/** The least of a Lambda context a handler may touch, for a handler invoked in-process. */
+export function lambdaContext(requestId: string): Context {
   const deadline = Date.now() + 30_000;
   return {
     callbackWaitsForEmptyEventLoop: false,

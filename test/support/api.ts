@@ -9,6 +9,7 @@ import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { afterEach, beforeEach } from 'vitest';
 import { createApiHandler } from '../../functions/api/app.js';
+import { lambdaContext } from '../../infra/local/http-server.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
 import type { QueueContext, QueueSettings } from '../../lib/config.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
@@ -84,25 +85,6 @@ export function buildHttpApiEvent(
     },
     ...(text !== undefined && text.length > 0 ? { body: base64 ? Buffer.from(text, 'utf8').toString('base64') : text } : {}),
     isBase64Encoded: base64,
-  };
-}
-
-/** The least of a Lambda context the handler may touch. */
-export function lambdaContext(requestId: string): Context {
-  const deadline = Date.now() + 30_000;
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName: 'api',
-    functionVersion: '$LATEST',
-    invokedFunctionArn: 'arn:aws:lambda:local:000000000000:function:api',
-    memoryLimitInMB: '512',
-    awsRequestId: requestId,
-    logGroupName: 'test',
-    logStreamName: 'test',
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
   };
 }
 

@@ -1,27 +1,10 @@
 import { describe, expect, test, vi } from 'vitest';
 import type { Job, RetryPolicy } from '../../lib/model.js';
+import { runningJob } from '../support/jobs.js';
 import { backoffDelayMs, decideRetry, type AttemptFailure, type CustomRetryPolicies } from '../../lib/retry.js';
 
-const T0 = Date.parse('2026-11-21T10:00:00.000Z');
-
 function jobAt(attempt: number, maxAttempts = 5): Job {
-  return {
-    type: 'emails',
-    id: 'job_1',
-    status: 'running',
-    data: { to: 'a@example.com' },
-    attempt,
-    maxAttempts,
-    deliveryStrategy: 'at_least_once',
-    runAfterMs: T0,
-    priority: 100,
-    weight: 1,
-    createdAtMs: T0,
-    updatedAtMs: T0,
-    history: [],
-    historyDropped: 0,
-    requestHash: 'h',
-  };
+  return runningJob({ attempt, maxAttempts });
 }
 
 const failure = (overrides: Partial<AttemptFailure> = {}): AttemptFailure => ({

@@ -4,27 +4,10 @@ import { NonRetryableError, RetryAfterError } from '../../lib/errors.js';
 import { HISTORY_LIMIT, type AttemptRecord, type Job } from '../../lib/model.js';
 import { splitIntoBatches } from '../../lib/poller.js';
 import { failureFromError } from '../../lib/worker.js';
-
-const T0 = Date.parse('2026-11-21T10:00:00.000Z');
+import { runningJob, T0 } from '../support/jobs.js';
 
 function job(id: string, data: unknown = null): Job {
-  return {
-    type: 'emails',
-    id,
-    status: 'running',
-    data,
-    attempt: 1,
-    maxAttempts: 3,
-    deliveryStrategy: 'at_least_once',
-    runAfterMs: T0,
-    priority: 100,
-    weight: 1,
-    createdAtMs: T0,
-    updatedAtMs: T0,
-    history: [],
-    historyDropped: 0,
-    requestHash: 'h',
-  };
+  return runningJob({ id, data });
 }
 
 const record = (attempt: number): AttemptRecord => ({
