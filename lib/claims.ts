@@ -96,9 +96,12 @@ export async function claimJob(
   ref: Pick<Job, 'type' | 'id'>,
   jobType: Pick<JobType, 'visibilityTimeoutS'>,
 ): Promise<ClaimResult> {
-  const claimed = await conditionalUpdate(ctx, buildClaimParams(ctx, ref, jobType, randomUUID()));
+  const claimToken = randomUUID();
+  const claimed = await conditionalUpdate(ctx, buildClaimParams(ctx, ref, jobType, claimToken));
   if (claimed.ok) return { kind: 'claimed', job: claimed.job };
   const current = claimed.current;
+  // The SDK retried a claim whose first try was applied but whose answer was lost: the claim is ours.
+  if (current?.claimToken === claimToken) return { kind: 'claimed', job: current };
   if (current?.status === 'queued' && current.expiresAtMs !== undefined && current.expiresAtMs <= ctx.nowMs()) {
     const expired = await expireQueuedJob(ctx, current);
     if (expired) return { kind: 'expired', job: expired };
@@ -154,15 +157,17 @@ export function guardOf(job: Job): ClaimGuard {
  */
 export async function markStarted(ctx: QueueContext, job: Job, worker: WorkerIdentity): Promise<boolean> {
   const guard = guardCondition(guardOf(job));
+  const startToken = randomUUID();
   const result = await conditionalUpdate(ctx, {
     Key: jobKey(job.type, job.id),
     ConditionExpression: `${guard.condition} AND attribute_not_exists(startedAtMs)`,
-    UpdateExpression: 'SET startedAtMs = :now, worker = :worker, updatedAtMs = :now',
+    UpdateExpression: 'SET startedAtMs = :now, worker = :worker, startToken = :startToken, updatedAtMs = :now',
     ExpressionAttributeNames: { '#status': 'status' },
-    ExpressionAttributeValues: { ...guard.values, ':now': ctx.nowMs(), ':worker': worker },
+    ExpressionAttributeValues: { ...guard.values, ':now': ctx.nowMs(), ':worker': worker, ':startToken': startToken },
     ReturnValues: 'NONE',
   });
-  return result.ok;
+  // A retried write whose first try was applied finds its own start token: this delivery is the one that started.
+  return result.ok || result.current?.startToken === startToken;
 }
 
 /** Moves the claim's deadline to `claimedUntilMs` (never earlier than it is); false when the claim is no longer held. */
@@ -343,7 +348,7 @@ export async function endAttempt(
     ':dropped': historyDropped,
   };
   const sets = ['#status = :status', 'updatedAtMs = :now', 'history = :history', 'historyDropped = :dropped'];
-  const removes = ['claimToken', 'claimedAtMs', 'claimedUntilMs', 'startedAtMs', 'worker'];
+  const removes = ['claimToken', 'claimedAtMs', 'claimedUntilMs', 'startedAtMs', 'startToken', 'worker'];
   if (next.status === 'queued') {
     const index = queuedIndexKeys(ctx, job, next.runAfterMs);
     sets.push('runAfterMs = :runAfter', 'gsi1pk = :gsi1pk', 'gsi1sk = :gsi1sk');

@@ -3,6 +3,7 @@
  * environment variable so a misconfigured deployment says what to fix.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { MAX_DYNAMODB_CALL_MS } from './dynamodb.js';
 import { ConfigError } from './errors.js';
 
 export interface QueueSettings {
@@ -13,7 +14,8 @@ export interface QueueSettings {
   shards: number;
   /**
    * The cursor only passes a bucket that ended longer ago than this: longer than
-   * any enqueue in flight (API timeout) plus index propagation plus clock skew.
+   * any write in flight (bounded by DYNAMODB_CALL_LIMITS) plus index propagation
+   * plus clock skew. At least MIN_CURSOR_SAFETY_MARGIN_MS.
    * @default 60000
    */
   cursorSafetyMarginMs: number;
@@ -39,6 +41,9 @@ export interface QueueSettings {
 
 export type Env = Record<string, string | undefined>;
 
+/** The longest a write can be in flight, plus 5 s of clock skew between writers and pollers. */
+export const MIN_CURSOR_SAFETY_MARGIN_MS = MAX_DYNAMODB_CALL_MS + 5_000;
+
 function integerSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -62,7 +67,7 @@ export function readQueueSettings(env: Env): QueueSettings {
     tableName: requiredSetting(env, 'TABLE_NAME'),
     bucketMs: integerSetting(env, 'BUCKET_MS', 60_000, 1_000, 3_600_000),
     shards: integerSetting(env, 'SHARDS', 4, 1, 256),
-    cursorSafetyMarginMs: integerSetting(env, 'CURSOR_SAFETY_MARGIN_MS', 60_000, 0, 3_600_000),
+    cursorSafetyMarginMs: integerSetting(env, 'CURSOR_SAFETY_MARGIN_MS', 60_000, MIN_CURSOR_SAFETY_MARGIN_MS, 3_600_000),
     backstopBuckets: integerSetting(env, 'BACKSTOP_BUCKETS', 10, 0, 10_000),
     retentionDays: integerSetting(env, 'RETENTION_DAYS', 30, 1, 3_650),
     pollIntervalMs: integerSetting(env, 'POLL_INTERVAL_MS', 500, 10, 60_000),

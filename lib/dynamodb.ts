@@ -2,6 +2,22 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
+/**
+ * Writes must survive brief throttling and dropped connections, so the SDK
+ * retries with backoff; but a write must also never be in flight longer than
+ * the cursor's safety margin (60 s by default), or it could land in a bucket a
+ * cursor has already passed. These bounds keep one call under about 40 s:
+ * 5 tries of at most 2 s to connect and 5 s to answer, plus the SDK's backoff
+ * between them (at most 0.5 + 1 + 2 + 4 s for throttling).
+ */
+export const DYNAMODB_CALL_LIMITS = {
+  maxAttempts: 5,
+  requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
+} as const;
+
+/** The longest one DynamoDB call may take, retries included; the cursor's safety margin must exceed it. */
+export const MAX_DYNAMODB_CALL_MS = 5 * (2_000 + 5_000) + 7_500;
+
 export interface DynamoClients {
   base: DynamoDBClient;
   db: DynamoDBDocumentClient;
@@ -14,8 +30,7 @@ export interface DynamoClients {
 export function createDynamoClients(options: { endpoint?: string; region?: string } = {}): DynamoClients {
   const config: DynamoDBClientConfig = {
     region: options.region ?? process.env.AWS_REGION ?? 'us-east-1',
-    // Outcome writes must survive brief throttling and connection drops; the SDK backs off between attempts.
-    maxAttempts: 6,
+    ...DYNAMODB_CALL_LIMITS,
   };
   if (options.endpoint) {
     config.endpoint = options.endpoint;

@@ -96,6 +96,8 @@ export interface Job {
   claimedAtMs?: number;
   claimedUntilMs?: number;
   startedAtMs?: number;
+  /** Written with startedAtMs, so a start whose write was retried recognises itself. */
+  startToken?: string;
   worker?: WorkerIdentity;
 }
 

@@ -39,22 +39,27 @@ export type CursorCache = Map<string, number | undefined>;
 /** Lambda's async invoke accepts 1 MB; keep every batch well under it. */
 const MAX_BATCH_BYTES = 900 * 1024;
 
-export function splitIntoBatches(jobs: Job[], maxJobs: number, maxBytes = MAX_BATCH_BYTES): Job[][] {
-  const batches: Job[][] = [];
+/** Collects jobs into batches of at most `maxJobs` and `maxBytes`, handing each to `flush` as soon as it is full. */
+export function createBatcher(maxJobs: number, flush: (jobs: Job[]) => void, maxBytes = MAX_BATCH_BYTES) {
   let current: Job[] = [];
   let currentBytes = 0;
-  for (const job of jobs) {
-    const bytes = Buffer.byteLength(JSON.stringify(job), 'utf8');
-    if (current.length > 0 && (current.length >= maxJobs || currentBytes + bytes > maxBytes)) {
-      batches.push(current);
-      current = [];
-      currentBytes = 0;
-    }
-    current.push(job);
-    currentBytes += bytes;
-  }
-  if (current.length > 0) batches.push(current);
-  return batches;
+  const flushCurrent = (): void => {
+    if (current.length === 0) return;
+    flush(current);
+    current = [];
+    currentBytes = 0;
+  };
+  return {
+    add(job: Job): void {
+      const bytes = Buffer.byteLength(JSON.stringify(job), 'utf8');
+      if (current.length > 0 && currentBytes + bytes > maxBytes) flushCurrent();
+      current.push(job);
+      currentBytes += bytes;
+      if (current.length >= maxJobs) flushCurrent();
+    },
+    /** Hands over the last, partly filled batch. */
+    close: flushCurrent,
+  };
 }
 
 function dueLagMs(gsi1sk: string, nowMs: number): number {
@@ -78,7 +83,24 @@ export async function pollOnce(
   };
   const nowMs = ctx.nowMs();
   const claimLimit = pLimit(settings.claimConcurrency);
-  const claimedJobs: Job[] = [];
+  const jobTypes = Object.fromEntries(options.jobTypes.map((jobType) => [jobType.name, jobType]));
+  const dispatches: Promise<void>[] = [];
+  // A batch goes to a worker as soon as it is full, so early claims do not wait out the slow ones.
+  const batcher = createBatcher(settings.workerBatchSize, (jobs) => {
+    dispatches.push(
+      (async () => {
+        try {
+          await options.invoker.invoke({ jobs, jobTypes });
+          result.dispatched += jobs.length;
+        } catch {
+          // The batch never reached a worker: hand the claims back now rather than wait out the visibility
+          // timeout. A release that fails leaves the claim to lapse; the sweeper then hands it back.
+          const released = await Promise.allSettled(jobs.map((job) => releaseClaim(ctx, job)));
+          result.released += released.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
+        }
+      })(),
+    );
+  });
 
   // A paused type (concurrency 0) keeps its jobs queued; nothing is claimed.
   const activeTypes = options.jobTypes.filter((jobType) => jobType.concurrency !== 0);
@@ -108,7 +130,7 @@ export async function pollOnce(
             const claim = await claimJob(ctx, parseJobPk(entry.pk), jobType);
             if (claim.kind === 'claimed') {
               result.claimed++;
-              claimedJobs.push(claim.job);
+              batcher.add(claim.job);
             } else if (claim.kind === 'expired') result.expired++;
             else result.lostRaces++;
           }),
@@ -118,20 +140,8 @@ export async function pollOnce(
     }),
   );
 
-  const jobTypes = Object.fromEntries(options.jobTypes.map((jobType) => [jobType.name, jobType]));
-  await Promise.allSettled(
-    splitIntoBatches(claimedJobs, settings.workerBatchSize).map(async (jobs) => {
-      try {
-        await options.invoker.invoke({ jobs, jobTypes });
-        result.dispatched += jobs.length;
-      } catch {
-        // The batch never reached a worker: hand the claims back now rather than wait out the visibility
-        // timeout. A release that fails leaves the claim to lapse; the sweeper then releases it too.
-        const released = await Promise.allSettled(jobs.map((job) => releaseClaim(ctx, job)));
-        result.released += released.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
-      }
-    }),
-  );
+  batcher.close();
+  await Promise.all(dispatches);
   // Reported only now, after everything claimed was handed over or released.
   throwFirstRejection(scanOutcomes);
   return result;

@@ -54,7 +54,7 @@ export type JobRunOutcome =
   | 'retrying'
   | 'awaiting_callback'
   | 'expired'
-  /** The claim ran out before the worker got to it; the sweeper owns the job now. */
+  /** The claim was taken back before the worker got to it; another attempt owns the job now. */
   | 'claim_lapsed'
   /** An at_most_once job this claim already started (a duplicate delivery). */
   | 'already_started'
@@ -107,7 +107,13 @@ export async function runClaimedJob(
 ): Promise<JobRunOutcome> {
   const { registry, worker } = options;
   const nowMs = ctx.nowMs();
-  if (job.claimedUntilMs === undefined || job.claimedUntilMs <= nowMs) return 'claim_lapsed';
+  if (job.claimedUntilMs === undefined) return 'claim_lapsed';
+  const visibilityMs = jobType.visibilityTimeoutS * 1000;
+  // A batch that reached the worker late holds claims that lapsed or soon will: renew them while they are
+  // still ours rather than drop jobs the sweeper has not taken back yet.
+  if (job.claimedUntilMs - nowMs < visibilityMs / 2 && !(await extendClaim(ctx, guardOf(job), nowMs + visibilityMs))) {
+    return 'claim_lapsed';
+  }
   const end = async (ending: AttemptEnding, startedAtMs?: number): Promise<JobRunOutcome> => {
     const ended = await endAttempt(ctx, job, {
       ending,

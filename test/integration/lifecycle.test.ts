@@ -434,7 +434,7 @@ describe('stale writers (invariant 3)', () => {
     expect(await readItem(q, 'emails', 'e-1')).toEqual(before);
   });
 
-  test('a worker whose claim lapsed before it ran the job does not run it', async () => {
+  test('a worker whose claim lapsed but was not taken back yet renews it and runs the job', async () => {
     const { ctx, clock } = queue();
     const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30 });
     await enqueue(ctx, emails, 'e-1');
@@ -442,6 +442,25 @@ describe('stale writers (invariant 3)', () => {
     await poll(ctx, [emails], recording);
 
     clock.advance(30_000);
+    const handler = vi.fn(() => 'sent');
+    const counts = await runWorkerBatch(ctx, recording.batches[0]!, {
+      registry: { handlers: { emails: handler }, retryPolicies: {} },
+      worker: WORKER,
+    });
+    expect(counts.succeeded).toBe(1);
+    expect(handler).toHaveBeenCalledTimes(1);
+    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'succeeded', attempt: 1 });
+  });
+
+  test('a worker whose claim the sweeper took back does not run the job', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30, retry: { kind: 'fixed', delay_s: 60 } });
+    await enqueue(ctx, emails, 'e-1');
+    const recording = new RecordingInvoker();
+    await poll(ctx, [emails], recording);
+
+    clock.advance(30_000);
+    await sweepOnce(ctx, { customPolicies: {} });
     const handler = vi.fn();
     const counts = await runWorkerBatch(ctx, recording.batches[0]!, {
       registry: { handlers: { emails: handler }, retryPolicies: {} },
@@ -449,6 +468,6 @@ describe('stale writers (invariant 3)', () => {
     });
     expect(counts.claim_lapsed).toBe(1);
     expect(handler).not.toHaveBeenCalled();
-    expect((await getJob(ctx, 'emails', 'e-1'))?.status).toBe('running');
+    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'queued', attempt: 1 });
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { appendHistory } from '../../lib/claims.js';
 import { NonRetryableError, RetryAfterError } from '../../lib/errors.js';
 import { HISTORY_LIMIT, type AttemptRecord, type Job } from '../../lib/model.js';
-import { splitIntoBatches } from '../../lib/poller.js';
+import { createBatcher } from '../../lib/poller.js';
 import { failureFromError } from '../../lib/worker.js';
 import { runningJob, T0 } from '../support/jobs.js';
 
@@ -62,7 +62,15 @@ describe('failureFromError', () => {
   });
 });
 
-describe('splitIntoBatches', () => {
+function splitIntoBatches(jobs: Job[], maxJobs: number, maxBytes?: number): Job[][] {
+  const batches: Job[][] = [];
+  const batcher = createBatcher(maxJobs, (batch) => batches.push(batch), maxBytes);
+  for (const job of jobs) batcher.add(job);
+  batcher.close();
+  return batches;
+}
+
+describe('createBatcher', () => {
   test('splits by count, keeping order', () => {
     const jobs = Array.from({ length: 25 }, (_, i) => job(`j${i}`));
     const batches = splitIntoBatches(jobs, 10);

@@ -1,0 +1,76 @@
+/**
+ * DynamoDB throttling, 500s and dropped connections (before a request is sent,
+ * and after it was applied with the response lost) on 15 % of all calls made by
+ * producers, pollers, workers and sweepers: nothing is lost, nothing finishes twice.
+ */
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createDynamoClients } from '../../lib/dynamodb.js';
+import { putJobType } from '../../lib/job-types.js';
+import { enqueueJob } from '../../lib/jobs.js';
+import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
+import { injectFaults, seededRandom } from '../support/faults.js';
+import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
+import { inject } from 'vitest';
+import { scaled } from './scale.js';
+
+const JOBS = scaled(300, 5_000);
+const FAULT_RATE = 0.15;
+let queue: TestQueue;
+
+beforeAll(async () => {
+  queue = await createTestQueue({
+    clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined },
+    // Real settings but narrower buckets, so cursors move during the run.
+    settings: { bucketMs: 5_000, pollIntervalMs: 50, sweepIntervalMs: 200 },
+  });
+});
+afterAll(() => queue.drop());
+
+test(`${JOBS} jobs under ${FAULT_RATE * 100} % injected faults all end terminal, each explained, none started twice when at_most_once`, async () => {
+  const faulty = createDynamoClients({ endpoint: inject('dynamoEndpoint') });
+  const faults = injectFaults(faulty.base, { rate: FAULT_RATE, random: seededRandom(42) });
+  const faultyCtx = contextWith(queue.ctx, { db: faulty.db });
+
+  const types = new Map<string, JobType>();
+  for (const [name, body] of [
+    ['alo', { target: { kind: 'handler', name: 'count' }, attempts: 10, retry: { kind: 'fixed', delay_s: 0 }, visibility_timeout_s: 1 }],
+    ['amo', { target: { kind: 'handler', name: 'count' }, delivery_strategy: 'at_most_once', visibility_timeout_s: 1 }],
+  ] as const) {
+    types.set(name, (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType);
+  }
+
+  const accepted: { type: string; id: string }[] = [];
+  let refused = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async (_, lane) => {
+      for (let i = lane; i < JOBS; i += 8) {
+        const type = i % 2 === 0 ? 'alo' : 'amo';
+        const id = `job-${i}`;
+        try {
+          await enqueueJob(faultyCtx, types.get(type)!, id, { data: { i }, priority: 100, weight: 1, runAfterMs: Date.now() + (i % 20) * 100 });
+          accepted.push({ type, id });
+        } catch {
+          refused++;
+        }
+      }
+    }),
+  );
+
+  const counter = countingHandler();
+  const outcome = await runUntilSettled({
+    components: { pollers: [faultyCtx, contextWith(queue.ctx, { db: faulty.db })], sweepers: [faultyCtx], workers: faultyCtx },
+    registry: { handlers: { count: counter.handler }, retryPolicies: {} },
+    auditor: queue.ctx,
+    jobs: accepted,
+    timeoutMs: 90_000,
+  });
+  const audit = await auditJobs(queue.ctx, accepted, counter.starts, types);
+  console.log('transient faults', { accepted: accepted.length, refused, faults, ...outcome, byStatus: audit.byStatus });
+  faulty.base.destroy();
+
+  expect(faults.injected).toBeGreaterThan(0);
+  expect(audit.findings).toEqual([]);
+  expect(outcome.settled).toBe(true);
+  expect(audit.byStatus.succeeded).toBeGreaterThan(0);
+}, 120_000);

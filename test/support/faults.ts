@@ -1,0 +1,70 @@
+/**
+ * Fault injection for the DynamoDB client: a middleware inside the SDK's retry
+ * loop that fails a share of calls the way DynamoDB and networks do, either
+ * before the request is sent or after it was applied (the response lost).
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
+
+export const FAULT_KINDS = [
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'InternalServerError',
+  'ConnectionResetBeforeSend',
+  'ConnectionResetAfterApply',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface FaultCounts {
+  calls: number;
+  injected: number;
+  byKind: Record<FaultKind, number>;
+}
+
+function faultError(kind: FaultKind): Error {
+  switch (kind) {
+    case 'ProvisionedThroughputExceededException':
+    case 'ThrottlingException':
+      return Object.assign(new Error(`injected ${kind}`), { name: kind, $fault: 'client', $metadata: { httpStatusCode: 400 } });
+    case 'InternalServerError':
+      return Object.assign(new Error('injected 500'), { name: kind, $fault: 'server', $metadata: { httpStatusCode: 500 } });
+    case 'ConnectionResetBeforeSend':
+    case 'ConnectionResetAfterApply':
+      return Object.assign(new Error('socket hang up (injected)'), { name: 'Error', code: 'ECONNRESET', $metadata: {} });
+  }
+}
+
+/** Fails `rate` of all calls, spread over the kinds; `random` makes a run repeatable. */
+export function injectFaults(client: DynamoDBClient, options: { rate: number; random?: () => number }): FaultCounts {
+  const random = options.random ?? Math.random;
+  const counts: FaultCounts = {
+    calls: 0,
+    injected: 0,
+    byKind: Object.fromEntries(FAULT_KINDS.map((kind) => [kind, 0])) as Record<FaultKind, number>,
+  };
+  client.middlewareStack.addRelativeTo(
+    (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
+      counts.calls++;
+      if (random() >= options.rate) return next(args);
+      const kind = FAULT_KINDS[Math.floor(random() * FAULT_KINDS.length)] ?? 'ThrottlingException';
+      counts.injected++;
+      counts.byKind[kind]++;
+      if (kind === 'ConnectionResetAfterApply') await next(args);
+      throw faultError(kind);
+    },
+    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'injectFaults' },
+  );
+  return counts;
+}
+
+/** A repeatable random source (mulberry32), so a failing fault run can be replayed from its seed. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
