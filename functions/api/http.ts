@@ -72,7 +72,7 @@ export function bearerToken(event: WithHeaders): string | undefined {
 /**
  * The JSON body: 415 unless it is declared JSON in UTF-8, 413 over the cap, 400
  * naming `body` when it does not parse or nests too deep, and 400 naming the
- * field for a key given twice in one object or a `__proto__` key.
+ * field for a key given twice in one object, a `__proto__` key or a number beyond a double.
  */
 export function parseJsonBody(event: HttpEvent): unknown {
   const raw = event.body ?? '';
@@ -99,18 +99,19 @@ export function parseJsonBody(event: HttpEvent): unknown {
   if (depthExceeds(body, MAX_BODY_DEPTH)) {
     throw new ValidationError([{ field: 'body', message: `is nested deeper than ${MAX_BODY_DEPTH} levels` }]);
   }
-  const keyIssue = findKeyIssue(text);
-  if (keyIssue) throw new ValidationError([keyIssue]);
+  const bodyIssue = findBodyIssue(text);
+  if (bodyIssue) throw new ValidationError([bodyIssue]);
   return body;
 }
 
 /**
- * JSON.parse keeps the last of duplicated keys and drops `__proto__` on the
- * way through validation, so either would silently change what the caller
- * meant; both are refused instead. Walks text that JSON.parse already accepted,
+ * JSON.parse keeps the last of duplicated keys, turns numbers beyond a double
+ * into Infinity, and `__proto__` keys are dropped on the way through
+ * validation: each would silently change what the caller meant, so each is
+ * refused instead, naming the field. Walks text that JSON.parse already accepted,
  * nested at most MAX_BODY_DEPTH deep, so it can be this simple.
  */
-export function findKeyIssue(text: string): FieldIssue | undefined {
+export function findBodyIssue(text: string): FieldIssue | undefined {
   let at = 0;
   const skipSpace = () => {
     while (at < text.length && ' \t\n\r'.includes(text[at]!)) at++;
@@ -156,7 +157,12 @@ export function findKeyIssue(text: string): FieldIssue | undefined {
       readString();
       return undefined;
     }
+    const start = at;
     while (at < text.length && !',]} \t\n\r'.includes(text[at]!)) at++;
+    const literal = text.slice(start, at);
+    if (/^-?\d/.test(literal) && !Number.isFinite(Number(literal))) {
+      return { field: path.join('.') || 'body', message: 'is a number too large to represent' };
+    }
     return undefined;
   };
   return value([]);

@@ -1,10 +1,10 @@
 /** Request bodies: JSON only, in UTF-8, and every key said once and never `__proto__`. */
 import { describe, expect, test } from 'vitest';
-import { findKeyIssue, parseJsonBody } from '../../functions/api/http.js';
+import { findBodyIssue, parseJsonBody } from '../../functions/api/http.js';
 import { ValidationError, UnsupportedMediaTypeError } from '../../lib/errors.js';
 import { buildHttpApiEvent } from '../support/api.js';
 
-describe('findKeyIssue', () => {
+describe('findBodyIssue', () => {
   test.each([
     ['a flat object', '{"a":1,"b":"x"}'],
     ['the same key in sibling objects', '{"a":{"k":1},"b":{"k":2}}'],
@@ -14,27 +14,35 @@ describe('findKeyIssue', () => {
     ['a scalar body', '42'],
     ['a key called constructor', '{"constructor":{"prototype":{"polluted":true}}}'],
   ])('finds nothing in %s', (_, text) => {
-    expect(findKeyIssue(text)).toBeUndefined();
+    expect(findBodyIssue(text)).toBeUndefined();
   });
 
   test('names a duplicated top-level key', () => {
-    expect(findKeyIssue('{"attempts":1,"attempts":100}')).toEqual({ field: 'attempts', message: 'is given more than once' });
+    expect(findBodyIssue('{"attempts":1,"attempts":100}')).toEqual({ field: 'attempts', message: 'is given more than once' });
   });
 
   test('names a duplicated key by its path, array indexes included', () => {
-    expect(findKeyIssue('{"data":{"items":[{"x":1},{"x":1,"x":2}]}}')).toEqual({ field: 'data.items.1.x', message: 'is given more than once' });
+    expect(findBodyIssue('{"data":{"items":[{"x":1},{"x":1,"x":2}]}}')).toEqual({ field: 'data.items.1.x', message: 'is given more than once' });
   });
 
   test('sees through escapes: "a" and "\\u0061" are the same key', () => {
-    expect(findKeyIssue('{"a":1,"\\u0061":2}')).toEqual({ field: 'a', message: 'is given more than once' });
+    expect(findBodyIssue('{"a":1,"\\u0061":2}')).toEqual({ field: 'a', message: 'is given more than once' });
   });
 
   test('names a __proto__ key wherever it is', () => {
-    expect(findKeyIssue('{"data":{"__proto__":{"admin":true}}}')).toEqual({ field: 'data.__proto__', message: 'is not allowed as a key' });
+    expect(findBodyIssue('{"data":{"__proto__":{"admin":true}}}')).toEqual({ field: 'data.__proto__', message: 'is not allowed as a key' });
+  });
+
+  test('names a number too large for a double, which JSON.parse would turn into Infinity', () => {
+    expect(findBodyIssue('{"data":{"n":[1, -1e400]}}')).toEqual({ field: 'data.n.1', message: 'is a number too large to represent' });
+  });
+
+  test('accepts large but representable numbers and tiny ones', () => {
+    expect(findBodyIssue('{"a":1.7e308,"b":1e-400,"c":-0}')).toBeUndefined();
   });
 
   test('names an escaped __proto__ key too', () => {
-    expect(findKeyIssue('{"\\u005f_proto__":{}}')?.field).toBe('__proto__');
+    expect(findBodyIssue('{"\\u005f_proto__":{}}')?.field).toBe('__proto__');
   });
 });
 
