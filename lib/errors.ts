@@ -46,6 +46,11 @@ export class UnauthorizedError extends Error {
   override readonly name = 'UnauthorizedError';
 }
 
+/** The caller is known but its key's scopes do not cover the route or job type. */
+export class ForbiddenError extends Error {
+  override readonly name = 'ForbiddenError';
+}
+
 /** The attempt no longer holds its claim: the sweeper or another attempt took the job over. */
 export class ClaimLostError extends Error {
   override readonly name = 'ClaimLostError';

@@ -42,6 +42,13 @@ export function jobTypeKey(name: string): ItemKey {
 /** Job types also sit in the due index under one partition, so a poller lists them with a query, never a scan. */
 export const JOB_TYPES_PARTITION = 'TYPES';
 
+export function apiKeyKey(id: string): ItemKey {
+  return { pk: `KEY#${id}`, sk: 'KEY' };
+}
+
+/** API keys sit in the due index under one partition too, so they are listed without a scan. */
+export const API_KEYS_PARTITION = 'KEYS';
+
 /**
  * A lane is a family of due-index partitions walked bucket by bucket:
  * the waiting jobs of one type, or the claims of every type.

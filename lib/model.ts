@@ -257,7 +257,10 @@ export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
   };
 }
 
-const isoWithOffset = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with an offset' });
+/** Epoch milliseconds before 1970 would be negative, and sort keys pad them as non-negative. */
+const isoWithOffset = z.iso
+  .datetime({ offset: true, message: 'must be an ISO 8601 date-time with an offset' })
+  .refine((text) => Date.parse(text) >= 0, 'must not be before 1970-01-01T00:00:00Z');
 
 export const jobInputSchema = z
   .strictObject({

@@ -1,38 +1,46 @@
 /** The api function, built from its dependencies so Lambda and the local runtime serve the same code. */
-import { timingSafeEqual, createHash } from 'node:crypto';
 import middy from '@middy/core';
 import httpRouterHandler from '@middy/http-router';
 import type { Context } from 'aws-lambda';
-import { NotFoundError, UnauthorizedError } from '../../lib/errors.js';
+import { NotFoundError } from '../../lib/errors.js';
 import { log } from '../shared/log.js';
-import { bearerToken, errorResponse, type HttpEvent, type HttpResponse } from './http.js';
+import { ADMIN, PUBLIC, authorize, typeScope, type Access } from './access.js';
+import { errorResponse, type HttpEvent, type HttpResponse } from './http.js';
 import { createRoutes, type ApiDeps, type Route } from './routes.js';
 
-const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
-/** Constant-time comparison of digests, so the token cannot be guessed byte by byte from response times. */
-function tokenMatches(presented: string | undefined, expected: string): boolean {
-  return presented !== undefined && timingSafeEqual(digest(presented), digest(expected));
-}
+/** Paths API Gateway serves without the authorizer; every other route must be wired with it. */
+export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/health']);
 
-const PUBLIC_PATHS = new Set(['/health']);
-
+/**
+ * The api function trusts the authorizer's context: API Gateway sets it and
+ * the function is invoked only by the API. It still fails closed when the
+ * context is missing, and checks the scope each route needs in this one table.
+ */
 export function createApiHandler(deps: ApiDeps) {
   const routes = createRoutes(deps);
-  const route = (method: 'GET' | 'PUT' | 'POST' | 'DELETE', path: string, handler: Route) => ({ method, path, handler });
+  const route = (method: Method, path: string, access: Access, handler: Route) => ({
+    method,
+    path,
+    handler: (event: HttpEvent) => handler(event, authorize(event, access, deps.ctx.nowMs())),
+  });
   const router = httpRouterHandler({
     routes: [
-      route('GET', '/health', routes.health),
-      route('GET', '/v1/job-types', routes.listJobTypes),
-      route('GET', '/v1/job-types/{name}', routes.getJobType),
-      route('PUT', '/v1/job-types/{name}', routes.putJobType),
-      route('POST', '/v1/jobs/{type}', routes.enqueueWithServerId),
-      route('PUT', '/v1/jobs/{type}/{id}', routes.enqueueWithId),
-      route('GET', '/v1/jobs/{type}/{id}', routes.getJob),
-      route('POST', '/v1/jobs/{type}/{id}', routes.callback),
-      route('DELETE', '/v1/jobs/{type}/{id}', routes.cancel),
-      route('POST', '/v1/jobs/{type}/{id}/heartbeat', routes.heartbeat),
-      route('POST', '/v1/jobs/{type}/{id}/replay', routes.replay),
+      route('GET', '/health', PUBLIC, routes.health),
+      route('GET', '/v1/job-types', { kind: 'any_type', action: 'read' }, routes.listJobTypes),
+      route('GET', '/v1/job-types/{name}', typeScope('read', 'name'), routes.getJobType),
+      route('PUT', '/v1/job-types/{name}', ADMIN, routes.putJobType),
+      route('POST', '/v1/jobs/{type}', typeScope('enqueue'), routes.enqueueWithServerId),
+      route('PUT', '/v1/jobs/{type}/{id}', typeScope('enqueue'), routes.enqueueWithId),
+      route('GET', '/v1/jobs/{type}/{id}', typeScope('read'), routes.getJob),
+      route('POST', '/v1/jobs/{type}/{id}', { kind: 'callback' }, routes.callback),
+      route('DELETE', '/v1/jobs/{type}/{id}', typeScope('enqueue'), routes.cancel),
+      route('POST', '/v1/jobs/{type}/{id}/heartbeat', { kind: 'callback' }, routes.heartbeat),
+      route('POST', '/v1/jobs/{type}/{id}/replay', typeScope('enqueue'), routes.replay),
+      route('POST', '/v1/keys', ADMIN, routes.createKey),
+      route('GET', '/v1/keys', ADMIN, routes.listKeys),
+      route('DELETE', '/v1/keys/{id}', ADMIN, routes.revokeKey),
     ],
     notFoundResponse: ({ method, path }: { method: string; path: string }) => {
       throw new NotFoundError(`no route ${method} ${path}`);
@@ -40,12 +48,6 @@ export function createApiHandler(deps: ApiDeps) {
   }) as unknown as (event: HttpEvent, context: Context) => Promise<HttpResponse>;
 
   return middy<HttpEvent, HttpResponse>()
-    .before((request) => {
-      if (PUBLIC_PATHS.has(request.event.requestContext.http.path)) return;
-      if (!tokenMatches(bearerToken(request.event), deps.adminToken)) {
-        throw new UnauthorizedError('a valid "Authorization: Bearer <token>" header is required');
-      }
-    })
     .onError((request) => {
       const requestId = request.event.requestContext?.requestId;
       const { response, internal } = errorResponse(request.error, requestId);

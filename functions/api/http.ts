@@ -2,6 +2,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import {
   ConflictError,
+  ForbiddenError,
   NotFoundError,
   PayloadTooLargeError,
   UnauthorizedError,
@@ -39,6 +40,7 @@ interface Mapped {
 function mapError(error: unknown): Mapped | undefined {
   if (error instanceof ValidationError) return { status: 400, code: 'invalid_request', message: 'the request is invalid', details: error.details };
   if (error instanceof UnauthorizedError) return { status: 401, code: 'unauthorized', message: error.message };
+  if (error instanceof ForbiddenError) return { status: 403, code: 'forbidden', message: error.message };
   if (error instanceof NotFoundError) return { status: 404, code: 'not_found', message: error.message };
   if (error instanceof ConflictError) return { status: 409, code: 'conflict', message: error.message };
   if (error instanceof PayloadTooLargeError) {
@@ -55,16 +57,23 @@ export function errorResponse(error: unknown, requestId: string | undefined): { 
   return { response: json(mapped.status, errorBody(mapped.code, mapped.message, requestId, mapped.details)), internal: false };
 }
 
-function header(event: HttpEvent, name: string): string | undefined {
+type WithHeaders = { headers?: Record<string, string | undefined> };
+
+function header(event: WithHeaders, name: string): string | undefined {
   return event.headers?.[name] ?? Object.entries(event.headers ?? {}).find(([key]) => key.toLowerCase() === name)?.[1];
 }
 
-export function bearerToken(event: HttpEvent): string | undefined {
+/** The token of an `Authorization: Bearer <token>` header, in an api or an authorizer event. */
+export function bearerToken(event: WithHeaders): string | undefined {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header(event, 'authorization') ?? '');
   return match?.[1];
 }
 
-/** The JSON body: 415 unless it is declared JSON, 413 over the cap, 400 naming `body` when it does not parse. */
+/**
+ * The JSON body: 415 unless it is declared JSON in UTF-8, 413 over the cap, 400
+ * naming `body` when it does not parse or nests too deep, and 400 naming the
+ * field for a key given twice in one object, a `__proto__` key or a number beyond a double.
+ */
 export function parseJsonBody(event: HttpEvent): unknown {
   const raw = event.body ?? '';
   const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
@@ -72,6 +81,10 @@ export function parseJsonBody(event: HttpEvent): unknown {
   const contentType = header(event, 'content-type') ?? '';
   if (!/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(contentType)) {
     throw new UnsupportedMediaTypeError('the body must be JSON, sent with content-type: application/json');
+  }
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType)?.[1];
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+    throw new UnsupportedMediaTypeError('the body must be UTF-8 JSON');
   }
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > MAX_BODY_BYTES) {
@@ -86,7 +99,73 @@ export function parseJsonBody(event: HttpEvent): unknown {
   if (depthExceeds(body, MAX_BODY_DEPTH)) {
     throw new ValidationError([{ field: 'body', message: `is nested deeper than ${MAX_BODY_DEPTH} levels` }]);
   }
+  const bodyIssue = findBodyIssue(text);
+  if (bodyIssue) throw new ValidationError([bodyIssue]);
   return body;
+}
+
+/**
+ * JSON.parse keeps the last of duplicated keys, turns numbers beyond a double
+ * into Infinity, and `__proto__` keys are dropped on the way through
+ * validation: each would silently change what the caller meant, so each is
+ * refused instead, naming the field. Walks text that JSON.parse already accepted,
+ * nested at most MAX_BODY_DEPTH deep, so it can be this simple.
+ */
+export function findBodyIssue(text: string): FieldIssue | undefined {
+  let at = 0;
+  const skipSpace = () => {
+    while (at < text.length && ' \t\n\r'.includes(text[at]!)) at++;
+  };
+  /** Moves past the string starting at `at`; returns its text with escapes resolved. */
+  const readString = (): string => {
+    const start = at++;
+    while (text[at] !== '"') at += text[at] === '\\' ? 2 : 1;
+    at++;
+    return JSON.parse(text.slice(start, at)) as string;
+  };
+  const value = (path: string[]): FieldIssue | undefined => {
+    skipSpace();
+    const opening = text[at];
+    if (opening === '{' || opening === '[') {
+      at++;
+      const seen = new Set<string>();
+      for (let index = 0; ; index++) {
+        skipSpace();
+        if (text[at] === '}' || text[at] === ']') {
+          at++;
+          return undefined;
+        }
+        if (text[at] === ',') {
+          at++;
+          skipSpace();
+        }
+        let childPath = [...path, String(index)];
+        if (opening === '{') {
+          const key = readString();
+          childPath = [...path, key];
+          if (key === '__proto__') return { field: childPath.join('.'), message: 'is not allowed as a key' };
+          if (seen.has(key)) return { field: childPath.join('.'), message: 'is given more than once' };
+          seen.add(key);
+          skipSpace();
+          at++; // the colon
+        }
+        const issue = value(childPath);
+        if (issue) return issue;
+      }
+    }
+    if (opening === '"') {
+      readString();
+      return undefined;
+    }
+    const start = at;
+    while (at < text.length && !',]} \t\n\r'.includes(text[at]!)) at++;
+    const literal = text.slice(start, at);
+    if (/^-?\d/.test(literal) && !Number.isFinite(Number(literal))) {
+      return { field: path.join('.') || 'body', message: 'is a number too large to represent' };
+    }
+    return undefined;
+  };
+  return value([]);
 }
 
 /** Validation and serialisation recurse; a bound on depth keeps a hostile body from exhausting the stack. */

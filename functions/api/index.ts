@@ -1,10 +1,5 @@
-import { requiredSetting } from '../../lib/config.js';
 import { queueFromEnvironment } from '../shared/environment.js';
 import { registry } from '../worker/handlers/index.js';
 import { createApiHandler } from './app.js';
 
-export const handler = createApiHandler({
-  ctx: queueFromEnvironment(),
-  registry,
-  adminToken: requiredSetting(process.env, 'API_TOKEN'),
-});
+export const handler = createApiHandler({ ctx: queueFromEnvironment(), registry });

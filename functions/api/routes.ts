@@ -1,5 +1,6 @@
 /** The routes of DESIGN §5 served so far: each parses, calls lib/, and maps the result. */
 import { z } from 'zod';
+import { apiKeyInputSchema, apiKeyToApi, createApiKey, KEY_ID_PATTERN, listApiKeys, revokeApiKey, scopeAllows } from '../../lib/api-keys.js';
 import { completeFromCallback, heartbeatJob } from '../../lib/callbacks.js';
 import type { QueueContext } from '../../lib/config.js';
 import { ValidationError } from '../../lib/errors.js';
@@ -16,16 +17,21 @@ import {
   parseWith,
 } from '../../lib/model.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
+import type { Principal } from '../shared/principal.js';
+import { assertCallbackAttempt } from './access.js';
 import { json, parseJsonBody, pathParam, type HttpEvent, type HttpResponse } from './http.js';
 
 export interface ApiDeps {
   ctx: QueueContext;
   /** The worker's code, so a job type can only name handlers and retry policies that exist. */
   registry: WorkerRegistry;
-  adminToken: string;
 }
 
-export type Route = (event: HttpEvent) => Promise<HttpResponse>;
+/** A route gets the caller the api authorised (undefined on public routes). */
+export type Route = (event: HttpEvent, principal: Principal | undefined) => Promise<HttpResponse>;
+
+const readableBy = (principal: Principal | undefined, type: string): boolean =>
+  principal?.kind === 'key' && scopeAllows(principal.scopes, 'read', type);
 
 const typeName = (event: HttpEvent, param = 'type'): string => pathParam(event, param, JOB_TYPE_NAME_PATTERN);
 const jobId = (event: HttpEvent): string => pathParam(event, 'id', JOB_ID_PATTERN);
@@ -73,15 +79,19 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
   return {
     health: async () => json(200, { status: 'ok' }),
     putJobType: putJobTypeRoute,
-    listJobTypes: async () => json(200, { job_types: (await listJobTypes(ctx)).map(jobTypeToApi) }),
+    listJobTypes: async (_event, principal) => {
+      const readable = (await listJobTypes(ctx)).filter((jobType) => readableBy(principal, jobType.name));
+      return json(200, { job_types: readable.map(jobTypeToApi) });
+    },
     getJobType: async (event) => json(200, jobTypeToApi(await requireJobType(ctx, typeName(event, 'name')))),
     enqueueWithId: async (event) => enqueue(event, jobId(event)),
     enqueueWithServerId: async (event) => enqueue(event, newJobId(ctx.nowMs())),
     getJob: async (event) => json(200, jobToApi(await requireJob(ctx, typeName(event), jobId(event)))),
-    callback: async (event) => {
-      const jobType = await requireJobType(ctx, typeName(event));
+    callback: async (event, principal) => {
       const id = jobId(event);
       const body = parseWith(callbackSchema, parseJsonBody(event));
+      assertCallbackAttempt(principal, body.attempt);
+      const jobType = await requireJobType(ctx, typeName(event));
       const job = await completeFromCallback(
         ctx,
         jobType,
@@ -97,9 +107,10 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
       );
       return json(200, jobToApi(job));
     },
-    heartbeat: async (event) => {
-      const jobType = await requireJobType(ctx, typeName(event));
+    heartbeat: async (event, principal) => {
       const body = parseWith(heartbeatSchema, parseJsonBody(event));
+      assertCallbackAttempt(principal, body.attempt);
+      const jobType = await requireJobType(ctx, typeName(event));
       const job = await heartbeatJob(ctx, jobType, jobId(event), body.attempt, body.extend_s);
       return json(200, jobToApi(job));
     },
@@ -108,5 +119,11 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
       return json(201, jobToApi(await replayJob(ctx, jobType, jobId(event))));
     },
     cancel: async (event) => json(200, jobToApi(await cancelJob(ctx, typeName(event), jobId(event)))),
+    createKey: async (event) => {
+      const { key, presented } = await createApiKey(ctx, parseWith(apiKeyInputSchema, parseJsonBody(event)));
+      return json(201, { ...apiKeyToApi(key), key: presented });
+    },
+    listKeys: async () => json(200, { keys: (await listApiKeys(ctx)).map(apiKeyToApi) }),
+    revokeKey: async (event) => json(200, apiKeyToApi(await revokeApiKey(ctx, pathParam(event, 'id', KEY_ID_PATTERN)))),
   } satisfies Record<string, Route>;
 }

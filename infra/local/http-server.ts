@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { errorBody } from '../../functions/api/http.js';
+import { log } from '../../functions/shared/log.js';
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
@@ -96,7 +97,8 @@ export function createHttpServer(handler: ApiHandler): Server {
       const headers = { ...(result.headers ?? {}), 'x-request-id': requestId };
       response.writeHead(result.statusCode ?? 200, headers as Record<string, string>);
       response.end(result.isBase64Encoded && result.body ? Buffer.from(result.body, 'base64') : (result.body ?? ''));
-    })().catch(() => {
+    })().catch((error: unknown) => {
+      log('error', 'request failed', { requestId, error });
       if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' });
       response.end(JSON.stringify(errorBody('internal', 'internal error', requestId)));
     });

@@ -3,13 +3,16 @@ import { log } from '../../functions/shared/log.js';
 import { startLocalRuntime } from './runtime.js';
 
 const runtime = await startLocalRuntime(process.env);
+const keyOrigin = runtime.adminKeyFile ? `scope admin, kept in ${runtime.adminKeyFile}` : 'API_TOKEN, as given';
 console.log(`
 Delayed job queue running locally
   API:          ${runtime.url}
-  Admin token:  ${runtime.adminToken}
+  Admin key:    ${runtime.adminKey}
+                (${keyOrigin})
   Table:        ${runtime.tableName} on ${runtime.dynamoEndpoint}
 
-Try: curl -H "Authorization: Bearer ${runtime.adminToken}" ${runtime.url}/v1/job-types
+Try: curl -H "Authorization: Bearer ${runtime.adminKey}" ${runtime.url}/v1/job-types
+Scoped keys for producers and workers: POST /v1/keys (see README, "Keys and scopes").
 Press Ctrl-C to stop.
 `);
 

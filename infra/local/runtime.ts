@@ -4,43 +4,62 @@
  * on loops, and workers run in-process through the same invoker interface the
  * poller uses with Lambda.
  */
-import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createApiHandler } from '../../functions/api/app.js';
+import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { createPollerHandler } from '../../functions/poller/app.js';
 import { workerIdentity } from '../../functions/shared/environment.js';
 import { log } from '../../functions/shared/log.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
+import type { CallbackTokenVerifier } from '../../functions/shared/principal.js';
 import { registry } from '../../functions/worker/handlers/index.js';
-import { createQueueContext, readQueueSettings, type Env } from '../../lib/config.js';
+import { createApiKey, verifyApiKey } from '../../lib/api-keys.js';
+import { createQueueContext, readQueueSettings, type Env, type QueueContext } from '../../lib/config.js';
 import { createDynamoClients } from '../../lib/dynamodb.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/poller.js';
 import { ensureTable } from '../../lib/table.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
+import { createLocalGateway } from './gateway.js';
 import { createHttpServer } from './http-server.js';
 
 export interface LocalRuntime {
   url: string;
-  adminToken: string;
+  /** The admin credential: API_TOKEN as given, else the admin key kept under DATA_DIR. */
+  adminKey: string;
+  /** Where the admin key is kept, or undefined when it is API_TOKEN. */
+  adminKeyFile: string | undefined;
   tableName: string;
   dynamoEndpoint: string;
   stop(): Promise<void>;
 }
 
-/** An admin token: API_TOKEN as given, else the one kept under DATA_DIR, else a new one kept there. */
-async function adminTokenFor(env: Env, dataDir: string): Promise<string> {
-  if (env.API_TOKEN) return env.API_TOKEN;
-  const file = join(dataDir, 'admin-token');
-  try {
-    return (await readFile(file, 'utf8')).trim();
-  } catch {
-    const token = `djq_${randomBytes(24).toString('base64url')}`;
-    await writeFile(file, `${token}\n`, { mode: 0o600 });
-    return token;
+export const ADMIN_KEY_FILE = 'admin-key';
+
+/**
+ * The admin key kept under DATA_DIR while it still works (it may have been
+ * revoked, or the table replaced); otherwise a new admin key, kept there.
+ */
+async function localAdminKey(ctx: QueueContext, dataDir: string): Promise<string> {
+  const file = join(dataDir, ADMIN_KEY_FILE);
+  const kept = await readFile(file, 'utf8').then(
+    (text) => text.trim(),
+    () => undefined,
+  );
+  if (kept !== undefined) {
+    const verification = await verifyApiKey(ctx, kept);
+    if (verification.ok && verification.key.scopes.includes('admin')) return kept;
   }
+  const { presented } = await createApiKey(ctx, { scopes: ['admin'], name: 'local admin (npm start)' });
+  await writeFile(file, `${presented}\n`, { mode: 0o600 });
+  return presented;
+}
+
+export interface LocalRuntimeOptions {
+  /** Admits status callbacks and heartbeats by their `?token=`, as the deployed authorizer does. @default none */
+  callbackTokenVerifier?: CallbackTokenVerifier;
 }
 
 /** A Lambda-like clock for a handler invoked locally: it may run for `ms`. */
@@ -64,7 +83,7 @@ function createInProcessInvoker(runBatch: (batch: WorkerBatch) => Promise<unknow
 
 const LOOP_INVOCATION_MS = 60_000;
 
-export async function startLocalRuntime(env: Env = process.env): Promise<LocalRuntime> {
+export async function startLocalRuntime(env: Env = process.env, options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
   const port = Number(env.PORT ?? 3000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
   const tableName = env.TABLE_NAME ?? 'jobs';
@@ -81,7 +100,7 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
 
   const settings = readQueueSettings({ ...env, TABLE_NAME: tableName });
   const ctx = createQueueContext(clients.db, settings);
-  const adminToken = await adminTokenFor(env, dataDir);
+  const adminKey = env.API_TOKEN || (await localAdminKey(ctx, dataDir));
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
 
@@ -105,12 +124,18 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
     loop(() => sweeperHandler({}, invocationContext(LOOP_INVOCATION_MS))),
   ];
 
-  const server = createHttpServer(createApiHandler({ ctx, registry, adminToken }));
+  const authorizer = createAuthorizer({
+    ctx,
+    ...(env.API_TOKEN ? { staticAdminToken: env.API_TOKEN } : {}),
+    ...(options.callbackTokenVerifier ? { callbackTokenVerifier: options.callbackTokenVerifier } : {}),
+  });
+  const server = createHttpServer(createLocalGateway({ authorizer, api: createApiHandler({ ctx, registry }) }));
   await listen(server, port);
 
   return {
     url: `http://localhost:${port}`,
-    adminToken,
+    adminKey,
+    adminKeyFile: env.API_TOKEN ? undefined : join(dataDir, ADMIN_KEY_FILE),
     tableName,
     dynamoEndpoint: endpoint ?? `DynamoDB in ${await clients.base.config.region()}`,
     stop: async () => {

@@ -29,7 +29,7 @@ async function npmStart(env: Record<string, string>): Promise<Started> {
   const deadline = Date.now() + 90_000;
   for (;;) {
     const url = /API:\s+(\S+)/.exec(output)?.[1];
-    const token = /Admin token:\s+(\S+)/.exec(output)?.[1];
+    const token = /Admin key:\s+(\S+)/.exec(output)?.[1];
     if (url && token) return { child, url, token, output: () => output };
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`npm start did not come up:\n${output}`);
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -9,6 +9,9 @@ import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { afterEach, beforeEach } from 'vitest';
 import { createApiHandler } from '../../functions/api/app.js';
+import { createAuthorizer } from '../../functions/authorizer/app.js';
+import type { CallbackTokenVerifier } from '../../functions/shared/principal.js';
+import { createLocalGateway } from '../../infra/local/gateway.js';
 import { lambdaContext } from '../../infra/local/http-server.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
 import type { QueueContext, QueueSettings } from '../../lib/config.js';
@@ -123,14 +126,23 @@ export function createApiClient(handler: ApiHandler, token: string = ADMIN_TOKEN
   };
 }
 
-/** The api handler over `ctx`, with the worker's built-in registry unless another is given. */
+/**
+ * The api handler over `ctx` behind the authorizer, as API Gateway runs them,
+ * with the worker's built-in registry unless another is given. `adminToken`
+ * is the authorizer's API_TOKEN, so it needs no key in the table.
+ */
 export function createTestApi(
   ctx: QueueContext,
-  options: { registry?: WorkerRegistry; adminToken?: string } = {},
+  options: { registry?: WorkerRegistry; adminToken?: string; callbackTokenVerifier?: CallbackTokenVerifier } = {},
 ): ApiClient {
   const adminToken = options.adminToken ?? ADMIN_TOKEN;
-  const handler = createApiHandler({ ctx, registry: options.registry ?? builtinRegistry, adminToken }) as ApiHandler;
-  return createApiClient(handler, adminToken);
+  const authorizer = createAuthorizer({
+    ctx,
+    staticAdminToken: adminToken,
+    ...(options.callbackTokenVerifier ? { callbackTokenVerifier: options.callbackTokenVerifier } : {}),
+  });
+  const api = createApiHandler({ ctx, registry: options.registry ?? builtinRegistry }) as ApiHandler;
+  return createApiClient(createLocalGateway({ authorizer, api }), adminToken);
 }
 
 export interface ApiFixture {
