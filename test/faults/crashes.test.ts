@@ -1,0 +1,113 @@
+/**
+ * Processes killed with SIGKILL: a worker in the middle of its jobs, and a
+ * poller between its claims and their dispatch. Survivors recover every job.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, expect, inject, test } from 'vitest';
+import { putJobType } from '../../lib/job-types.js';
+import { enqueueJob, getJob } from '../../lib/jobs.js';
+import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
+import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { auditJobs, countingHandler, runUntilSettled } from '../support/scenario.js';
+
+let queue: TestQueue;
+const types = new Map<string, JobType>();
+
+beforeAll(async () => {
+  queue = await createTestQueue({
+    clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined },
+    settings: { pollIntervalMs: 50, sweepIntervalMs: 200 },
+  });
+  for (const [name, body] of [
+    ['alo', { target: { kind: 'handler', name: 'count' }, attempts: 3, retry: { kind: 'fixed', delay_s: 0 }, visibility_timeout_s: 2 }],
+    ['amo', { target: { kind: 'handler', name: 'count' }, delivery_strategy: 'at_most_once', visibility_timeout_s: 2 }],
+  ] as const) {
+    types.set(name, (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType);
+  }
+});
+afterAll(() => queue.drop());
+
+function startChild(mode: string): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/faults/child-process.ts', mode], {
+    env: { ...process.env, DYNAMODB_ENDPOINT: inject('dynamoEndpoint'), TABLE_NAME: queue.tableName, POLL_INTERVAL_MS: '50' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return { child, output: () => output };
+}
+
+async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function enqueueBoth(prefix: string, count: number) {
+  const jobs: { type: string; id: string }[] = [];
+  for (let i = 0; i < count; i++) {
+    const type = i % 2 === 0 ? 'alo' : 'amo';
+    const id = `${prefix}-${i}`;
+    await enqueueJob(queue.ctx, types.get(type)!, id, { data: {}, priority: 100, weight: 1 });
+    jobs.push({ type, id });
+  }
+  return jobs;
+}
+
+async function recover(jobs: { type: string; id: string }[]) {
+  const counter = countingHandler();
+  const outcome = await runUntilSettled({
+    components: { pollers: [queue.ctx], sweepers: [queue.ctx], workers: queue.ctx },
+    registry: { handlers: { count: counter.handler }, retryPolicies: {} },
+    auditor: queue.ctx,
+    jobs,
+    timeoutMs: 30_000,
+  });
+  return { outcome, counter };
+}
+
+test('a worker killed mid-job: at_least_once jobs complete on another attempt, at_most_once jobs end failed with a timed-out attempt', async () => {
+  const jobs = await enqueueBoth('killed', 10);
+  const { child, output } = startChild('slow-worker');
+  await waitFor(() => (output().match(/started /g) ?? []).length === jobs.length, 30_000);
+  child.kill('SIGKILL');
+
+  const { outcome, counter } = await recover(jobs);
+  expect(outcome.settled).toBe(true);
+  for (const { type, id } of jobs) {
+    const job = await getJob(queue.ctx, type, id);
+    const [first, second] = job?.history ?? [];
+    expect(first).toMatchObject({ attempt: 1, outcome: 'timed_out', error: { class: 'VisibilityTimeoutError' } });
+    if (type === 'alo') {
+      expect(job).toMatchObject({ status: 'succeeded', attempt: 2 });
+      expect(second).toMatchObject({ attempt: 2, outcome: 'succeeded' });
+    } else {
+      expect(job).toMatchObject({ status: 'failed', attempt: 1 });
+      expect(counter.starts.get(id)).toBeUndefined();
+    }
+  }
+  // Each at_most_once job started once in the killed process and never again.
+  const killedStarts = new Map(jobs.map(({ id }) => [id, output().includes(`started ${id}\n`) ? 1 : 0]));
+  for (const [id, count] of counter.starts) killedStarts.set(id, (killedStarts.get(id) ?? 0) + count);
+  expect((await auditJobs(queue.ctx, jobs, killedStarts, types)).findings).toEqual([]);
+}, 90_000);
+
+test('a poller killed between its claims and their dispatch: the sweeper recovers every job', async () => {
+  const jobs = await enqueueBoth('stranded', 10);
+  const { child, output } = startChild('crash-before-dispatch');
+  await new Promise((resolve) => child.once('exit', resolve));
+  expect(output()).toContain('claimed');
+
+  const { outcome, counter } = await recover(jobs);
+  expect(outcome.settled).toBe(true);
+  const audit = await auditJobs(queue.ctx, jobs, counter.starts, types);
+  expect(audit.findings).toEqual([]);
+  expect(audit.byStatus).toEqual({ succeeded: jobs.length });
+  for (const { type, id } of jobs) {
+    const job = await getJob(queue.ctx, type, id);
+    // An at_most_once claim that never started comes back without counting an attempt.
+    if (type === 'amo') expect(job).toMatchObject({ attempt: 1, history: [expect.objectContaining({ outcome: 'succeeded' })] });
+  }
+}, 90_000);

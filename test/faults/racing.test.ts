@@ -1,0 +1,81 @@
+/**
+ * Four pollers and two sweepers over the same shards, with clocks ± 2 s apart
+ * and one clock that jumps back: every job runs, none twice when at_most_once.
+ */
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import { createQueueContext, type QueueContext } from '../../lib/config.js';
+import { putJobType } from '../../lib/job-types.js';
+import { enqueueJob } from '../../lib/jobs.js';
+import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
+import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
+import { scaled } from './scale.js';
+
+const JOBS = scaled(200, 10_000);
+let queue: TestQueue;
+const types = new Map<string, JobType>();
+
+beforeEach(async () => {
+  queue = await createTestQueue({
+    clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined },
+    settings: { bucketMs: 5_000, pollIntervalMs: 50, sweepIntervalMs: 200, claimPageSize: 25 },
+  });
+  for (const [name, body] of [
+    ['alo', { target: { kind: 'handler', name: 'count' }, attempts: 5, retry: { kind: 'fixed', delay_s: 0 }, visibility_timeout_s: 3 }],
+    ['amo', { target: { kind: 'handler', name: 'count' }, delivery_strategy: 'at_most_once', visibility_timeout_s: 3 }],
+  ] as const) {
+    types.set(name, (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType);
+  }
+});
+afterEach(() => queue.drop());
+
+async function enqueueSpread(count: number, spreadMs: number) {
+  const jobs: { type: string; id: string }[] = [];
+  const startMs = Date.now();
+  await Promise.all(
+    Array.from({ length: 8 }, async (_, lane) => {
+      for (let i = lane; i < count; i += 8) {
+        const type = i % 2 === 0 ? 'alo' : 'amo';
+        const id = `job-${i}`;
+        await enqueueJob(queue.ctx, types.get(type)!, id, { data: { i }, priority: 100, weight: 1, runAfterMs: startMs + (i * spreadMs) / count });
+        jobs.push({ type, id });
+      }
+    }),
+  );
+  return jobs;
+}
+
+async function runAndAudit(pollers: QueueContext[], sweepers: QueueContext[], jobs: { type: string; id: string }[]) {
+  const counter = countingHandler();
+  const outcome = await runUntilSettled({
+    components: { pollers, sweepers, workers: queue.ctx },
+    registry: { handlers: { count: counter.handler }, retryPolicies: {} },
+    auditor: queue.ctx,
+    jobs,
+    timeoutMs: 90_000,
+  });
+  const audit = await auditJobs(queue.ctx, jobs, counter.starts, types);
+  return { outcome, audit, counter };
+}
+
+test(`four pollers and two sweepers racing over the same shards run each of ${JOBS} jobs, at_most_once ones exactly once`, async () => {
+  const jobs = await enqueueSpread(JOBS, 3_000);
+  const pollers = Array.from({ length: 4 }, () => contextWith(queue.ctx, {}));
+  const { outcome, audit, counter } = await runAndAudit(pollers, [contextWith(queue.ctx, {}), contextWith(queue.ctx, {})], jobs);
+  expect(outcome.settled).toBe(true);
+  expect(audit.findings).toEqual([]);
+  expect(audit.byStatus).toEqual({ succeeded: JOBS });
+  for (const { type, id } of jobs) if (type === 'amo') expect(counter.starts.get(id)).toBe(1);
+}, 120_000);
+
+test('pollers and sweepers whose clocks are ± 2 s apart, one jumping back 30 s, lose nothing and start no at_most_once job twice', async () => {
+  const jobs = await enqueueSpread(JOBS, 3_000);
+  let jumpedBackMs = 0;
+  setTimeout(() => (jumpedBackMs = -30_000), 1_000);
+  const jumping = createQueueContext(queue.ctx.db, queue.ctx.settings, { nowMs: () => Date.now() + jumpedBackMs });
+  const pollers = [contextWith(queue.ctx, { skewMs: 2_000 }), contextWith(queue.ctx, { skewMs: -2_000 }), jumping];
+  const sweepers = [contextWith(queue.ctx, { skewMs: 2_000 }), contextWith(queue.ctx, { skewMs: -2_000 })];
+  const { outcome, audit } = await runAndAudit(pollers, sweepers, jobs);
+  expect(outcome.settled).toBe(true);
+  expect(audit.findings).toEqual([]);
+}, 120_000);
