@@ -1,0 +1,49 @@
+/**
+ * The whole local runtime (poller, sweeper, workers and DynamoDB Local) killed
+ * with SIGKILL while jobs are running, due and waiting; after `npm start` again,
+ * every job reaches a terminal state and its history says what happened.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import { freePort } from '../../infra/local/dynamodb-local.js';
+import { call, npmStart, stop, waitForStatus, type Started } from '../support/npm-start.js';
+
+let dataDir: string | undefined;
+let runtime: Started | undefined;
+
+afterAll(async () => {
+  if (runtime) await stop(runtime);
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+test('jobs running, due and waiting when the runtime is killed all finish after a restart', async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'djq-restart-'));
+  const env = { PORT: String(await freePort()), DATA_DIR: dataDir, POLL_INTERVAL_MS: '100', SWEEP_INTERVAL_MS: '500' };
+  runtime = await npmStart(env);
+  await call(runtime, 'PUT', '/v1/job-types/slow', { target: { kind: 'handler', name: 'sleep' }, visibility_timeout_s: 2, attempts: 3, retry: { kind: 'fixed', delay_s: 0 } });
+  await call(runtime, 'PUT', '/v1/job-types/quick', { target: { kind: 'handler', name: 'echo' }, delivery_strategy: 'at_most_once' });
+  const soon = (ms: number) => new Date(Date.now() + ms).toISOString();
+  const running = ['r1', 'r2', 'r3'];
+  for (const id of running) await call(runtime, 'PUT', `/v1/jobs/slow/${id}`, { data: { ms: 4_000 } });
+  const due = ['d1', 'd2', 'd3'];
+  for (const id of due) await call(runtime, 'PUT', `/v1/jobs/quick/${id}`, { data: {}, run_after: soon(2_500) });
+  const waiting = ['w1', 'w2'];
+  for (const id of waiting) await call(runtime, 'PUT', `/v1/jobs/quick/${id}`, { data: {}, run_after: soon(8_000) });
+  for (const id of running) expect((await waitForStatus(runtime, `/v1/jobs/slow/${id}`, 'running', 10_000)).status).toBe('running');
+
+  await stop(runtime, 'SIGKILL');
+  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  runtime = await npmStart(env);
+
+  for (const id of running) {
+    const job = await waitForStatus(runtime, `/v1/jobs/slow/${id}`, 'succeeded', 30_000);
+    expect(job).toMatchObject({ status: 'succeeded', attempt: 2 });
+    expect(job.history.map((h: { outcome: string }) => h.outcome)).toEqual(['timed_out', 'succeeded']);
+  }
+  for (const id of [...due, ...waiting]) {
+    const job = await waitForStatus(runtime, `/v1/jobs/quick/${id}`, 'succeeded', 30_000);
+    expect(job).toMatchObject({ status: 'succeeded', attempt: 1 });
+  }
+}, 150_000);
