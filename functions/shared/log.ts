@@ -1,13 +1,18 @@
-/** One JSON object per line, so CloudWatch Logs Insights and a terminal both read it. */
+/**
+ * Structured logs through the Powertools logger: one JSON object per line, so
+ * CloudWatch Logs Insights and a terminal both read it. In Lambda each line also
+ * carries the function's name and request id; locally the same lines go to the console.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
-function serialise(value: unknown): unknown {
-  if (value instanceof Error) return { name: value.name, message: value.message, stack: value.stack };
-  return value;
-}
+const logger = new Logger({
+  serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'delayed-job-queue',
+  // DEBUG=1 keeps working as it did before Powertools; POWERTOOLS_LOG_LEVEL decides otherwise.
+  ...(process.env.DEBUG ? { logLevel: 'DEBUG' as const } : {}),
+});
 
 export function log(level: LogLevel, message: string, fields: Record<string, unknown> = {}): void {
-  if (level === 'debug' && !process.env.DEBUG) return;
-  const line = { level, message, time: new Date().toISOString(), ...Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, serialise(v)])) };
-  (level === 'error' || level === 'warn' ? console.error : console.log)(JSON.stringify(line));
+  logger[level](message, fields);
 }
