@@ -63,6 +63,8 @@ export class QueueFunction extends Construct {
         ...props.environment,
         POWERTOOLS_SERVICE_NAME: props.entry,
         POWERTOOLS_METRICS_NAMESPACE: props.metricsNamespace,
+        // Stack traces point into functions/ and lib/ rather than into the minified bundle.
+        NODE_OPTIONS: '--enable-source-maps',
       },
       bundling: {
         format: OutputFormat.ESM,

@@ -71,7 +71,8 @@ export class QueueStack extends Stack {
       reason: "This queue is the worker's on-failure destination, a dead-letter queue itself; a queue behind it would only move the same messages again.",
     });
 
-    const metricsNamespace = `DelayedJobQueue/${this.stackName}`;
+    // Named after the stack, so two deployments in one account (dev and prod, say) keep their metrics apart.
+    const metricsNamespace = this.stackName;
     const common = { logRetention: settings.logRetention, metricsNamespace };
     const queueEnvironment = { ...settings.queueEnvironment, TABLE_NAME: this.table.tableName };
     // Pollers and sweepers loop for POLLER_RUN_MS; the timeout leaves them room to finish the last poll.
