@@ -76,7 +76,7 @@ export class QueueStack extends Stack {
     const common = { logRetention: settings.logRetention, metricsNamespace };
     const queueEnvironment = { ...settings.queueEnvironment, TABLE_NAME: this.table.tableName };
     // Pollers and sweepers loop for POLLER_RUN_MS; the timeout leaves them room to finish the last poll.
-    const loopTimeout = Duration.millis(settings.queue.pollerRunMs + 15_000);
+    const loopTimeout = Duration.seconds(Math.ceil((settings.queue.pollerRunMs + 15_000) / 1000));
 
     const worker = new QueueFunction(this, 'Worker', {
       ...common,
@@ -164,14 +164,15 @@ export class QueueStack extends Stack {
       .allowTable(this.table, ['GetItem', 'PutItem', 'UpdateItem', 'Query', 'BatchGetItem'])
       .allowPutEvents(this.eventBus);
 
-    this.httpApi = new HttpApi(this, 'HttpApi', { description: 'Delayed job queue', createDefaultStage: false });
+    const integration = new HttpLambdaIntegration('ApiIntegration', api.function);
+    // Every request reaches the api function, as locally, so an unknown path gets the API's own 404 body.
+    this.httpApi = new HttpApi(this, 'HttpApi', { description: 'Delayed job queue', createDefaultStage: false, defaultIntegration: integration });
     Validations.of(this.httpApi).acknowledge({
       id: 'AwsSolutions::AwsSolutions-APIG4',
       reason: 'The api function itself requires the admin bearer token on every route but GET /health (public by design) until the API key authorizer lands.',
     });
-    const integration = new HttpLambdaIntegration('ApiIntegration', api.function);
+    // Its own route, so the authorizer can be attached to every other route and left off this one.
     this.httpApi.addRoutes({ path: '/health', methods: [HttpMethod.GET], integration });
-    this.httpApi.addRoutes({ path: '/v1/{proxy+}', methods: [HttpMethod.ANY], integration });
     const accessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: settings.logRetention, removalPolicy: RemovalPolicy.DESTROY });
     const stage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.httpApi,

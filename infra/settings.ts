@@ -28,6 +28,13 @@ export interface StackSettings {
 const SCHEDULE_MS = 60_000;
 
 /**
+ * How long a deployed poller loops unless POLLER_RUN_MS says otherwise: nearly
+ * the whole minute, so the next invocation takes over with at most a second's
+ * gap; an overlap, when EventBridge starts one late, only costs lost claim races.
+ */
+const DEPLOYED_POLLER_RUN_MS = 59_000;
+
+/**
  * The names `readQueueSettings` reads, found by letting it read them, so a
  * setting added to lib/config.ts becomes configurable here without a second list.
  */
@@ -80,7 +87,7 @@ function retention(read: ContextReader, key: string, fallback: RetentionDays): R
 }
 
 export function stackSettingsFrom(read: ContextReader): StackSettings {
-  const queueEnvironment: Record<string, string> = {};
+  const queueEnvironment: Record<string, string> = { POLLER_RUN_MS: String(DEPLOYED_POLLER_RUN_MS) };
   for (const name of queueSettingNames()) {
     const value = text(read, name);
     if (value !== undefined) queueEnvironment[name] = value;

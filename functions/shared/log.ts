@@ -1,17 +1,33 @@
 /**
  * Structured logs through the Powertools logger: one JSON object per line, so
- * CloudWatch Logs Insights and a terminal both read it. In Lambda each line also
- * carries the function's name and request id; locally the same lines go to the console.
+ * CloudWatch Logs Insights and a terminal both read it. `service` is the
+ * function (POWERTOOLS_SERVICE_NAME).
  */
-import { Logger } from '@aws-lambda-powertools/logger';
+import { Logger, LogItem, LogLevelThreshold } from '@aws-lambda-powertools/logger';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
-const logger = new Logger({
+/**
+ * In Lambda, Powertools writes to stdout through its own console, past the
+ * runtime's line prefixes. Elsewhere the same lines go through the global
+ * console, as they did before Powertools: warnings and errors to stderr, and
+ * a test can watch them.
+ */
+class ConsoleLogger extends Logger {
+  protected override printLog(logLevel: number, item: LogItem): void {
+    item.prepareForPrint();
+    const line = JSON.stringify(item.getAttributes(), this.getJsonReplacer());
+    (logLevel >= LogLevelThreshold.WARN ? console.error : console.log)(line);
+  }
+}
+
+const inLambda = process.env.AWS_LAMBDA_FUNCTION_NAME !== undefined;
+const options = {
   serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'delayed-job-queue',
   // DEBUG=1 keeps working as it did before Powertools; POWERTOOLS_LOG_LEVEL decides otherwise.
   ...(process.env.DEBUG ? { logLevel: 'DEBUG' as const } : {}),
-});
+};
+const logger = inLambda ? new Logger(options) : new ConsoleLogger(options);
 
 export function log(level: LogLevel, message: string, fields: Record<string, unknown> = {}): void {
   logger[level](message, fields);

@@ -39,7 +39,8 @@ export function createSweeperHandler(deps: SweeperDeps) {
         metrics.count('SweepErrors', 1);
         log('error', 'sweep failed', { error });
       }
-      await abortableSleep(ctx.settings.sweepIntervalMs, deps.signal);
+      // Never past the deadline: the Lambda timeout allows for one last sweep, not for a last pause too.
+      await abortableSleep(Math.min(ctx.settings.sweepIntervalMs, Math.max(0, deadlineMs - ctx.nowMs())), deps.signal);
     } while (ctx.nowMs() < deadlineMs && !deps.signal?.aborted);
     recordSweepMetrics(metrics, totals);
     metrics.flush();
