@@ -96,7 +96,10 @@ export function stackSettingsFrom(read: ContextReader): StackSettings {
   if (queue.pollerRunMs > SCHEDULE_MS) {
     throw new ConfigError(`context POLLER_RUN_MS must be at most ${SCHEDULE_MS}: pollers start every minute, got "${queue.pollerRunMs}"`);
   }
-  const pollerPartitions = integer(read, 'POLLER_PARTITIONS', 1, 1, queue.shards);
+  const pollerPartitions = integer(read, 'POLLER_PARTITIONS', 1, 1, 256);
+  if (pollerPartitions > queue.shards) {
+    throw new ConfigError(`context POLLER_PARTITIONS must be at most SHARDS (${queue.shards}): a partition without a shard would poll nothing, got "${pollerPartitions}"`);
+  }
   const alarmTopicArn = text(read, 'ALARM_TOPIC_ARN');
   return {
     queueEnvironment,

@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ConfigError } from '../lib/errors.js';
 import { createQueueApp } from './queue-app.js';
 import { REPO_ROOT } from './queue-function.js';
 
@@ -27,9 +28,16 @@ function contextArguments(args: string[]): Record<string, string> {
   return context;
 }
 
-const { app, stack } = createQueueApp({
-  outdir: join(REPO_ROOT, 'cdk.out'),
-  context: { ...contextFile('cdk.json'), ...contextFile('cdk.context.json'), ...contextArguments(process.argv.slice(2)) },
-});
-const assembly = app.synth();
-process.stdout.write(readFileSync(join(assembly.directory, stack.templateFile), 'utf8'));
+try {
+  const { app, stack } = createQueueApp({
+    outdir: join(REPO_ROOT, 'cdk.out'),
+    context: { ...contextFile('cdk.json'), ...contextFile('cdk.context.json'), ...contextArguments(process.argv.slice(2)) },
+  });
+  const assembly = app.synth();
+  process.stdout.write(readFileSync(join(assembly.directory, stack.templateFile), 'utf8'));
+} catch (error) {
+  // A configuration mistake is the user's to fix: say what, without a stack trace into the CDK.
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(error.message);
+  process.exitCode = 1;
+}

@@ -294,7 +294,7 @@ describe('alarms', () => {
 
 describe('configuration', () => {
   test('more partitions than shards is refused, naming the context key', () => {
-    expect(() => synthApp({ SHARDS: '2', POLLER_PARTITIONS: '3' }, { bundle: false })).toThrow(/POLLER_PARTITIONS must be an integer from 1 to 2, got "3"/);
+    expect(() => synthApp({ SHARDS: '2', POLLER_PARTITIONS: '3' }, { bundle: false })).toThrow(/POLLER_PARTITIONS must be at most SHARDS \(2\).*got "3"/);
   });
 
   test('a queue setting is validated by the code the functions run', () => {
