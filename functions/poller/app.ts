@@ -34,7 +34,7 @@ export function shardsFromEvent(event: unknown, shardCount: number): number[] | 
   return shards as number[];
 }
 
-export function recordPollMetrics(metrics: QueueMetrics, totals: PollResult): void {
+function recordPollMetrics(metrics: QueueMetrics, totals: PollResult): void {
   metrics.milliseconds('OldestDueLagMs', totals.oldestDueLagMs);
   metrics.count('Claimed', totals.claimed);
   metrics.count('Dispatched', totals.dispatched);

@@ -16,7 +16,7 @@ export interface SweeperDeps {
   metrics?: QueueMetrics;
 }
 
-export function recordSweepMetrics(metrics: QueueMetrics, totals: SweepResult): void {
+function recordSweepMetrics(metrics: QueueMetrics, totals: SweepResult): void {
   metrics.count('Requeued', totals.requeued);
   metrics.count('Ended', totals.ended);
   metrics.count('ReleasedUnstarted', totals.released);
