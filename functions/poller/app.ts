@@ -1,8 +1,10 @@
 /** The poller function: one invocation loops for about a minute, so an every-minute schedule gives sub-second lag. */
 import type { Context } from 'aws-lambda';
 import type { QueueContext } from '../../lib/config.js';
+import { ConfigError } from '../../lib/errors.js';
 import { runPollerLoop, type PollResult, type WorkerInvoker } from '../../lib/poller.js';
 import { log } from '../shared/log.js';
+import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
 
 /** Time left unused at the end of an invocation, so the loop never runs into the Lambda timeout. */
 const INVOCATION_HEADROOM_MS = 5_000;
@@ -12,18 +14,56 @@ export interface PollerDeps {
   invoker: WorkerInvoker;
   /** Ends the loop early (the local runtime's shutdown). */
   signal?: AbortSignal;
+  metrics?: QueueMetrics;
+}
+
+/**
+ * The shards a scheduled invocation owns: each poller rule of the stack passes
+ * `{ "shards": [...] }` so pollers never fight over a shard. Without it, all shards.
+ */
+export function shardsFromEvent(event: unknown, shardCount: number): number[] | undefined {
+  const shards = typeof event === 'object' && event !== null ? (event as { shards?: unknown }).shards : undefined;
+  if (shards === undefined) return undefined;
+  const valid =
+    Array.isArray(shards) &&
+    shards.length > 0 &&
+    shards.every((shard) => Number.isInteger(shard) && shard >= 0 && shard < shardCount);
+  if (!valid) {
+    throw new ConfigError(`event "shards" must be a non-empty list of shard numbers from 0 to ${shardCount - 1}, got ${JSON.stringify(shards)}`);
+  }
+  return shards as number[];
+}
+
+function recordPollMetrics(metrics: QueueMetrics, totals: PollResult): void {
+  metrics.milliseconds('OldestDueLagMs', totals.oldestDueLagMs);
+  metrics.count('Claimed', totals.claimed);
+  metrics.count('Dispatched', totals.dispatched);
+  metrics.count('LostClaimRaces', totals.lostRaces);
+  metrics.count('ExpiredOnClaim', totals.expired);
+  metrics.count('Released', totals.released);
 }
 
 export function createPollerHandler(deps: PollerDeps) {
-  return async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<PollResult> => {
+  const metrics = deps.metrics ?? noMetrics;
+  return async (event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<PollResult> => {
+    const shards = shardsFromEvent(event, deps.ctx.settings.shards);
     const runForMs = Math.min(deps.ctx.settings.pollerRunMs, context.getRemainingTimeInMillis() - INVOCATION_HEADROOM_MS);
-    const totals = await runPollerLoop(deps.ctx, {
-      invoker: deps.invoker,
-      runForMs,
-      ...(deps.signal ? { signal: deps.signal } : {}),
-      onError: (error) => log('error', 'poll failed', { error }),
-    });
-    log('info', 'poller run done', { ...totals });
-    return totals;
+    try {
+      const totals = await runPollerLoop(deps.ctx, {
+        invoker: deps.invoker,
+        runForMs,
+        ...(shards ? { shards } : {}),
+        ...(deps.signal ? { signal: deps.signal } : {}),
+        onError: (error) => {
+          metrics.count('PollErrors', 1);
+          log('error', 'poll failed', { error, shards });
+        },
+      });
+      recordPollMetrics(metrics, totals);
+      log('info', 'poller run done', { ...totals, shards });
+      return totals;
+    } finally {
+      metrics.flush();
+    }
   };
 }

@@ -1,13 +1,34 @@
-/** One JSON object per line, so CloudWatch Logs Insights and a terminal both read it. */
+/**
+ * Structured logs through the Powertools logger: one JSON object per line, so
+ * CloudWatch Logs Insights and a terminal both read it. `service` is the
+ * function (POWERTOOLS_SERVICE_NAME).
+ */
+import { Logger, LogItem, LogLevelThreshold } from '@aws-lambda-powertools/logger';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
-function serialise(value: unknown): unknown {
-  if (value instanceof Error) return { name: value.name, message: value.message, stack: value.stack };
-  return value;
+/**
+ * In Lambda, Powertools writes to stdout through its own console, past the
+ * runtime's line prefixes. Elsewhere the same lines go through the global
+ * console, as they did before Powertools: warnings and errors to stderr, and
+ * a test can watch them.
+ */
+class ConsoleLogger extends Logger {
+  protected override printLog(logLevel: number, item: LogItem): void {
+    item.prepareForPrint();
+    const line = JSON.stringify(item.getAttributes(), this.getJsonReplacer());
+    (logLevel >= LogLevelThreshold.WARN ? console.error : console.log)(line);
+  }
 }
 
+const inLambda = process.env.AWS_LAMBDA_FUNCTION_NAME !== undefined;
+const options = {
+  serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'delayed-job-queue',
+  // DEBUG=1 keeps working as it did before Powertools; POWERTOOLS_LOG_LEVEL decides otherwise.
+  ...(process.env.DEBUG ? { logLevel: 'DEBUG' as const } : {}),
+};
+const logger = inLambda ? new Logger(options) : new ConsoleLogger(options);
+
 export function log(level: LogLevel, message: string, fields: Record<string, unknown> = {}): void {
-  if (level === 'debug' && !process.env.DEBUG) return;
-  const line = { level, message, time: new Date().toISOString(), ...Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, serialise(v)])) };
-  (level === 'error' || level === 'warn' ? console.error : console.log)(JSON.stringify(line));
+  logger[level](message, fields);
 }

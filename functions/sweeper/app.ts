@@ -5,6 +5,7 @@ import { abortableSleep } from '../../lib/poller.js';
 import { sweepOnce, type SweepResult } from '../../lib/sweeper.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
 import { log } from '../shared/log.js';
+import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
 
 const INVOCATION_HEADROOM_MS = 5_000;
 
@@ -12,9 +13,19 @@ export interface SweeperDeps {
   ctx: QueueContext;
   registry: WorkerRegistry;
   signal?: AbortSignal;
+  metrics?: QueueMetrics;
+}
+
+function recordSweepMetrics(metrics: QueueMetrics, totals: SweepResult): void {
+  metrics.count('Requeued', totals.requeued);
+  metrics.count('Ended', totals.ended);
+  metrics.count('ReleasedUnstarted', totals.released);
+  metrics.count('Stragglers', totals.stragglers);
+  metrics.count('StaleEntries', totals.stale);
 }
 
 export function createSweeperHandler(deps: SweeperDeps) {
+  const metrics = deps.metrics ?? noMetrics;
   return async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepResult> => {
     const { ctx } = deps;
     const deadlineMs = ctx.nowMs() + Math.min(ctx.settings.pollerRunMs, context.getRemainingTimeInMillis() - INVOCATION_HEADROOM_MS);
@@ -25,10 +36,14 @@ export function createSweeperHandler(deps: SweeperDeps) {
         for (const key of Object.keys(totals) as (keyof SweepResult)[]) totals[key] += result[key];
         if (result.requeued + result.ended + result.stragglers + result.released > 0) log('info', 'sweep', { ...result });
       } catch (error) {
+        metrics.count('SweepErrors', 1);
         log('error', 'sweep failed', { error });
       }
-      await abortableSleep(ctx.settings.sweepIntervalMs, deps.signal);
+      // Never past the deadline: the Lambda timeout allows for one last sweep, not for a last pause too.
+      await abortableSleep(Math.min(ctx.settings.sweepIntervalMs, Math.max(0, deadlineMs - ctx.nowMs())), deps.signal);
     } while (ctx.nowMs() < deadlineMs && !deps.signal?.aborted);
+    recordSweepMetrics(metrics, totals);
+    metrics.flush();
     return totals;
   };
 }

@@ -2,17 +2,74 @@
 import type { QueueContext } from '../../lib/config.js';
 import type { WorkerIdentity } from '../../lib/model.js';
 import type { WorkerBatch } from '../../lib/poller.js';
-import { runWorkerBatch, type BatchResult, type WorkerRegistry } from '../../lib/worker.js';
+import { AWAIT_CALLBACK, runWorkerBatch, type BatchResult, type JobHandler, type WorkerRegistry } from '../../lib/worker.js';
 import { log } from '../shared/log.js';
+import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
 
-export function createWorkerHandler(deps: { ctx: QueueContext; registry: WorkerRegistry; worker: WorkerIdentity }) {
+/** Every outcome of a batch as a metric, so stale and unrecorded outcomes show next to successes. */
+const OUTCOME_METRICS: Record<keyof BatchResult, string> = {
+  succeeded: 'OutcomeSucceeded',
+  failed: 'OutcomeFailed',
+  retrying: 'OutcomeRetrying',
+  awaiting_callback: 'OutcomeAwaitingCallback',
+  expired: 'OutcomeExpired',
+  claim_lapsed: 'OutcomeClaimLapsed',
+  already_started: 'OutcomeAlreadyStarted',
+  stale: 'OutcomeStale',
+  error: 'OutcomeNotRecorded',
+};
+
+/**
+ * Wraps a handler to count its runs per job type: `Succeeded` or `Failed`
+ * (thrown, timed out or claim lost, whichever comes first) and `DurationMs`.
+ */
+function measured(handler: JobHandler, metrics: QueueMetrics, nowMs: () => number): JobHandler {
+  return async (data, context) => {
+    const startedAtMs = nowMs();
+    let recorded = false;
+    const record = (outcome: 'Succeeded' | 'Failed' | 'AwaitingCallback'): void => {
+      if (recorded) return;
+      recorded = true;
+      const dimensions = { type: context.job.type };
+      metrics.count(outcome, 1, dimensions);
+      metrics.milliseconds('DurationMs', nowMs() - startedAtMs, dimensions);
+    };
+    // The worker stops waiting for a handler when the attempt times out or loses its claim; so does the metric.
+    const onAbort = (): void => record('Failed');
+    context.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const value = await handler(data, context);
+      record(value === AWAIT_CALLBACK ? 'AwaitingCallback' : 'Succeeded');
+      return value;
+    } catch (error) {
+      record('Failed');
+      throw error;
+    } finally {
+      context.signal.removeEventListener('abort', onAbort);
+    }
+  };
+}
+
+export function measuredRegistry(registry: WorkerRegistry, metrics: QueueMetrics, nowMs: () => number): WorkerRegistry {
+  const handlers = Object.fromEntries(Object.entries(registry.handlers).map(([name, handler]) => [name, measured(handler, metrics, nowMs)]));
+  return { handlers, retryPolicies: registry.retryPolicies };
+}
+
+export function createWorkerHandler(deps: { ctx: QueueContext; registry: WorkerRegistry; worker: WorkerIdentity; metrics?: QueueMetrics }) {
+  const metrics = deps.metrics ?? noMetrics;
+  const registry = measuredRegistry(deps.registry, metrics, deps.ctx.nowMs);
   return async (batch: WorkerBatch): Promise<BatchResult> => {
-    const counts = await runWorkerBatch(deps.ctx, batch, {
-      registry: deps.registry,
-      worker: deps.worker,
-      onError: (job, error) => log('error', 'could not record the outcome of a job', { type: job.type, id: job.id, attempt: job.attempt, error }),
-    });
-    log('info', 'worker batch done', { jobs: batch.jobs.length, ...counts });
-    return counts;
+    try {
+      const counts = await runWorkerBatch(deps.ctx, batch, {
+        registry,
+        worker: deps.worker,
+        onError: (job, error) => log('error', 'could not record the outcome of a job', { type: job.type, id: job.id, attempt: job.attempt, error }),
+      });
+      for (const [outcome, count] of Object.entries(counts) as [keyof BatchResult, number][]) metrics.count(OUTCOME_METRICS[outcome], count);
+      log('info', 'worker batch done', { jobs: batch.jobs.length, ...counts });
+      return counts;
+    } finally {
+      metrics.flush();
+    }
   };
 }

@@ -1,5 +1,6 @@
 import { queueFromEnvironment, workerIdentity } from '../shared/environment.js';
+import { createEmfMetrics } from '../shared/metrics.js';
 import { createWorkerHandler } from './app.js';
 import { registry } from './handlers/index.js';
 
-export const handler = createWorkerHandler({ ctx: queueFromEnvironment(), registry, worker: workerIdentity() });
+export const handler = createWorkerHandler({ ctx: queueFromEnvironment(), registry, worker: workerIdentity(), metrics: createEmfMetrics() });

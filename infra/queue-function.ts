@@ -1,0 +1,116 @@
+/**
+ * One construct fixes how every function of the queue is built and run, and
+ * grants each only the calls its code makes: a new function (the authorizer,
+ * say) is one `new QueueFunction` and a line of grants.
+ */
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { IEventBus } from 'aws-cdk-lib/aws-events';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, Runtime, type IFunction } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, type CfnLogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { DUE_INDEX } from '../lib/keys.js';
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface QueueFunctionProps {
+  /** The directory under functions/ whose index.ts is the Lambda entry. */
+  entry: string;
+  description: string;
+  environment: Record<string, string>;
+  timeout: Duration;
+  memorySizeMb: number;
+  logRetention: RetentionDays;
+  /** The CloudWatch namespace of the function's EMF metrics; its service dimension is `entry`. */
+  metricsNamespace: string;
+  reservedConcurrentExecutions?: number;
+}
+
+/** The DynamoDB calls lib/ makes. Query is granted on the due index only: the code never queries the base table. */
+export type TableCall = 'GetItem' | 'PutItem' | 'UpdateItem' | 'BatchGetItem' | 'Query';
+
+export class QueueFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly role: Role;
+  readonly logGroup: LogGroup;
+
+  constructor(scope: Construct, id: string, props: QueueFunctionProps) {
+    super(scope, id);
+    this.logGroup = new LogGroup(this, 'Logs', { retention: props.logRetention, removalPolicy: RemovalPolicy.DESTROY });
+    // An own role rather than AWSLambdaBasicExecutionRole: that managed policy may write to any log group.
+    this.role = new Role(this, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com'), description: `${props.entry} function` });
+    this.role.addToPolicy(
+      new PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [`${this.logGroup.logGroupArn}:*`] }),
+    );
+    this.function = new NodejsFunction(this, 'Function', {
+      entry: join(REPO_ROOT, 'functions', props.entry, 'index.ts'),
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
+      description: props.description,
+      runtime: Runtime.NODEJS_22_X,
+      architecture: Architecture.ARM_64,
+      memorySize: props.memorySizeMb,
+      timeout: props.timeout,
+      role: this.role,
+      logGroup: this.logGroup,
+      ...(props.reservedConcurrentExecutions !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrentExecutions } : {}),
+      environment: {
+        ...props.environment,
+        POWERTOOLS_SERVICE_NAME: props.entry,
+        POWERTOOLS_METRICS_NAMESPACE: props.metricsNamespace,
+        // Stack traces point into functions/ and lib/ rather than into the minified bundle.
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      bundling: {
+        format: OutputFormat.ESM,
+        target: 'node22',
+        sourceMap: true,
+        sourcesContent: false,
+        minify: true,
+        // The deployed code uses the SDK versions the tests ran against, not whichever the runtime ships.
+        externalModules: [],
+        mainFields: ['module', 'main'],
+        // Bundled CommonJS dependencies call require(); an ES module has none unless it makes one.
+        banner: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+        forceDockerBundling: false,
+      },
+    });
+    const logGroupId = Stack.of(this).getLogicalId(this.logGroup.node.defaultChild as CfnLogGroup);
+    Validations.of(this.role).acknowledge({
+      id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${logGroupId}.Arn>:*]`,
+      reason: "Lambda names its log streams at run time; the wildcard covers the streams of this function's own log group only.",
+    });
+    Validations.of(this.function).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-L1',
+      reason: 'Node.js 22 is the runtime this code is built and tested for; moving to a newer one is a deliberate upgrade with its own test run.',
+    });
+  }
+
+  /** Exactly `calls` on the table (and Query on its due index). */
+  allowTable(table: ITable, calls: TableCall[]): this {
+    const itemCalls = calls.filter((call) => call !== 'Query');
+    if (itemCalls.length > 0) {
+      this.role.addToPolicy(new PolicyStatement({ actions: itemCalls.map((call) => `dynamodb:${call}`), resources: [table.tableArn] }));
+    }
+    if (calls.includes('Query')) {
+      this.role.addToPolicy(new PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${table.tableArn}/index/${DUE_INDEX}`] }));
+    }
+    return this;
+  }
+
+  /** Invoking `target` (the function itself, not its versions or aliases). */
+  allowInvoke(target: IFunction): this {
+    this.role.addToPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [target.functionArn] }));
+    return this;
+  }
+
+  allowPutEvents(bus: IEventBus): this {
+    this.role.addToPolicy(new PolicyStatement({ actions: ['events:PutEvents'], resources: [bus.eventBusArn] }));
+    return this;
+  }
+}

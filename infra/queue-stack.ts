@@ -1,0 +1,274 @@
+/**
+ * The whole queue in one stack: the table, the HTTP API in front of the api
+ * function, the poller and sweeper on every-minute schedules, the worker the
+ * poller invokes asynchronously, the lifecycle event bus, alarms and outputs.
+ * It runs the same functions/ code the local runtime runs.
+ */
+import { CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import { HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { Alarm, ComparisonOperator, MathExpression, Metric, TreatMissingData, type IAlarm } from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { AttributeType, BillingMode, ProjectionType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { EventBus, Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
+import { LogGroup } from 'aws-cdk-lib/aws-logs';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+import { TABLE_SCHEMA } from '../lib/table.js';
+import { QueueFunction } from './queue-function.js';
+import { shardsOfPartition, type StackSettings } from './settings.js';
+
+export interface QueueStackProps extends StackProps {
+  settings: StackSettings;
+}
+
+/** Lambda's async invoke queue keeps a poller event no longer than this: a late poller would only overlap the next. */
+const SCHEDULED_EVENT_MAX_AGE = Duration.minutes(1);
+
+export class QueueStack extends Stack {
+  readonly table: Table;
+  readonly eventBus: EventBus;
+  readonly deadLetterQueue: Queue;
+  readonly httpApi: HttpApi;
+  readonly functions: { api: QueueFunction; poller: QueueFunction; worker: QueueFunction; sweeper: QueueFunction };
+  readonly alarms: IAlarm[];
+
+  constructor(scope: Construct, id: string, props: QueueStackProps) {
+    super(scope, id, props);
+    const { settings } = props;
+
+    const { partitionKey, sortKey, dueIndex, ttlAttribute } = TABLE_SCHEMA;
+    this.table = new Table(this, 'Jobs', {
+      partitionKey: { name: partitionKey, type: AttributeType.STRING },
+      sortKey: { name: sortKey, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: ttlAttribute,
+      deletionProtection: settings.deletionProtection,
+      removalPolicy: settings.deletionProtection ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+    this.table.addGlobalSecondaryIndex({
+      indexName: dueIndex.name,
+      partitionKey: { name: dueIndex.partitionKey, type: AttributeType.STRING },
+      sortKey: { name: dueIndex.sortKey, type: AttributeType.STRING },
+      // The poller needs only keys: the sort key carries the ready time and the claim returns the full item.
+      projectionType: ProjectionType.KEYS_ONLY,
+    });
+
+    this.eventBus = new EventBus(this, 'LifecycleEvents', { description: 'Job lifecycle events of the delayed job queue' });
+    this.deadLetterQueue = new Queue(this, 'WorkerDeadLetters', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(this.deadLetterQueue).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-SQS3',
+      reason: "This queue is the worker's on-failure destination, a dead-letter queue itself; a queue behind it would only move the same messages again.",
+    });
+
+    // Named after the stack, so two deployments in one account (dev and prod, say) keep their metrics apart.
+    const metricsNamespace = this.stackName;
+    const common = { logRetention: settings.logRetention, metricsNamespace };
+    const queueEnvironment = { ...settings.queueEnvironment, TABLE_NAME: this.table.tableName };
+    // Pollers and sweepers loop for POLLER_RUN_MS; the timeout leaves them room to finish the last poll.
+    const loopTimeout = Duration.seconds(Math.ceil((settings.queue.pollerRunMs + 15_000) / 1000));
+
+    const worker = new QueueFunction(this, 'Worker', {
+      ...common,
+      entry: 'worker',
+      description: 'Runs a batch of claimed jobs and records each outcome',
+      environment: { ...queueEnvironment, EVENT_BUS_NAME: this.eventBus.eventBusName },
+      // Lambda's limit: a job with a longer timeout_s needs a remote worker and callbacks.
+      timeout: Duration.minutes(15),
+      memorySizeMb: 1024,
+    })
+      .allowTable(this.table, ['UpdateItem'])
+      .allowPutEvents(this.eventBus);
+    worker.function.configureAsyncInvoke({
+      // The queue's retry policy decides about another attempt; a Lambda retry would run the batch again
+      // behind its back (and at_most_once relies on a single delivery plus its start record).
+      retryAttempts: 0,
+      // A batch this late has lost its claims (the sweeper took them back); it only lands in the dead-letter queue.
+      maxEventAge: Duration.hours(1),
+      onFailure: new SqsDestination(this.deadLetterQueue),
+    });
+
+    const poller = new QueueFunction(this, 'Poller', {
+      ...common,
+      entry: 'poller',
+      description: 'Claims due jobs for about a minute and hands them to workers',
+      environment: { ...queueEnvironment, WORKER_FUNCTION_NAME: worker.function.functionName },
+      timeout: loopTimeout,
+      memorySizeMb: 512,
+      // Each partition's poller may overlap its successor by a moment, never more: a slow minute cannot pile up.
+      reservedConcurrentExecutions: 2 * settings.pollerPartitions,
+    })
+      .allowTable(this.table, ['Query', 'GetItem', 'UpdateItem', 'BatchGetItem'])
+      .allowInvoke(worker.function);
+    poller.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: SCHEDULED_EVENT_MAX_AGE });
+    for (let partition = 0; partition < settings.pollerPartitions; partition++) {
+      new Rule(this, `PollerSchedule${partition}`, {
+        description: `Starts poller partition ${partition} of ${settings.pollerPartitions} every minute`,
+        schedule: Schedule.rate(Duration.minutes(1)),
+        targets: [
+          new LambdaFunction(poller.function, {
+            event: RuleTargetInput.fromObject({ shards: shardsOfPartition(partition, settings.pollerPartitions, settings.queue.shards) }),
+            maxEventAge: SCHEDULED_EVENT_MAX_AGE,
+          }),
+        ],
+      });
+    }
+
+    const sweeper = new QueueFunction(this, 'Sweeper', {
+      ...common,
+      entry: 'sweeper',
+      description: 'Ends lapsed claims and requeues jobs left behind a cursor',
+      environment: queueEnvironment,
+      timeout: loopTimeout,
+      memorySizeMb: 256,
+      reservedConcurrentExecutions: 2,
+    }).allowTable(this.table, ['Query', 'GetItem', 'UpdateItem', 'BatchGetItem']);
+    sweeper.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: SCHEDULED_EVENT_MAX_AGE });
+    new Rule(this, 'SweeperSchedule', {
+      description: 'Starts the sweeper every minute',
+      schedule: Schedule.rate(Duration.minutes(1)),
+      targets: [new LambdaFunction(sweeper.function, { maxEventAge: SCHEDULED_EVENT_MAX_AGE })],
+    });
+
+    // The admin token until scoped API keys land: generated once at the first deploy, kept in Secrets Manager.
+    const apiToken = new Secret(this, 'ApiToken', {
+      description: 'Admin bearer token of the delayed job queue API',
+      generateSecretString: { passwordLength: 48, excludePunctuation: true },
+    });
+    Validations.of(apiToken).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-SMG4',
+      reason: 'An interim admin token until scoped API keys land; the api reads it at cold start, so a rotation would lock every client out at once. Replace it by hand (see README).',
+    });
+    const api = new QueueFunction(this, 'Api', {
+      ...common,
+      entry: 'api',
+      description: 'The HTTP API of the delayed job queue',
+      environment: {
+        ...queueEnvironment,
+        EVENT_BUS_NAME: this.eventBus.eventBusName,
+        API_TOKEN: apiToken.secretValue.unsafeUnwrap(),
+      },
+      timeout: Duration.seconds(29),
+      memorySizeMb: 512,
+    })
+      .allowTable(this.table, ['GetItem', 'PutItem', 'UpdateItem', 'Query', 'BatchGetItem'])
+      .allowPutEvents(this.eventBus);
+
+    const integration = new HttpLambdaIntegration('ApiIntegration', api.function);
+    // Every request reaches the api function, as locally, so an unknown path gets the API's own 404 body.
+    this.httpApi = new HttpApi(this, 'HttpApi', { description: 'Delayed job queue', createDefaultStage: false, defaultIntegration: integration });
+    Validations.of(this.httpApi).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-APIG4',
+      reason: 'The api function itself requires the admin bearer token on every route but GET /health (public by design) until the API key authorizer lands.',
+    });
+    // Its own route, so the authorizer can be attached to every other route and left off this one.
+    this.httpApi.addRoutes({ path: '/health', methods: [HttpMethod.GET], integration });
+    const accessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: settings.logRetention, removalPolicy: RemovalPolicy.DESTROY });
+    const stage = new HttpStage(this, 'DefaultStage', {
+      httpApi: this.httpApi,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: { rateLimit: settings.apiRateLimit, burstLimit: settings.apiBurstLimit },
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(accessLogs),
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            ip: '$context.identity.sourceIp',
+            requestTime: '$context.requestTime',
+            method: '$context.httpMethod',
+            path: '$context.path',
+            routeKey: '$context.routeKey',
+            status: '$context.status',
+            responseLength: '$context.responseLength',
+            latencyMs: '$context.responseLatency',
+            integrationError: '$context.integrationErrorMessage',
+          }),
+        ),
+      },
+    });
+
+    this.functions = { api, poller, worker, sweeper };
+    this.alarms = this.createAlarms(settings, worker, metricsNamespace);
+
+    new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'Base URL of the HTTP API' });
+    new CfnOutput(this, 'ApiTokenSecretArn', { value: apiToken.secretArn, description: 'Secrets Manager secret holding the admin bearer token' });
+    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
+    new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.deadLetterQueue.queueUrl });
+  }
+
+  private createAlarms(settings: StackSettings, worker: QueueFunction, metricsNamespace: string): IAlarm[] {
+    const oneMinute = Duration.minutes(1);
+    const dueLag = new Alarm(this, 'DueLagAlarm', {
+      alarmDescription: `The oldest due job waited longer than ${settings.dueLagAlarmMs} ms to be claimed`,
+      metric: new Metric({
+        namespace: metricsNamespace,
+        metricName: 'OldestDueLagMs',
+        dimensionsMap: { service: 'poller' },
+        statistic: 'Maximum',
+        period: oneMinute,
+      }),
+      threshold: settings.dueLagAlarmMs,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 2,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    const workerErrors = new Alarm(this, 'WorkerErrorsAlarm', {
+      alarmDescription: 'Worker invocations failed (crash or Lambda timeout); their jobs come back through the sweeper',
+      metric: worker.function.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+      threshold: 0,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    const deadLetters = new Alarm(this, 'DeadLettersAlarm', {
+      alarmDescription: 'Worker batches landed in the dead-letter queue',
+      metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: oneMinute, statistic: 'Maximum' }),
+      threshold: 0,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    const throttleMetric = (metricName: string, dimensionsMap: Record<string, string>): Metric =>
+      new Metric({ namespace: 'AWS/DynamoDB', metricName, dimensionsMap, statistic: 'Sum', period: oneMinute });
+    const tableDimensions = { TableName: this.table.tableName };
+    const indexDimensions = { ...tableDimensions, GlobalSecondaryIndexName: TABLE_SCHEMA.dueIndex.name };
+    const throttles = new Alarm(this, 'DynamoDbThrottlesAlarm', {
+      alarmDescription: 'DynamoDB throttled reads or writes on the table or its due index',
+      metric: new MathExpression({
+        expression: 'FILL(tableReads, 0) + FILL(tableWrites, 0) + FILL(indexReads, 0) + FILL(indexWrites, 0)',
+        usingMetrics: {
+          tableReads: throttleMetric('ReadThrottleEvents', tableDimensions),
+          tableWrites: throttleMetric('WriteThrottleEvents', tableDimensions),
+          indexReads: throttleMetric('ReadThrottleEvents', indexDimensions),
+          indexWrites: throttleMetric('WriteThrottleEvents', indexDimensions),
+        },
+        period: oneMinute,
+        label: 'DynamoDB throttle events',
+      }),
+      threshold: 0,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 5,
+      datapointsToAlarm: 2,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    const alarms = [dueLag, workerErrors, deadLetters, throttles];
+    if (settings.alarmTopicArn) {
+      const action = new SnsAction(Topic.fromTopicArn(this, 'AlarmTopic', settings.alarmTopicArn));
+      for (const alarm of alarms) alarm.addAlarmAction(action);
+    }
+    return alarms;
+  }
+}

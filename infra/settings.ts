@@ -1,0 +1,120 @@
+/**
+ * The stack's configuration, from CDK context (`cdk deploy -c SHARDS=8`).
+ * Context keys are the environment variable names the functions read, so one
+ * name means one thing everywhere; everything is validated at synth, with the
+ * same messages a function would give at cold start.
+ */
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { readQueueSettings, type Env, type QueueSettings } from '../lib/config.js';
+import { ConfigError } from '../lib/errors.js';
+
+export interface StackSettings {
+  /** Queue settings passed to every function, only those given in context (the code's defaults apply otherwise). */
+  queueEnvironment: Record<string, string>;
+  queue: Omit<QueueSettings, 'tableName'>;
+  /** Poller schedule rules; each owns the shards `s` with `s % pollerPartitions == its index`. */
+  pollerPartitions: number;
+  deletionProtection: boolean;
+  logRetention: RetentionDays;
+  /** The oldest due job may wait this long before the due-lag alarm fires. */
+  dueLagAlarmMs: number;
+  apiRateLimit: number;
+  apiBurstLimit: number;
+  /** An SNS topic the alarms notify; without it they only change state. */
+  alarmTopicArn?: string;
+}
+
+/** Each poller and sweeper invocation is started by an every-minute schedule, so its loop must end within the minute. */
+const SCHEDULE_MS = 60_000;
+
+/**
+ * How long a deployed poller loops unless POLLER_RUN_MS says otherwise: nearly
+ * the whole minute, so the next invocation takes over with at most a second's
+ * gap; an overlap, when EventBridge starts one late, only costs lost claim races.
+ */
+const DEPLOYED_POLLER_RUN_MS = 59_000;
+
+/**
+ * The names `readQueueSettings` reads, found by letting it read them, so a
+ * setting added to lib/config.ts becomes configurable here without a second list.
+ */
+function queueSettingNames(): string[] {
+  const names: string[] = [];
+  readQueueSettings(
+    new Proxy({} as Env, {
+      get: (_, name) => {
+        if (typeof name === 'string') names.push(name);
+        return name === 'TABLE_NAME' ? 'probe' : undefined;
+      },
+    }),
+  );
+  return names.filter((name) => name !== 'TABLE_NAME');
+}
+
+export type ContextReader = (key: string) => unknown;
+
+function text(read: ContextReader, key: string): string | undefined {
+  const value = read(key);
+  if (value === undefined || value === null || value === '') return undefined;
+  return String(value);
+}
+
+function integer(read: ContextReader, key: string, fallback: number, min: number, max: number): number {
+  const raw = text(read, key);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`context ${key} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function flag(read: ContextReader, key: string, fallback: boolean): boolean {
+  const raw = text(read, key);
+  if (raw === undefined) return fallback;
+  if (raw === 'true' || raw === 'false') return raw === 'true';
+  throw new ConfigError(`context ${key} must be true or false, got "${raw}"`);
+}
+
+/** CloudWatch Logs keeps logs only for the periods it offers (1, 3, 5, 7, 14, 30, 60, 90, ... days). */
+function retention(read: ContextReader, key: string, fallback: RetentionDays): RetentionDays {
+  const raw = text(read, key);
+  if (raw === undefined) return fallback;
+  const offered = Object.values(RetentionDays).filter((days): days is RetentionDays => typeof days === 'number' && days !== RetentionDays.INFINITE);
+  const days = offered.find((value) => String(value) === raw);
+  if (days === undefined) throw new ConfigError(`context ${key} must be one of ${offered.join(', ')}, got "${raw}"`);
+  return days;
+}
+
+export function stackSettingsFrom(read: ContextReader): StackSettings {
+  const queueEnvironment: Record<string, string> = { POLLER_RUN_MS: String(DEPLOYED_POLLER_RUN_MS) };
+  for (const name of queueSettingNames()) {
+    const value = text(read, name);
+    if (value !== undefined) queueEnvironment[name] = value;
+  }
+  const { tableName: _probe, ...queue } = readQueueSettings({ ...queueEnvironment, TABLE_NAME: 'synth' });
+  if (queue.pollerRunMs > SCHEDULE_MS) {
+    throw new ConfigError(`context POLLER_RUN_MS must be at most ${SCHEDULE_MS}: pollers start every minute, got "${queue.pollerRunMs}"`);
+  }
+  const pollerPartitions = integer(read, 'POLLER_PARTITIONS', 1, 1, 256);
+  if (pollerPartitions > queue.shards) {
+    throw new ConfigError(`context POLLER_PARTITIONS must be at most SHARDS (${queue.shards}): a partition without a shard would poll nothing, got "${pollerPartitions}"`);
+  }
+  const alarmTopicArn = text(read, 'ALARM_TOPIC_ARN');
+  return {
+    queueEnvironment,
+    queue,
+    pollerPartitions,
+    deletionProtection: flag(read, 'DELETION_PROTECTION', true),
+    logRetention: retention(read, 'LOG_RETENTION_DAYS', RetentionDays.ONE_MONTH),
+    dueLagAlarmMs: integer(read, 'DUE_LAG_ALARM_MS', 120_000, 1_000, 86_400_000),
+    apiRateLimit: integer(read, 'API_RATE_LIMIT', 100, 1, 10_000),
+    apiBurstLimit: integer(read, 'API_BURST_LIMIT', 200, 1, 5_000),
+    ...(alarmTopicArn ? { alarmTopicArn } : {}),
+  };
+}
+
+/** The shards poller partition `partition` owns: every `partitions`-th shard, so partitions never share one. */
+export function shardsOfPartition(partition: number, partitions: number, shards: number): number[] {
+  return Array.from({ length: shards }, (_, shard) => shard).filter((shard) => shard % partitions === partition);
+}

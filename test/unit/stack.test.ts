@@ -1,0 +1,339 @@
+/**
+ * The CDK stack, synthesized as `cdk deploy` would: functions bundled by the
+ * local esbuild (once for the file: bundling is the slow part) and cdk-nag's
+ * AwsSolutions checks run. Variants of the configuration skip bundling.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { createQueueApp } from '../../infra/queue-app.js';
+import type { QueueStack } from '../../infra/queue-stack.js';
+import { DUE_INDEX, TTL_ATTRIBUTE } from '../../lib/keys.js';
+import { TABLE_SCHEMA } from '../../lib/table.js';
+
+// A synth without bundling takes about a second, several on a busy machine: more than the unit default of 5 s.
+vi.setConfig({ testTimeout: 60_000 });
+
+const outdirs: string[] = [];
+function synthApp(context: Record<string, unknown>, { bundle }: { bundle: boolean }) {
+  const outdir = mkdtempSync(join(tmpdir(), 'queue-stack-'));
+  outdirs.push(outdir);
+  return createQueueApp({ outdir, context: { ...context, ...(bundle ? {} : { 'aws:cdk:bundling-stacks': [] }) } });
+}
+
+let stack: QueueStack;
+let template: Template;
+
+beforeAll(() => {
+  const synthesized = synthApp({ POLLER_PARTITIONS: '2' }, { bundle: true });
+  // Synthesizing the app runs the cdk-nag plugin: an unacknowledged finding throws here and fails every test.
+  synthesized.app.synth();
+  stack = synthesized.stack;
+  template = Template.fromStack(stack);
+}, 180_000);
+
+afterAll(() => {
+  for (const outdir of outdirs) rmSync(outdir, { recursive: true, force: true });
+});
+
+type Statement = { Action: string | string[]; Resource: unknown };
+
+function logicalIdOf(construct: { node: { defaultChild?: unknown } }): string {
+  return stack.getLogicalId(construct.node.defaultChild as never);
+}
+
+/** Every action granted to a function's role, across all its policies. */
+function statementsOf(name: keyof QueueStack['functions']): Statement[] {
+  const roleId = logicalIdOf(stack.functions[name].role);
+  const policies = template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } });
+  return Object.values(policies).flatMap((policy) => policy.Properties.PolicyDocument.Statement as Statement[]);
+}
+
+function actionsOf(name: keyof QueueStack['functions']): string[] {
+  return statementsOf(name)
+    .flatMap((statement) => [statement.Action].flat())
+    .sort();
+}
+
+function dynamoActionsOf(name: keyof QueueStack['functions']): string[] {
+  return actionsOf(name).filter((action) => action.startsWith('dynamodb:'));
+}
+
+const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+
+describe('resources', () => {
+  test('the stack holds one table, four functions, one API, one bus, one dead-letter queue and a schedule per poller partition plus the sweeper', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', 1);
+    template.resourceCountIs('AWS::Lambda::Function', 4);
+    template.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
+    template.resourceCountIs('AWS::Events::EventBus', 1);
+    template.resourceCountIs('AWS::SQS::Queue', 1);
+    template.resourceCountIs('AWS::Events::Rule', 3);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+  });
+
+  test('outputs name the API URL, the table, the event bus and the token secret', () => {
+    for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'ApiTokenSecretArn', 'DeadLetterQueueUrl']) {
+      template.hasOutput(output, {});
+    }
+  });
+});
+
+describe('table', () => {
+  test("its keys, due index and TTL attribute are the code's own names", () => {
+    const { partitionKey, sortKey, dueIndex } = TABLE_SCHEMA;
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [
+        { AttributeName: partitionKey, KeyType: 'HASH' },
+        { AttributeName: sortKey, KeyType: 'RANGE' },
+      ],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: DUE_INDEX,
+          KeySchema: [
+            { AttributeName: dueIndex.partitionKey, KeyType: 'HASH' },
+            { AttributeName: dueIndex.sortKey, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'KEYS_ONLY' },
+        },
+      ],
+      TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+    });
+  });
+
+  test('it is on demand, with point-in-time recovery and deletion protection by default', () => {
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      DeletionProtectionEnabled: true,
+    });
+    template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });
+  });
+
+  test('DELETION_PROTECTION=false lets cdk destroy delete the table', () => {
+    const variant = Template.fromStack(synthApp({ DELETION_PROTECTION: 'false' }, { bundle: false }).stack);
+    variant.hasResourceProperties('AWS::DynamoDB::Table', { DeletionProtectionEnabled: false });
+    variant.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Delete' });
+  });
+});
+
+describe('least privilege', () => {
+  test('the api may get, put, update and batch-get items and query the due index', () => {
+    expect(dynamoActionsOf('api')).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(actionsOf('api')).toEqual([...dynamoActionsOf('api'), 'events:PutEvents', ...LOGS].sort());
+  });
+
+  test('the poller may query, get, update and batch-get, and invoke the worker and nothing else', () => {
+    expect(dynamoActionsOf('poller')).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(actionsOf('poller')).toEqual([...dynamoActionsOf('poller'), 'lambda:InvokeFunction', ...LOGS].sort());
+    const invoke = statementsOf('poller').find((statement) => statement.Action === 'lambda:InvokeFunction');
+    expect(invoke?.Resource).toEqual({ 'Fn::GetAtt': [logicalIdOf(stack.functions.worker.function), 'Arn'] });
+  });
+
+  test('the worker may only update items, publish lifecycle events and send to its dead-letter queue', () => {
+    expect(dynamoActionsOf('worker')).toEqual(['dynamodb:UpdateItem']);
+    expect(actionsOf('worker')).toEqual(
+      ['dynamodb:UpdateItem', 'events:PutEvents', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
+    );
+  });
+
+  test('the sweeper may query, get, update and batch-get', () => {
+    expect(dynamoActionsOf('sweeper')).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(actionsOf('sweeper')).toEqual([...dynamoActionsOf('sweeper'), ...LOGS].sort());
+  });
+
+  test('no function may scan, use a DynamoDB wildcard, or act on every resource', () => {
+    for (const name of ['api', 'poller', 'worker', 'sweeper'] as const) {
+      expect(actionsOf(name)).not.toContain('dynamodb:Scan');
+      expect(actionsOf(name).filter((action) => action.includes('*'))).toEqual([]);
+      expect(statementsOf(name).map((statement) => statement.Resource)).not.toContain('*');
+    }
+  });
+
+  test('queries reach the due index only, never the base table', () => {
+    const tableId = logicalIdOf(stack.table);
+    for (const name of ['api', 'poller', 'sweeper'] as const) {
+      const queries = statementsOf(name).filter((statement) => [statement.Action].flat().includes('dynamodb:Query'));
+      expect(queries.map((statement) => statement.Resource)).toEqual([
+        { 'Fn::Join': ['', [{ 'Fn::GetAtt': [tableId, 'Arn'] }, `/index/${DUE_INDEX}`]] },
+      ]);
+    }
+  });
+});
+
+describe('functions', () => {
+  test('every function runs Node.js 22 on ARM64 with source maps, an ES module bundle and the table name', () => {
+    for (const fn of Object.values(stack.functions)) {
+      template.hasResourceProperties('AWS::Lambda::Function', {
+        FunctionName: Match.absent(),
+        Handler: 'index.handler',
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        Role: { 'Fn::GetAtt': [logicalIdOf(fn.role), 'Arn'] },
+        LoggingConfig: { LogGroup: { Ref: logicalIdOf(fn.logGroup) } },
+        Environment: {
+          Variables: Match.objectLike({
+            TABLE_NAME: { Ref: logicalIdOf(stack.table) },
+            NODE_OPTIONS: '--enable-source-maps',
+            POWERTOOLS_METRICS_NAMESPACE: stack.stackName,
+          }),
+        },
+      });
+    }
+  });
+
+  test('each function logs to its own log group with a retention', () => {
+    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 5);
+  });
+
+  test('the poller is told the worker, and the worker and api the event bus', () => {
+    const env = (name: keyof QueueStack['functions']) =>
+      template.findResources('AWS::Lambda::Function', { Properties: { Role: { 'Fn::GetAtt': [logicalIdOf(stack.functions[name].role), 'Arn'] } } });
+    const variables = (name: keyof QueueStack['functions']) => Object.values(env(name))[0]?.Properties.Environment.Variables;
+    expect(variables('poller').WORKER_FUNCTION_NAME).toEqual({ Ref: logicalIdOf(stack.functions.worker.function) });
+    expect(variables('worker').EVENT_BUS_NAME).toEqual({ Ref: logicalIdOf(stack.eventBus) });
+    expect(variables('api').EVENT_BUS_NAME).toEqual({ Ref: logicalIdOf(stack.eventBus) });
+    expect(variables('api').API_TOKEN).toBeDefined();
+    expect(variables('sweeper').EVENT_BUS_NAME).toBeUndefined();
+  });
+});
+
+describe('poller partitions', () => {
+  const pollerRules = (subject: Template, poller: string) =>
+    Object.values(subject.findResources('AWS::Events::Rule'))
+      .map((rule) => rule.Properties)
+      .filter((rule) => rule.Targets[0].Arn['Fn::GetAtt'][0] === poller);
+
+  test('each partition has its own every-minute rule, and the rules split the shards between them', () => {
+    const rules = pollerRules(template, logicalIdOf(stack.functions.poller.function));
+    expect(rules.map((rule) => rule.ScheduleExpression)).toEqual(['rate(1 minute)', 'rate(1 minute)']);
+    expect(rules.map((rule) => JSON.parse(rule.Targets[0].Input))).toEqual([{ shards: [0, 2] }, { shards: [1, 3] }]);
+  });
+
+  test('POLLER_PARTITIONS and SHARDS from context give one rule per partition over every shard exactly once', () => {
+    const variant = synthApp({ SHARDS: '8', POLLER_PARTITIONS: '3' }, { bundle: false }).stack;
+    const rules = pollerRules(Template.fromStack(variant), variant.getLogicalId(variant.functions.poller.function.node.defaultChild as never));
+    expect(rules.map((rule) => JSON.parse(rule.Targets[0].Input).shards)).toEqual([
+      [0, 3, 6],
+      [1, 4, 7],
+      [2, 5],
+    ]);
+  });
+
+  test('the poller has reserved concurrency for each partition and its successor, and Lambda never retries it', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Role: { 'Fn::GetAtt': [logicalIdOf(stack.functions.poller.role), 'Arn'] },
+      ReservedConcurrentExecutions: 4,
+    });
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: logicalIdOf(stack.functions.poller.function) },
+      MaximumRetryAttempts: 0,
+      MaximumEventAgeInSeconds: 60,
+    });
+  });
+
+  test('the sweeper runs every minute', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [logicalIdOf(stack.functions.sweeper.function), 'Arn'] } })],
+    });
+  });
+});
+
+describe('worker delivery', () => {
+  test('Lambda never retries a worker batch and sends a failed one to the dead-letter queue', () => {
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: logicalIdOf(stack.functions.worker.function) },
+      MaximumRetryAttempts: 0,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [logicalIdOf(stack.deadLetterQueue), 'Arn'] } } },
+    });
+  });
+});
+
+describe('API', () => {
+  test('the default stage throttles and writes access logs', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 },
+      AccessLogSettings: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('\\$context.requestId') },
+    });
+  });
+
+  test('health has its own route and every other request reaches the api function too', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'GET /health' });
+    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: '$default' });
+    const targets = Object.values(template.findResources('AWS::ApiGatewayV2::Route')).map((route) => route.Properties.Target);
+    expect(new Set(targets.map((target) => JSON.stringify(target))).size).toBe(1);
+  });
+});
+
+describe('alarms', () => {
+  test('due lag, worker errors, dead letters and DynamoDB throttles each have an alarm', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: stack.stackName,
+      MetricName: 'OldestDueLagMs',
+      Dimensions: [{ Name: 'service', Value: 'poller' }],
+      Threshold: 120_000,
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalIdOf(stack.functions.worker.function) } }],
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { Namespace: 'AWS/SQS', MetricName: 'ApproximateNumberOfMessagesVisible' });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Metrics: Match.arrayWith([Match.objectLike({ Expression: Match.stringLikeRegexp('tableWrites') })]),
+    });
+  });
+});
+
+describe('configuration', () => {
+  test('more partitions than shards is refused, naming the context key', () => {
+    expect(() => synthApp({ SHARDS: '2', POLLER_PARTITIONS: '3' }, { bundle: false })).toThrow(/POLLER_PARTITIONS must be at most SHARDS \(2\).*got "3"/);
+  });
+
+  test('a queue setting is validated by the code the functions run', () => {
+    expect(() => synthApp({ SHARDS: '0' }, { bundle: false })).toThrow(/SHARDS must be an integer from 1 to 256, got "0"/);
+  });
+
+  test('a poller run longer than the schedule is refused', () => {
+    expect(() => synthApp({ POLLER_RUN_MS: '90000' }, { bundle: false })).toThrow(/POLLER_RUN_MS must be at most 60000/);
+  });
+
+  test('queue settings given in context reach every function, the others keep the code defaults', () => {
+    const variant = Template.fromStack(synthApp({ BUCKET_MS: '30000' }, { bundle: false }).stack);
+    const variables = Object.values(variant.findResources('AWS::Lambda::Function')).map((fn) => fn.Properties.Environment.Variables);
+    expect(variables.map((env) => env.BUCKET_MS)).toEqual(['30000', '30000', '30000', '30000']);
+    expect(variables.map((env) => env.SHARDS)).toEqual([undefined, undefined, undefined, undefined]);
+  });
+
+  test('deployed pollers loop for nearly the whole minute, within a timeout that lets the last poll finish', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Role: { 'Fn::GetAtt': [logicalIdOf(stack.functions.poller.role), 'Arn'] },
+      Environment: { Variables: Match.objectLike({ POLLER_RUN_MS: '59000' }) },
+      Timeout: 74,
+    });
+  });
+});
+
+describe('cdk-nag', () => {
+  test('every acknowledged AwsSolutions finding says why', () => {
+    const acknowledgments = stack.node
+      .findAll()
+      .flatMap((construct) => construct.node.metadata.filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
+      .flatMap((entry) => Object.entries(entry.data as Record<string, string>));
+    expect(acknowledgments.map(([id]) => id)).toEqual(expect.arrayContaining(['AwsSolutions::AwsSolutions-APIG4', 'AwsSolutions::AwsSolutions-SMG4']));
+    for (const [, reason] of acknowledgments) expect(reason.length).toBeGreaterThan(40);
+  });
+
+  test('a finding without an acknowledgment fails the synth', () => {
+    const { app, stack: variant } = synthApp({}, { bundle: false });
+    variant.functions.worker.role.addToPolicy(new PolicyStatement({ actions: ['dynamodb:*'], resources: ['*'] }));
+    expect(() => app.synth()).toThrow(/AwsSolutions-IAM5\[Action::dynamodb:\*\]/);
+  });
+});
