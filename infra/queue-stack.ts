@@ -6,7 +6,8 @@
  */
 import { CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
-import { HttpApi, HttpMethod, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpApi, HttpMethod, HttpNoneAuthorizer, HttpStage, LogGroupLogDestination } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaAuthorizer, HttpLambdaResponseType } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { Alarm, ComparisonOperator, MathExpression, Metric, TreatMissingData, type IAlarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -15,7 +16,6 @@ import { EventBus, Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-event
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
-import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
@@ -30,12 +30,15 @@ export interface QueueStackProps extends StackProps {
 /** Lambda's async invoke queue keeps a poller event no longer than this: a late poller would only overlap the next. */
 const SCHEDULED_EVENT_MAX_AGE = Duration.minutes(1);
 
+/** Keys revoked or expired stop opening the API within this. */
+const AUTHORIZER_CACHE_TTL = Duration.seconds(30);
+
 export class QueueStack extends Stack {
   readonly table: Table;
   readonly eventBus: EventBus;
   readonly deadLetterQueue: Queue;
   readonly httpApi: HttpApi;
-  readonly functions: { api: QueueFunction; poller: QueueFunction; worker: QueueFunction; sweeper: QueueFunction };
+  readonly functions: { api: QueueFunction; authorizer: QueueFunction; poller: QueueFunction; worker: QueueFunction; sweeper: QueueFunction };
   readonly alarms: IAlarm[];
 
   constructor(scope: Construct, id: string, props: QueueStackProps) {
@@ -140,39 +143,48 @@ export class QueueStack extends Stack {
       targets: [new LambdaFunction(sweeper.function, { maxEventAge: SCHEDULED_EVENT_MAX_AGE })],
     });
 
-    // The admin token until scoped API keys land: generated once at the first deploy, kept in Secrets Manager.
-    const apiToken = new Secret(this, 'ApiToken', {
-      description: 'Admin bearer token of the delayed job queue API',
-      generateSecretString: { passwordLength: 48, excludePunctuation: true },
-    });
-    Validations.of(apiToken).acknowledge({
-      id: 'AwsSolutions::AwsSolutions-SMG4',
-      reason: 'An interim admin token until scoped API keys land; the api reads it at cold start, so a rotation would lock every client out at once. Replace it by hand (see README).',
-    });
     const api = new QueueFunction(this, 'Api', {
       ...common,
       entry: 'api',
       description: 'The HTTP API of the delayed job queue',
-      environment: {
-        ...queueEnvironment,
-        EVENT_BUS_NAME: this.eventBus.eventBusName,
-        API_TOKEN: apiToken.secretValue.unsafeUnwrap(),
-      },
+      environment: { ...queueEnvironment, EVENT_BUS_NAME: this.eventBus.eventBusName },
       timeout: Duration.seconds(29),
       memorySizeMb: 512,
     })
       .allowTable(this.table, ['GetItem', 'PutItem', 'UpdateItem', 'Query', 'BatchGetItem'])
       .allowPutEvents(this.eventBus);
 
+    // The same authorizer code the local runtime runs in front of the api: API keys from the table.
+    const authorizerFunction = new QueueFunction(this, 'Authorizer', {
+      ...common,
+      entry: 'authorizer',
+      description: 'Admits requests that carry a valid API key',
+      environment: queueEnvironment,
+      timeout: Duration.seconds(10),
+      memorySizeMb: 256,
+    }).allowTable(this.table, ['GetItem', 'UpdateItem']);
+    const authorizer = new HttpLambdaAuthorizer('ApiKeyAuthorizer', authorizerFunction.function, {
+      responseTypes: [HttpLambdaResponseType.SIMPLE],
+      identitySource: ['$request.header.Authorization'],
+      // A revoked key stops working within this; the api also checks each key's expiry itself.
+      resultsCacheTtl: AUTHORIZER_CACHE_TTL,
+    });
+
     const integration = new HttpLambdaIntegration('ApiIntegration', api.function);
     // Every request reaches the api function, as locally, so an unknown path gets the API's own 404 body.
-    this.httpApi = new HttpApi(this, 'HttpApi', { description: 'Delayed job queue', createDefaultStage: false, defaultIntegration: integration });
-    Validations.of(this.httpApi).acknowledge({
-      id: 'AwsSolutions::AwsSolutions-APIG4',
-      reason: 'The api function itself requires the admin bearer token on every route but GET /health (public by design) until the API key authorizer lands.',
+    this.httpApi = new HttpApi(this, 'HttpApi', {
+      description: 'Delayed job queue',
+      createDefaultStage: false,
+      defaultIntegration: integration,
+      defaultAuthorizer: authorizer,
     });
-    // Its own route, so the authorizer can be attached to every other route and left off this one.
-    this.httpApi.addRoutes({ path: '/health', methods: [HttpMethod.GET], integration });
+    // Its own route, public by design: a load balancer or uptime check needs no key.
+    for (const route of this.httpApi.addRoutes({ path: '/health', methods: [HttpMethod.GET], integration, authorizer: new HttpNoneAuthorizer() })) {
+      Validations.of(route).acknowledge({
+        id: 'AwsSolutions::AwsSolutions-APIG4',
+        reason: 'GET /health is public by design: it says only that the API answers, so uptime checks need no key.',
+      });
+    }
     const accessLogs = new LogGroup(this, 'ApiAccessLogs', { retention: settings.logRetention, removalPolicy: RemovalPolicy.DESTROY });
     const stage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.httpApi,
@@ -198,11 +210,10 @@ export class QueueStack extends Stack {
       },
     });
 
-    this.functions = { api, poller, worker, sweeper };
+    this.functions = { api, authorizer: authorizerFunction, poller, worker, sweeper };
     this.alarms = this.createAlarms(settings, worker, metricsNamespace);
 
     new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'Base URL of the HTTP API' });
-    new CfnOutput(this, 'ApiTokenSecretArn', { value: apiToken.secretArn, description: 'Secrets Manager secret holding the admin bearer token' });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.deadLetterQueue.queueUrl });
