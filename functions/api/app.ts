@@ -5,6 +5,7 @@ import httpRouterHandler from '@middy/http-router';
 import type { Context } from 'aws-lambda';
 import { NotFoundError, UnauthorizedError } from '../../lib/errors.js';
 import { log } from '../shared/log.js';
+import { authenticateByCallbackToken } from './callback-auth.js';
 import { bearerToken, errorResponse, type HttpEvent, type HttpResponse } from './http.js';
 import { createRoutes, type ApiDeps, type Route } from './routes.js';
 
@@ -42,6 +43,7 @@ export function createApiHandler(deps: ApiDeps) {
   return middy<HttpEvent, HttpResponse>()
     .before((request) => {
       if (PUBLIC_PATHS.has(request.event.requestContext.http.path)) return;
+      if (authenticateByCallbackToken(request.event, deps.callbackTokenSecret)) return;
       if (!tokenMatches(bearerToken(request.event), deps.adminToken)) {
         throw new UnauthorizedError('a valid "Authorization: Bearer <token>" header is required');
       }

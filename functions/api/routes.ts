@@ -15,7 +15,9 @@ import {
   jobTypeToApi,
   parseWith,
 } from '../../lib/model.js';
+import { isLinkLocalAddress, literalAddressOf } from '../../lib/targets/addresses.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
+import { assertCallbackTokenAttempt } from './callback-auth.js';
 import { json, parseJsonBody, pathParam, type HttpEvent, type HttpResponse } from './http.js';
 
 export interface ApiDeps {
@@ -23,9 +25,16 @@ export interface ApiDeps {
   /** The worker's code, so a job type can only name handlers and retry policies that exist. */
   registry: WorkerRegistry;
   adminToken: string;
+  /** Verifies the tokens in callback URLs; without it only API keys are accepted on callbacks. */
+  callbackTokenSecret?: string;
 }
 
 export type Route = (event: HttpEvent) => Promise<HttpResponse>;
+
+function refusesLiteralAddress(url: string): boolean {
+  const literal = literalAddressOf(new URL(url));
+  return literal !== undefined && isLinkLocalAddress(literal);
+}
 
 const typeName = (event: HttpEvent, param = 'type'): string => pathParam(event, param, JOB_TYPE_NAME_PATTERN);
 const jobId = (event: HttpEvent): string => pathParam(event, 'id', JOB_ID_PATTERN);
@@ -53,14 +62,19 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
   const putJobTypeRoute: Route = async (event) => {
     const name = typeName(event, 'name');
     const input = parseWith(jobTypeInputSchema, parseJsonBody(event));
-    if (!(input.target.name in registry.handlers)) {
+    if (input.target.kind === 'handler' && !(input.target.name in registry.handlers)) {
       throw new ValidationError([{ field: 'target.name', message: `no handler named "${input.target.name}" in the worker` }]);
+    }
+    if (input.target.kind === 'http' && !input.target.allow_link_local && refusesLiteralAddress(input.target.url)) {
+      throw new ValidationError([{ field: 'target.url', message: 'is a link-local or metadata address; set allow_link_local to allow it' }]);
     }
     if (input.retry?.kind === 'custom' && !(input.retry.name in registry.retryPolicies)) {
       throw new ValidationError([{ field: 'retry.name', message: `no retry policy named "${input.retry.name}" in the worker` }]);
     }
-    const { jobType, created } = await putJobType(ctx, name, input);
-    return json(created ? 201 : 200, jobTypeToApi(jobType));
+    const { jobType, created, newSigningSecret } = await putJobType(ctx, name, input);
+    // The only time the secret leaves the store: the caller keeps it for the downstream to verify requests.
+    const body = newSigningSecret !== undefined ? { ...jobTypeToApi(jobType), signing_secret: newSigningSecret } : jobTypeToApi(jobType);
+    return json(created ? 201 : 200, body);
   };
 
   const enqueue = async (event: HttpEvent, id: string): Promise<HttpResponse> => {
@@ -82,6 +96,7 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
       const jobType = await requireJobType(ctx, typeName(event));
       const id = jobId(event);
       const body = parseWith(callbackSchema, parseJsonBody(event));
+      assertCallbackTokenAttempt(event, body.attempt);
       const job = await completeFromCallback(
         ctx,
         jobType,
@@ -100,6 +115,7 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
     heartbeat: async (event) => {
       const jobType = await requireJobType(ctx, typeName(event));
       const body = parseWith(heartbeatSchema, parseJsonBody(event));
+      assertCallbackTokenAttempt(event, body.attempt);
       const job = await heartbeatJob(ctx, jobType, jobId(event), body.attempt, body.extend_s);
       return json(200, jobToApi(job));
     },
