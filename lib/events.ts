@@ -33,8 +33,11 @@ export interface LifecyclePublisher {
 
 export const discardLifecycleEvents: LifecyclePublisher = { publish: async () => undefined };
 
-/** Keeps every event in memory (the local runtime and tests), passing each to `onEvent` too, e.g. to log it. */
-export function createMemoryPublisher(onEvent?: (event: LifecycleEvent) => void): LifecyclePublisher & { events: LifecycleEvent[] } {
+/** Keeps the last `limit` events in memory (the local runtime and tests), passing each to `onEvent` too, e.g. to log it. */
+export function createMemoryPublisher(
+  onEvent?: (event: LifecycleEvent) => void,
+  limit = 10_000,
+): LifecyclePublisher & { events: LifecycleEvent[] } {
   const events: LifecycleEvent[] = [];
   return {
     events,
@@ -43,6 +46,7 @@ export function createMemoryPublisher(onEvent?: (event: LifecycleEvent) => void)
         events.push(event);
         onEvent?.(event);
       }
+      if (events.length > limit) events.splice(0, events.length - limit);
     },
   };
 }

@@ -5,20 +5,24 @@
  * poller uses with Lambda.
  */
 import { randomBytes } from 'node:crypto';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { LambdaClient } from '@aws-sdk/client-lambda';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createApiHandler } from '../../functions/api/app.js';
 import { createPollerHandler } from '../../functions/poller/app.js';
-import { workerIdentity } from '../../functions/shared/environment.js';
+import { logLifecycleEvent, workerIdentity } from '../../functions/shared/environment.js';
 import { log } from '../../functions/shared/log.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
 import { createQueueContext, readQueueSettings, type Env } from '../../lib/config.js';
 import { createDynamoClients } from '../../lib/dynamodb.js';
+import { createMemoryPublisher, type LifecycleEvent } from '../../lib/events.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/poller.js';
 import { ensureTable } from '../../lib/table.js';
+import type { TargetClients } from '../../lib/targets/index.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import { createHttpServer } from './http-server.js';
 
@@ -26,20 +30,21 @@ export interface LocalRuntime {
   url: string;
   adminToken: string;
   tableName: string;
+  /** Every lifecycle event published so far (they are logged too). */
+  lifecycleEvents: LifecycleEvent[];
   dynamoEndpoint: string;
   stop(): Promise<void>;
 }
 
-/** An admin token: API_TOKEN as given, else the one kept under DATA_DIR, else a new one kept there. */
-async function adminTokenFor(env: Env, dataDir: string): Promise<string> {
-  if (env.API_TOKEN) return env.API_TOKEN;
-  const file = join(dataDir, 'admin-token');
+/** A secret as given, else the one kept in `file` under DATA_DIR, else a new one kept there. */
+async function keptSecret(given: string | undefined, file: string, prefix: string): Promise<string> {
+  if (given) return given;
   try {
     return (await readFile(file, 'utf8')).trim();
   } catch {
-    const token = `djq_${randomBytes(24).toString('base64url')}`;
-    await writeFile(file, `${token}\n`, { mode: 0o600 });
-    return token;
+    const secret = `${prefix}${randomBytes(24).toString('base64url')}`;
+    await writeFile(file, `${secret}\n`, { mode: 0o600 });
+    return secret;
   }
 }
 
@@ -80,12 +85,20 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   await ensureTable(clients.base, tableName);
 
   const settings = readQueueSettings({ ...env, TABLE_NAME: tableName });
-  const ctx = createQueueContext(clients.db, settings);
-  const adminToken = await adminTokenFor(env, dataDir);
+  const events = createMemoryPublisher(logLifecycleEvent);
+  const ctx = createQueueContext(clients.db, settings, { events });
+  const adminToken = await keptSecret(env.API_TOKEN, join(dataDir, 'admin-token'), 'djq_');
+  const callbackTokenSecret = await keptSecret(env.CALLBACK_TOKEN_SECRET, join(dataDir, 'callback-token-secret'), 'cbs_');
+  const url = env.PUBLIC_API_URL ?? `http://localhost:${port}`;
+  const targets: TargetClients = {
+    http: { apiBaseUrl: url, callbackTokenSecret },
+    lambda: new LambdaClient({}),
+    eventBridge: new EventBridgeClient({}),
+  };
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
 
-  const workerHandler = createWorkerHandler({ ctx, registry, worker: workerIdentity() });
+  const workerHandler = createWorkerHandler({ ctx, registry, worker: workerIdentity(), targets });
   const invoker = createInProcessInvoker(workerHandler, inFlight);
   const pollerHandler = createPollerHandler({ ctx, invoker, signal: shutdown.signal });
   const sweeperHandler = createSweeperHandler({ ctx, registry, signal: shutdown.signal });
@@ -105,13 +118,14 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
     loop(() => sweeperHandler({}, invocationContext(LOOP_INVOCATION_MS))),
   ];
 
-  const server = createHttpServer(createApiHandler({ ctx, registry, adminToken }));
+  const server = createHttpServer(createApiHandler({ ctx, registry, adminToken, callbackTokenSecret }));
   await listen(server, port);
 
   return {
-    url: `http://localhost:${port}`,
+    url,
     adminToken,
     tableName,
+    lifecycleEvents: events.events,
     dynamoEndpoint: endpoint ?? `DynamoDB in ${await clients.base.config.region()}`,
     stop: async () => {
       shutdown.abort();
@@ -119,6 +133,8 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
       await Promise.all(loops);
       await Promise.allSettled([...inFlight]);
       clients.base.destroy();
+      targets.lambda?.destroy();
+      targets.eventBridge?.destroy();
       await dynamo?.stop();
     },
   };
