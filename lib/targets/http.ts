@@ -75,19 +75,25 @@ function post(url: URL, headers: Record<string, string>, body: string, options: 
       headers: { ...headers, 'content-length': String(Buffer.byteLength(body, 'utf8')) },
       ...(options.pinned ? { lookup: pinnedLookup(options.pinned) } : {}),
     });
-    const timer = setTimeout(() => request.destroy(new RequestTimeoutError(`no answer within ${options.timeoutMs} ms`)), options.timeoutMs);
-    const onAbort = (): void => {
-      request.destroy(options.signal.reason instanceof Error ? options.signal.reason : new Error('the attempt was aborted'));
+    // Whatever error the destroyed socket reports, the attempt failed for the reason that destroyed it.
+    let stoppedBy: Error | undefined;
+    const stop = (reason: Error): void => {
+      stoppedBy ??= reason;
+      request.destroy(reason);
     };
+    const timer = setTimeout(() => stop(new RequestTimeoutError(`no complete answer within ${options.timeoutMs} ms`)), options.timeoutMs);
+    const onAbort = (): void => stop(options.signal.reason instanceof Error ? options.signal.reason : new Error('the attempt was aborted'));
     options.signal.addEventListener('abort', onAbort, { once: true });
+    const fail = (error: Error): void => {
+      clearTimeout(timer);
+      options.signal.removeEventListener('abort', onAbort);
+      reject(stoppedBy ?? error);
+    };
     const settle = (): void => {
       clearTimeout(timer);
       options.signal.removeEventListener('abort', onAbort);
     };
-    request.on('error', (error) => {
-      settle();
-      reject(error);
-    });
+    request.on('error', fail);
     request.on('response', (response) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -98,10 +104,7 @@ function post(url: URL, headers: Record<string, string>, body: string, options: 
         if (size > MAX_RESPONSE_BYTES) truncated = true;
         else chunks.push(chunk);
       });
-      response.on('error', (error) => {
-        settle();
-        reject(error);
-      });
+      response.on('error', fail);
       response.on('end', () => {
         settle();
         resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8'), truncated });

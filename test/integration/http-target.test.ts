@@ -32,6 +32,8 @@ interface Scripted {
   headers?: Record<string, string>;
   body?: unknown;
   delayMs?: number;
+  /** Send the status line and headers at once, the body only after this long. */
+  bodyDelayMs?: number;
 }
 
 interface Received {
@@ -70,6 +72,12 @@ beforeAll(async () => {
       const job = JSON.parse(rawBody) as DownstreamJob;
       scripted.received.push({ headers: request.headers, rawBody, job });
       const answer = scripted.answer(job);
+      if (answer.bodyDelayMs !== undefined) {
+        response.writeHead(answer.status, { 'content-type': 'application/json' });
+        response.flushHeaders();
+        setTimeout(() => response.destroyed || response.end(JSON.stringify(answer.body ?? {})), answer.bodyDelayMs);
+        return;
+      }
       setTimeout(() => {
         if (response.destroyed) return;
         response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
@@ -265,6 +273,14 @@ test('a downstream slower than the request deadline fails the attempt as a timeo
   await enqueue(type, 'j1');
   expect(await runDue()).toMatchObject([{ retrying: 1 }]);
   expect((await job('sluggish', 'j1')).history[0]?.error).toMatchObject({ class: 'TimeoutError' });
+});
+
+test('a downstream that answers at once but sends its body past the deadline is a timeout too', async () => {
+  scripted.answer = () => ({ status: 200, bodyDelayMs: 2_500, body: { result: 'late' } });
+  const type = await defineHttpType('dribbling', { target: { kind: 'http', url: scripted.url, request_timeout_s: 1 } });
+  await enqueue(type, 'j1');
+  expect(await runDue()).toMatchObject([{ retrying: 1 }]);
+  expect((await job('dribbling', 'j1')).history[0]?.error).toMatchObject({ class: 'TimeoutError' });
 });
 
 test('a refused connection fails the attempt and is retried', async () => {
