@@ -6,7 +6,8 @@
 import { expect, test } from 'vitest';
 import { listJobTypes } from '../../lib/job-types.js';
 import { getJob } from '../../lib/jobs.js';
-import { RecordingInvoker, RunningInvoker, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
+import type { CursorCache } from '../../lib/poller.js';
+import { RecordingInvoker, RunningInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest({ settings: { workerBatchSize: 10, workerConcurrency: 4 } });
 
@@ -18,6 +19,22 @@ test('50 due jobs reach the workers in 5 invocations: 0.1 Lambda invocations per
   expect(await poll(ctx, [emails], invoker)).toMatchObject({ claimed: 50, dispatched: 50 });
   expect(invoker.batches.map((batch) => batch.jobs.length)).toEqual([10, 10, 10, 10, 10]);
   expect(invoker.batches.length / invoker.jobs.length).toBe(0.1);
+});
+
+test('at a steady 40 jobs/s with a poll every 500 ms, workers are invoked 0.1 times per job', async () => {
+  const { ctx, clock } = queue();
+  const emails = await defineType(ctx, 'emails');
+  const jobs = 200;
+  await Promise.all(Array.from({ length: jobs }, (_, i) => enqueue(ctx, emails, `e-${i}`, { runAfterMs: T0 + 1 + i * 25 })));
+  const invoker = new RecordingInvoker();
+  const cursors: CursorCache = new Map();
+  for (let elapsedMs = 500; elapsedMs <= 5_000; elapsedMs += 500) {
+    clock.set(T0 + elapsedMs);
+    await poll(ctx, [emails], invoker, cursors);
+  }
+  expect(invoker.jobs).toHaveLength(jobs);
+  // 20 jobs due per poll: two full batches each time.
+  expect(invoker.batches.length / jobs).toBe(0.1);
 });
 
 test('in one batch, a crashing, a failing and a hanging job end their own attempts; the others succeed', async () => {
