@@ -47,7 +47,7 @@ export function targetConfigurationError(jobType: JobType, deps: TargetDeps): At
   }
 }
 
-/** Runs one attempt through the type's target. Call targetConfigurationError first. */
+/** Runs one attempt through the type's target; a target this worker cannot run fails without retry. */
 export async function runTarget(run: TargetRun, deps: TargetDeps): Promise<TargetOutcome> {
   const configurationError = targetConfigurationError(run.jobType, deps);
   if (configurationError) return { kind: 'failed', failure: configurationError };
