@@ -43,8 +43,8 @@ class AddressRefusedError extends Error {
   override readonly name = 'AddressRefusedError';
 }
 
-/** The address to connect to, checked; throws AddressRefusedError for a link-local one the type does not allow. */
-async function checkedAddress(url: URL, allowLinkLocal: boolean, resolveHost: ResolveHost): Promise<ResolvedAddress | undefined> {
+/** The addresses to connect to, checked; throws AddressRefusedError for a link-local one the type does not allow. */
+async function checkedAddresses(url: URL, allowLinkLocal: boolean, resolveHost: ResolveHost): Promise<ResolvedAddress[] | undefined> {
   const literal = literalAddressOf(url);
   const addresses = literal !== undefined ? [{ address: literal, family: literal.includes(':') ? 6 : 4 } as const] : await resolveHost(url.hostname);
   if (addresses.length === 0) throw new Error(`${url.hostname} resolved to no address`);
@@ -56,18 +56,19 @@ async function checkedAddress(url: URL, allowLinkLocal: boolean, resolveHost: Re
       );
     }
   }
-  // A literal needs no lookup; a name is pinned to the first address that passed the check.
-  return literal !== undefined ? undefined : addresses[0];
+  // A literal needs no lookup; a name is pinned to the addresses that passed the check.
+  return literal !== undefined ? undefined : addresses;
 }
 
-function pinnedLookup(address: ResolvedAddress): LookupFunction {
+/** Node asks for every address when it races IPv6 against IPv4 (autoSelectFamily), else for one. */
+function pinnedLookup(addresses: ResolvedAddress[]): LookupFunction {
   return (_hostname, options, callback) => {
-    if (options.all) (callback as (error: null, addresses: ResolvedAddress[]) => void)(null, [address]);
-    else callback(null, address.address, address.family);
+    if (options.all) (callback as (error: null, all: ResolvedAddress[]) => void)(null, addresses);
+    else callback(null, addresses[0]!.address, addresses[0]!.family);
   };
 }
 
-function post(url: URL, headers: Record<string, string>, body: string, options: { pinned: ResolvedAddress | undefined; timeoutMs: number; signal: AbortSignal }): Promise<HttpAnswer> {
+function post(url: URL, headers: Record<string, string>, body: string, options: { pinned: ResolvedAddress[] | undefined; timeoutMs: number; signal: AbortSignal }): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const request = send(url, {
@@ -178,7 +179,7 @@ export async function runHttpTarget(
     ...signedHeaders(signingSecret, Math.floor(run.nowMs() / 1000), body),
   };
   try {
-    const pinned = await checkedAddress(url, target.allowLinkLocal, deps.resolveHost ?? resolveWithSystemDns);
+    const pinned = await checkedAddresses(url, target.allowLinkLocal, deps.resolveHost ?? resolveWithSystemDns);
     const answer = await post(url, headers, body, { pinned, timeoutMs: target.requestTimeoutS * 1000, signal: run.signal });
     return outcomeOfAnswer(answer, where, run.nowMs());
   } catch (error) {

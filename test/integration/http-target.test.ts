@@ -354,6 +354,17 @@ test('a host name resolving to the metadata address is refused without a request
   expect(eventNames('j1')).toEqual(['job.failed', 'job.dead']);
 });
 
+test('a host name is resolved, checked and connected to at the address that passed', async () => {
+  fakeDns.set('downstream.internal.test', '127.0.0.1');
+  const port = new URL(scripted.url).port;
+  scripted.answer = () => ({ status: 200, body: { result: 'via name' } });
+  const type = await defineHttpType('named', { target: { kind: 'http', url: `http://downstream.internal.test:${port}/hook` } });
+  await enqueue(type, 'j1');
+  expect(await runDue()).toMatchObject([{ succeeded: 1 }]);
+  expect((await job('named', 'j1')).result).toBe('via name');
+  expect(scripted.received[0]?.headers.host).toBe(`downstream.internal.test:${port}`);
+});
+
 test('a literal IPv6 metadata address stored on a type is refused at run time too', async () => {
   const type = await defineHttpType('v6', { target: { kind: 'http', url: 'http://[fd00:ec2::254]/latest' } });
   await enqueue(type, 'j1');
