@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './config.js';
+import { eventForUnstartedJob, eventsForEndedAttempt } from './events.js';
 import { itemToJob, unmarshallItem } from './items.js';
 import { purgeAtS, queuedIndexKeys } from './jobs.js';
 import { bucketOf, claimSortKey, jobKey, lanePartition, shardOf } from './keys.js';
@@ -124,7 +125,9 @@ async function expireQueuedJob(ctx: QueueContext, job: Job): Promise<Job | undef
       ':purgeAtS': purgeAtS(ctx, nowMs),
     },
   });
-  return result.ok ? result.job : undefined;
+  if (!result.ok) return undefined;
+  await ctx.events.publish([eventForUnstartedJob(result.job, 'job.expired')]);
+  return result.job;
 }
 
 /** The claim a write must still hold: the token and attempt it was given. */
@@ -315,8 +318,9 @@ export function planNextState(ctx: QueueContext, job: Job, options: EndAttemptOp
 
 /**
  * Ends the attempt the guard names: records it in the history and moves the job
- * to its next state. Returns undefined when the claim is no longer held (a stale
- * worker, callback or sweep), in which case nothing changed.
+ * to its next state, then publishes its lifecycle events. Returns undefined when
+ * the claim is no longer held (a stale worker, callback or sweep), in which case
+ * nothing changed and nothing is published.
  */
 export async function endAttempt(
   ctx: QueueContext,
@@ -374,5 +378,7 @@ export async function endAttempt(
     ExpressionAttributeNames: { '#status': 'status' },
     ExpressionAttributeValues: values,
   });
-  return result.ok ? { job: result.job, next } : undefined;
+  if (!result.ok) return undefined;
+  await ctx.events.publish(eventsForEndedAttempt(result.job, ending, next));
+  return { job: result.job, next };
 }

@@ -5,6 +5,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { MAX_DYNAMODB_CALL_MS } from './dynamodb.js';
 import { ConfigError } from './errors.js';
+import { discardLifecycleEvents, type LifecyclePublisher } from './events.js';
 
 export interface QueueSettings {
   tableName: string;
@@ -80,10 +81,14 @@ export function readQueueSettings(env: Env): QueueSettings {
   };
 }
 
-/** Everything the queue needs to act: the client, the settings, and the clock and randomness, injected so tests control them. */
+/**
+ * Everything the queue needs to act: the client, the settings, where lifecycle events go, and the clock and
+ * randomness, injected so tests control them.
+ */
 export interface QueueContext {
   db: DynamoDBDocumentClient;
   settings: QueueSettings;
+  events: LifecyclePublisher;
   nowMs: () => number;
   random: () => number;
 }
@@ -91,7 +96,13 @@ export interface QueueContext {
 export function createQueueContext(
   db: DynamoDBDocumentClient,
   settings: QueueSettings,
-  overrides: Partial<Pick<QueueContext, 'nowMs' | 'random'>> = {},
+  overrides: Partial<Pick<QueueContext, 'nowMs' | 'random' | 'events'>> = {},
 ): QueueContext {
-  return { db, settings, nowMs: overrides.nowMs ?? Date.now, random: overrides.random ?? Math.random };
+  return {
+    db,
+    settings,
+    events: overrides.events ?? discardLifecycleEvents,
+    nowMs: overrides.nowMs ?? Date.now,
+    random: overrides.random ?? Math.random,
+  };
 }

@@ -6,6 +6,7 @@ import stringify from 'safe-stable-stringify';
 import { monotonicFactory } from 'ulid';
 import type { QueueContext } from './config.js';
 import { ConflictError, NotFoundError, PayloadTooLargeError } from './errors.js';
+import { eventForUnstartedJob } from './events.js';
 import { itemToJob, jobToItem, unmarshallItem } from './items.js';
 import { bucketOf, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
 import { MAX_DATA_BYTES, type Job, type JobInput, type JobType } from './model.js';
@@ -140,7 +141,9 @@ export async function cancelJob(ctx: QueueContext, type: string, id: string): Pr
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
     );
-    return itemToJob(Attributes ?? {});
+    const cancelled = itemToJob(Attributes ?? {});
+    await ctx.events.publish([eventForUnstartedJob(cancelled, 'job.cancelled')]);
+    return cancelled;
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
     if (!error.Item) throw new NotFoundError(`job "${id}" of type "${type}" does not exist`);

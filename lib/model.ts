@@ -30,7 +30,21 @@ export type RetryPolicy =
   | { kind: 'exponential'; baseS: number; factor: number; maxS: number; jitter: number; retryOn?: RetryOn }
   | { kind: 'custom'; name: string };
 
-export type Target = { kind: 'handler'; name: string };
+/** How a worker runs a job of this type (DESIGN §6). */
+export type Target =
+  | { kind: 'handler'; name: string }
+  | {
+      kind: 'http';
+      url: string;
+      /** Deadline of one request; the attempt as a whole is bounded by the type's `timeout_s` too. */
+      requestTimeoutS: number;
+      /** Link-local and cloud metadata addresses are refused unless this is set. */
+      allowLinkLocal: boolean;
+    }
+  | { kind: 'lambda'; functionName: string }
+  | { kind: 'eventbridge'; bus: string; detailType: string; source: string };
+
+export type TargetKind = Target['kind'];
 
 export interface JobType {
   name: string;
@@ -42,6 +56,12 @@ export interface JobType {
   timeoutS: number;
   retry: RetryPolicy;
   target: Target;
+  /**
+   * The HMAC key requests to an `http` target are signed with. Generated when
+   * the type first gets an http target, kept across replacements, returned by
+   * the API only in that one response, and never read back.
+   */
+  signingSecret?: string;
   createdAtMs: number;
   updatedAtMs: number;
 }
@@ -155,8 +175,27 @@ const retrySchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('custom'), name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/) }),
 ]);
 
+export const DEFAULT_EVENT_SOURCE = 'delayed-job-queue';
+
 const targetSchema = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('handler'), name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/) }),
+  z.strictObject({
+    kind: z.literal('http'),
+    url: z.url({ protocol: /^https?$/, message: 'must be an http or https URL' }).max(2048),
+    request_timeout_s: z.number().int().min(1).max(900).default(30),
+    allow_link_local: z.boolean().default(false),
+  }),
+  z.strictObject({
+    kind: z.literal('lambda'),
+    // A name, a name with an alias or version, or an ARN (Lambda's own limit is 170 characters).
+    function: z.string().regex(/^[A-Za-z0-9:_./-]{1,170}$/, 'must be a Lambda function name or ARN'),
+  }),
+  z.strictObject({
+    kind: z.literal('eventbridge'),
+    bus: z.string().regex(/^[A-Za-z0-9:_./-]{1,1600}$/, 'must be an event bus name or ARN'),
+    detail_type: z.string().min(1).max(128),
+    source: z.string().min(1).max(256).default(DEFAULT_EVENT_SOURCE),
+  }),
 ]);
 
 export const DEFAULT_RETRY: RetryPolicy = { kind: 'exponential', baseS: 1, factor: 2, maxS: 300, jitter: 0 };
@@ -200,6 +239,32 @@ function retryFromInput(input: JobTypeInput['retry']): RetryPolicy {
   }
 }
 
+function targetFromInput(input: JobTypeInput['target']): Target {
+  switch (input.kind) {
+    case 'handler':
+      return { kind: 'handler', name: input.name };
+    case 'http':
+      return { kind: 'http', url: input.url, requestTimeoutS: input.request_timeout_s, allowLinkLocal: input.allow_link_local };
+    case 'lambda':
+      return { kind: 'lambda', functionName: input.function };
+    case 'eventbridge':
+      return { kind: 'eventbridge', bus: input.bus, detailType: input.detail_type, source: input.source };
+  }
+}
+
+function targetToApi(target: Target): Record<string, unknown> {
+  switch (target.kind) {
+    case 'handler':
+      return { kind: 'handler', name: target.name };
+    case 'http':
+      return { kind: 'http', url: target.url, request_timeout_s: target.requestTimeoutS, allow_link_local: target.allowLinkLocal };
+    case 'lambda':
+      return { kind: 'lambda', function: target.functionName };
+    case 'eventbridge':
+      return { kind: 'eventbridge', bus: target.bus, detail_type: target.detailType, source: target.source };
+  }
+}
+
 export function jobTypeFromInput(
   name: string,
   input: JobTypeInput,
@@ -214,7 +279,7 @@ export function jobTypeFromInput(
     visibilityTimeoutS: input.visibility_timeout_s,
     timeoutS: input.timeout_s,
     retry: retryFromInput(input.retry),
-    target: input.target,
+    target: targetFromInput(input.target),
     ...times,
   };
 }
@@ -251,7 +316,7 @@ export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
     visibility_timeout_s: jobType.visibilityTimeoutS,
     timeout_s: jobType.timeoutS,
     retry: retryToApi(jobType.retry),
-    target: jobType.target,
+    target: targetToApi(jobType.target),
     created_at: iso(jobType.createdAtMs),
     updated_at: iso(jobType.updatedAtMs),
   };

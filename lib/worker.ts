@@ -6,28 +6,15 @@
 import pLimit from 'p-limit';
 import { deferAttempt, endAttempt, extendClaim, guardOf, markStarted, type AttemptEnding } from './claims.js';
 import type { QueueContext } from './config.js';
-import { ClaimLostError, NonRetryableError, RetryAfterError } from './errors.js';
+import { ClaimLostError } from './errors.js';
 import { jsonBytes } from './jobs.js';
 import { MAX_RESULT_BYTES, type Job, type JobType, type WorkerIdentity } from './model.js';
 import type { WorkerBatch } from './poller.js';
-import type { AttemptFailure, CustomRetryPolicies } from './retry.js';
+import type { CustomRetryPolicies } from './retry.js';
+import { failureFromError, type JobHandler } from './targets/handler.js';
+import { runTarget, targetConfigurationError, type TargetClients, type TargetOutcome, type TargetRun } from './targets/index.js';
 
-/** Returned by a handler to leave the job `awaiting_callback` until a status callback or `timeout_s`. */
-export const AWAIT_CALLBACK: unique symbol = Symbol.for('delayed-job-queue.await-callback');
-
-export interface JobContext {
-  readonly job: Readonly<Job>;
-  /**
-   * Extends the claim to `extendS` (default: the type's visibility timeout) from now. The worker already
-   * renews the claim while the handler runs; call this to hold it longer than that, e.g. before a long pause.
-   * Throws ClaimLostError when the attempt no longer holds the claim.
-   */
-  heartbeat(extendS?: number): Promise<void>;
-  /** Aborted when the attempt reaches the type's `timeout_s` or loses its claim. */
-  readonly signal: AbortSignal;
-}
-
-export type JobHandler = (data: unknown, context: JobContext) => unknown;
+export { AWAIT_CALLBACK, failureFromError, type JobContext, type JobHandler } from './targets/handler.js';
 
 /** The worker's code: handlers by name and custom retry policies by name. */
 export interface WorkerRegistry {
@@ -37,15 +24,6 @@ export interface WorkerRegistry {
 
 export class JobTimeoutError extends Error {
   override readonly name = 'TimeoutError';
-}
-
-export function failureFromError(error: unknown): AttemptFailure {
-  if (!(error instanceof Error)) return { error: { class: 'NonError', message: String(error) }, retryable: true };
-  return {
-    error: { class: error.name, message: error.message, ...(error.stack ? { trace: error.stack } : {}) },
-    retryable: !(error instanceof NonRetryableError),
-    ...(error instanceof RetryAfterError ? { retryAfterMs: error.retryAfterMs } : {}),
-  };
 }
 
 export type JobRunOutcome =
@@ -62,12 +40,18 @@ export type JobRunOutcome =
   | 'stale';
 
 /**
- * Runs the handler as one attempt. While it runs, the worker renews the claim
- * every half visibility timeout, so a live job is never rescued however long it
- * takes, and a dead worker's job comes back one visibility timeout after its
- * last renewal. The attempt ends at `timeout_s`, or as soon as the claim is lost.
+ * Runs the job through its target as one attempt. While it runs, the worker
+ * renews the claim every half visibility timeout, so a live job is never rescued
+ * however long it takes, and a dead worker's job comes back one visibility
+ * timeout after its last renewal. The attempt ends at `timeout_s`, or as soon as
+ * the claim is lost, whether or not the target notices.
  */
-async function runAttempt(ctx: QueueContext, handler: JobHandler, job: Job, jobType: JobType): Promise<unknown> {
+async function runAttempt(
+  ctx: QueueContext,
+  job: Job,
+  jobType: JobType,
+  run: (context: TargetRun) => Promise<TargetOutcome>,
+): Promise<TargetOutcome> {
   const controller = new AbortController();
   const guard = guardOf(job);
   const visibilityMs = jobType.visibilityTimeoutS * 1000;
@@ -77,10 +61,12 @@ async function runAttempt(ctx: QueueContext, handler: JobHandler, job: Job, jobT
     controller.abort(error);
     throw error;
   };
-  const context: JobContext = {
+  const context: TargetRun = {
     job,
+    jobType,
     signal: controller.signal,
     heartbeat: (extendS = jobType.visibilityTimeoutS) => extend(extendS * 1000),
+    nowMs: ctx.nowMs,
   };
   const stopped = new Promise<never>((_, reject) => {
     controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
@@ -92,20 +78,25 @@ async function runAttempt(ctx: QueueContext, handler: JobHandler, job: Job, jobT
   // A renewal that fails on a passing store error is simply tried again at the next tick.
   const renewTimer = setInterval(() => extend(visibilityMs).catch(() => undefined), visibilityMs / 2);
   try {
-    return await Promise.race([Promise.resolve().then(() => handler(job.data, context)), stopped]);
+    return await Promise.race([Promise.resolve().then(() => run(context)), stopped]);
+  } catch (error) {
+    return { kind: 'failed', failure: failureFromError(error) };
   } finally {
     clearTimeout(timeoutTimer);
     clearInterval(renewTimer);
   }
 }
 
-export async function runClaimedJob(
-  ctx: QueueContext,
-  job: Job,
-  jobType: JobType,
-  options: { registry: WorkerRegistry; worker: WorkerIdentity },
-): Promise<JobRunOutcome> {
+export interface WorkerOptions {
+  registry: WorkerRegistry;
+  worker: WorkerIdentity;
+  /** Clients for the http, lambda and eventbridge targets; handler targets need none. */
+  targets?: TargetClients;
+}
+
+export async function runClaimedJob(ctx: QueueContext, job: Job, jobType: JobType, options: WorkerOptions): Promise<JobRunOutcome> {
   const { registry, worker } = options;
+  const targetDeps = { ...options.targets, handlers: registry.handlers };
   const nowMs = ctx.nowMs();
   if (job.claimedUntilMs === undefined) return 'claim_lapsed';
   const visibilityMs = jobType.visibilityTimeoutS * 1000;
@@ -127,32 +118,23 @@ export async function runClaimedJob(
   };
   if (job.expiresAtMs !== undefined && nowMs >= job.expiresAtMs) return end({ outcome: 'expired' });
 
-  const handler = registry.handlers[jobType.target.name];
-  if (handler === undefined) {
-    return end({
-      outcome: 'failed',
-      failure: { error: { class: 'UnknownHandlerError', message: `no handler named "${jobType.target.name}"` }, retryable: false },
-    });
-  }
+  const configurationError = targetConfigurationError(jobType, targetDeps);
+  if (configurationError) return end({ outcome: 'failed', failure: configurationError });
   if (job.deliveryStrategy === 'at_most_once' && !(await markStarted(ctx, job, worker))) return 'already_started';
 
   const startedAtMs = ctx.nowMs();
-  let value: unknown;
-  try {
-    value = await runAttempt(ctx, handler, job, jobType);
-  } catch (error) {
-    return end({ outcome: 'failed', failure: failureFromError(error) }, startedAtMs);
-  }
-  if (value === AWAIT_CALLBACK) {
+  const outcome = await runAttempt(ctx, job, jobType, (context) => runTarget(context, targetDeps));
+  if (outcome.kind === 'failed') return end({ outcome: 'failed', failure: outcome.failure }, startedAtMs);
+  if (outcome.kind === 'awaiting_callback') {
     const deferred = await deferAttempt(ctx, job, jobType, { startedAtMs, worker });
     return deferred ? 'awaiting_callback' : 'stale';
   }
-  const resultBytes = jsonBytes(value);
+  const resultBytes = jsonBytes(outcome.result);
   if (resultBytes > MAX_RESULT_BYTES) {
     const message = `the result is ${resultBytes} bytes; the limit is ${MAX_RESULT_BYTES}`;
     return end({ outcome: 'failed', failure: { error: { class: 'ResultTooLargeError', message }, retryable: false } }, startedAtMs);
   }
-  return end({ outcome: 'succeeded', result: value }, startedAtMs);
+  return end({ outcome: 'succeeded', result: outcome.result }, startedAtMs);
 }
 
 export type BatchResult = Record<JobRunOutcome | 'error', number>;
@@ -160,7 +142,7 @@ export type BatchResult = Record<JobRunOutcome | 'error', number>;
 export async function runWorkerBatch(
   ctx: QueueContext,
   batch: WorkerBatch,
-  options: { registry: WorkerRegistry; worker: WorkerIdentity; onError?: (job: Job, error: unknown) => void },
+  options: WorkerOptions & { onError?: (job: Job, error: unknown) => void },
 ): Promise<BatchResult> {
   const counts: BatchResult = {
     succeeded: 0,

@@ -3,7 +3,7 @@
  * (its context); this decides, per route, whether that caller may act.
  */
 import { scopeAllows, type ScopeAction } from '../../lib/api-keys.js';
-import { ForbiddenError, UnauthorizedError } from '../../lib/errors.js';
+import { ConflictError, ForbiddenError, UnauthorizedError } from '../../lib/errors.js';
 import { JOB_ID_PATTERN, JOB_TYPE_NAME_PATTERN } from '../../lib/model.js';
 import { principalFromContext, type Principal } from '../shared/principal.js';
 import { pathParam, type HttpEvent } from './http.js';
@@ -66,9 +66,12 @@ export function authorize(event: HttpEvent, access: Access, nowMs: number): Prin
   return principal;
 }
 
-/** A callback or heartbeat admitted by a callback token may only report the attempt the token was issued for. */
+/**
+ * A callback or heartbeat admitted by a callback token may only report the attempt the token was issued
+ * for: any other attempt is stale for that token, a conflict (DESIGN §4.3) that changes nothing.
+ */
 export function assertCallbackAttempt(principal: Principal | undefined, attempt: number): void {
   if (principal?.kind === 'callback_token' && principal.attempt !== attempt) {
-    throw new ForbiddenError(`the callback token is for attempt ${principal.attempt}`);
+    throw new ConflictError(`the callback token was issued for attempt ${principal.attempt}, not attempt ${attempt}`);
   }
 }

@@ -16,6 +16,7 @@ import {
   jobTypeToApi,
   parseWith,
 } from '../../lib/model.js';
+import { isLinkLocalAddress, literalAddressOf } from '../../lib/targets/addresses.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
 import type { Principal } from '../shared/principal.js';
 import { assertCallbackAttempt } from './access.js';
@@ -32,6 +33,11 @@ export type Route = (event: HttpEvent, principal: Principal | undefined) => Prom
 
 const readableBy = (principal: Principal | undefined, type: string): boolean =>
   principal?.kind === 'key' && scopeAllows(principal.scopes, 'read', type);
+
+function refusesLiteralAddress(url: string): boolean {
+  const literal = literalAddressOf(new URL(url));
+  return literal !== undefined && isLinkLocalAddress(literal);
+}
 
 const typeName = (event: HttpEvent, param = 'type'): string => pathParam(event, param, JOB_TYPE_NAME_PATTERN);
 const jobId = (event: HttpEvent): string => pathParam(event, 'id', JOB_ID_PATTERN);
@@ -59,14 +65,19 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
   const putJobTypeRoute: Route = async (event) => {
     const name = typeName(event, 'name');
     const input = parseWith(jobTypeInputSchema, parseJsonBody(event));
-    if (!(input.target.name in registry.handlers)) {
+    if (input.target.kind === 'handler' && !(input.target.name in registry.handlers)) {
       throw new ValidationError([{ field: 'target.name', message: `no handler named "${input.target.name}" in the worker` }]);
+    }
+    if (input.target.kind === 'http' && !input.target.allow_link_local && refusesLiteralAddress(input.target.url)) {
+      throw new ValidationError([{ field: 'target.url', message: 'is a link-local or metadata address; set allow_link_local to allow it' }]);
     }
     if (input.retry?.kind === 'custom' && !(input.retry.name in registry.retryPolicies)) {
       throw new ValidationError([{ field: 'retry.name', message: `no retry policy named "${input.retry.name}" in the worker` }]);
     }
-    const { jobType, created } = await putJobType(ctx, name, input);
-    return json(created ? 201 : 200, jobTypeToApi(jobType));
+    const { jobType, created, newSigningSecret } = await putJobType(ctx, name, input);
+    // The only time the secret leaves the store: the caller keeps it for the downstream to verify requests.
+    const body = newSigningSecret !== undefined ? { ...jobTypeToApi(jobType), signing_secret: newSigningSecret } : jobTypeToApi(jobType);
+    return json(created ? 201 : 200, body);
   };
 
   const enqueue = async (event: HttpEvent, id: string): Promise<HttpResponse> => {

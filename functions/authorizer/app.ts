@@ -10,6 +10,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { APIGatewayRequestAuthorizerEventV2, APIGatewaySimpleAuthorizerWithContextResult } from 'aws-lambda';
 import { verifyApiKey } from '../../lib/api-keys.js';
+import { verifyCallbackToken } from '../../lib/callback-tokens.js';
 import type { QueueContext } from '../../lib/config.js';
 import { bearerToken } from '../api/http.js';
 import { log } from '../shared/log.js';
@@ -17,7 +18,6 @@ import {
   callbackRouteOf,
   principalToContext,
   type AuthorizerContext,
-  type CallbackTokenVerifier,
   type Principal,
 } from '../shared/principal.js';
 
@@ -29,8 +29,11 @@ export interface AuthorizerDeps {
   ctx: QueueContext;
   /** API_TOKEN: an admin credential accepted as given, never stored in the table (DESIGN §7). */
   staticAdminToken?: string;
-  /** Admits status callbacks and heartbeats by their `?token=` when they carry no Authorization header. @default none */
-  callbackTokenVerifier?: CallbackTokenVerifier;
+  /**
+   * Verifies the per-job, per-attempt tokens of callback URLs (lib/callback-tokens.ts), which admit a status
+   * callback or heartbeat that carries no Authorization header. Without it, only keys are accepted.
+   */
+  callbackTokenSecret?: string;
 }
 
 export const STATIC_ADMIN_KEY_ID = 'API_TOKEN';
@@ -65,9 +68,9 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
 
     const token = event.queryStringParameters?.token;
     const job = callbackRouteOf(event.requestContext?.http?.method ?? '', event.requestContext?.http?.path ?? event.rawPath ?? '');
-    if (deps.callbackTokenVerifier && token && job) {
-      const verified = deps.callbackTokenVerifier({ token, ...job });
-      if (verified) return admit({ kind: 'callback_token', ...job, attempt: verified.attempt });
+    if (deps.callbackTokenSecret && token && job) {
+      const attempt = verifyCallbackToken(deps.callbackTokenSecret, token, job);
+      if (attempt !== undefined) return admit({ kind: 'callback_token', ...job, attempt });
       log('info', 'callback token refused', { requestId, type: job.type, id: job.id });
     }
     return DENY;

@@ -1,14 +1,49 @@
 /** Cold-start wiring for the Lambda entry points: settings validated once, clients created once. */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { LambdaClient } from '@aws-sdk/client-lambda';
 import { createQueueContext, readQueueSettings, type QueueContext } from '../../lib/config.js';
 import { createDynamoClients } from '../../lib/dynamodb.js';
+import { createEventBridgePublisher, lifecycleEventDetail, type LifecycleEvent, type LifecyclePublisher } from '../../lib/events.js';
 import type { WorkerIdentity } from '../../lib/model.js';
+import type { TargetClients } from '../../lib/targets/index.js';
+import { log } from './log.js';
+
+let eventBridge: EventBridgeClient | undefined;
+const eventBridgeClient = (): EventBridgeClient => (eventBridge ??= new EventBridgeClient({}));
+
+export const logLifecycleEvent = (event: LifecycleEvent): void => log('info', event.name, lifecycleEventDetail(event));
+
+/** Lifecycle events go to the bus EVENT_BUS_NAME names; without one they are only written to the log. */
+export function lifecyclePublisherFromEnvironment(env: NodeJS.ProcessEnv = process.env): LifecyclePublisher {
+  const busName = env.EVENT_BUS_NAME;
+  if (!busName) return { publish: async (events) => events.forEach(logLifecycleEvent) };
+  return createEventBridgePublisher(eventBridgeClient(), {
+    busName,
+    onUndelivered: (events, reason) =>
+      log('error', 'lifecycle events not delivered', { reason, events: events.map((event) => ({ name: event.name, type: event.type, id: event.id, attempt: event.attempt })) }),
+  });
+}
 
 export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env): QueueContext {
   const settings = readQueueSettings(env);
   const { db } = createDynamoClients(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {});
-  return createQueueContext(db, settings);
+  return createQueueContext(db, settings, { events: lifecyclePublisherFromEnvironment(env) });
+}
+
+/**
+ * The clients the worker's targets use. http targets need PUBLIC_API_URL (for the callback URL) and
+ * CALLBACK_TOKEN_SECRET (the api verifies the same tokens); without both, their jobs fail saying so.
+ */
+export function targetClientsFromEnvironment(env: NodeJS.ProcessEnv = process.env): TargetClients {
+  const apiBaseUrl = env.PUBLIC_API_URL;
+  const callbackTokenSecret = env.CALLBACK_TOKEN_SECRET;
+  return {
+    ...(apiBaseUrl && callbackTokenSecret ? { http: { apiBaseUrl, callbackTokenSecret } } : {}),
+    lambda: new LambdaClient({}),
+    eventBridge: eventBridgeClient(),
+  };
 }
 
 /** Who ran an attempt: this process on this host, as the history records it. */

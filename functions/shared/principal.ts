@@ -67,19 +67,6 @@ export function principalFromContext(context: unknown): Principal | undefined {
   };
 }
 
-/** What a callback-token verifier is asked: the token from `?token=` and the job the route names. */
-export interface CallbackTokenRequest {
-  token: string;
-  type: string;
-  id: string;
-}
-
-/**
- * Admits a status callback or heartbeat by its per-job, per-attempt token
- * instead of a key: the attempt the token was issued for, or undefined to refuse.
- */
-export type CallbackTokenVerifier = (request: CallbackTokenRequest) => { attempt: number } | undefined;
-
 const CALLBACK_ROUTE = /^\/v1\/jobs\/([^/]+)\/([^/]+?)(?:\/heartbeat)?\/?$/;
 
 /**

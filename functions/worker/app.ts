@@ -2,6 +2,7 @@
 import type { QueueContext } from '../../lib/config.js';
 import type { WorkerIdentity } from '../../lib/model.js';
 import type { WorkerBatch } from '../../lib/poller.js';
+import type { TargetClients } from '../../lib/targets/index.js';
 import { AWAIT_CALLBACK, runWorkerBatch, type BatchResult, type JobHandler, type WorkerRegistry } from '../../lib/worker.js';
 import { log } from '../shared/log.js';
 import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
@@ -55,7 +56,13 @@ export function measuredRegistry(registry: WorkerRegistry, metrics: QueueMetrics
   return { handlers, retryPolicies: registry.retryPolicies };
 }
 
-export function createWorkerHandler(deps: { ctx: QueueContext; registry: WorkerRegistry; worker: WorkerIdentity; metrics?: QueueMetrics }) {
+export function createWorkerHandler(deps: {
+  ctx: QueueContext;
+  registry: WorkerRegistry;
+  worker: WorkerIdentity;
+  metrics?: QueueMetrics;
+  targets?: TargetClients;
+}) {
   const metrics = deps.metrics ?? noMetrics;
   const registry = measuredRegistry(deps.registry, metrics, deps.ctx.nowMs);
   return async (batch: WorkerBatch): Promise<BatchResult> => {
@@ -63,6 +70,7 @@ export function createWorkerHandler(deps: { ctx: QueueContext; registry: WorkerR
       const counts = await runWorkerBatch(deps.ctx, batch, {
         registry,
         worker: deps.worker,
+        ...(deps.targets ? { targets: deps.targets } : {}),
         onError: (job, error) => log('error', 'could not record the outcome of a job', { type: job.type, id: job.id, attempt: job.attempt, error }),
       });
       for (const [outcome, count] of Object.entries(counts) as [keyof BatchResult, number][]) metrics.count(OUTCOME_METRICS[outcome], count);

@@ -1,6 +1,12 @@
-import { queueFromEnvironment, workerIdentity } from '../shared/environment.js';
+import { queueFromEnvironment, targetClientsFromEnvironment, workerIdentity } from '../shared/environment.js';
 import { createEmfMetrics } from '../shared/metrics.js';
 import { createWorkerHandler } from './app.js';
 import { registry } from './handlers/index.js';
 
-export const handler = createWorkerHandler({ ctx: queueFromEnvironment(), registry, worker: workerIdentity(), metrics: createEmfMetrics() });
+export const handler = createWorkerHandler({
+  ctx: queueFromEnvironment(),
+  registry,
+  worker: workerIdentity(),
+  metrics: createEmfMetrics(),
+  targets: targetClientsFromEnvironment(),
+});

@@ -4,23 +4,27 @@
  * on loops, and workers run in-process through the same invoker interface the
  * poller uses with Lambda.
  */
+import { randomBytes } from 'node:crypto';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { LambdaClient } from '@aws-sdk/client-lambda';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createApiHandler } from '../../functions/api/app.js';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { createPollerHandler } from '../../functions/poller/app.js';
-import { workerIdentity } from '../../functions/shared/environment.js';
+import { logLifecycleEvent, workerIdentity } from '../../functions/shared/environment.js';
 import { log } from '../../functions/shared/log.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
-import type { CallbackTokenVerifier } from '../../functions/shared/principal.js';
 import { registry } from '../../functions/worker/handlers/index.js';
 import { createApiKey, verifyApiKey } from '../../lib/api-keys.js';
 import { createQueueContext, readQueueSettings, type Env, type QueueContext } from '../../lib/config.js';
 import { createDynamoClients } from '../../lib/dynamodb.js';
+import { createMemoryPublisher, type LifecycleEvent } from '../../lib/events.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/poller.js';
 import { ensureTable } from '../../lib/table.js';
+import type { TargetClients } from '../../lib/targets/index.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import { createLocalGateway } from './gateway.js';
 import { createHttpServer } from './http-server.js';
@@ -32,6 +36,8 @@ export interface LocalRuntime {
   /** Where the admin key is kept, or undefined when it is API_TOKEN. */
   adminKeyFile: string | undefined;
   tableName: string;
+  /** Every lifecycle event published so far (they are logged too). */
+  lifecycleEvents: LifecycleEvent[];
   dynamoEndpoint: string;
   stop(): Promise<void>;
 }
@@ -57,9 +63,16 @@ async function localAdminKey(ctx: QueueContext, dataDir: string): Promise<string
   return presented;
 }
 
-export interface LocalRuntimeOptions {
-  /** Admits status callbacks and heartbeats by their `?token=`, as the deployed authorizer does. @default none */
-  callbackTokenVerifier?: CallbackTokenVerifier;
+/** A secret as given, else the one kept in `file` under DATA_DIR, else a new one kept there. */
+async function keptSecret(given: string | undefined, file: string, prefix: string): Promise<string> {
+  if (given) return given;
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch {
+    const secret = `${prefix}${randomBytes(24).toString('base64url')}`;
+    await writeFile(file, `${secret}\n`, { mode: 0o600 });
+    return secret;
+  }
 }
 
 /** A Lambda-like clock for a handler invoked locally: it may run for `ms`. */
@@ -83,7 +96,7 @@ function createInProcessInvoker(runBatch: (batch: WorkerBatch) => Promise<unknow
 
 const LOOP_INVOCATION_MS = 60_000;
 
-export async function startLocalRuntime(env: Env = process.env, options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
+export async function startLocalRuntime(env: Env = process.env): Promise<LocalRuntime> {
   const port = Number(env.PORT ?? 3000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
   const tableName = env.TABLE_NAME ?? 'jobs';
@@ -99,12 +112,20 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   await ensureTable(clients.base, tableName);
 
   const settings = readQueueSettings({ ...env, TABLE_NAME: tableName });
-  const ctx = createQueueContext(clients.db, settings);
+  const events = createMemoryPublisher(logLifecycleEvent);
+  const ctx = createQueueContext(clients.db, settings, { events });
   const adminKey = env.API_TOKEN || (await localAdminKey(ctx, dataDir));
+  const callbackTokenSecret = await keptSecret(env.CALLBACK_TOKEN_SECRET, join(dataDir, 'callback-token-secret'), 'cbs_');
+  const url = env.PUBLIC_API_URL ?? `http://localhost:${port}`;
+  const targets: TargetClients = {
+    http: { apiBaseUrl: url, callbackTokenSecret },
+    lambda: new LambdaClient({}),
+    eventBridge: new EventBridgeClient({}),
+  };
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
 
-  const workerHandler = createWorkerHandler({ ctx, registry, worker: workerIdentity() });
+  const workerHandler = createWorkerHandler({ ctx, registry, worker: workerIdentity(), targets });
   const invoker = createInProcessInvoker(workerHandler, inFlight);
   const pollerHandler = createPollerHandler({ ctx, invoker, signal: shutdown.signal });
   const sweeperHandler = createSweeperHandler({ ctx, registry, signal: shutdown.signal });
@@ -127,16 +148,17 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   const authorizer = createAuthorizer({
     ctx,
     ...(env.API_TOKEN ? { staticAdminToken: env.API_TOKEN } : {}),
-    ...(options.callbackTokenVerifier ? { callbackTokenVerifier: options.callbackTokenVerifier } : {}),
+    callbackTokenSecret,
   });
   const server = createHttpServer(createLocalGateway({ authorizer, api: createApiHandler({ ctx, registry }) }));
   await listen(server, port);
 
   return {
-    url: `http://localhost:${port}`,
+    url,
     adminKey,
     adminKeyFile: env.API_TOKEN ? undefined : join(dataDir, ADMIN_KEY_FILE),
     tableName,
+    lifecycleEvents: events.events,
     dynamoEndpoint: endpoint ?? `DynamoDB in ${await clients.base.config.region()}`,
     stop: async () => {
       shutdown.abort();
@@ -144,6 +166,8 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
       await Promise.all(loops);
       await Promise.allSettled([...inFlight]);
       clients.base.destroy();
+      targets.lambda?.destroy();
+      targets.eventBridge?.destroy();
       await dynamo?.stop();
     },
   };

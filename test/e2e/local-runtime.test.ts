@@ -2,6 +2,7 @@
  * Starts the local runtime exactly as the README says (`npm start`) and walks
  * through the README's steps over HTTP, then restarts it on the same data.
  */
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,6 +53,50 @@ test('a failing job is retried until its attempts are used up, each attempt in i
   expect(job.status).toBe('failed');
   expect(job.history.map((h: { attempt: number }) => h.attempt)).toEqual([1, 2]);
   expect(job.history[1].error).toMatchObject({ class: 'Error', message: 'downstream unavailable' });
+});
+
+/** `npm run downstream` as the README starts it; resolves once it listens. */
+async function npmRunDownstream(env: Record<string, string>): Promise<Started> {
+  const child = spawn('npm', ['run', 'downstream'], { cwd: process.cwd(), env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + 30_000;
+  while (!output.includes('example downstream on')) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`npm run downstream did not come up:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { child, url: '', token: '', output: () => output };
+}
+
+async function outputOnceMatching(started: Started, pattern: RegExp, timeoutMs = 10_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  while (!pattern.test(started.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(started.output()).toMatch(pattern);
+  return started.output();
+}
+
+test('the README http walk-through runs: the example downstream accepts the job and completes it by callback', async () => {
+  const downstreamPort = await freePort();
+  const created = await call(runtime, 'PUT', '/v1/job-types/render-pdf', {
+    target: { kind: 'http', url: `http://127.0.0.1:${downstreamPort}/jobs`, request_timeout_s: 10 },
+    timeout_s: 300,
+  });
+  expect(created.status).toBe(201);
+  const downstream = await npmRunDownstream({ SIGNING_SECRET: created.body.signing_secret, DOWNSTREAM_PORT: String(downstreamPort) });
+  try {
+    await call(runtime, 'PUT', '/v1/jobs/render-pdf/invoice-7', { data: { invoice: 7, reply: 'callback' } });
+    const job = await waitForStatus(runtime, '/v1/jobs/render-pdf/invoice-7', 'succeeded', 20_000);
+    expect(job.status).toBe('succeeded');
+    expect(job.result).toEqual({ handled_by: 'example-downstream', later: true });
+    // The job reads succeeded as soon as it is stored; both logs follow a moment later.
+    expect(await outputOnceMatching(downstream, /job render-pdf\/invoice-7: callback answered 200/)).toContain(
+      'job render-pdf/invoice-7 attempt 1: signature ok',
+    );
+    expect(await outputOnceMatching(runtime, /"message":"job\.succeeded"[^\n]*"id":"invoice-7"/)).toBeTruthy();
+  } finally {
+    await stop(downstream);
+  }
 });
 
 test('after Ctrl-C and a second npm start, the jobs and the admin token are still there', async () => {

@@ -1,11 +1,11 @@
 /**
  * Keys and scopes through the authorizer and the api together, as API Gateway
  * runs them: the key routes, what each scope opens, revocation, and callbacks
- * admitted by an injected callback-token verifier.
+ * admitted by their per-job, per-attempt callback tokens.
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
-import type { CallbackTokenRequest } from '../../functions/shared/principal.js';
+import { createCallbackToken } from '../../lib/callback-tokens.js';
 import { toAuthorizerEvent } from '../../infra/local/gateway.js';
 import { claimJob } from '../../lib/claims.js';
 import { requireJobType } from '../../lib/job-types.js';
@@ -14,21 +14,15 @@ import { createTestQueue, type TestQueue } from '../support/queue.js';
 
 const ECHO_TYPE = { target: { kind: 'handler', name: 'echo' } };
 
-/** Admits token `good-<type>-<id>-<attempt>` for that job and attempt: a stand-in for lib/callback-tokens. */
-const callbackTokens: CallbackTokenRequest[] = [];
-function fakeVerifier(request: CallbackTokenRequest): { attempt: number } | undefined {
-  callbackTokens.push(request);
-  const match = /^good-(.+)-(.+)-(\d+)$/.exec(request.token);
-  return match && match[1] === request.type && match[2] === request.id ? { attempt: Number(match[3]) } : undefined;
-}
+const CALLBACK_SECRET = 'callback-secret-for-tests';
+const tokenFor = (id: string, attempt: number): string => encodeURIComponent(createCallbackToken(CALLBACK_SECRET, { type: 'emails', id, attempt }));
 
 let queue: TestQueue;
 let admin: ApiClient;
 
 beforeEach(async () => {
   queue = await createTestQueue();
-  admin = createTestApi(queue.ctx, { callbackTokenVerifier: fakeVerifier });
-  callbackTokens.length = 0;
+  admin = createTestApi(queue.ctx, { callbackTokenSecret: CALLBACK_SECRET });
   for (const type of ['emails', 'invoices']) expect((await admin.put(`/v1/job-types/${type}`, ECHO_TYPE)).status).toBe(201);
 });
 afterEach(async () => {
@@ -153,7 +147,7 @@ describe('what each scope opens', () => {
   });
 });
 
-describe('callback tokens (verifier injected as the targets work will wire it)', () => {
+describe('callback tokens', () => {
   async function runningJob(id: string): Promise<void> {
     expect((await admin.put(`/v1/jobs/emails/${id}`, { data: 1 })).status).toBe(201);
     const claimed = await claimJob(queue.ctx, { type: 'emails', id }, await requireJobType(queue.ctx, 'emails'));
@@ -162,27 +156,26 @@ describe('callback tokens (verifier injected as the targets work will wire it)',
 
   test("a token for the job's attempt completes it without an Authorization header", async () => {
     await runningJob('j1');
-    const response = await admin.post('/v1/jobs/emails/j1?token=good-emails-j1-1', { status: 'succeeded', attempt: 1 }, { token: null });
+    const response = await admin.post(`/v1/jobs/emails/j1?token=${tokenFor('j1', 1)}`, { status: 'succeeded', attempt: 1 }, { token: null });
     expect(response.status).toBe(200);
     expect(response.body.status).toBe('succeeded');
-    expect(callbackTokens).toEqual([{ token: 'good-emails-j1-1', type: 'emails', id: 'j1' }]);
   });
 
   test('a token extends the claim through the heartbeat route', async () => {
     await runningJob('j1');
-    const response = await admin.post('/v1/jobs/emails/j1/heartbeat?token=good-emails-j1-1', { attempt: 1 }, { token: null });
+    const response = await admin.post(`/v1/jobs/emails/j1/heartbeat?token=${tokenFor('j1', 1)}`, { attempt: 1 }, { token: null });
     expect(response.status).toBe(200);
   });
 
-  test('a token reporting another attempt than its own is 403 and changes nothing', async () => {
+  test('a token reporting another attempt than its own is 409 and changes nothing', async () => {
     await runningJob('j1');
     const before = await tableItems(queue);
-    const response = await admin.post('/v1/jobs/emails/j1?token=good-emails-j1-2', { status: 'succeeded', attempt: 1 }, { token: null });
-    expect(response.status).toBe(403);
+    const response = await admin.post(`/v1/jobs/emails/j1?token=${tokenFor('j1', 2)}`, { status: 'succeeded', attempt: 1 }, { token: null });
+    expect(response.status).toBe(409);
     expect(await tableItems(queue)).toEqual(before);
   });
 
-  test('a token the verifier refuses is 401', async () => {
+  test('a forged token is 401', async () => {
     await runningJob('j1');
     const response = await admin.post('/v1/jobs/emails/j1?token=bad', { status: 'succeeded', attempt: 1 }, { token: null });
     expect(response.status).toBe(401);
@@ -190,22 +183,26 @@ describe('callback tokens (verifier injected as the targets work will wire it)',
 
   test('a token opens no other route of its job', async () => {
     await runningJob('j1');
-    expect((await admin.get('/v1/jobs/emails/j1?token=good-emails-j1-1', { token: null })).status).toBe(401);
-    expect((await admin.post('/v1/jobs/emails/j1/replay?token=good-emails-j1-1', undefined, { token: null })).status).toBe(401);
-    expect(callbackTokens).toEqual([]);
+    expect((await admin.get(`/v1/jobs/emails/j1?token=${tokenFor('j1', 1)}`, { token: null })).status).toBe(401);
+    expect((await admin.post(`/v1/jobs/emails/j1/replay?token=${tokenFor('j1', 1)}`, undefined, { token: null })).status).toBe(401);
   });
 
   test('with an Authorization header the key decides and the token is not consulted', async () => {
     await runningJob('j1');
-    const response = await admin.post('/v1/jobs/emails/j1?token=good-emails-j1-1', { status: 'succeeded', attempt: 1 }, { token: 'wrong' });
+    const response = await admin.post(`/v1/jobs/emails/j1?token=${tokenFor('j1', 1)}`, { status: 'succeeded', attempt: 1 }, { token: 'wrong' });
     expect(response.status).toBe(401);
-    expect(callbackTokens).toEqual([]);
   });
 
-  test('without a verifier a token admits nothing', async () => {
+  test('a token for another job is 401', async () => {
+    await runningJob('j1');
+    const response = await admin.post(`/v1/jobs/emails/j1?token=${tokenFor('j2', 1)}`, { status: 'succeeded', attempt: 1 }, { token: null });
+    expect(response.status).toBe(401);
+  });
+
+  test('without the callback secret a token admits nothing', async () => {
     await runningJob('j1');
     const plain = createTestApi(queue.ctx);
-    const response = await plain.post('/v1/jobs/emails/j1?token=good-emails-j1-1', { status: 'succeeded', attempt: 1 }, { token: null });
+    const response = await plain.post(`/v1/jobs/emails/j1?token=${tokenFor('j1', 1)}`, { status: 'succeeded', attempt: 1 }, { token: null });
     expect(response.status).toBe(401);
   });
 });

@@ -10,7 +10,6 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { afterEach, beforeEach } from 'vitest';
 import { createApiHandler } from '../../functions/api/app.js';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
-import type { CallbackTokenVerifier } from '../../functions/shared/principal.js';
 import { createLocalGateway } from '../../infra/local/gateway.js';
 import { lambdaContext } from '../../infra/local/http-server.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
@@ -133,13 +132,13 @@ export function createApiClient(handler: ApiHandler, token: string = ADMIN_TOKEN
  */
 export function createTestApi(
   ctx: QueueContext,
-  options: { registry?: WorkerRegistry; adminToken?: string; callbackTokenVerifier?: CallbackTokenVerifier } = {},
+  options: { registry?: WorkerRegistry; adminToken?: string; callbackTokenSecret?: string } = {},
 ): ApiClient {
   const adminToken = options.adminToken ?? ADMIN_TOKEN;
   const authorizer = createAuthorizer({
     ctx,
     staticAdminToken: adminToken,
-    ...(options.callbackTokenVerifier ? { callbackTokenVerifier: options.callbackTokenVerifier } : {}),
+    ...(options.callbackTokenSecret ? { callbackTokenSecret: options.callbackTokenSecret } : {}),
   });
   const api = createApiHandler({ ctx, registry: options.registry ?? builtinRegistry }) as ApiHandler;
   return createApiClient(createLocalGateway({ authorizer, api }), adminToken);

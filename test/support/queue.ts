@@ -4,6 +4,7 @@ import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { createQueueContext, readQueueSettings, type QueueContext, type QueueSettings } from '../../lib/config.js';
 import { createDynamoClients, type DynamoClients } from '../../lib/dynamodb.js';
+import type { LifecyclePublisher } from '../../lib/events.js';
 import { ensureTable } from '../../lib/table.js';
 
 export interface TestClock {
@@ -34,14 +35,18 @@ export interface TestQueue {
 }
 
 export async function createTestQueue(
-  options: { settings?: Partial<QueueSettings>; clock?: TestClock; random?: () => number } = {},
+  options: { settings?: Partial<QueueSettings>; clock?: TestClock; random?: () => number; events?: LifecyclePublisher } = {},
 ): Promise<TestQueue> {
   const tableName = `test-${randomUUID()}`;
   const clients = createDynamoClients({ endpoint: inject('dynamoEndpoint') });
   await ensureTable(clients.base, tableName);
   const clock = options.clock ?? manualClock();
   const settings = { ...readQueueSettings({ TABLE_NAME: tableName }), ...options.settings };
-  const ctx = createQueueContext(clients.db, settings, { nowMs: clock.nowMs, random: options.random ?? (() => 0.5) });
+  const ctx = createQueueContext(clients.db, settings, {
+    nowMs: clock.nowMs,
+    random: options.random ?? (() => 0.5),
+    ...(options.events ? { events: options.events } : {}),
+  });
   return {
     ctx,
     clients,

@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'vitest';
 import { ADMIN, PUBLIC, assertCallbackAttempt, authorize, typeScope, type Access } from '../../functions/api/access.js';
 import { principalToContext, type Principal } from '../../functions/shared/principal.js';
-import { ForbiddenError, UnauthorizedError, ValidationError } from '../../lib/errors.js';
+import { ConflictError, ForbiddenError, UnauthorizedError, ValidationError } from '../../lib/errors.js';
 import { buildHttpApiEvent } from '../support/api.js';
 
 const NOW_MS = Date.parse('2026-11-21T10:00:00.000Z');
@@ -69,8 +69,8 @@ describe('assertCallbackAttempt', () => {
     expect(() => assertCallbackAttempt(callbackToken, 2)).not.toThrow();
   });
 
-  test('a callback token may not report another attempt', () => {
-    expect(() => assertCallbackAttempt(callbackToken, 3)).toThrow(ForbiddenError);
+  test('a callback token reporting another attempt is a conflict, as any stale attempt is', () => {
+    expect(() => assertCallbackAttempt(callbackToken, 3)).toThrow(ConflictError);
   });
 
   test('a key may report any attempt: the attempt guard decides', () => {

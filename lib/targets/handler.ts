@@ -1,0 +1,40 @@
+/** The `handler` target: a function in the worker's own code, looked up by name. */
+import { NonRetryableError, RetryAfterError } from '../errors.js';
+import type { Job } from '../model.js';
+import type { AttemptFailure } from '../retry.js';
+import type { TargetOutcome, TargetRun } from './target.js';
+
+/** Returned by a handler to leave the job `awaiting_callback` until a status callback or `timeout_s`. */
+export const AWAIT_CALLBACK: unique symbol = Symbol.for('delayed-job-queue.await-callback');
+
+export interface JobContext {
+  readonly job: Readonly<Job>;
+  /**
+   * Extends the claim to `extendS` (default: the type's visibility timeout) from now. The worker already
+   * renews the claim while the handler runs; call this to hold it longer than that, e.g. before a long pause.
+   * Throws ClaimLostError when the attempt no longer holds the claim.
+   */
+  heartbeat(extendS?: number): Promise<void>;
+  /** Aborted when the attempt reaches the type's `timeout_s` or loses its claim. */
+  readonly signal: AbortSignal;
+}
+
+export type JobHandler = (data: unknown, context: JobContext) => unknown;
+
+export function failureFromError(error: unknown): AttemptFailure {
+  if (!(error instanceof Error)) return { error: { class: 'NonError', message: String(error) }, retryable: true };
+  return {
+    error: { class: error.name, message: error.message, ...(error.stack ? { trace: error.stack } : {}) },
+    retryable: !(error instanceof NonRetryableError),
+    ...(error instanceof RetryAfterError ? { retryAfterMs: error.retryAfterMs } : {}),
+  };
+}
+
+export async function runHandlerTarget(handler: JobHandler, run: TargetRun): Promise<TargetOutcome> {
+  try {
+    const value = await handler(run.job.data, { job: run.job, signal: run.signal, heartbeat: run.heartbeat });
+    return value === AWAIT_CALLBACK ? { kind: 'awaiting_callback' } : { kind: 'succeeded', result: value };
+  } catch (error) {
+    return { kind: 'failed', failure: failureFromError(error) };
+  }
+}

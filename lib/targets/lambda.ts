@@ -1,0 +1,63 @@
+/**
+ * The `lambda` target: a synchronous invoke with the job as the payload. What
+ * the function returns is the job's result; a function error (it threw, timed
+ * out or ran out of memory) fails the attempt with the error's type and message.
+ */
+import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
+import { MAX_RESULT_BYTES } from '../model.js';
+import { failed, jobEnvelope, type TargetOutcome, type TargetRun } from './target.js';
+
+/** Errors retrying cannot fix: the function or its input is wrong. */
+const PERMANENT_INVOKE_ERRORS = new Set(['ResourceNotFoundException', 'InvalidRequestContentException', 'RequestTooLargeException']);
+
+function parsePayload(payload: Uint8Array | undefined): unknown {
+  const text = payload ? Buffer.from(payload).toString('utf8') : '';
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+const field = (value: unknown, name: string): unknown =>
+  typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
+
+export async function runLambdaTarget(run: TargetRun, target: { functionName: string }, client: LambdaClient): Promise<TargetOutcome> {
+  let response;
+  try {
+    response = await client.send(
+      new InvokeCommand({
+        FunctionName: target.functionName,
+        InvocationType: 'RequestResponse',
+        Payload: Buffer.from(JSON.stringify(jobEnvelope(run.job))),
+      }),
+      { abortSignal: run.signal },
+    );
+  } catch (error) {
+    const name = error instanceof Error ? error.name : 'InvokeError';
+    const message = error instanceof Error ? error.message : String(error);
+    return failed(name, `invoking ${target.functionName}: ${message}`, { retryable: !PERMANENT_INVOKE_ERRORS.has(name) });
+  }
+  if (response.Payload && response.Payload.length > MAX_RESULT_BYTES + 1024 && !response.FunctionError) {
+    return failed('ResultTooLargeError', `the function returned ${response.Payload.length} bytes`, { retryable: false });
+  }
+  const payload = parsePayload(response.Payload);
+  if (response.FunctionError) {
+    const errorType = field(payload, 'errorType');
+    const errorMessage = field(payload, 'errorMessage');
+    const trace = field(payload, 'trace') ?? field(payload, 'stackTrace');
+    return {
+      kind: 'failed',
+      failure: {
+        error: {
+          class: typeof errorType === 'string' ? errorType : response.FunctionError,
+          message: typeof errorMessage === 'string' ? errorMessage : `the function failed (${response.FunctionError})`,
+          ...(Array.isArray(trace) ? { trace: trace.map(String).join('\n') } : {}),
+        },
+        retryable: true,
+      },
+    };
+  }
+  return payload === undefined ? { kind: 'succeeded' } : { kind: 'succeeded', result: payload };
+}

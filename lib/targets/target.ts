@@ -1,0 +1,30 @@
+/** What every target shares: how one attempt is handed to it and what it reports back. */
+import type { Job, JobType } from '../model.js';
+import type { AttemptFailure } from '../retry.js';
+
+/** How an attempt ended, as the target saw it; the worker records it under the claim's guard. */
+export type TargetOutcome =
+  | { kind: 'succeeded'; result?: unknown }
+  | { kind: 'failed'; failure: AttemptFailure }
+  /** The target accepted the job and will report its outcome through the status callback. */
+  | { kind: 'awaiting_callback' };
+
+export interface TargetRun {
+  readonly job: Readonly<Job>;
+  readonly jobType: JobType;
+  /** Aborted when the attempt reaches the type's `timeout_s` or loses its claim. */
+  readonly signal: AbortSignal;
+  /** Extends the claim to `extendS` (default: the visibility timeout) from now; throws ClaimLostError once it is lost. */
+  heartbeat(extendS?: number): Promise<void>;
+  nowMs(): number;
+}
+
+export const failed = (errorClass: string, message: string, extra: Omit<AttemptFailure, 'error' | 'retryable'> & { retryable?: boolean } = {}): TargetOutcome => {
+  const { retryable = true, ...rest } = extra;
+  return { kind: 'failed', failure: { error: { class: errorClass, message }, retryable, ...rest } };
+};
+
+/** What a target sends as the job: the same envelope for http, lambda and eventbridge. */
+export function jobEnvelope(job: Readonly<Job>): { id: string; type: string; attempt: number; data: unknown } {
+  return { id: job.id, type: job.type, attempt: job.attempt, data: job.data };
+}

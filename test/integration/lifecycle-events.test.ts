@@ -1,0 +1,62 @@
+/** Lifecycle events are published once the write that made them true succeeded, and never for a write that did not. */
+import { beforeEach, afterEach, expect, test } from 'vitest';
+import { claimJob, endAttempt } from '../../lib/claims.js';
+import { completeFromCallback } from '../../lib/callbacks.js';
+import { createMemoryPublisher } from '../../lib/events.js';
+import { cancelJob } from '../../lib/jobs.js';
+import type { Job, JobType } from '../../lib/model.js';
+import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { T0, defineType, enqueue } from './lib-fixtures.js';
+
+let queue: TestQueue;
+let events: ReturnType<typeof createMemoryPublisher>;
+let hooks: JobType;
+
+beforeEach(async () => {
+  events = createMemoryPublisher();
+  queue = await createTestQueue({ events });
+  hooks = await defineType(queue.ctx, 'hooks', { attempts: 2, retry: { kind: 'fixed', delay_s: 10 } });
+});
+afterEach(() => queue.drop());
+
+async function claim(id: string): Promise<Job> {
+  const claimed = await claimJob(queue.ctx, { type: 'hooks', id }, hooks);
+  if (claimed.kind !== 'claimed') throw new Error(`not claimed: ${claimed.kind}`);
+  return claimed.job;
+}
+
+test('cancelling a queued job publishes job.cancelled; a refused cancel publishes nothing', async () => {
+  await enqueue(queue.ctx, hooks, 'h-1');
+  await cancelJob(queue.ctx, 'hooks', 'h-1');
+  await expect(cancelJob(queue.ctx, 'hooks', 'h-1')).rejects.toThrow(/only a queued job/);
+  expect(events.events).toEqual([{ name: 'job.cancelled', type: 'hooks', id: 'h-1', attempt: 0, outcome: 'cancelled', status: 'cancelled', atMs: T0 }]);
+});
+
+test('a job found past its expires_at when it is claimed publishes job.expired', async () => {
+  await enqueue(queue.ctx, hooks, 'h-1', { expiresAtMs: T0 + 1_000 });
+  queue.clock.advance(2_000);
+  expect((await claimJob(queue.ctx, { type: 'hooks', id: 'h-1' }, hooks)).kind).toBe('expired');
+  expect(events.events.map((event) => [event.name, event.status])).toEqual([['job.expired', 'expired']]);
+});
+
+test('a status callback that ends the attempt publishes its events; a stale second end publishes none', async () => {
+  await enqueue(queue.ctx, hooks, 'h-1');
+  const job = await claim('h-1');
+  await completeFromCallback(queue.ctx, hooks, 'h-1', { status: 'failed', attempt: 1, error: { message: 'nope' } }, {});
+  expect(await endAttempt(queue.ctx, job, { ending: { outcome: 'succeeded' }, jobType: hooks, customPolicies: {} })).toBeUndefined();
+  expect(events.events.map((event) => [event.name, event.attempt, event.status])).toEqual([['job.failed', 1, 'queued']]);
+});
+
+test('the last attempt failing publishes job.failed and then job.dead', async () => {
+  await enqueue(queue.ctx, hooks, 'h-1');
+  for (const attempt of [1, 2]) {
+    await claim('h-1');
+    await completeFromCallback(queue.ctx, hooks, 'h-1', { status: 'failed', attempt }, {});
+    queue.clock.advance(10_000);
+  }
+  expect(events.events.map((event) => [event.name, event.attempt])).toEqual([
+    ['job.failed', 1],
+    ['job.failed', 2],
+    ['job.dead', 2],
+  ]);
+});

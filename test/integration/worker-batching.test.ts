@@ -1,0 +1,67 @@
+/**
+ * Worker batching: the poller hands up to WORKER_BATCH_SIZE claimed jobs to
+ * one worker invocation, and the worker runs them concurrently, each job's
+ * failure, crash or timeout ending that job's attempt only.
+ */
+import { expect, test } from 'vitest';
+import { listJobTypes } from '../../lib/job-types.js';
+import { getJob } from '../../lib/jobs.js';
+import type { CursorCache } from '../../lib/poller.js';
+import { RecordingInvoker, RunningInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
+
+const queue = freshQueuePerTest({ settings: { workerBatchSize: 10, workerConcurrency: 4 } });
+
+test('50 due jobs reach the workers in 5 invocations: 0.1 Lambda invocations per job at batch size 10', async () => {
+  const { ctx } = queue();
+  const emails = await defineType(ctx, 'emails');
+  await Promise.all(Array.from({ length: 50 }, (_, i) => enqueue(ctx, emails, `e-${i}`)));
+  const invoker = new RecordingInvoker();
+  expect(await poll(ctx, [emails], invoker)).toMatchObject({ claimed: 50, dispatched: 50 });
+  expect(invoker.batches.map((batch) => batch.jobs.length)).toEqual([10, 10, 10, 10, 10]);
+  expect(invoker.batches.length / invoker.jobs.length).toBe(0.1);
+});
+
+test('at a steady 40 jobs/s with a poll every 500 ms, workers are invoked 0.1 times per job', async () => {
+  const { ctx, clock } = queue();
+  const emails = await defineType(ctx, 'emails');
+  const jobs = 200;
+  await Promise.all(Array.from({ length: jobs }, (_, i) => enqueue(ctx, emails, `e-${i}`, { runAfterMs: T0 + 1 + i * 25 })));
+  const invoker = new RecordingInvoker();
+  const cursors: CursorCache = new Map();
+  for (let elapsedMs = 500; elapsedMs <= 5_000; elapsedMs += 500) {
+    clock.set(T0 + elapsedMs);
+    await poll(ctx, [emails], invoker, cursors);
+  }
+  expect(invoker.jobs).toHaveLength(jobs);
+  // 20 jobs due per poll: two full batches each time.
+  expect(invoker.batches.length / jobs).toBe(0.1);
+});
+
+test('in one batch, a crashing, a failing and a hanging job end their own attempts; the others succeed', async () => {
+  const { ctx } = queue();
+  const names = ['ok', 'crash', 'fail', 'hang'];
+  for (const name of names) await defineType(ctx, name, { timeout_s: 1, retry: { kind: 'none' } });
+  for (const name of names) await enqueue(ctx, (await listJobTypes(ctx)).find((t) => t.name === name)!, `${name}-1`);
+  await enqueue(ctx, (await listJobTypes(ctx)).find((t) => t.name === 'ok')!, 'ok-2');
+  const invoker = new RunningInvoker(ctx, {
+    ok: (data) => data,
+    crash: () => {
+      throw new TypeError("Cannot read properties of undefined (reading 'id')");
+    },
+    fail: async () => Promise.reject(new Error('downstream said no')),
+    hang: () => new Promise(() => undefined),
+  });
+  const result = await poll(ctx, await listJobTypes(ctx), invoker);
+  expect(result.dispatched).toBe(5);
+  expect(invoker.batches).toHaveLength(1);
+  expect(invoker.results[0]).toMatchObject({ succeeded: 2, failed: 3, error: 0 });
+  const outcome = async (type: string, id: string) => {
+    const job = await getJob(ctx, type, id);
+    return [job?.status, job?.history[0]?.error?.class ?? null];
+  };
+  expect(await outcome('ok', 'ok-1')).toEqual(['succeeded', null]);
+  expect(await outcome('ok', 'ok-2')).toEqual(['succeeded', null]);
+  expect(await outcome('crash', 'crash-1')).toEqual(['failed', 'TypeError']);
+  expect(await outcome('fail', 'fail-1')).toEqual(['failed', 'Error']);
+  expect(await outcome('hang', 'hang-1')).toEqual(['failed', 'TimeoutError']);
+});
