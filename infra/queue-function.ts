@@ -103,14 +103,17 @@ export class QueueFunction extends Construct {
     return this;
   }
 
-  /** Invoking `target` (the function itself, not its versions or aliases). */
-  allowInvoke(target: IFunction): this {
-    this.role.addToPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [target.functionArn] }));
+  /** Invoking `targets` (the functions themselves, not their versions or aliases). */
+  allowInvoke(...targets: (IFunction | string)[]): this {
+    const resources = targets.map((target) => (typeof target === 'string' ? target : target.functionArn));
+    if (resources.length > 0) this.role.addToPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources }));
     return this;
   }
 
-  allowPutEvents(bus: IEventBus): this {
-    this.role.addToPolicy(new PolicyStatement({ actions: ['events:PutEvents'], resources: [bus.eventBusArn] }));
+  /** Sending events to `buses`. */
+  allowPutEvents(...buses: (IEventBus | string)[]): this {
+    const resources = buses.map((bus) => (typeof bus === 'string' ? bus : bus.eventBusArn));
+    if (resources.length > 0) this.role.addToPolicy(new PolicyStatement({ actions: ['events:PutEvents'], resources }));
     return this;
   }
 }

@@ -16,6 +16,7 @@ import { EventBus, Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-event
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
@@ -77,7 +78,18 @@ export class QueueStack extends Stack {
     // Named after the stack, so two deployments in one account (dev and prod, say) keep their metrics apart.
     const metricsNamespace = this.stackName;
     const common = { logRetention: settings.logRetention, metricsNamespace };
-    const queueEnvironment = { ...settings.queueEnvironment, TABLE_NAME: this.table.tableName };
+    // Every function may end attempts or expire jobs, so every one publishes lifecycle events.
+    const queueEnvironment = { ...settings.queueEnvironment, TABLE_NAME: this.table.tableName, EVENT_BUS_NAME: this.eventBus.eventBusName };
+    // Signs the callback tokens http targets receive (worker) and verifies them (authorizer).
+    const callbackTokenSecret = new Secret(this, 'CallbackTokenSecret', {
+      description: 'Signs the per-job callback tokens of the delayed job queue',
+      generateSecretString: { passwordLength: 48, excludePunctuation: true },
+    });
+    Validations.of(callbackTokenSecret).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-SMG4',
+      reason: 'The worker and the authorizer read it at cold start; rotating it would void every callback token in flight, so it is replaced by hand in a quiet moment (see README).',
+    });
+    const callbackTokenSecretValue = callbackTokenSecret.secretValue.unsafeUnwrap();
     // Pollers and sweepers loop for POLLER_RUN_MS; the timeout leaves them room to finish the last poll.
     const loopTimeout = Duration.seconds(Math.ceil((settings.queue.pollerRunMs + 15_000) / 1000));
 
@@ -85,13 +97,14 @@ export class QueueStack extends Stack {
       ...common,
       entry: 'worker',
       description: 'Runs a batch of claimed jobs and records each outcome',
-      environment: { ...queueEnvironment, EVENT_BUS_NAME: this.eventBus.eventBusName },
+      environment: { ...queueEnvironment, CALLBACK_TOKEN_SECRET: callbackTokenSecretValue },
       // Lambda's limit: a job with a longer timeout_s needs a remote worker and callbacks.
       timeout: Duration.minutes(15),
       memorySizeMb: 1024,
     })
       .allowTable(this.table, ['UpdateItem'])
-      .allowPutEvents(this.eventBus);
+      .allowPutEvents(this.eventBus, ...settings.targetEventBusArns)
+      .allowInvoke(...settings.targetFunctionArns);
     worker.function.configureAsyncInvoke({
       // The queue's retry policy decides about another attempt; a Lambda retry would run the batch again
       // behind its back (and at_most_once relies on a single delivery plus its start record).
@@ -112,7 +125,8 @@ export class QueueStack extends Stack {
       reservedConcurrentExecutions: 2 * settings.pollerPartitions,
     })
       .allowTable(this.table, ['Query', 'GetItem', 'UpdateItem', 'BatchGetItem'])
-      .allowInvoke(worker.function);
+      .allowInvoke(worker.function)
+      .allowPutEvents(this.eventBus);
     poller.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: SCHEDULED_EVENT_MAX_AGE });
     for (let partition = 0; partition < settings.pollerPartitions; partition++) {
       new Rule(this, `PollerSchedule${partition}`, {
@@ -135,7 +149,9 @@ export class QueueStack extends Stack {
       timeout: loopTimeout,
       memorySizeMb: 256,
       reservedConcurrentExecutions: 2,
-    }).allowTable(this.table, ['Query', 'GetItem', 'UpdateItem', 'BatchGetItem']);
+    })
+      .allowTable(this.table, ['Query', 'GetItem', 'UpdateItem', 'BatchGetItem'])
+      .allowPutEvents(this.eventBus);
     sweeper.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: SCHEDULED_EVENT_MAX_AGE });
     new Rule(this, 'SweeperSchedule', {
       description: 'Starts the sweeper every minute',
@@ -147,7 +163,7 @@ export class QueueStack extends Stack {
       ...common,
       entry: 'api',
       description: 'The HTTP API of the delayed job queue',
-      environment: { ...queueEnvironment, EVENT_BUS_NAME: this.eventBus.eventBusName },
+      environment: queueEnvironment,
       timeout: Duration.seconds(29),
       memorySizeMb: 512,
     })
@@ -158,8 +174,8 @@ export class QueueStack extends Stack {
     const authorizerFunction = new QueueFunction(this, 'Authorizer', {
       ...common,
       entry: 'authorizer',
-      description: 'Admits requests that carry a valid API key',
-      environment: queueEnvironment,
+      description: 'Admits requests that carry a valid API key or callback token',
+      environment: { ...queueEnvironment, CALLBACK_TOKEN_SECRET: callbackTokenSecretValue },
       timeout: Duration.seconds(10),
       memorySizeMb: 256,
     }).allowTable(this.table, ['GetItem', 'UpdateItem']);
@@ -178,6 +194,16 @@ export class QueueStack extends Stack {
       defaultIntegration: integration,
       defaultAuthorizer: authorizer,
     });
+    // A downstream calls back with the token of its callback_url and no Authorization header, which the
+    // cached authorizer above would refuse unseen; these two routes run the same authorizer uncached.
+    const callbackAuthorizer = new HttpLambdaAuthorizer('CallbackTokenAuthorizer', authorizerFunction.function, {
+      responseTypes: [HttpLambdaResponseType.SIMPLE],
+      identitySource: [],
+      resultsCacheTtl: Duration.seconds(0),
+    });
+    for (const path of ['/v1/jobs/{type}/{id}', '/v1/jobs/{type}/{id}/heartbeat']) {
+      this.httpApi.addRoutes({ path, methods: [HttpMethod.POST], integration, authorizer: callbackAuthorizer });
+    }
     // Its own route, public by design: a load balancer or uptime check needs no key.
     for (const route of this.httpApi.addRoutes({ path: '/health', methods: [HttpMethod.GET], integration, authorizer: new HttpNoneAuthorizer() })) {
       Validations.of(route).acknowledge({
@@ -210,6 +236,8 @@ export class QueueStack extends Stack {
       },
     });
 
+    // The API base URL of the callback URLs http targets receive.
+    worker.function.addEnvironment('PUBLIC_API_URL', this.httpApi.apiEndpoint);
     this.functions = { api, authorizer: authorizerFunction, poller, worker, sweeper };
     this.alarms = this.createAlarms(settings, worker, metricsNamespace);
 

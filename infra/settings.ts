@@ -22,6 +22,10 @@ export interface StackSettings {
   apiBurstLimit: number;
   /** An SNS topic the alarms notify; without it they only change state. */
   alarmTopicArn?: string;
+  /** Functions `lambda` targets may invoke (ARNs); the worker may invoke these and no others. */
+  targetFunctionArns: string[];
+  /** Buses `eventbridge` targets may send to (ARNs); the worker may send to these and the lifecycle bus only. */
+  targetEventBusArns: string[];
 }
 
 /** Each poller and sweeper invocation is started by an every-minute schedule, so its loop must end within the minute. */
@@ -69,6 +73,14 @@ function integer(read: ContextReader, key: string, fallback: number, min: number
   return value;
 }
 
+/** A comma-separated list of ARNs; empty when absent. */
+function arns(read: ContextReader, key: string): string[] {
+  const list = (text(read, key) ?? '').split(',').map((arn) => arn.trim()).filter(Boolean);
+  const invalid = list.find((arn) => !/^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{12}:.+$/.test(arn));
+  if (invalid) throw new ConfigError(`context ${key} must be a comma-separated list of ARNs, got "${invalid}"`);
+  return list;
+}
+
 function flag(read: ContextReader, key: string, fallback: boolean): boolean {
   const raw = text(read, key);
   if (raw === undefined) return fallback;
@@ -111,6 +123,8 @@ export function stackSettingsFrom(read: ContextReader): StackSettings {
     apiRateLimit: integer(read, 'API_RATE_LIMIT', 100, 1, 10_000),
     apiBurstLimit: integer(read, 'API_BURST_LIMIT', 200, 1, 5_000),
     ...(alarmTopicArn ? { alarmTopicArn } : {}),
+    targetFunctionArns: arns(read, 'TARGET_FUNCTION_ARNS'),
+    targetEventBusArns: arns(read, 'TARGET_EVENT_BUS_ARNS'),
   };
 }
 

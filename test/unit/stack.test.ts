@@ -127,9 +127,9 @@ describe('least privilege', () => {
     expect(actionsOf('api')).toEqual([...dynamoActionsOf('api'), 'events:PutEvents', ...LOGS].sort());
   });
 
-  test('the poller may query, get, update and batch-get, and invoke the worker and nothing else', () => {
+  test('the poller may query, get, update and batch-get, invoke the worker, publish lifecycle events and nothing else', () => {
     expect(dynamoActionsOf('poller')).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
-    expect(actionsOf('poller')).toEqual([...dynamoActionsOf('poller'), 'lambda:InvokeFunction', ...LOGS].sort());
+    expect(actionsOf('poller')).toEqual([...dynamoActionsOf('poller'), 'events:PutEvents', 'lambda:InvokeFunction', ...LOGS].sort());
     const invoke = statementsOf('poller').find((statement) => statement.Action === 'lambda:InvokeFunction');
     expect(invoke?.Resource).toEqual({ 'Fn::GetAtt': [logicalIdOf(stack.functions.worker.function), 'Arn'] });
   });
@@ -141,9 +141,23 @@ describe('least privilege', () => {
     );
   });
 
-  test('the sweeper may query, get, update and batch-get', () => {
+  test('the sweeper may query, get, update and batch-get, and publish lifecycle events', () => {
     expect(dynamoActionsOf('sweeper')).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
-    expect(actionsOf('sweeper')).toEqual([...dynamoActionsOf('sweeper'), ...LOGS].sort());
+    expect(actionsOf('sweeper')).toEqual([...dynamoActionsOf('sweeper'), 'events:PutEvents', ...LOGS].sort());
+  });
+
+  test('the worker may invoke and send to exactly the target functions and buses given in context', () => {
+    const fn = 'arn:aws:lambda:eu-west-1:123456789012:function:resize';
+    const bus = 'arn:aws:events:eu-west-1:123456789012:event-bus/orders';
+    const variant = synthApp({ TARGET_FUNCTION_ARNS: fn, TARGET_EVENT_BUS_ARNS: bus }, { bundle: false }).stack;
+    const statements = Object.values(Template.fromStack(variant).findResources('AWS::IAM::Policy'))
+      .filter((policy) => policy.Properties.Roles[0].Ref === variant.getLogicalId(variant.functions.worker.role.node.defaultChild as never))
+      .flatMap((policy) => policy.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]);
+    expect(statements.find((statement) => statement.Action === 'lambda:InvokeFunction')?.Resource).toEqual(fn);
+    expect(statements.find((statement) => statement.Action === 'events:PutEvents')?.Resource).toEqual([
+      { 'Fn::GetAtt': [variant.getLogicalId(variant.eventBus.node.defaultChild as never), 'Arn'] },
+      bus,
+    ]);
   });
 
   test('no function may scan, use a DynamoDB wildcard, or act on every resource', () => {
@@ -190,7 +204,7 @@ describe('functions', () => {
     template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 6);
   });
 
-  test('the poller is told the worker, and the worker and api the event bus', () => {
+  test('the poller is told the worker, every function the event bus, and the worker and authorizer the callback secret', () => {
     const env = (name: keyof QueueStack['functions']) =>
       template.findResources('AWS::Lambda::Function', { Properties: { Role: { 'Fn::GetAtt': [logicalIdOf(stack.functions[name].role), 'Arn'] } } });
     const variables = (name: keyof QueueStack['functions']) => Object.values(env(name))[0]?.Properties.Environment.Variables;
@@ -199,7 +213,11 @@ describe('functions', () => {
     expect(variables('api').EVENT_BUS_NAME).toEqual({ Ref: logicalIdOf(stack.eventBus) });
     expect(variables('api').API_TOKEN).toBeUndefined();
     expect(variables('authorizer').API_TOKEN).toBeUndefined();
-    expect(variables('sweeper').EVENT_BUS_NAME).toBeUndefined();
+    expect(variables('sweeper').EVENT_BUS_NAME).toEqual({ Ref: logicalIdOf(stack.eventBus) });
+    expect(variables('worker').CALLBACK_TOKEN_SECRET).toEqual(variables('authorizer').CALLBACK_TOKEN_SECRET);
+    expect(variables('worker').CALLBACK_TOKEN_SECRET).toBeDefined();
+    expect(variables('api').CALLBACK_TOKEN_SECRET).toBeUndefined();
+    expect(variables('worker').PUBLIC_API_URL).toBeDefined();
   });
 });
 
@@ -214,6 +232,13 @@ describe('API', () => {
     });
     template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: '$default', AuthorizationType: 'CUSTOM' });
     template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'GET /health', AuthorizationType: 'NONE' });
+  });
+
+  test('status callbacks and heartbeats run the authorizer uncached and without a required header, so callback tokens reach it', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', { AuthorizerResultTtlInSeconds: 0, EnableSimpleResponses: true, IdentitySource: [] });
+    for (const routeKey of ['POST /v1/jobs/{type}/{id}', 'POST /v1/jobs/{type}/{id}/heartbeat']) {
+      template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: routeKey, AuthorizationType: 'CUSTOM' });
+    }
   });
 
   test('the authorizer reads keys and records their last use, nothing more', () => {
