@@ -82,10 +82,12 @@ export async function runUntilSettled(options: {
   let settled = false;
   const pending = new Set(options.jobs.map((job) => `${job.type}\u0000${job.id}`));
   while (Date.now() - startedAtMs < options.timeoutMs) {
-    for (const key of [...pending]) {
+    // Oldest first, stopping at the first job still open: each job is read about once, however many there are.
+    for (const key of pending) {
       const [type, id] = key.split('\u0000') as [string, string];
       const job = await getJob(options.auditor, type, id);
-      if (job && ['succeeded', 'failed', 'expired', 'cancelled'].includes(job.status)) pending.delete(key);
+      if (!job || !['succeeded', 'failed', 'expired', 'cancelled'].includes(job.status)) break;
+      pending.delete(key);
     }
     if (pending.size === 0) {
       settled = true;
