@@ -1,0 +1,199 @@
+/**
+ * Model-based: fast-check drives random interleavings of enqueue, claim, run
+ * (success or failure), stale callback, cancel, replay, clock steps, sweeps and
+ * worker crashes against the store on DynamoDB Local, and checks the invariants
+ * of DESIGN §4 after every step.
+ */
+import fc from 'fast-check';
+import { expect, test } from 'vitest';
+import { completeFromCallback } from '../../lib/callbacks.js';
+import { claimJob } from '../../lib/claims.js';
+import { ConflictError } from '../../lib/errors.js';
+import { putJobType } from '../../lib/job-types.js';
+import { cancelJob, enqueueJob, getJob, replayJob } from '../../lib/jobs.js';
+import { isTerminal, jobTypeInputSchema, type Job, type JobStatus, type JobType } from '../../lib/model.js';
+import { sweepOnce } from '../../lib/sweeper.js';
+import { pollOnce, type WorkerBatch } from '../../lib/poller.js';
+import { runClaimedJob } from '../../lib/worker.js';
+import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { scaled } from './scale.js';
+
+const TYPES = ['alo', 'amo'] as const;
+type TypeName = (typeof TYPES)[number];
+
+interface Real {
+  queue: TestQueue;
+  types: Record<TypeName, JobType>;
+  /** Claims a worker holds and has not run yet; a crash forgets them. */
+  held: Map<string, Job>;
+  /** Handler starts per job, and the clock at each start. */
+  starts: Map<string, number[]>;
+}
+
+interface Model {
+  /** Every job the store accepted, by key, with the terminal status once it has one. */
+  accepted: Map<string, { type: TypeName; id: string; terminal?: JobStatus }>;
+}
+
+const keyOf = (type: string, id: string) => `${type}/${id}`;
+
+/** Invariants checked against the table after every command. */
+async function checkInvariants(model: Model, real: Real): Promise<void> {
+  for (const [key, entry] of model.accepted) {
+    const job = await getJob(real.queue.ctx, entry.type, entry.id);
+    expect(job, `${key} lost`).toBeDefined();
+    if (!job) continue;
+    expect(job.attempt, `${key} attempts`).toBeLessThanOrEqual(job.maxAttempts);
+    const open = job.status === 'running' || job.status === 'awaiting_callback' ? 1 : 0;
+    expect(job.history.length + job.historyDropped + open, `${key} history explains attempts`).toBe(job.attempt);
+    if (entry.terminal) expect(job.status, `${key} left its terminal state`).toBe(entry.terminal);
+    else if (isTerminal(job.status)) entry.terminal = job.status;
+    const starts = real.starts.get(key) ?? [];
+    if (entry.type === 'amo') expect(starts.length, `${key} at_most_once started twice`).toBeLessThanOrEqual(1);
+    for (const startedAtMs of starts) expect(startedAtMs, `${key} started before run_after`).toBeGreaterThanOrEqual(job.createdAtMs);
+  }
+}
+
+type Command = fc.AsyncCommand<Model, Real>;
+
+async function run(real: Real, job: Job, succeeds: boolean): Promise<void> {
+  const key = keyOf(job.type, job.id);
+  const handler = async () => {
+    real.starts.set(key, [...(real.starts.get(key) ?? []), real.queue.clock.nowMs()]);
+    if (!succeeds) throw new Error('failing on purpose');
+    return 'ok';
+  };
+  await runClaimedJob(real.queue.ctx, job, real.types[job.type as TypeName], {
+    registry: { handlers: { run: handler }, retryPolicies: {} },
+    worker: { id: 'w', host: 'h' },
+  });
+}
+
+const command = (name: string, run: (model: Model, real: Real) => Promise<void>): Command => ({
+  check: () => true,
+  run: async (model, real) => {
+    await run(model, real);
+    await checkInvariants(model, real);
+  },
+  toString: () => name,
+});
+
+const typeArb = fc.constantFrom(...TYPES);
+const idArb = fc.integer({ min: 0, max: 1 }).map((n) => `j${n}`);
+const delayArb = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 90_000 }));
+
+const allCommands = [
+  fc.tuple(typeArb, idArb, delayArb).map(([type, id, delayMs]) =>
+    command(`enqueue ${type}/${id} +${delayMs}ms`, async (model, real) => {
+      const runAfterMs = real.queue.clock.nowMs() + delayMs;
+      try {
+        await enqueueJob(real.queue.ctx, real.types[type], id, { data: { id }, runAfterMs, priority: 100, weight: 1 });
+        if (!model.accepted.has(keyOf(type, id))) model.accepted.set(keyOf(type, id), { type, id });
+      } catch (error) {
+        // The same id with another body (another run_after): refused, and the stored job unchanged.
+        expect(error).toBeInstanceOf(ConflictError);
+        expect(model.accepted.has(keyOf(type, id))).toBe(true);
+      }
+    }),
+  ),
+  fc.tuple(typeArb, idArb).map(([type, id]) =>
+    command(`claim ${type}/${id}`, async (_model, real) => {
+      const before = await getJob(real.queue.ctx, type, id);
+      const claim = await claimJob(real.queue.ctx, { type, id }, real.types[type]);
+      if (claim.kind === 'claimed') {
+        expect(before?.status).toBe('queued');
+        expect(claim.job.runAfterMs).toBeLessThanOrEqual(real.queue.clock.nowMs());
+        real.held.set(keyOf(type, id), claim.job);
+      }
+    }),
+  ),
+  fc.constant(
+    command('poll: claim every due job', async (_model, real) => {
+      const invoker = { invoke: async (batch: WorkerBatch) => batch.jobs.forEach((job) => real.held.set(keyOf(job.type, job.id), job)) };
+      await pollOnce(real.queue.ctx, { jobTypes: Object.values(real.types), invoker, cursors: new Map() });
+    }),
+  ),
+  fc.boolean().map((succeeds) =>
+    command(`run every held claim, ${succeeds ? 'succeeding' : 'failing'}`, async (_model, real) => {
+      const held = [...real.held.values()];
+      real.held.clear();
+      for (const job of held) await run(real, job, succeeds);
+    }),
+  ),
+  fc.tuple(typeArb, idArb, fc.boolean()).map(([type, id, succeeds]) =>
+    command(`run a held claim of ${type}/${id} twice (a duplicate delivery), ${succeeds ? 'succeeding' : 'failing'}`, async (_model, real) => {
+      const job = real.held.get(keyOf(type, id));
+      if (!job) return;
+      real.held.delete(keyOf(type, id));
+      await Promise.all([run(real, job, succeeds), run(real, job, succeeds)]);
+    }),
+  ),
+  fc.tuple(typeArb, idArb).map(([type, id]) =>
+    command(`stale callback ${type}/${id}`, async (_model, real) => {
+      const job = await getJob(real.queue.ctx, type, id);
+      if (!job) return;
+      const callback = completeFromCallback(real.queue.ctx, real.types[type], id, { status: 'succeeded', attempt: job.attempt + 1 }, {});
+      await expect(callback).rejects.toBeInstanceOf(ConflictError);
+      expect(await getJob(real.queue.ctx, type, id)).toEqual(job);
+    }),
+  ),
+  fc.tuple(typeArb, idArb).map(([type, id]) =>
+    command(`cancel ${type}/${id}`, async (_model, real) => {
+      const before = await getJob(real.queue.ctx, type, id);
+      try {
+        const cancelled = await cancelJob(real.queue.ctx, type, id);
+        expect(before?.status).toBe('queued');
+        expect(cancelled.status).toBe('cancelled');
+      } catch (error) {
+        expect(before?.status === 'queued').toBe(false);
+        expect(await getJob(real.queue.ctx, type, id)).toEqual(before);
+      }
+    }),
+  ),
+  fc.tuple(typeArb, idArb).map(([type, id]) =>
+    command(`replay ${type}/${id}`, async (model, real) => {
+      if (!model.accepted.has(keyOf(type, id))) return;
+      const replayed = await replayJob(real.queue.ctx, real.types[type], id);
+      model.accepted.set(keyOf(type, replayed.id), { type, id: replayed.id });
+    }),
+  ),
+  fc.integer({ min: 1_000, max: 60_000 }).map((ms) =>
+    command(`advance ${ms}ms and sweep`, async (_model, real) => {
+      real.queue.clock.advance(ms);
+      await sweepOnce(real.queue.ctx, { customPolicies: {} });
+    }),
+  ),
+  fc.constant(
+    command('worker crash: held claims are forgotten', async (_model, real) => {
+      real.held.clear();
+    }),
+  ),
+];
+
+// Enqueue, poll and run are listed again so that most sequences carry jobs all the way to a start.
+const [enqueue, claim, poll, runHeld, runTwice, ...rest] = allCommands as [Arb, Arb, Arb, Arb, Arb, ...Arb[]];
+type Arb = fc.Arbitrary<Command>;
+const commands = [enqueue, enqueue, enqueue, claim, poll, poll, runHeld, runHeld, runTwice, runTwice, ...rest];
+
+test('random interleavings of every operation keep the invariants of DESIGN §4', async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.commands(commands, { maxCommands: scaled(40, 80), size: 'max' }), async (cmds) => {
+      const queue = await createTestQueue({ settings: { bucketMs: 10_000 } });
+      try {
+        const types = {} as Record<TypeName, JobType>;
+        for (const name of TYPES) {
+          const body = {
+            target: { kind: 'handler', name: 'run' },
+            visibility_timeout_s: 30,
+            ...(name === 'amo' ? { delivery_strategy: 'at_most_once' } : { attempts: 3, retry: { kind: 'fixed', delay_s: 5 } }),
+          };
+          types[name] = (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType;
+        }
+        await fc.asyncModelRun(() => ({ model: { accepted: new Map() }, real: { queue, types, held: new Map(), starts: new Map() } }), cmds);
+      } finally {
+        await queue.drop();
+      }
+    }),
+    { numRuns: scaled(15, 150), seed: Number(process.env.FC_SEED ?? Date.now() % 2 ** 31) },
+  );
+}, 300_000);
