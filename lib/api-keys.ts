@@ -8,11 +8,12 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { QueueContext } from './config.js';
 import { NotFoundError, ValidationError } from './errors.js';
-import { API_KEYS_PARTITION, DUE_INDEX, apiKeyKey } from './keys.js';
+import { API_KEYS_PARTITION, apiKeyKey } from './keys.js';
+import { listIndexedItems } from './listing.js';
 import { JOB_TYPE_NAME_PATTERN } from './model.js';
 
 export const SCOPE_ACTIONS = ['enqueue', 'read', 'callback'] as const;
@@ -187,37 +188,9 @@ export async function revokeApiKey(ctx: QueueContext, id: string): Promise<ApiKe
   }
 }
 
-const BATCH_GET_LIMIT = 100;
-
 /** Every key, revoked ones included until DynamoDB TTL removes them, oldest first. */
 export async function listApiKeys(ctx: QueueContext): Promise<ApiKey[]> {
-  const ids: string[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.settings.tableName,
-        IndexName: DUE_INDEX,
-        KeyConditionExpression: 'gsi1pk = :keys',
-        ExpressionAttributeValues: { ':keys': API_KEYS_PARTITION },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of page.Items ?? []) ids.push(String(item.gsi1sk));
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
-
-  const keys: ApiKey[] = [];
-  for (let start = 0; start < ids.length; start += BATCH_GET_LIMIT) {
-    let batch: Record<string, unknown>[] = ids.slice(start, start + BATCH_GET_LIMIT).map(apiKeyKey);
-    while (batch.length > 0) {
-      const { Responses, UnprocessedKeys } = await ctx.db.send(
-        new BatchGetCommand({ RequestItems: { [ctx.settings.tableName]: { Keys: batch } } }),
-      );
-      for (const item of Responses?.[ctx.settings.tableName] ?? []) keys.push(itemToApiKey(item));
-      batch = UnprocessedKeys?.[ctx.settings.tableName]?.Keys ?? [];
-    }
-  }
+  const keys = (await listIndexedItems(ctx, API_KEYS_PARTITION, apiKeyKey)).map(itemToApiKey);
   return keys.sort((a, b) => a.createdAtMs - b.createdAtMs || a.id.localeCompare(b.id));
 }
 

@@ -1,9 +1,10 @@
 /** Job types: stored as `TYPE#<name>` items and listed through one due-index partition. */
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './config.js';
 import { NotFoundError } from './errors.js';
 import { itemToJobType } from './items.js';
-import { DUE_INDEX, JOB_TYPES_PARTITION, jobTypeKey } from './keys.js';
+import { listIndexedItems } from './listing.js';
+import { JOB_TYPES_PARTITION, jobTypeKey } from './keys.js';
 import { jobTypeFromInput, type JobType, type JobTypeInput } from './model.js';
 import { newSigningSecret } from './signing.js';
 
@@ -48,35 +49,7 @@ export async function putJobType(
   return { jobType, created: existing === undefined, ...(generated !== undefined ? { newSigningSecret: generated } : {}) };
 }
 
-const BATCH_GET_LIMIT = 100;
-
 export async function listJobTypes(ctx: QueueContext): Promise<JobType[]> {
-  const names: string[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.settings.tableName,
-        IndexName: DUE_INDEX,
-        KeyConditionExpression: 'gsi1pk = :types',
-        ExpressionAttributeValues: { ':types': JOB_TYPES_PARTITION },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of page.Items ?? []) names.push(String(item.gsi1sk));
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
-
-  const jobTypes: JobType[] = [];
-  for (let start = 0; start < names.length; start += BATCH_GET_LIMIT) {
-    let keys: Record<string, unknown>[] = names.slice(start, start + BATCH_GET_LIMIT).map(jobTypeKey);
-    while (keys.length > 0) {
-      const { Responses, UnprocessedKeys } = await ctx.db.send(
-        new BatchGetCommand({ RequestItems: { [ctx.settings.tableName]: { Keys: keys } } }),
-      );
-      for (const item of Responses?.[ctx.settings.tableName] ?? []) jobTypes.push(itemToJobType(item));
-      keys = UnprocessedKeys?.[ctx.settings.tableName]?.Keys ?? [];
-    }
-  }
+  const jobTypes = (await listIndexedItems(ctx, JOB_TYPES_PARTITION, jobTypeKey)).map(itemToJobType);
   return jobTypes.sort((a, b) => a.name.localeCompare(b.name));
 }

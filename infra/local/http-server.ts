@@ -24,16 +24,22 @@ async function readBody(request: IncomingMessage): Promise<Buffer | undefined> {
   return Buffer.concat(chunks);
 }
 
-export function toHttpApiEvent(request: IncomingMessage, body: Buffer, requestId: string): APIGatewayProxyEventV2 {
-  const url = new URL(request.url ?? '/', 'http://localhost');
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(request.headers)) {
-    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
-  }
+/** One request as API Gateway's HTTP API (payload 2.0) hands it to a function on its `$default` route. */
+export function httpApiEvent(request: {
+  method: string;
+  url: URL;
+  /** Lower-cased names. */
+  headers: Record<string, string>;
+  body?: string;
+  isBase64Encoded: boolean;
+  requestId: string;
+  sourceIp: string;
+  protocol: string;
+}): APIGatewayProxyEventV2 {
+  const { url, headers } = request;
   const query: Record<string, string> = {};
   for (const [name, value] of url.searchParams) query[name] = query[name] === undefined ? value : `${query[name]},${value}`;
   const nowMs = Date.now();
-  const isText = body.length === 0 || /json|text/i.test(headers['content-type'] ?? '');
   return {
     version: '2.0',
     routeKey: '$default',
@@ -47,21 +53,39 @@ export function toHttpApiEvent(request: IncomingMessage, body: Buffer, requestId
       domainName: headers.host ?? 'localhost',
       domainPrefix: 'localhost',
       http: {
-        method: request.method ?? 'GET',
+        method: request.method,
         path: url.pathname,
-        protocol: `HTTP/${request.httpVersion}`,
-        sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
+        protocol: request.protocol,
+        sourceIp: request.sourceIp,
         userAgent: headers['user-agent'] ?? '',
       },
-      requestId,
+      requestId: request.requestId,
       routeKey: '$default',
       stage: '$default',
       time: new Date(nowMs).toISOString(),
       timeEpoch: nowMs,
     },
-    ...(body.length > 0 ? { body: isText ? body.toString('utf8') : body.toString('base64') } : {}),
-    isBase64Encoded: !isText,
+    ...(request.body !== undefined && request.body.length > 0 ? { body: request.body } : {}),
+    isBase64Encoded: request.isBase64Encoded,
   };
+}
+
+export function toHttpApiEvent(request: IncomingMessage, body: Buffer, requestId: string): APIGatewayProxyEventV2 {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  }
+  const isText = body.length === 0 || /json|text/i.test(headers['content-type'] ?? '');
+  return httpApiEvent({
+    method: request.method ?? 'GET',
+    url: new URL(request.url ?? '/', 'http://localhost'),
+    headers,
+    body: isText ? body.toString('utf8') : body.toString('base64'),
+    isBase64Encoded: !isText,
+    requestId,
+    sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
+    protocol: `HTTP/${request.httpVersion}`,
+  });
 }
 
 /** The least of a Lambda context a handler may touch, for a handler invoked in-process. */

@@ -11,7 +11,7 @@ import { afterEach, beforeEach } from 'vitest';
 import { createApiHandler } from '../../functions/api/app.js';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { createLocalGateway } from '../../infra/local/gateway.js';
-import { lambdaContext } from '../../infra/local/http-server.js';
+import { httpApiEvent, lambdaContext } from '../../infra/local/http-server.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
 import type { QueueContext, QueueSettings } from '../../lib/config.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
@@ -50,7 +50,6 @@ export function buildHttpApiEvent(
   options: RequestOptions & { defaultToken?: string } = {},
 ): APIGatewayProxyEventV2 {
   const url = new URL(pathWithQuery, 'http://localhost');
-  const requestId = randomUUID();
   const headers: Record<string, string> = { host: 'localhost', 'user-agent': 'api-test' };
   let text: string | undefined;
   if (options.body !== undefined) {
@@ -62,32 +61,17 @@ export function buildHttpApiEvent(
   if (token !== null && token !== undefined) headers.authorization = `Bearer ${token}`;
   for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value;
 
-  const query: Record<string, string> = {};
-  for (const [name, value] of url.searchParams) query[name] = query[name] === undefined ? value : `${query[name]},${value}`;
-  const nowMs = Date.now();
   const base64 = options.base64 === true;
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath: url.pathname,
-    rawQueryString: url.search.slice(1),
+  return httpApiEvent({
+    method,
+    url,
     headers,
-    ...(Object.keys(query).length > 0 ? { queryStringParameters: query } : {}),
-    requestContext: {
-      accountId: 'local',
-      apiId: 'local',
-      domainName: 'localhost',
-      domainPrefix: 'localhost',
-      http: { method, path: url.pathname, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'api-test' },
-      requestId,
-      routeKey: '$default',
-      stage: '$default',
-      time: new Date(nowMs).toISOString(),
-      timeEpoch: nowMs,
-    },
-    ...(text !== undefined && text.length > 0 ? { body: base64 ? Buffer.from(text, 'utf8').toString('base64') : text } : {}),
+    ...(text !== undefined ? { body: base64 ? Buffer.from(text, 'utf8').toString('base64') : text } : {}),
     isBase64Encoded: base64,
-  };
+    requestId: randomUUID(),
+    sourceIp: '127.0.0.1',
+    protocol: 'HTTP/1.1',
+  });
 }
 
 export interface ApiClient {

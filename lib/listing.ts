@@ -1,0 +1,45 @@
+/**
+ * Listing small families of items (job types, API keys) without a scan: each
+ * member is also written into one due-index partition under its name, so a
+ * query finds the names and a batch get reads the items.
+ */
+import { BatchGetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { QueueContext } from './config.js';
+import { DUE_INDEX, type ItemKey } from './keys.js';
+
+const BATCH_GET_LIMIT = 100;
+
+export async function listIndexedItems(
+  ctx: QueueContext,
+  partition: string,
+  keyOf: (name: string) => ItemKey,
+): Promise<Record<string, unknown>[]> {
+  const names: string[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.settings.tableName,
+        IndexName: DUE_INDEX,
+        KeyConditionExpression: 'gsi1pk = :partition',
+        ExpressionAttributeValues: { ':partition': partition },
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    for (const item of page.Items ?? []) names.push(String(item.gsi1sk));
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+
+  const items: Record<string, unknown>[] = [];
+  for (let start = 0; start < names.length; start += BATCH_GET_LIMIT) {
+    let keys: Record<string, unknown>[] = names.slice(start, start + BATCH_GET_LIMIT).map(keyOf);
+    while (keys.length > 0) {
+      const { Responses, UnprocessedKeys } = await ctx.db.send(
+        new BatchGetCommand({ RequestItems: { [ctx.settings.tableName]: { Keys: keys } } }),
+      );
+      items.push(...(Responses?.[ctx.settings.tableName] ?? []));
+      keys = UnprocessedKeys?.[ctx.settings.tableName]?.Keys ?? [];
+    }
+  }
+  return items;
+}
