@@ -52,7 +52,7 @@ async function runAndAudit(pollers: QueueContext[], sweepers: QueueContext[], jo
     registry: { handlers: { count: counter.handler }, retryPolicies: {} },
     auditor: queue.ctx,
     jobs,
-    timeoutMs: 90_000,
+    timeoutMs: scaled(90_000, 900_000),
   });
   const audit = await auditJobs(queue.ctx, jobs, counter.starts, types);
   return { outcome, audit, counter };
@@ -66,7 +66,7 @@ test(`four pollers and two sweepers racing over the same shards run each of ${JO
   expect(audit.findings).toEqual([]);
   expect(audit.byStatus).toEqual({ succeeded: JOBS });
   for (const { type, id } of jobs) if (type === 'amo') expect(counter.starts.get(id)).toBe(1);
-}, 120_000);
+}, scaled(120_000, 1_000_000));
 
 test('pollers and sweepers whose clocks are ± 2 s apart, one jumping back 30 s, lose nothing and start no at_most_once job twice', async () => {
   const jobs = await enqueueSpread(JOBS, 3_000);
@@ -78,4 +78,4 @@ test('pollers and sweepers whose clocks are ± 2 s apart, one jumping back 30 s,
   const { outcome, audit } = await runAndAudit(pollers, sweepers, jobs);
   expect(outcome.settled).toBe(true);
   expect(audit.findings).toEqual([]);
-}, 120_000);
+}, scaled(120_000, 1_000_000));
