@@ -57,6 +57,8 @@ interface Summary {
   invocationsPerJob: number | undefined;
   lostRaces: number | undefined;
   claimLapsed: number;
+  nodeCpuMsPerJob: number | undefined;
+  dynamoCpuMsPerJob: number | undefined;
   byPhase: Record<string, { writeUnits: number | undefined; readUnits: number | undefined; calls: number | undefined }>;
 }
 
@@ -81,6 +83,8 @@ function summarise(results: WorkloadResult[]): Summary {
     invocationsPerJob: med((r) => r.perJob.workerInvocations),
     lostRaces: med((r) => r.lostRaces),
     claimLapsed: results.reduce((sum, r) => sum + r.claimLapsed, 0),
+    nodeCpuMsPerJob: med((r) => r.cpuMsPerJob.nodeMs),
+    dynamoCpuMsPerJob: med((r) => r.cpuMsPerJob.dynamoMs),
     byPhase: Object.fromEntries(
       PHASES.map((phase) => [
         phase,
@@ -131,6 +135,7 @@ async function main(): Promise<number> {
     producerConcurrency: args.producerConcurrency,
     delivery: args.delivery,
     deadlineMs: args.deadlineSeconds * 1_000,
+    dynamoPid: dynamo.process.pid,
   };
   console.log(
     `settings: POLL_INTERVAL_MS=${settings.pollIntervalMs} SHARDS=${settings.shards} CLAIM_CONCURRENCY=${settings.claimConcurrency} CLAIM_PAGE_SIZE=${settings.claimPageSize} WORKER_BATCH_SIZE=${settings.workerBatchSize} WORKER_CONCURRENCY=${settings.workerConcurrency}; ` +
@@ -188,10 +193,14 @@ async function main(): Promise<number> {
     fmt(s.enqueuedAfterDue),
     fmt(s.writeUnitsPerJob, 2),
     fmt(s.readUnitsPerJob, 2),
+    `${fmt(s.nodeCpuMsPerJob, 2)} / ${fmt(s.dynamoCpuMsPerJob, 2)}`,
   ]);
-  if (ceilingJobsPerS !== undefined) rows.push(['ceiling', String(args.n), '-', fmt(ceilingJobsPerS), '100 %', '-', '-', '-', '-', '-', '-', '-', '-', '-']);
+  if (ceilingJobsPerS !== undefined) {
+    const ceilingCpu = `${fmt(median(ceilings.map((c) => c.cpuMsPerJob.nodeMs)), 2)} / ${fmt(median(ceilings.map((c) => c.cpuMsPerJob.dynamoMs)), 2)}`;
+    rows.push(['ceiling', String(args.n), '-', fmt(ceilingJobsPerS), '100 %', '-', '-', '-', '-', '-', '-', '-', '-', '-', ceilingCpu]);
+  }
   console.log(`\nmedians of ${args.runs} run(s); lag = started_at - due_at in ms; jobs/s of the whole run's enqueue and of draining from the first due time`);
-  console.log(table(['workload', 'N', 'enqueue/s', 'drain/s', 'of ceiling', 'p50', 'p95', 'p99', 'max', 'duplicates', 'lost', 'late enq', 'WRU/job', 'RRU/job'], rows));
+  console.log(table(['workload', 'N', 'enqueue/s', 'drain/s', 'of ceiling', 'p50', 'p95', 'p99', 'max', 'duplicates', 'lost', 'late enq', 'WRU/job', 'RRU/job', 'CPU ms/job node / ddb'], rows));
 
   const costBasis = summaries.find((s) => s.workload === 'W1-immediate') ?? summaries[0];
   let cost: ReturnType<typeof dollarsPerMillionJobs> | undefined;

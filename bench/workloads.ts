@@ -12,6 +12,7 @@ import { bucketOf, lanePartition, shardOf } from '../lib/keys.js';
 import { queryDue } from '../lib/lanes.js';
 import { jobInputFromBody, jobInputSchema, parseWith } from '../lib/model.js';
 import { perHour } from './cost.js';
+import { cpuSince, sampleCpu, type CpuSample } from './cpu.js';
 import { summariseLag, type LagSummary } from './stats.js';
 import { BENCH_TYPE, PHASES, startSystem, type Phase, type PhaseCapacity, type RunningSystem } from './system.js';
 
@@ -26,6 +27,8 @@ export interface BenchConfig {
   delivery: 'at_least_once' | 'at_most_once';
   /** Jobs never run this long after the last is due count as lost. */
   deadlineMs: number;
+  /** DynamoDB Local's process, for its CPU time. */
+  dynamoPid: number | undefined;
 }
 
 export interface WorkloadResult {
@@ -44,6 +47,12 @@ export interface WorkloadResult {
   claimLapsed: number;
   pollErrors: number;
   maxQueuedBatches: number;
+  /** CPU time per job, this process (producer, poller, worker, SDK) and DynamoDB Local. */
+  cpuMsPerJob: CpuSample;
+}
+
+function perJobCpu(cpu: CpuSample, n: number): CpuSample {
+  return { nodeMs: cpu.nodeMs / n, dynamoMs: cpu.dynamoMs === undefined ? undefined : cpu.dynamoMs / n };
 }
 
 const PAYLOAD_TEXT = 'x'.repeat(170);
@@ -158,6 +167,7 @@ export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, table
     return `${label}: enqueued ${enqueued}/${n}, started ${system.startLog.distinct}, succeeded ${c.outcomes.succeeded}, lost races ${c.lostRaces}, duplicates ${system.startLog.duplicates()}`;
   });
   try {
+    const cpuStart = sampleCpu(config.dynamoPid);
     const enqueueStartMs = Date.now();
     const runId = label.replace(/[^A-Za-z0-9]+/g, '-').replace(/-$/, '');
     const enqueuedAfterDue = await produce(
@@ -176,6 +186,7 @@ export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, table
     while (system.counts.outcomes.succeeded < n && Date.now() < deadlineMs) await sleep(20);
     // Anything still in flight (a duplicate, a late finish) is counted before the totals are read.
     await sleep(Math.max(200, config.settings.pollIntervalMs * 2));
+    const cpu = cpuSince(cpuStart, config.dynamoPid);
     await system.stop();
 
     const succeededAt = system.counts.succeededAtMs;
@@ -197,6 +208,7 @@ export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, table
       claimLapsed: system.counts.outcomes.claim_lapsed,
       pollErrors: system.counts.pollErrors,
       maxQueuedBatches: system.counts.maxQueuedBatches,
+      cpuMsPerJob: perJobCpu(cpu, n),
     };
   } finally {
     stopProgress();
@@ -207,6 +219,7 @@ export interface CeilingResult {
   n: number;
   concurrency: number;
   jobsPerS: number;
+  cpuMsPerJob: CpuSample;
 }
 
 /**
@@ -232,6 +245,7 @@ export async function runCeiling(config: BenchConfig, n: number, tableName: stri
   let done = 0;
   const stopProgress = progressLine(() => `${label}: ${done}/${n} jobs through put, claim and finish`);
   try {
+    const cpuStart = sampleCpu(config.dynamoPid);
     const startMs = Date.now();
     await Promise.all(
       Array.from({ length: config.workerConcurrency }, async () => {
@@ -250,7 +264,8 @@ export async function runCeiling(config: BenchConfig, n: number, tableName: stri
         }
       }),
     );
-    return { n, concurrency: config.workerConcurrency, jobsPerS: (n * 1_000) / (Date.now() - startMs) };
+    const jobsPerS = (n * 1_000) / (Date.now() - startMs);
+    return { n, concurrency: config.workerConcurrency, jobsPerS, cpuMsPerJob: perJobCpu(cpuSince(cpuStart, config.dynamoPid), n) };
   } finally {
     stopProgress();
     clients.base.destroy();
