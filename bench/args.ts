@@ -15,6 +15,7 @@ export interface BenchArgs {
   delivery: 'at_least_once' | 'at_most_once';
   idleSeconds: number;
   deadlineSeconds: number;
+  w2RatePerS: number;
 }
 
 const BOOLEAN_FLAGS = new Set(['split-shards', 'scale', 'help']);
@@ -32,6 +33,7 @@ export const USAGE = `npm run bench -- [options]
   --delivery D               at_least_once (default) or at_most_once
   --idle-seconds S           how long the idle poller is measured (default 20)
   --deadline-seconds S       a job not run this long after the last is due is lost (default 120)
+  --w2-rate R                jobs due per second in W2-steady (default 200)
 Queue settings come from the environment as in production (POLL_INTERVAL_MS, CLAIM_CONCURRENCY, ...).`;
 
 function positiveInteger(name: string, raw: string): number {
@@ -54,7 +56,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     }
   }
   if (values.has('help')) return 'help';
-  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'deadline-seconds']);
+  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'deadline-seconds', 'w2-rate']);
   for (const name of values.keys()) if (!known.has(name)) throw new Error(`unknown option --${name}\n${USAGE}`);
   const int = (name: string, fallback: number): number => (values.has(name) ? positiveInteger(name, values.get(name) as string) : fallback);
   const delivery = values.get('delivery') ?? 'at_least_once';
@@ -73,5 +75,6 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     delivery,
     idleSeconds: int('idle-seconds', 20),
     deadlineSeconds: int('deadline-seconds', 120),
+    w2RatePerS: int('w2-rate', 200),
   };
 }

@@ -46,6 +46,7 @@ export interface SystemOptions {
 
 export interface Start {
   dueAtMs: number;
+  claimedAtMs: number;
   startedAtMs: number;
 }
 
@@ -54,11 +55,11 @@ export class StartLog {
   readonly starts = new Map<string, Start[]>();
   distinct = 0;
   total = 0;
-  record(id: string, dueAtMs: number, startedAtMs: number): void {
+  record(id: string, start: Start): void {
     const seen = this.starts.get(id);
-    if (seen) seen.push({ dueAtMs, startedAtMs });
+    if (seen) seen.push(start);
     else {
-      this.starts.set(id, [{ dueAtMs, startedAtMs }]);
+      this.starts.set(id, [start]);
       this.distinct++;
     }
     this.total++;
@@ -66,13 +67,11 @@ export class StartLog {
   duplicates(): number {
     return this.total - this.distinct;
   }
-  /** started_at - due_at of each job's first start, measured from `fromMs` when that is later than the due time. */
-  lagsMs(fromMs = -Infinity): number[] {
-    const lags: number[] = [];
-    for (const [first] of this.starts.values()) {
-      if (first) lags.push(first.startedAtMs - Math.max(first.dueAtMs, fromMs));
-    }
-    return lags;
+  /** `to - from` of each job's first start: started - due is the scheduling lag, claimed - due and started - claimed split it. */
+  spansMs(from: keyof Start, to: keyof Start): number[] {
+    const spans: number[] = [];
+    for (const [first] of this.starts.values()) if (first) spans.push(first[to] - first[from]);
+    return spans;
   }
   lastStartMs(): number {
     let last = 0;
@@ -152,7 +151,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
 
   const startLog = new StartLog();
   const noop: JobHandler = (_data, { job }) => {
-    startLog.record(job.id, job.runAfterMs, Date.now());
+    startLog.record(job.id, { dueAtMs: job.runAfterMs, claimedAtMs: job.claimedAtMs ?? Number.NaN, startedAtMs: Date.now() });
     return undefined;
   };
   const registry: WorkerRegistry = { handlers: { [NOOP_HANDLER]: noop }, retryPolicies: {} };

@@ -37,6 +37,9 @@ export interface WorkloadResult {
   enqueueJobsPerS: number;
   drainJobsPerS: number;
   lagMs: LagSummary;
+  /** The lag split: due to claimed (finding the job: the poll interval and the query) and claimed to started (the handover). */
+  dueToClaimMs: LagSummary;
+  claimToStartMs: LagSummary;
   duplicates: number;
   lost: number;
   notSucceeded: number;
@@ -197,7 +200,9 @@ export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, table
       n,
       enqueueJobsPerS: (n * 1_000) / (enqueueEndMs - enqueueStartMs),
       drainJobsPerS: (Math.min(n, succeededAt.length) * 1_000) / Math.max(1, drainEndMs - (enqueueStartMs + spec.firstDueOffsetMs)),
-      lagMs: summariseLag(system.startLog.lagsMs()),
+      lagMs: summariseLag(system.startLog.spansMs('dueAtMs', 'startedAtMs')),
+      dueToClaimMs: summariseLag(system.startLog.spansMs('dueAtMs', 'claimedAtMs')),
+      claimToStartMs: summariseLag(system.startLog.spansMs('claimedAtMs', 'startedAtMs')),
       duplicates: system.startLog.duplicates(),
       lost: n - system.startLog.distinct,
       notSucceeded: Math.max(0, n - system.counts.outcomes.succeeded),
