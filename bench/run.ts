@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local.js';
 import { readQueueSettings } from '../lib/config.js';
 import { parseBenchArgs, USAGE, type BenchArgs } from './args.js';
-import { dollarsPerMillionJobs } from './cost.js';
+import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';
 import { median } from './stats.js';
 import { benchTableName, PHASES } from './system.js';
 import {
@@ -34,6 +34,9 @@ import {
  * so two invocations in flight fill the worker process's 32 slots.
  */
 const BENCH_SETTINGS: Record<string, string> = { POLL_INTERVAL_MS: '100', WORKER_BATCH_SIZE: '16', WORKER_CONCURRENCY: '16' };
+
+/** The production default, for the idle cost beside the bench's own interval. */
+const DEFAULT_POLL_INTERVAL_MS = 500;
 
 function w2For(n: number, ratePerS: number): WorkloadSpec {
   // WORKLOAD.md: 12 000 jobs at 200/s for 60 s, the first due 30 s in; scaled down with --n so a quick run stays quick.
@@ -172,7 +175,11 @@ async function main(): Promise<number> {
         );
       }
     }
-    if (wants('idle')) idles.push(await runIdle(config, args.idleSeconds * 1_000, benchTableName('idle'), 'idle'));
+    if (wants('idle')) {
+      for (const intervalMs of new Set([settings.pollIntervalMs, DEFAULT_POLL_INTERVAL_MS])) {
+        idles.push(await runIdle(config, intervalMs, args.idleSeconds * 1_000, benchTableName('idle'), `idle at POLL_INTERVAL_MS=${intervalMs}`));
+      }
+    }
     if (args.scale) {
       for (const n of args.scaleNs) {
         for (let run = 1; run <= args.runs; run++) {
@@ -238,9 +245,21 @@ async function main(): Promise<number> {
       `\ncost per million jobs on AWS on-demand: writes $${fmt(cost.writes, 2)} + reads $${fmt(cost.reads, 2)} + worker invokes $${fmt(cost.lambdaRequests, 3)} (${fmt(costBasis.invocationsPerJob, 3)}/job) = $${fmt(cost.total, 2)}, Lambda duration extra`,
     );
   }
-  for (const idle of idles) {
+  if (idles.length > 0) {
+    console.log(`\nidle queue (one job type, ${settings.shards} shards), per hour; DynamoDB Local bills an empty query 0, AWS at least 0.5 RRU`);
     console.log(
-      `idle: ${idle.pollers} poller(s) at POLL_INTERVAL_MS=${idle.pollIntervalMs}: ${fmt(idle.pollerReadUnitsPerHour)} RRU/h (${fmt(idle.pollerCallsPerHour)} calls/h), sweeper ${fmt(idle.sweeperReadUnitsPerHour)} RRU/h, measured over ${fmt(idle.measuredMs / 1000)} s`,
+      table(
+        ['POLL_INTERVAL_MS', 'poller calls', 'poller RRU', 'sweeper calls', 'sweeper RRU', 'AWS RRU at least', '$/month at least'],
+        idles.map((idle) => [
+          String(idle.pollIntervalMs),
+          fmt(idle.pollerCallsPerHour),
+          fmt(idle.pollerReadUnitsPerHour),
+          fmt(idle.sweeperCallsPerHour),
+          fmt(idle.sweeperReadUnitsPerHour),
+          fmt(idle.awsReadUnitsPerHourAtLeast),
+          fmt(readDollarsPerMonth(idle.awsReadUnitsPerHourAtLeast), 2),
+        ]),
+      ),
     );
   }
   const scaleSummaries = Object.values(scale).map(summarise);

@@ -287,13 +287,19 @@ export interface IdleResult {
   sweeperReadUnitsPerHour: number;
   sweeperWriteUnitsPerHour: number;
   pollerCallsPerHour: number;
+  sweeperCallsPerHour: number;
+  /**
+   * DynamoDB Local reports 0 units for a query that returns nothing; DynamoDB bills at least 0.5 RRU for
+   * every eventually consistent read call, so an empty queue costs at least this on AWS.
+   */
+  awsReadUnitsPerHourAtLeast: number;
 }
 
 /** What an empty queue costs: the pollers and the sweeper running with nothing to do. */
-export async function runIdle(config: BenchConfig, measureMs: number, tableName: string, label: string): Promise<IdleResult> {
+export async function runIdle(config: BenchConfig, pollIntervalMs: number, measureMs: number, tableName: string, label: string): Promise<IdleResult> {
   const system = await startSystem({
     endpoint: config.endpoint,
-    settings: { ...config.settings, tableName },
+    settings: { ...config.settings, pollIntervalMs, tableName },
     pollers: config.pollers,
     splitShards: config.splitShards,
     workerConcurrency: config.workerConcurrency,
@@ -308,13 +314,18 @@ export async function runIdle(config: BenchConfig, measureMs: number, tableName:
     const elapsedMs = Date.now() - startMs;
     return {
       measuredMs: elapsedMs,
-      pollIntervalMs: config.settings.pollIntervalMs,
+      pollIntervalMs,
       pollers: config.pollers,
       pollerReadUnitsPerHour: perHour(capacity.poll.readUnits + capacity.claim.readUnits, elapsedMs),
       pollerWriteUnitsPerHour: perHour(capacity.poll.writeUnits + capacity.claim.writeUnits, elapsedMs),
       pollerCallsPerHour: perHour(capacity.poll.calls + capacity.claim.calls, elapsedMs),
       sweeperReadUnitsPerHour: perHour(capacity.sweep.readUnits, elapsedMs),
       sweeperWriteUnitsPerHour: perHour(capacity.sweep.writeUnits, elapsedMs),
+      sweeperCallsPerHour: perHour(capacity.sweep.calls, elapsedMs),
+      awsReadUnitsPerHourAtLeast: perHour(
+        Math.max(capacity.poll.readUnits, capacity.poll.calls * 0.5) + Math.max(capacity.sweep.readUnits, capacity.sweep.calls * 0.5),
+        elapsedMs,
+      ),
     };
   } finally {
     stopProgress();
