@@ -16,6 +16,8 @@ export interface BenchArgs {
   idleSeconds: number;
   deadlineSeconds: number;
   w2RatePerS: number;
+  /** The bench job type's `concurrency`; undefined: unlimited. */
+  typeConcurrency: number | undefined;
 }
 
 const BOOLEAN_FLAGS = new Set(['split-shards', 'scale', 'help']);
@@ -34,6 +36,7 @@ export const USAGE = `npm run bench -- [options]
   --idle-seconds S           how long the idle poller is measured (default 20)
   --deadline-seconds S       a job not run this long after the last is due is lost (default 120)
   --w2-rate R                jobs due per second in W2-steady (default 200)
+  --type-concurrency L       the job type's concurrency limit (default: none)
 Queue settings come from the environment as in production (POLL_INTERVAL_MS, CLAIM_CONCURRENCY, ...).`;
 
 function positiveInteger(name: string, raw: string): number {
@@ -56,7 +59,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     }
   }
   if (values.has('help')) return 'help';
-  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'deadline-seconds', 'w2-rate']);
+  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'deadline-seconds', 'w2-rate', 'type-concurrency']);
   for (const name of values.keys()) if (!known.has(name)) throw new Error(`unknown option --${name}\n${USAGE}`);
   const int = (name: string, fallback: number): number => (values.has(name) ? positiveInteger(name, values.get(name) as string) : fallback);
   const delivery = values.get('delivery') ?? 'at_least_once';
@@ -76,5 +79,6 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     idleSeconds: int('idle-seconds', 20),
     deadlineSeconds: int('deadline-seconds', 120),
     w2RatePerS: int('w2-rate', 200),
+    typeConcurrency: values.has('type-concurrency') ? int('type-concurrency', 1) : undefined,
   };
 }

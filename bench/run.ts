@@ -139,6 +139,10 @@ async function main(): Promise<number> {
   };
   console.log(`bench: ${machine.cores} x ${machine.cpu}, load ${machine.loadAverageAtStart.map((l) => l.toFixed(2)).join(' ')}; starting DynamoDB Local (in memory)`);
   const dynamo = await startDynamoDbLocal();
+  // Ctrl-C must not leave DynamoDB Local running behind us.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => void dynamo.stop().finally(() => process.exit(130)));
+  }
   const config: BenchConfig = {
     endpoint: dynamo.endpoint,
     settings,
@@ -147,12 +151,13 @@ async function main(): Promise<number> {
     workerConcurrency: args.concurrency,
     producerConcurrency: args.producerConcurrency,
     delivery: args.delivery,
+    typeConcurrency: args.typeConcurrency,
     deadlineMs: args.deadlineSeconds * 1_000,
     dynamoPid: dynamo.process.pid,
   };
   console.log(
     `settings: POLL_INTERVAL_MS=${settings.pollIntervalMs} SHARDS=${settings.shards} CLAIM_CONCURRENCY=${settings.claimConcurrency} CLAIM_PAGE_SIZE=${settings.claimPageSize} WORKER_BATCH_SIZE=${settings.workerBatchSize} WORKER_CONCURRENCY=${settings.workerConcurrency}; ` +
-      `worker process concurrency ${args.concurrency}, ${args.pollers} poller(s)${args.pollers > 1 ? (args.splitShards ? ' on split shards' : ' racing over all shards') : ''}, ${args.delivery}; ` +
+      `worker process concurrency ${args.concurrency}, ${args.pollers} poller(s)${args.pollers > 1 ? (args.splitShards ? ' on split shards' : ' racing over all shards') : ''}, ${args.delivery}, job type concurrency ${args.typeConcurrency ?? 'unlimited'}; ` +
       `producer: lib enqueueJob via the api's path minus HTTP (job type read, body validated, conditional put), ${args.producerConcurrency} in flight`,
   );
 

@@ -40,6 +40,8 @@ export interface SystemOptions {
   /** Jobs the one worker process runs at once. */
   workerConcurrency: number;
   delivery: DeliveryStrategy;
+  /** The job type's concurrency limit; undefined: unlimited. */
+  typeConcurrency: number | undefined;
   /** Start the pollers and the sweeper now, or later with `start()`. */
   startNow: boolean;
 }
@@ -131,7 +133,11 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const { jobType } = await putJobType(
     adminCtx,
     BENCH_TYPE,
-    jobTypeInputSchema.parse({ target: { kind: 'handler', name: NOOP_HANDLER }, delivery_strategy: options.delivery }),
+    jobTypeInputSchema.parse({
+      target: { kind: 'handler', name: NOOP_HANDLER },
+      delivery_strategy: options.delivery,
+      concurrency: options.typeConcurrency ?? null,
+    }),
   );
 
   // One client per role, as in AWS where each is its own function: capacity is then counted per phase.

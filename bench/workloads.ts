@@ -25,6 +25,7 @@ export interface BenchConfig {
   workerConcurrency: number;
   producerConcurrency: number;
   delivery: 'at_least_once' | 'at_most_once';
+  typeConcurrency: number | undefined;
   /** Jobs never run this long after the last is due count as lost. */
   deadlineMs: number;
   /** DynamoDB Local's process, for its CPU time. */
@@ -161,6 +162,7 @@ export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, table
     splitShards: config.splitShards,
     workerConcurrency: config.workerConcurrency,
     delivery: config.delivery,
+    typeConcurrency: config.typeConcurrency,
     startNow: true,
   });
   const { n } = spec;
@@ -240,6 +242,7 @@ export async function runCeiling(config: BenchConfig, n: number, tableName: stri
     splitShards: false,
     workerConcurrency: config.workerConcurrency,
     delivery: config.delivery,
+    typeConcurrency: config.typeConcurrency,
     startNow: false,
   });
   const clients = createDynamoClients({ endpoint: config.endpoint });
@@ -304,6 +307,7 @@ export async function runIdle(config: BenchConfig, pollIntervalMs: number, measu
     splitShards: config.splitShards,
     workerConcurrency: config.workerConcurrency,
     delivery: config.delivery,
+    typeConcurrency: config.typeConcurrency,
     startNow: true,
   });
   const startMs = Date.now();
