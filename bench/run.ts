@@ -254,10 +254,12 @@ async function main(): Promise<number> {
     console.log(`\nidle queue (one job type, ${settings.shards} shards), per hour; DynamoDB Local bills an empty query 0, AWS at least 0.5 RRU`);
     console.log(
       table(
-        ['POLL_INTERVAL_MS', 'poller calls', 'poller RRU', 'sweeper calls', 'sweeper RRU', 'AWS RRU at least', '$/month at least'],
+        ['POLL_INTERVAL_MS', 'polls', 'poller calls', 'steady-state queries', 'poller RRU', 'sweeper calls', 'sweeper RRU', 'AWS RRU at least', '$/month at least'],
         idles.map((idle) => [
           String(idle.pollIntervalMs),
+          fmt(idle.pollsPerHour),
           fmt(idle.pollerCallsPerHour),
+          fmt(idle.steadyStateQueriesPerHour),
           fmt(idle.pollerReadUnitsPerHour),
           fmt(idle.sweeperCallsPerHour),
           fmt(idle.sweeperReadUnitsPerHour),

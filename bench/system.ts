@@ -91,6 +91,7 @@ export interface RunningSystem {
     outcomes: BatchResult;
     invocations: number;
     claimed: number;
+    polls: number;
     lostRaces: number;
     pollErrors: number;
     /** Time the outcome of the n-th succeeded job was recorded, for the drain time. */
@@ -166,6 +167,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     outcomes: emptyOutcomes(),
     invocations: 0,
     claimed: 0,
+    polls: 0,
     lostRaces: 0,
     pollErrors: 0,
     succeededAtMs: [],
@@ -212,6 +214,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
           signal: shutdown.signal,
           ...(shards ? { shards } : {}),
           onPoll: (result) => {
+            counts.polls++;
             counts.claimed += result.claimed;
             counts.lostRaces += result.lostRaces;
           },

@@ -290,12 +290,23 @@ export interface IdleResult {
   sweeperReadUnitsPerHour: number;
   sweeperWriteUnitsPerHour: number;
   pollerCallsPerHour: number;
+  pollsPerHour: number;
+  /**
+   * Queries an hour once a lane is older than one bucket: the previous bucket stays in every scan until
+   * CURSOR_SAFETY_MARGIN_MS after it ended, with the defaults (both 60 s) always, so two per shard per poll.
+   */
+  steadyStateQueriesPerHour: number;
   sweeperCallsPerHour: number;
   /**
    * DynamoDB Local reports 0 units for a query that returns nothing; DynamoDB bills at least 0.5 RRU for
    * every eventually consistent read call, so an empty queue costs at least this on AWS.
    */
   awsReadUnitsPerHourAtLeast: number;
+}
+
+/** Buckets each lane scan reads in steady state: the current one and those still within the cursor's safety margin. */
+export function scannedBuckets(settings: Pick<QueueSettings, 'bucketMs' | 'cursorSafetyMarginMs'>): number {
+  return 1 + Math.ceil(settings.cursorSafetyMarginMs / settings.bucketMs);
 }
 
 /** What an empty queue costs: the pollers and the sweeper running with nothing to do. */
@@ -323,6 +334,8 @@ export async function runIdle(config: BenchConfig, pollIntervalMs: number, measu
       pollerReadUnitsPerHour: perHour(capacity.poll.readUnits + capacity.claim.readUnits, elapsedMs),
       pollerWriteUnitsPerHour: perHour(capacity.poll.writeUnits + capacity.claim.writeUnits, elapsedMs),
       pollerCallsPerHour: perHour(capacity.poll.calls + capacity.claim.calls, elapsedMs),
+      pollsPerHour: perHour(system.counts.polls, elapsedMs),
+      steadyStateQueriesPerHour: perHour(system.counts.polls, elapsedMs) * config.settings.shards * scannedBuckets(config.settings),
       sweeperReadUnitsPerHour: perHour(capacity.sweep.readUnits, elapsedMs),
       sweeperWriteUnitsPerHour: perHour(capacity.sweep.writeUnits, elapsedMs),
       sweeperCallsPerHour: perHour(capacity.sweep.calls, elapsedMs),

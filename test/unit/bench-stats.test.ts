@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { dollarsPerMillionJobs, perHour, readDollarsPerMonth } from '../../bench/cost.js';
 import { median, percentile, summariseLag } from '../../bench/stats.js';
+import { scannedBuckets } from '../../bench/workloads.js';
 
 describe('percentile', () => {
   const hundred = Array.from({ length: 100 }, (_, i) => i + 1);
@@ -53,5 +54,16 @@ describe('cost', () => {
 
   test('readDollarsPerMonth prices a steady read rate over 30 days', () => {
     expect(readDollarsPerMonth(1_000_000 / 720)).toBeCloseTo(0.125);
+  });
+});
+
+describe('scannedBuckets', () => {
+  test('is two when the safety margin equals the bucket width: the previous bucket is never settled before the current one ends', () => {
+    expect(scannedBuckets({ bucketMs: 60_000, cursorSafetyMarginMs: 60_000 })).toBe(2);
+  });
+
+  test('is one without a safety margin and grows with it', () => {
+    expect(scannedBuckets({ bucketMs: 60_000, cursorSafetyMarginMs: 0 })).toBe(1);
+    expect(scannedBuckets({ bucketMs: 60_000, cursorSafetyMarginMs: 90_000 })).toBe(3);
   });
 });
