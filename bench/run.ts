@@ -205,7 +205,8 @@ async function main(): Promise<number> {
     String(s.n),
     fmt(s.enqueueJobsPerS),
     fmt(s.drainJobsPerS),
-    ceilingJobsPerS && s.drainJobsPerS ? `${fmt((100 * s.drainJobsPerS) / ceilingJobsPerS)} %` : '-',
+    // W2's drain is paced by its due times, not by the queue: no fraction of the ceiling to speak of.
+    ceilingJobsPerS && s.drainJobsPerS && s.workload !== 'W2-steady' ? `${fmt((100 * s.drainJobsPerS) / ceilingJobsPerS)} %` : '-',
     fmt(s.lagP50),
     fmt(s.lagP95),
     fmt(s.lagP99),
