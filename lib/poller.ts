@@ -41,20 +41,38 @@ const MAX_BATCH_BYTES = 900 * 1024;
 
 export function splitIntoBatches(jobs: Job[], maxJobs: number, maxBytes = MAX_BATCH_BYTES): Job[][] {
   const batches: Job[][] = [];
-  let current: Job[] = [];
-  let currentBytes = 0;
-  for (const job of jobs) {
-    const bytes = Buffer.byteLength(JSON.stringify(job), 'utf8');
-    if (current.length > 0 && (current.length >= maxJobs || currentBytes + bytes > maxBytes)) {
-      batches.push(current);
-      current = [];
-      currentBytes = 0;
-    }
-    current.push(job);
-    currentBytes += bytes;
-  }
-  if (current.length > 0) batches.push(current);
+  const builder = new BatchBuilder(maxJobs, maxBytes, (batch) => batches.push(batch));
+  for (const job of jobs) builder.add(job);
+  builder.flush();
   return batches;
+}
+
+/** Fills batches job by job and hands each over as soon as it is full, so workers start while claims are still in flight. */
+export class BatchBuilder {
+  private current: Job[] = [];
+  private currentBytes = 0;
+
+  constructor(
+    private readonly maxJobs: number,
+    private readonly maxBytes: number,
+    private readonly onBatch: (jobs: Job[]) => void,
+  ) {}
+
+  add(job: Job): void {
+    const bytes = Buffer.byteLength(JSON.stringify(job), 'utf8');
+    if (this.current.length > 0 && this.currentBytes + bytes > this.maxBytes) this.flush();
+    this.current.push(job);
+    this.currentBytes += bytes;
+    if (this.current.length >= this.maxJobs) this.flush();
+  }
+
+  flush(): void {
+    if (this.current.length === 0) return;
+    const batch = this.current;
+    this.current = [];
+    this.currentBytes = 0;
+    this.onBatch(batch);
+  }
 }
 
 function dueLagMs(gsi1sk: string, nowMs: number): number {
@@ -78,7 +96,21 @@ export async function pollOnce(
   };
   const nowMs = ctx.nowMs();
   const claimLimit = pLimit(settings.claimConcurrency);
-  const claimedJobs: Job[] = [];
+  const jobTypes = Object.fromEntries(options.jobTypes.map((jobType) => [jobType.name, jobType]));
+  const dispatches: Promise<void>[] = [];
+  const dispatch = async (jobs: Job[]): Promise<void> => {
+    try {
+      await options.invoker.invoke({ jobs, jobTypes });
+      result.dispatched += jobs.length;
+    } catch {
+      // The batch never reached a worker: hand the claims back now rather than wait out the visibility
+      // timeout. A release that fails leaves the claim to lapse; the sweeper then releases it too.
+      const released = await Promise.allSettled(jobs.map((job) => releaseClaim(ctx, job)));
+      result.released += released.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
+    }
+  };
+  // A batch is handed over as soon as it is full, so its jobs do not wait for the rest of the poll's claims.
+  const batches = new BatchBuilder(settings.workerBatchSize, MAX_BATCH_BYTES, (jobs) => dispatches.push(dispatch(jobs)));
 
   // A paused type (concurrency 0) keeps its jobs queued; nothing is claimed.
   const activeTypes = options.jobTypes.filter((jobType) => jobType.concurrency !== 0);
@@ -108,7 +140,7 @@ export async function pollOnce(
             const claim = await claimJob(ctx, parseJobPk(entry.pk), jobType);
             if (claim.kind === 'claimed') {
               result.claimed++;
-              claimedJobs.push(claim.job);
+              batches.add(claim.job);
             } else if (claim.kind === 'expired') result.expired++;
             else result.lostRaces++;
           }),
@@ -118,20 +150,8 @@ export async function pollOnce(
     }),
   );
 
-  const jobTypes = Object.fromEntries(options.jobTypes.map((jobType) => [jobType.name, jobType]));
-  await Promise.allSettled(
-    splitIntoBatches(claimedJobs, settings.workerBatchSize).map(async (jobs) => {
-      try {
-        await options.invoker.invoke({ jobs, jobTypes });
-        result.dispatched += jobs.length;
-      } catch {
-        // The batch never reached a worker: hand the claims back now rather than wait out the visibility
-        // timeout. A release that fails leaves the claim to lapse; the sweeper then releases it too.
-        const released = await Promise.allSettled(jobs.map((job) => releaseClaim(ctx, job)));
-        result.released += released.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
-      }
-    }),
-  );
+  batches.flush();
+  await Promise.all(dispatches);
   // Reported only now, after everything claimed was handed over or released.
   throwFirstRejection(scanOutcomes);
   return result;
