@@ -47,6 +47,9 @@ export interface WorkloadResult {
   enqueuedAfterDue: number;
   perJob: { writeUnits: number; readUnits: number; workerInvocations: number; byPhase: Record<Phase, { writeUnits: number; readUnits: number; calls: number }> };
   capacity: Record<Phase, PhaseCapacity>;
+  /** Claims won and polls made by the pollers; more claims than jobs means some ran again. */
+  claimed: number;
+  polls: number;
   lostRaces: number;
   claimLapsed: number;
   pollErrors: number;
@@ -211,6 +214,8 @@ export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, table
       enqueuedAfterDue,
       perJob: perJobOf(capacity, n, system.counts.invocations),
       capacity,
+      claimed: system.counts.claimed,
+      polls: system.counts.polls,
       lostRaces: system.counts.lostRaces,
       claimLapsed: system.counts.outcomes.claim_lapsed,
       pollErrors: system.counts.pollErrors,
