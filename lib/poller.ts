@@ -180,7 +180,7 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
   });
 }
 
-/** Polls until the run time is over: at once again while a lane is saturated, after the poll interval otherwise. */
+/** Polls until the run time is over: at once again while a lane is saturated, otherwise one poll interval after the last poll began. */
 export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOptions): Promise<PollResult> {
   const sleep = options.sleep ?? abortableSleep;
   const refreshMs = options.jobTypesRefreshMs ?? 5_000;
@@ -190,6 +190,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   let jobTypes: JobType[] = [];
   let jobTypesReadAtMs = -Infinity;
   do {
+    const pollStartedAtMs = ctx.nowMs();
     try {
       if (ctx.nowMs() - jobTypesReadAtMs >= refreshMs) {
         jobTypes = await listJobTypes(ctx);
@@ -203,7 +204,8 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
       totals.released += result.released;
       totals.oldestDueLagMs = Math.max(totals.oldestDueLagMs, result.oldestDueLagMs);
       options.onPoll?.(result);
-      if (!result.saturated) await sleep(ctx.settings.pollIntervalMs, options.signal);
+      // Polls start every interval, not an interval after the last one ended: a slow poll does not stretch the lag.
+      if (!result.saturated) await sleep(Math.max(0, ctx.settings.pollIntervalMs - (ctx.nowMs() - pollStartedAtMs)), options.signal);
     } catch (error) {
       options.onError?.(error);
       cursors.clear();

@@ -1,0 +1,84 @@
+/** The bench's command line: `--name value` or `--name=value` pairs and bare boolean flags. */
+
+export interface BenchArgs {
+  n: number;
+  /** Jobs the worker process runs at once (WORKLOAD.md: 32); the ceiling runs at the same concurrency. */
+  concurrency: number;
+  producerConcurrency: number;
+  shards: number | undefined;
+  pollers: number;
+  splitShards: boolean;
+  runs: number;
+  only: string[] | undefined;
+  scale: boolean;
+  scaleNs: number[];
+  delivery: 'at_least_once' | 'at_most_once';
+  idleSeconds: number;
+  deadlineSeconds: number;
+  w2RatePerS: number;
+  /** The bench job type's `concurrency`; undefined: unlimited. */
+  typeConcurrency: number | undefined;
+}
+
+const BOOLEAN_FLAGS = new Set(['split-shards', 'scale', 'help']);
+
+export const USAGE = `npm run bench -- [options]
+  --n N                      jobs in W1 (default 20000); W2 scales with it (12000 at N=20000)
+  --concurrency C            jobs the worker process runs at once, and the ceiling's loops (default 32)
+  --producer-concurrency P   enqueue requests in flight (default 32)
+  --shards S                 due-index shards (default: SHARDS or 4)
+  --pollers K                pollers running at once (default 1); they race over all shards unless --split-shards
+  --split-shards             give each poller its own subset of shards
+  --runs R                   runs of each workload; medians are reported (default 3)
+  --only a,b                 run only these of: W1-delayed, W1-immediate, W2-steady, ceiling, idle
+  --scale                    also run W1-immediate at N = 2000, 20000, 200000 (--scale-ns to change)
+  --delivery D               at_least_once (default) or at_most_once
+  --idle-seconds S           how long the idle poller is measured (default 20)
+  --deadline-seconds S       a job not run this long after the last is due is lost (default 120)
+  --w2-rate R                jobs due per second in W2-steady (default 200)
+  --type-concurrency L       the job type's concurrency limit (default: none)
+Queue settings come from the environment as in production (POLL_INTERVAL_MS, CLAIM_CONCURRENCY, ...).`;
+
+function positiveInteger(name: string, raw: string): number {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a positive integer, got "${raw}"`);
+  return value;
+}
+
+export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
+  const values = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (!arg.startsWith('--')) throw new Error(`unexpected argument "${arg}"\n${USAGE}`);
+    const [name, inline] = arg.slice(2).split('=', 2) as [string, string | undefined];
+    if (BOOLEAN_FLAGS.has(name)) values.set(name, inline ?? 'true');
+    else {
+      const value = inline ?? argv[++i];
+      if (value === undefined) throw new Error(`--${name} needs a value`);
+      values.set(name, value);
+    }
+  }
+  if (values.has('help')) return 'help';
+  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'deadline-seconds', 'w2-rate', 'type-concurrency']);
+  for (const name of values.keys()) if (!known.has(name)) throw new Error(`unknown option --${name}\n${USAGE}`);
+  const int = (name: string, fallback: number): number => (values.has(name) ? positiveInteger(name, values.get(name) as string) : fallback);
+  const delivery = values.get('delivery') ?? 'at_least_once';
+  if (delivery !== 'at_least_once' && delivery !== 'at_most_once') throw new Error(`--delivery must be at_least_once or at_most_once, got "${delivery}"`);
+  return {
+    n: int('n', 20_000),
+    concurrency: int('concurrency', 32),
+    producerConcurrency: int('producer-concurrency', 32),
+    shards: values.has('shards') ? int('shards', 4) : undefined,
+    pollers: int('pollers', 1),
+    splitShards: values.get('split-shards') === 'true',
+    runs: int('runs', 3),
+    only: values.get('only')?.split(',').map((name) => name.trim()),
+    scale: values.get('scale') === 'true',
+    scaleNs: values.get('scale-ns')?.split(',').map((raw) => positiveInteger('scale-ns', raw)) ?? [2_000, 20_000, 200_000],
+    delivery,
+    idleSeconds: int('idle-seconds', 20),
+    deadlineSeconds: int('deadline-seconds', 120),
+    w2RatePerS: int('w2-rate', 200),
+    typeConcurrency: values.has('type-concurrency') ? int('type-concurrency', 1) : undefined,
+  };
+}

@@ -1,0 +1,301 @@
+/**
+ * `npm run bench`: the workloads of ../shared/WORKLOAD.md on a DynamoDB Local
+ * of its own, through the real poller, worker and sweeper code. Prints a table,
+ * writes the raw figures to bench/results/, and exits non-zero on any duplicate
+ * or lost job.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startDynamoDbLocal } from '../infra/local/dynamodb-local.js';
+import { readQueueSettings } from '../lib/config.js';
+import { parseBenchArgs, USAGE, type BenchArgs } from './args.js';
+import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';
+import { median } from './stats.js';
+import { benchTableName, PHASES } from './system.js';
+import {
+  runCeiling,
+  runIdle,
+  runWorkload,
+  w1Delayed,
+  w1Immediate,
+  w2Steady,
+  type BenchConfig,
+  type CeilingResult,
+  type IdleResult,
+  type WorkloadResult,
+  type WorkloadSpec,
+} from './workloads.js';
+
+/**
+ * Queue settings the bench runs with unless the environment says otherwise: a 100 ms poll interval
+ * (the 500 ms default alone would put W2's p99 lag near 500 ms), and batches of 16 run 16 at a time,
+ * so two invocations in flight fill the worker process's 32 slots.
+ */
+const BENCH_SETTINGS: Record<string, string> = { POLL_INTERVAL_MS: '100', WORKER_BATCH_SIZE: '16', WORKER_CONCURRENCY: '16' };
+
+/** The production default, for the idle cost beside the bench's own interval. */
+const DEFAULT_POLL_INTERVAL_MS = 500;
+
+function w2For(n: number, ratePerS: number): WorkloadSpec {
+  // WORKLOAD.md: 12 000 jobs at 200/s for 60 s, the first due 30 s in; scaled down with --n so a quick run stays quick.
+  const jobs = Math.round((Math.min(12_000, Math.round(n * 0.6)) * ratePerS) / 200);
+  return w2Steady(jobs, ratePerS, Math.max(5_000, Math.round((30_000 * jobs) / 12_000)));
+}
+
+interface Summary {
+  workload: string;
+  n: number;
+  runs: number;
+  enqueueJobsPerS: number | undefined;
+  drainJobsPerS: number | undefined;
+  lagP50: number | undefined;
+  lagP95: number | undefined;
+  lagP99: number | undefined;
+  lagMax: number | undefined;
+  dueToClaimP50: number | undefined;
+  dueToClaimP99: number | undefined;
+  claimToStartP50: number | undefined;
+  claimToStartP99: number | undefined;
+  duplicates: number;
+  lost: number;
+  enqueuedAfterDue: number | undefined;
+  writeUnitsPerJob: number | undefined;
+  readUnitsPerJob: number | undefined;
+  invocationsPerJob: number | undefined;
+  lostRaces: number | undefined;
+  claimLapsed: number;
+  nodeCpuMsPerJob: number | undefined;
+  dynamoCpuMsPerJob: number | undefined;
+  byPhase: Record<string, { writeUnits: number | undefined; readUnits: number | undefined; calls: number | undefined }>;
+}
+
+function summarise(results: WorkloadResult[]): Summary {
+  const first = results[0] as WorkloadResult;
+  const med = (pick: (result: WorkloadResult) => number | undefined) => median(results.map(pick));
+  return {
+    workload: first.workload,
+    n: first.n,
+    runs: results.length,
+    enqueueJobsPerS: med((r) => r.enqueueJobsPerS),
+    drainJobsPerS: med((r) => r.drainJobsPerS),
+    lagP50: med((r) => r.lagMs.p50),
+    lagP95: med((r) => r.lagMs.p95),
+    lagP99: med((r) => r.lagMs.p99),
+    lagMax: med((r) => r.lagMs.max),
+    dueToClaimP50: med((r) => r.dueToClaimMs.p50),
+    dueToClaimP99: med((r) => r.dueToClaimMs.p99),
+    claimToStartP50: med((r) => r.claimToStartMs.p50),
+    claimToStartP99: med((r) => r.claimToStartMs.p99),
+    duplicates: results.reduce((sum, r) => sum + r.duplicates, 0),
+    lost: results.reduce((sum, r) => sum + r.lost, 0),
+    enqueuedAfterDue: med((r) => r.enqueuedAfterDue),
+    writeUnitsPerJob: med((r) => r.perJob.writeUnits),
+    readUnitsPerJob: med((r) => r.perJob.readUnits),
+    invocationsPerJob: med((r) => r.perJob.workerInvocations),
+    lostRaces: med((r) => r.lostRaces),
+    claimLapsed: results.reduce((sum, r) => sum + r.claimLapsed, 0),
+    nodeCpuMsPerJob: med((r) => r.cpuMsPerJob.nodeMs),
+    dynamoCpuMsPerJob: med((r) => r.cpuMsPerJob.dynamoMs),
+    byPhase: Object.fromEntries(
+      PHASES.map((phase) => [
+        phase,
+        {
+          writeUnits: med((r) => r.perJob.byPhase[phase].writeUnits),
+          readUnits: med((r) => r.perJob.byPhase[phase].readUnits),
+          calls: med((r) => r.perJob.byPhase[phase].calls),
+        },
+      ]),
+    ),
+  };
+}
+
+const fmt = (value: number | undefined, digits = 0): string => (value === undefined ? '-' : value.toFixed(digits));
+
+function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const line = (cells: string[]) => cells.map((cell, column) => cell.padStart(widths[column] as number)).join('  ');
+  return [line(headers), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
+}
+
+async function main(): Promise<number> {
+  const parsed = parseBenchArgs(process.argv.slice(2));
+  if (parsed === 'help') {
+    console.log(USAGE);
+    return 0;
+  }
+  const args: BenchArgs = parsed;
+  const env = { ...BENCH_SETTINGS, ...process.env, TABLE_NAME: 'bench', ...(args.shards ? { SHARDS: String(args.shards) } : {}) };
+  const { tableName: _unused, ...settings } = readQueueSettings(env);
+  const wants = (name: string) => args.only === undefined || args.only.includes(name);
+
+  const machine = {
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    loadAverageAtStart: loadavg(),
+  };
+  console.log(`bench: ${machine.cores} x ${machine.cpu}, load ${machine.loadAverageAtStart.map((l) => l.toFixed(2)).join(' ')}; starting DynamoDB Local (in memory)`);
+  const dynamo = await startDynamoDbLocal();
+  // Ctrl-C must not leave DynamoDB Local running behind us.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => void dynamo.stop().finally(() => process.exit(130)));
+  }
+  const config: BenchConfig = {
+    endpoint: dynamo.endpoint,
+    settings,
+    pollers: args.pollers,
+    splitShards: args.splitShards,
+    workerConcurrency: args.concurrency,
+    producerConcurrency: args.producerConcurrency,
+    delivery: args.delivery,
+    typeConcurrency: args.typeConcurrency,
+    deadlineMs: args.deadlineSeconds * 1_000,
+    dynamoPid: dynamo.process.pid,
+  };
+  console.log(
+    `settings: POLL_INTERVAL_MS=${settings.pollIntervalMs} SHARDS=${settings.shards} CLAIM_CONCURRENCY=${settings.claimConcurrency} CLAIM_PAGE_SIZE=${settings.claimPageSize} WORKER_BATCH_SIZE=${settings.workerBatchSize} WORKER_CONCURRENCY=${settings.workerConcurrency}; ` +
+      `worker process concurrency ${args.concurrency}, ${args.pollers} poller(s)${args.pollers > 1 ? (args.splitShards ? ' on split shards' : ' racing over all shards') : ''}, ${args.delivery}, job type concurrency ${args.typeConcurrency ?? 'unlimited'}; ` +
+      `producer: lib enqueueJob via the api's path minus HTTP (job type read, body validated, conditional put), ${args.producerConcurrency} in flight`,
+  );
+
+  const raw: Record<string, WorkloadResult[]> = {};
+  const ceilings: CeilingResult[] = [];
+  const idles: IdleResult[] = [];
+  const scale: Record<string, WorkloadResult[]> = {};
+  try {
+    // DynamoDB Local is a JVM: its first thousands of calls run slower while the JIT compiles them.
+    await runCeiling(config, Math.min(args.n, 3_000), benchTableName('warmup'), 'warm-up');
+    const specs = [w1Delayed(args.n), w1Immediate(args.n), w2For(args.n, args.w2RatePerS)].filter((spec) => wants(spec.name));
+    for (let run = 1; run <= args.runs; run++) {
+      // The ceiling and the workloads alternate inside each run, so load on the machine affects them alike.
+      if (wants('ceiling')) ceilings.push(await runCeiling(config, args.n, benchTableName('ceiling'), `ceiling run ${run}/${args.runs}`));
+      for (const spec of specs) {
+        const result = await runWorkload(config, spec, benchTableName(spec.name), `${spec.name} run ${run}/${args.runs}`);
+        (raw[spec.name] ??= []).push(result);
+        console.log(
+          `${spec.name} run ${run}: drain ${fmt(result.drainJobsPerS)} jobs/s, lag p99 ${fmt(result.lagMs.p99)} ms max ${fmt(result.lagMs.max)} ms, ${fmt(result.perJob.writeUnits, 2)} WRU/job, duplicates ${result.duplicates}, lost ${result.lost}`,
+        );
+      }
+    }
+    if (wants('idle')) {
+      for (const intervalMs of new Set([settings.pollIntervalMs, DEFAULT_POLL_INTERVAL_MS])) {
+        idles.push(await runIdle(config, intervalMs, args.idleSeconds * 1_000, benchTableName('idle'), `idle at POLL_INTERVAL_MS=${intervalMs}`));
+      }
+    }
+    if (args.scale) {
+      for (const n of args.scaleNs) {
+        for (let run = 1; run <= args.runs; run++) {
+          const result = await runWorkload(config, w1Immediate(n, `W1-immediate N=${n}`), benchTableName(`scale-${n}`), `scale N=${n} run ${run}/${args.runs}`);
+          (scale[String(n)] ??= []).push(result);
+          console.log(`scale N=${n} run ${run}: drain ${fmt(result.drainJobsPerS)} jobs/s, lag p99 ${fmt(result.lagMs.p99)} ms, duplicates ${result.duplicates}, lost ${result.lost}`);
+        }
+      }
+    }
+  } finally {
+    await dynamo.stop();
+  }
+
+  const summaries = Object.values(raw).map(summarise);
+  const ceilingJobsPerS = median(ceilings.map((c) => c.jobsPerS));
+  const rows = summaries.map((s) => [
+    s.workload,
+    String(s.n),
+    fmt(s.enqueueJobsPerS),
+    fmt(s.drainJobsPerS),
+    // W2's drain is paced by its due times, not by the queue: no fraction of the ceiling to speak of.
+    ceilingJobsPerS && s.drainJobsPerS && s.workload !== 'W2-steady' ? `${fmt((100 * s.drainJobsPerS) / ceilingJobsPerS)} %` : '-',
+    fmt(s.lagP50),
+    fmt(s.lagP95),
+    fmt(s.lagP99),
+    fmt(s.lagMax),
+    s.duplicates > 0 ? `FAILURE ${s.duplicates}` : '0',
+    s.lost > 0 ? `FAILURE ${s.lost}` : '0',
+    fmt(s.enqueuedAfterDue),
+    fmt(s.writeUnitsPerJob, 2),
+    fmt(s.readUnitsPerJob, 2),
+    `${fmt(s.nodeCpuMsPerJob, 2)} / ${fmt(s.dynamoCpuMsPerJob, 2)}`,
+  ]);
+  if (ceilingJobsPerS !== undefined) {
+    const ceilingCpu = `${fmt(median(ceilings.map((c) => c.cpuMsPerJob.nodeMs)), 2)} / ${fmt(median(ceilings.map((c) => c.cpuMsPerJob.dynamoMs)), 2)}`;
+    rows.push(['ceiling', String(args.n), '-', fmt(ceilingJobsPerS), '100 %', '-', '-', '-', '-', '-', '-', '-', '-', '-', ceilingCpu]);
+  }
+  console.log(`\nmedians of ${args.runs} run(s); lag = started_at - due_at in ms; jobs/s of the whole run's enqueue and of draining from the first due time`);
+  console.log(table(['workload', 'N', 'enqueue/s', 'drain/s', 'of ceiling', 'p50', 'p95', 'p99', 'max', 'duplicates', 'lost', 'late enq', 'WRU/job', 'RRU/job', 'CPU ms/job node / ddb'], rows));
+
+  console.log('\nlag split (medians, ms): due -> claimed is finding the job (poll interval, query), claimed -> started the handover (claims in the same poll, dispatch, worker queue)');
+  console.log(
+    table(
+      ['workload', 'due->claimed p50', 'p99', 'claimed->started p50', 'p99'],
+      summaries.map((s) => [s.workload, fmt(s.dueToClaimP50), fmt(s.dueToClaimP99), fmt(s.claimToStartP50), fmt(s.claimToStartP99)]),
+    ),
+  );
+
+  const costBasis = summaries.find((s) => s.workload === 'W1-immediate') ?? summaries[0];
+  let cost: ReturnType<typeof dollarsPerMillionJobs> | undefined;
+  if (costBasis?.writeUnitsPerJob !== undefined && costBasis.readUnitsPerJob !== undefined && costBasis.invocationsPerJob !== undefined) {
+    console.log(`\ncapacity per job by phase (${costBasis.workload}, medians): ReturnConsumedCapacity TOTAL on every call`);
+    console.log(
+      table(
+        ['phase', 'WRU/job', 'RRU/job', 'calls/job'],
+        PHASES.map((phase) => {
+          const p = costBasis.byPhase[phase];
+          return [phase, fmt(p?.writeUnits, 3), fmt(p?.readUnits, 3), fmt(p?.calls, 3)];
+        }),
+      ),
+    );
+    cost = dollarsPerMillionJobs({ writeUnits: costBasis.writeUnitsPerJob, readUnits: costBasis.readUnitsPerJob, workerInvocations: costBasis.invocationsPerJob });
+    console.log(
+      `\ncost per million jobs on AWS on-demand: writes $${fmt(cost.writes, 2)} + reads $${fmt(cost.reads, 2)} + worker invokes $${fmt(cost.lambdaRequests, 3)} (${fmt(costBasis.invocationsPerJob, 3)}/job) = $${fmt(cost.total, 2)}, Lambda duration extra`,
+    );
+  }
+  if (idles.length > 0) {
+    console.log(`\nidle queue (one job type, ${settings.shards} shards), per hour; DynamoDB Local bills an empty query 0, AWS at least 0.5 RRU`);
+    console.log(
+      table(
+        ['POLL_INTERVAL_MS', 'polls', 'poller calls', 'steady-state queries', 'poller RRU', 'sweeper calls', 'sweeper RRU', 'AWS RRU at least', '$/month at least'],
+        idles.map((idle) => [
+          String(idle.pollIntervalMs),
+          fmt(idle.pollsPerHour),
+          fmt(idle.pollerCallsPerHour),
+          fmt(idle.steadyStateQueriesPerHour),
+          fmt(idle.pollerReadUnitsPerHour),
+          fmt(idle.sweeperCallsPerHour),
+          fmt(idle.sweeperReadUnitsPerHour),
+          fmt(idle.awsReadUnitsPerHourAtLeast),
+          fmt(readDollarsPerMonth(idle.awsReadUnitsPerHourAtLeast), 2),
+        ]),
+      ),
+    );
+  }
+  const scaleSummaries = Object.values(scale).map(summarise);
+  if (scaleSummaries.length > 0) {
+    console.log('\nscale curve (W1-immediate, medians)');
+    console.log(table(['N', 'drain/s', 'p50', 'p99', 'max', 'WRU/job', 'RRU/job', 'duplicates', 'lost'], scaleSummaries.map((s) => [String(s.n), fmt(s.drainJobsPerS), fmt(s.lagP50), fmt(s.lagP99), fmt(s.lagMax), fmt(s.writeUnitsPerJob, 2), fmt(s.readUnitsPerJob, 2), String(s.duplicates), String(s.lost)])));
+  }
+  machine.loadAverageAtStart = machine.loadAverageAtStart.map((l) => Number(l.toFixed(2)));
+  const failures = [...summaries, ...scaleSummaries].filter((s) => s.duplicates > 0 || s.lost > 0);
+  const outDir = join(dirname(fileURLToPath(import.meta.url)), 'results');
+  await mkdir(outDir, { recursive: true });
+  const outFile = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  await writeFile(
+    outFile,
+    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, scale: scaleSummaries, raw, rawScale: scale }, null, 2)}\n`,
+  );
+  console.log(`\nwrote ${outFile}`);
+  if (failures.length > 0) {
+    console.error(`FAILURE: duplicates or lost jobs in ${failures.map((s) => s.workload).join(', ')}`);
+    return 1;
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(2);
+  },
+);

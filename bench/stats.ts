@@ -1,0 +1,34 @@
+/** Summary statistics for the benchmark: nearest-rank percentiles and medians of runs. */
+
+/** The p-th percentile (0–100) by nearest rank; undefined for no samples. `sorted` must be ascending. */
+export function percentile(sorted: readonly number[], p: number): number | undefined {
+  if (sorted.length === 0) return undefined;
+  if (p <= 0) return sorted[0];
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, rank) - 1];
+}
+
+export interface LagSummary {
+  p50: number | undefined;
+  p95: number | undefined;
+  p99: number | undefined;
+  max: number | undefined;
+}
+
+export function summariseLag(lagsMs: readonly number[]): LagSummary {
+  const sorted = [...lagsMs].sort((a, b) => a - b);
+  return {
+    p50: percentile(sorted, 50),
+    p95: percentile(sorted, 95),
+    p99: percentile(sorted, 99),
+    max: sorted.at(-1),
+  };
+}
+
+/** The median of the defined values (the mean of the middle two for an even count); undefined when there are none. */
+export function median(values: readonly (number | undefined)[]): number | undefined {
+  const sorted = values.filter((value): value is number => value !== undefined && Number.isFinite(value)).sort((a, b) => a - b);
+  if (sorted.length === 0) return undefined;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}

@@ -1,0 +1,253 @@
+/**
+ * The queue as it runs in production, wired in one process for a benchmark: the
+ * real poller loop, worker batches and sweeper, each on its own DynamoDB client
+ * so capacity is counted per phase, and a no-op handler that records when each
+ * job started.
+ */
+import { randomUUID } from 'node:crypto';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import pLimit from 'p-limit';
+import { createSweeperHandler } from '../functions/sweeper/app.js';
+import { trackConsumedCapacity, type CapacityTotals } from '../lib/capacity.js';
+import { createQueueContext, type QueueContext, type QueueSettings } from '../lib/config.js';
+import { createDynamoClients, type DynamoClients } from '../lib/dynamodb.js';
+import { putJobType } from '../lib/job-types.js';
+import { jobTypeInputSchema, type DeliveryStrategy, type JobType } from '../lib/model.js';
+import { runPollerLoop, type WorkerBatch, type WorkerInvoker } from '../lib/poller.js';
+import { ensureTable } from '../lib/table.js';
+import { runWorkerBatch, type BatchResult, type JobHandler, type WorkerRegistry } from '../lib/worker.js';
+
+export const PHASES = ['enqueue', 'poll', 'claim', 'finish', 'sweep'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export interface PhaseCapacity {
+  writeUnits: number;
+  readUnits: number;
+  calls: number;
+  byCommand: CapacityTotals['byCommand'];
+}
+
+export const BENCH_TYPE = 'bench-noop';
+const NOOP_HANDLER = 'bench_noop';
+
+export interface SystemOptions {
+  endpoint: string;
+  settings: QueueSettings;
+  /** Pollers running at once. */
+  pollers: number;
+  /** Give each poller its own subset of shards instead of letting them race over all of them. */
+  splitShards: boolean;
+  /** Jobs the one worker process runs at once. */
+  workerConcurrency: number;
+  delivery: DeliveryStrategy;
+  /** The job type's concurrency limit; undefined: unlimited. */
+  typeConcurrency: number | undefined;
+  /** Start the pollers and the sweeper now, or later with `start()`. */
+  startNow: boolean;
+}
+
+export interface Start {
+  dueAtMs: number;
+  claimedAtMs: number;
+  startedAtMs: number;
+}
+
+/** Who started what, when: the no-op handler's record. */
+export class StartLog {
+  readonly starts = new Map<string, Start[]>();
+  distinct = 0;
+  total = 0;
+  record(id: string, start: Start): void {
+    const seen = this.starts.get(id);
+    if (seen) seen.push(start);
+    else {
+      this.starts.set(id, [start]);
+      this.distinct++;
+    }
+    this.total++;
+  }
+  duplicates(): number {
+    return this.total - this.distinct;
+  }
+  /** `to - from` of each job's first start: started - due is the scheduling lag, claimed - due and started - claimed split it. */
+  spansMs(from: keyof Start, to: keyof Start): number[] {
+    const spans: number[] = [];
+    for (const [first] of this.starts.values()) if (first) spans.push(first[to] - first[from]);
+    return spans;
+  }
+  lastStartMs(): number {
+    let last = 0;
+    for (const [first] of this.starts.values()) if (first && first.startedAtMs > last) last = first.startedAtMs;
+    return last;
+  }
+}
+
+export interface RunningSystem {
+  tableName: string;
+  jobType: JobType;
+  producerCtx: QueueContext;
+  startLog: StartLog;
+  counts: {
+    outcomes: BatchResult;
+    invocations: number;
+    claimed: number;
+    polls: number;
+    lostRaces: number;
+    pollErrors: number;
+    /** Time the outcome of the n-th succeeded job was recorded, for the drain time. */
+    succeededAtMs: number[];
+    maxQueuedBatches: number;
+  };
+  capacity(): Record<Phase, PhaseCapacity>;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+function emptyOutcomes(): BatchResult {
+  return { succeeded: 0, failed: 0, retrying: 0, awaiting_callback: 0, expired: 0, claim_lapsed: 0, already_started: 0, stale: 0, error: 0 };
+}
+
+const READ_COMMANDS = new Set(['QueryCommand', 'GetItemCommand', 'BatchGetItemCommand', 'ScanCommand']);
+
+function sumCommands(totals: CapacityTotals, include: (command: string) => boolean): PhaseCapacity {
+  const phase: PhaseCapacity = { writeUnits: 0, readUnits: 0, calls: 0, byCommand: {} };
+  for (const [command, entry] of Object.entries(totals.byCommand)) {
+    if (!include(command)) continue;
+    phase.writeUnits += entry.writeUnits;
+    phase.readUnits += entry.readUnits;
+    phase.calls += entry.calls;
+    phase.byCommand[command] = { ...entry };
+  }
+  return phase;
+}
+
+/** The bench's own table name, so concurrent runs never share one. */
+export function benchTableName(label: string): string {
+  return `bench-${label}-${randomUUID().slice(0, 8)}`;
+}
+
+export async function startSystem(options: SystemOptions): Promise<RunningSystem> {
+  const { endpoint, settings } = options;
+  const admin = createDynamoClients({ endpoint });
+  await ensureTable(admin.base, settings.tableName);
+  const adminCtx = createQueueContext(admin.db, settings);
+  const { jobType } = await putJobType(
+    adminCtx,
+    BENCH_TYPE,
+    jobTypeInputSchema.parse({
+      target: { kind: 'handler', name: NOOP_HANDLER },
+      delivery_strategy: options.delivery,
+      concurrency: options.typeConcurrency ?? null,
+    }),
+  );
+
+  // One client per role, as in AWS where each is its own function: capacity is then counted per phase.
+  const clients = {
+    producer: createDynamoClients({ endpoint }),
+    poller: createDynamoClients({ endpoint }),
+    worker: createDynamoClients({ endpoint }),
+    sweeper: createDynamoClients({ endpoint }),
+  } satisfies Record<string, DynamoClients>;
+  const tracked = {
+    producer: trackConsumedCapacity(clients.producer.base),
+    poller: trackConsumedCapacity(clients.poller.base),
+    worker: trackConsumedCapacity(clients.worker.base),
+    sweeper: trackConsumedCapacity(clients.sweeper.base),
+  };
+  const ctxOf = (role: keyof typeof clients): QueueContext => createQueueContext(clients[role].db, settings);
+
+  const startLog = new StartLog();
+  const noop: JobHandler = (_data, { job }) => {
+    startLog.record(job.id, { dueAtMs: job.runAfterMs, claimedAtMs: job.claimedAtMs ?? Number.NaN, startedAtMs: Date.now() });
+    return undefined;
+  };
+  const registry: WorkerRegistry = { handlers: { [NOOP_HANDLER]: noop }, retryPolicies: {} };
+  const worker = { id: `bench-${process.pid}`, host: 'localhost' };
+  const counts: RunningSystem['counts'] = {
+    outcomes: emptyOutcomes(),
+    invocations: 0,
+    claimed: 0,
+    polls: 0,
+    lostRaces: 0,
+    pollErrors: 0,
+    succeededAtMs: [],
+    maxQueuedBatches: 0,
+  };
+
+  // One worker process running `workerConcurrency` jobs at once: as many batches in flight as fill it.
+  const workerCtx = ctxOf('worker');
+  const batchSlots = pLimit(Math.max(1, Math.floor(options.workerConcurrency / Math.min(settings.workerConcurrency, settings.workerBatchSize))));
+  const inFlight = new Set<Promise<void>>();
+  const invoker: WorkerInvoker = {
+    async invoke(batch) {
+      // Accepted at once, like Lambda's async invoke; the JSON round trip is the one Lambda makes.
+      const payload = JSON.parse(JSON.stringify(batch)) as WorkerBatch;
+      counts.invocations++;
+      const run = batchSlots(async () => {
+        const result = await runWorkerBatch(workerCtx, payload, { registry, worker });
+        const doneAtMs = Date.now();
+        for (const key of Object.keys(result) as (keyof BatchResult)[]) counts.outcomes[key] += result[key];
+        for (let i = 0; i < result.succeeded; i++) counts.succeededAtMs.push(doneAtMs);
+      });
+      counts.maxQueuedBatches = Math.max(counts.maxQueuedBatches, batchSlots.pendingCount);
+      inFlight.add(run);
+      void run.finally(() => inFlight.delete(run));
+    },
+  };
+
+  const shutdown = new AbortController();
+  const loops: Promise<unknown>[] = [];
+  const pollerCtx = ctxOf('poller');
+  const sweeperCtx = ctxOf('sweeper');
+  let started = false;
+  const start = (): void => {
+    if (started) return;
+    started = true;
+    for (let index = 0; index < options.pollers; index++) {
+      const shards = options.splitShards
+        ? Array.from({ length: settings.shards }, (_, shard) => shard).filter((shard) => shard % options.pollers === index)
+        : undefined;
+      loops.push(
+        runPollerLoop(pollerCtx, {
+          invoker,
+          runForMs: 24 * 3_600_000,
+          signal: shutdown.signal,
+          ...(shards ? { shards } : {}),
+          onPoll: (result) => {
+            counts.polls++;
+            counts.claimed += result.claimed;
+            counts.lostRaces += result.lostRaces;
+          },
+          onError: () => counts.pollErrors++,
+        }),
+      );
+    }
+    const sweeper = createSweeperHandler({ ctx: sweeperCtx, registry, signal: shutdown.signal });
+    loops.push(sweeper({}, { getRemainingTimeInMillis: () => 24 * 3_600_000 }));
+  };
+  if (options.startNow) start();
+
+  return {
+    tableName: settings.tableName,
+    jobType,
+    producerCtx: ctxOf('producer'),
+    startLog,
+    counts,
+    capacity: () => ({
+      enqueue: sumCommands(tracked.producer, () => true),
+      poll: sumCommands(tracked.poller, (command) => READ_COMMANDS.has(command)),
+      claim: sumCommands(tracked.poller, (command) => !READ_COMMANDS.has(command)),
+      finish: sumCommands(tracked.worker, () => true),
+      sweep: sumCommands(tracked.sweeper, () => true),
+    }),
+    start,
+    stop: async () => {
+      shutdown.abort();
+      await Promise.allSettled(loops);
+      await Promise.allSettled([...inFlight]);
+      for (const client of Object.values(clients)) client.base.destroy();
+      await admin.base.send(new DeleteTableCommand({ TableName: settings.tableName }));
+      admin.base.destroy();
+    },
+  };
+}

@@ -1,0 +1,356 @@
+/**
+ * The workloads of WORKLOAD.md against the real queue (W1-delayed, W1-immediate,
+ * W2-steady), the bare-call ceiling, and the idle poller's cost.
+ */
+import pLimit from 'p-limit';
+import { requireJobType } from '../lib/job-types.js';
+import { endAttempt, claimJob } from '../lib/claims.js';
+import { createQueueContext, type QueueSettings } from '../lib/config.js';
+import { createDynamoClients } from '../lib/dynamodb.js';
+import { enqueueJob } from '../lib/jobs.js';
+import { bucketOf, lanePartition, shardOf } from '../lib/keys.js';
+import { queryDue } from '../lib/lanes.js';
+import { jobInputFromBody, jobInputSchema, parseWith } from '../lib/model.js';
+import { perHour } from './cost.js';
+import { cpuSince, sampleCpu, type CpuSample } from './cpu.js';
+import { summariseLag, type LagSummary } from './stats.js';
+import { BENCH_TYPE, PHASES, startSystem, type Phase, type PhaseCapacity, type RunningSystem } from './system.js';
+
+export interface BenchConfig {
+  endpoint: string;
+  /** Settings for the queue, without the table name (each run gets a fresh table). */
+  settings: Omit<QueueSettings, 'tableName'>;
+  pollers: number;
+  splitShards: boolean;
+  workerConcurrency: number;
+  producerConcurrency: number;
+  delivery: 'at_least_once' | 'at_most_once';
+  typeConcurrency: number | undefined;
+  /** Jobs never run this long after the last is due count as lost. */
+  deadlineMs: number;
+  /** DynamoDB Local's process, for its CPU time. */
+  dynamoPid: number | undefined;
+}
+
+export interface WorkloadResult {
+  workload: string;
+  n: number;
+  enqueueJobsPerS: number;
+  drainJobsPerS: number;
+  lagMs: LagSummary;
+  /** The lag split: due to claimed (finding the job: the poll interval and the query) and claimed to started (the handover). */
+  dueToClaimMs: LagSummary;
+  claimToStartMs: LagSummary;
+  duplicates: number;
+  lost: number;
+  notSucceeded: number;
+  enqueuedAfterDue: number;
+  perJob: { writeUnits: number; readUnits: number; workerInvocations: number; byPhase: Record<Phase, { writeUnits: number; readUnits: number; calls: number }> };
+  capacity: Record<Phase, PhaseCapacity>;
+  /** Claims won and polls made by the pollers; more claims than jobs means some ran again. */
+  claimed: number;
+  polls: number;
+  lostRaces: number;
+  claimLapsed: number;
+  pollErrors: number;
+  maxQueuedBatches: number;
+  /** CPU time per job, this process (producer, poller, worker, SDK) and DynamoDB Local. */
+  cpuMsPerJob: CpuSample;
+}
+
+function perJobCpu(cpu: CpuSample, n: number): CpuSample {
+  return { nodeMs: cpu.nodeMs / n, dynamoMs: cpu.dynamoMs === undefined ? undefined : cpu.dynamoMs / n };
+}
+
+const PAYLOAD_TEXT = 'x'.repeat(170);
+
+/** About 200 bytes of JSON. */
+export function payloadOf(index: number): unknown {
+  return { index, text: PAYLOAD_TEXT };
+}
+
+/** Prints one line, refreshed every second, while a workload runs. */
+export function progressLine(render: () => string): () => void {
+  const tty = process.stderr.isTTY;
+  let ticks = 0;
+  const timer = setInterval(() => {
+    ticks++;
+    if (tty) process.stderr.write(`\r\x1b[K${render()}`);
+    else if (ticks % 5 === 0) process.stderr.write(`${render()}\n`);
+  }, 1_000);
+  return () => {
+    clearInterval(timer);
+    if (tty) process.stderr.write('\r\x1b[K');
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The producer: the api handler's enqueue path minus HTTP (read the job type, validate the body,
+ * conditional put), `concurrency` requests in flight. Returns the count enqueued after their due time.
+ */
+async function produce(
+  system: RunningSystem,
+  config: BenchConfig,
+  n: number,
+  runAfterOf: (index: number) => number | undefined,
+  runId: string,
+  onEnqueued: () => void,
+): Promise<number> {
+  const limit = pLimit(config.producerConcurrency);
+  let enqueuedAfterDue = 0;
+  await Promise.all(
+    Array.from({ length: n }, (_, index) =>
+      limit(async () => {
+        const runAfterMs = runAfterOf(index);
+        const body = { data: payloadOf(index), ...(runAfterMs !== undefined ? { run_after: new Date(runAfterMs).toISOString() } : {}) };
+        const jobType = await requireJobType(system.producerCtx, BENCH_TYPE);
+        const input = jobInputFromBody(parseWith(jobInputSchema, body));
+        await enqueueJob(system.producerCtx, jobType, `${runId}-${index}`, input);
+        if (runAfterMs !== undefined && Date.now() > runAfterMs) enqueuedAfterDue++;
+        onEnqueued();
+      }),
+    ),
+  );
+  return enqueuedAfterDue;
+}
+
+function perJobOf(capacity: Record<Phase, PhaseCapacity>, n: number, invocations: number): WorkloadResult['perJob'] {
+  const byPhase = Object.fromEntries(
+    PHASES.map((phase) => [phase, { writeUnits: capacity[phase].writeUnits / n, readUnits: capacity[phase].readUnits / n, calls: capacity[phase].calls / n }]),
+  ) as WorkloadResult['perJob']['byPhase'];
+  return {
+    writeUnits: PHASES.reduce((sum, phase) => sum + byPhase[phase].writeUnits, 0),
+    readUnits: PHASES.reduce((sum, phase) => sum + byPhase[phase].readUnits, 0),
+    workerInvocations: invocations / n,
+    byPhase,
+  };
+}
+
+export interface WorkloadSpec {
+  name: string;
+  n: number;
+  /** When job `index` is due, relative to the start of the enqueue phase; undefined: due at enqueue. */
+  dueOffsetMs: (index: number) => number | undefined;
+  /** Drain throughput is measured from here (relative to the enqueue start). */
+  firstDueOffsetMs: number;
+  lastDueOffsetMs: number;
+}
+
+export function w1Delayed(n: number): WorkloadSpec {
+  return { name: 'W1-delayed', n, dueOffsetMs: (index) => 5_000 + Math.floor((index * 10_000) / n), firstDueOffsetMs: 5_000, lastDueOffsetMs: 15_000 };
+}
+
+export function w1Immediate(n: number, name = 'W1-immediate'): WorkloadSpec {
+  return { name, n, dueOffsetMs: () => undefined, firstDueOffsetMs: 0, lastDueOffsetMs: 0 };
+}
+
+/** Due at a steady `ratePerS` from `leadMs` after the enqueue phase begins. */
+export function w2Steady(n: number, ratePerS: number, leadMs: number): WorkloadSpec {
+  return {
+    name: 'W2-steady',
+    n,
+    dueOffsetMs: (index) => leadMs + Math.floor((index * 1_000) / ratePerS),
+    firstDueOffsetMs: leadMs,
+    lastDueOffsetMs: leadMs + Math.floor(((n - 1) * 1_000) / ratePerS),
+  };
+}
+
+export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, tableName: string, label: string): Promise<WorkloadResult> {
+  const system = await startSystem({
+    endpoint: config.endpoint,
+    settings: { ...config.settings, tableName },
+    pollers: config.pollers,
+    splitShards: config.splitShards,
+    workerConcurrency: config.workerConcurrency,
+    delivery: config.delivery,
+    typeConcurrency: config.typeConcurrency,
+    startNow: true,
+  });
+  const { n } = spec;
+  let enqueued = 0;
+  const stopProgress = progressLine(() => {
+    const c = system.counts;
+    return `${label}: enqueued ${enqueued}/${n}, started ${system.startLog.distinct}, succeeded ${c.outcomes.succeeded}, lost races ${c.lostRaces}, duplicates ${system.startLog.duplicates()}`;
+  });
+  try {
+    const cpuStart = sampleCpu(config.dynamoPid);
+    const enqueueStartMs = Date.now();
+    const runId = label.replace(/[^A-Za-z0-9]+/g, '-').replace(/-$/, '');
+    const enqueuedAfterDue = await produce(
+      system,
+      config,
+      n,
+      (index) => {
+        const offset = spec.dueOffsetMs(index);
+        return offset === undefined ? undefined : enqueueStartMs + offset;
+      },
+      runId,
+      () => enqueued++,
+    );
+    const enqueueEndMs = Date.now();
+    const deadlineMs = Math.max(enqueueEndMs, enqueueStartMs + spec.lastDueOffsetMs) + config.deadlineMs;
+    while (system.counts.outcomes.succeeded < n && Date.now() < deadlineMs) await sleep(20);
+    // Anything still in flight (a duplicate, a late finish) is counted before the totals are read.
+    await sleep(Math.max(200, config.settings.pollIntervalMs * 2));
+    const cpu = cpuSince(cpuStart, config.dynamoPid);
+    await system.stop();
+
+    const succeededAt = system.counts.succeededAtMs;
+    const drainEndMs = succeededAt[Math.min(n, succeededAt.length) - 1] ?? Date.now();
+    const capacity = system.capacity();
+    return {
+      workload: spec.name,
+      n,
+      enqueueJobsPerS: (n * 1_000) / (enqueueEndMs - enqueueStartMs),
+      drainJobsPerS: (Math.min(n, succeededAt.length) * 1_000) / Math.max(1, drainEndMs - (enqueueStartMs + spec.firstDueOffsetMs)),
+      lagMs: summariseLag(system.startLog.spansMs('dueAtMs', 'startedAtMs')),
+      dueToClaimMs: summariseLag(system.startLog.spansMs('dueAtMs', 'claimedAtMs')),
+      claimToStartMs: summariseLag(system.startLog.spansMs('claimedAtMs', 'startedAtMs')),
+      duplicates: system.startLog.duplicates(),
+      lost: n - system.startLog.distinct,
+      notSucceeded: Math.max(0, n - system.counts.outcomes.succeeded),
+      enqueuedAfterDue,
+      perJob: perJobOf(capacity, n, system.counts.invocations),
+      capacity,
+      claimed: system.counts.claimed,
+      polls: system.counts.polls,
+      lostRaces: system.counts.lostRaces,
+      claimLapsed: system.counts.outcomes.claim_lapsed,
+      pollErrors: system.counts.pollErrors,
+      maxQueuedBatches: system.counts.maxQueuedBatches,
+      cpuMsPerJob: perJobCpu(cpu, n),
+    };
+  } finally {
+    stopProgress();
+  }
+}
+
+export interface CeilingResult {
+  n: number;
+  concurrency: number;
+  jobsPerS: number;
+  cpuMsPerJob: CpuSample;
+}
+
+/**
+ * The most any design could drain here: the calls one job needs (the put, one
+ * polling query per page, the claim, the finish) issued back to back from
+ * `concurrency` loops, through the same lib calls, with no poller or worker around them.
+ */
+export async function runCeiling(config: BenchConfig, n: number, tableName: string, label: string): Promise<CeilingResult> {
+  const system = await startSystem({
+    endpoint: config.endpoint,
+    settings: { ...config.settings, tableName },
+    pollers: 0,
+    splitShards: false,
+    workerConcurrency: config.workerConcurrency,
+    delivery: config.delivery,
+    typeConcurrency: config.typeConcurrency,
+    startNow: false,
+  });
+  const clients = createDynamoClients({ endpoint: config.endpoint });
+  const ctx = createQueueContext(clients.db, { ...config.settings, tableName });
+  const jobType = system.jobType;
+  const worker = { id: 'ceiling', host: 'localhost' };
+  let next = 0;
+  let done = 0;
+  const stopProgress = progressLine(() => `${label}: ${done}/${n} jobs through put, claim and finish`);
+  try {
+    const cpuStart = sampleCpu(config.dynamoPid);
+    const startMs = Date.now();
+    await Promise.all(
+      Array.from({ length: config.workerConcurrency }, async () => {
+        for (let index = next++; index < n; index = next++) {
+          const id = `${label.replace(/[^A-Za-z0-9]+/g, '-')}-${index}`;
+          await enqueueJob(ctx, jobType, id, { data: payloadOf(index), priority: 100, weight: 1 });
+          if (index % config.settings.claimPageSize === 0) {
+            const nowMs = ctx.nowMs();
+            const partition = lanePartition({ kind: 'queued', type: jobType.name }, bucketOf(nowMs, config.settings.bucketMs), shardOf(id, config.settings.shards));
+            await queryDue(ctx, partition, nowMs, config.settings.claimPageSize);
+          }
+          const claim = await claimJob(ctx, { type: jobType.name, id }, jobType);
+          if (claim.kind !== 'claimed') throw new Error(`ceiling: could not claim ${id}`);
+          await endAttempt(ctx, claim.job, { ending: { outcome: 'succeeded' }, jobType, customPolicies: {}, worker });
+          done++;
+        }
+      }),
+    );
+    const jobsPerS = (n * 1_000) / (Date.now() - startMs);
+    return { n, concurrency: config.workerConcurrency, jobsPerS, cpuMsPerJob: perJobCpu(cpuSince(cpuStart, config.dynamoPid), n) };
+  } finally {
+    stopProgress();
+    clients.base.destroy();
+    await system.stop();
+  }
+}
+
+export interface IdleResult {
+  measuredMs: number;
+  pollIntervalMs: number;
+  pollers: number;
+  pollerReadUnitsPerHour: number;
+  pollerWriteUnitsPerHour: number;
+  sweeperReadUnitsPerHour: number;
+  sweeperWriteUnitsPerHour: number;
+  pollerCallsPerHour: number;
+  pollsPerHour: number;
+  /**
+   * Queries an hour once a lane is older than one bucket: the previous bucket stays in every scan until
+   * CURSOR_SAFETY_MARGIN_MS after it ended, with the defaults (both 60 s) always, so two per shard per poll.
+   */
+  steadyStateQueriesPerHour: number;
+  sweeperCallsPerHour: number;
+  /**
+   * DynamoDB Local reports 0 units for a query that returns nothing; DynamoDB bills at least 0.5 RRU for
+   * every eventually consistent read call, so an empty queue costs at least this on AWS.
+   */
+  awsReadUnitsPerHourAtLeast: number;
+}
+
+/** Buckets each lane scan reads in steady state: the current one and those still within the cursor's safety margin. */
+export function scannedBuckets(settings: Pick<QueueSettings, 'bucketMs' | 'cursorSafetyMarginMs'>): number {
+  return 1 + Math.ceil(settings.cursorSafetyMarginMs / settings.bucketMs);
+}
+
+/** What an empty queue costs: the pollers and the sweeper running with nothing to do. */
+export async function runIdle(config: BenchConfig, pollIntervalMs: number, measureMs: number, tableName: string, label: string): Promise<IdleResult> {
+  const system = await startSystem({
+    endpoint: config.endpoint,
+    settings: { ...config.settings, pollIntervalMs, tableName },
+    pollers: config.pollers,
+    splitShards: config.splitShards,
+    workerConcurrency: config.workerConcurrency,
+    delivery: config.delivery,
+    typeConcurrency: config.typeConcurrency,
+    startNow: true,
+  });
+  const startMs = Date.now();
+  const stopProgress = progressLine(() => `${label}: idle for ${Math.round((Date.now() - startMs) / 1000)}/${Math.round(measureMs / 1000)} s`);
+  try {
+    await sleep(measureMs);
+    const capacity = system.capacity();
+    const elapsedMs = Date.now() - startMs;
+    return {
+      measuredMs: elapsedMs,
+      pollIntervalMs,
+      pollers: config.pollers,
+      pollerReadUnitsPerHour: perHour(capacity.poll.readUnits + capacity.claim.readUnits, elapsedMs),
+      pollerWriteUnitsPerHour: perHour(capacity.poll.writeUnits + capacity.claim.writeUnits, elapsedMs),
+      pollerCallsPerHour: perHour(capacity.poll.calls + capacity.claim.calls, elapsedMs),
+      pollsPerHour: perHour(system.counts.polls, elapsedMs),
+      steadyStateQueriesPerHour: perHour(system.counts.polls, elapsedMs) * config.settings.shards * scannedBuckets(config.settings),
+      sweeperReadUnitsPerHour: perHour(capacity.sweep.readUnits, elapsedMs),
+      sweeperWriteUnitsPerHour: perHour(capacity.sweep.writeUnits, elapsedMs),
+      sweeperCallsPerHour: perHour(capacity.sweep.calls, elapsedMs),
+      awsReadUnitsPerHourAtLeast: perHour(
+        Math.max(capacity.poll.readUnits, capacity.poll.calls * 0.5) + Math.max(capacity.sweep.readUnits, capacity.sweep.calls * 0.5),
+        elapsedMs,
+      ),
+    };
+  } finally {
+    stopProgress();
+    await system.stop();
+  }
+}
