@@ -11,7 +11,7 @@ import { createTestQueue, type TestQueue } from '../support/queue.js';
 import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
 import { scaled } from './scale.js';
 
-const JOBS = scaled(200, 10_000);
+const JOBS = scaled(200, 5_000);
 let queue: TestQueue;
 const types = new Map<string, JobType>();
 
