@@ -27,11 +27,12 @@ test('jobs running, due and waiting when the runtime is killed all finish after 
   const soon = (ms: number) => new Date(Date.now() + ms).toISOString();
   const running = ['r1', 'r2', 'r3'];
   for (const id of running) await call(runtime, 'PUT', `/v1/jobs/slow/${id}`, { data: { ms: 4_000 } });
+  for (const id of running) expect((await waitForStatus(runtime, `/v1/jobs/slow/${id}`, 'running', 15_000)).status).toBe('running');
+  // Enqueued only now, so that none of them has started when the runtime dies: they come due while it is down.
   const due = ['d1', 'd2', 'd3'];
-  for (const id of due) await call(runtime, 'PUT', `/v1/jobs/quick/${id}`, { data: {}, run_after: soon(2_500) });
+  for (const id of due) await call(runtime, 'PUT', `/v1/jobs/quick/${id}`, { data: {}, run_after: soon(1_500) });
   const waiting = ['w1', 'w2'];
   for (const id of waiting) await call(runtime, 'PUT', `/v1/jobs/quick/${id}`, { data: {}, run_after: soon(8_000) });
-  for (const id of running) expect((await waitForStatus(runtime, `/v1/jobs/slow/${id}`, 'running', 10_000)).status).toBe('running');
 
   await stop(runtime, 'SIGKILL');
   await new Promise((resolve) => setTimeout(resolve, 3_000));
