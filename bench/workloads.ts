@@ -157,17 +157,22 @@ export function w2Steady(n: number, ratePerS: number, leadMs: number): WorkloadS
   };
 }
 
-export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, tableName: string, label: string): Promise<WorkloadResult> {
-  const system = await startSystem({
+/** The system a workload runs on: the bench's configuration, with `settings` over its queue settings. */
+function systemOptions(config: BenchConfig, settings: Partial<BenchConfig['settings']> & { tableName: string }) {
+  return {
     endpoint: config.endpoint,
-    settings: { ...config.settings, tableName },
+    settings: { ...config.settings, ...settings },
     pollers: config.pollers,
     splitShards: config.splitShards,
     workerConcurrency: config.workerConcurrency,
     delivery: config.delivery,
     typeConcurrency: config.typeConcurrency,
     startNow: true,
-  });
+  };
+}
+
+export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, tableName: string, label: string): Promise<WorkloadResult> {
+  const system = await startSystem(systemOptions(config, { tableName }));
   const { n } = spec;
   let enqueued = 0;
   const stopProgress = progressLine(() => {
@@ -316,16 +321,7 @@ export function scannedBuckets(settings: Pick<QueueSettings, 'bucketMs' | 'curso
 
 /** What an empty queue costs: the pollers and the sweeper running with nothing to do. */
 export async function runIdle(config: BenchConfig, pollIntervalMs: number, measureMs: number, tableName: string, label: string): Promise<IdleResult> {
-  const system = await startSystem({
-    endpoint: config.endpoint,
-    settings: { ...config.settings, pollIntervalMs, tableName },
-    pollers: config.pollers,
-    splitShards: config.splitShards,
-    workerConcurrency: config.workerConcurrency,
-    delivery: config.delivery,
-    typeConcurrency: config.typeConcurrency,
-    startNow: true,
-  });
+  const system = await startSystem(systemOptions(config, { pollIntervalMs, tableName }));
   const startMs = Date.now();
   const stopProgress = progressLine(() => `${label}: idle for ${Math.round((Date.now() - startMs) / 1000)}/${Math.round(measureMs / 1000)} s`);
   try {

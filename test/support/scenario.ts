@@ -6,7 +6,7 @@
  */
 import { createQueueContext, type QueueContext } from '../../lib/config.js';
 import { getJob } from '../../lib/jobs.js';
-import type { Job, JobType } from '../../lib/model.js';
+import { isTerminal, type Job, type JobType } from '../../lib/model.js';
 import { abortableSleep, runPollerLoop, type WorkerBatch, type WorkerInvoker } from '../../lib/poller.js';
 import { sweepOnce } from '../../lib/sweeper.js';
 import { runWorkerBatch, type JobHandler, type WorkerRegistry } from '../../lib/worker.js';
@@ -86,7 +86,7 @@ export async function runUntilSettled(options: {
     for (const key of pending) {
       const [type, id] = key.split('\u0000') as [string, string];
       const job = await getJob(options.auditor, type, id);
-      if (!job || !['succeeded', 'failed', 'expired', 'cancelled'].includes(job.status)) break;
+      if (!job || !isTerminal(job.status)) break;
       pending.delete(key);
     }
     if (pending.size === 0) {
@@ -127,7 +127,7 @@ export async function auditJobs(
     }
     byStatus[job.status] = (byStatus[job.status] ?? 0) + 1;
     const started = starts.get(id) ?? 0;
-    if (!['succeeded', 'failed', 'expired', 'cancelled'].includes(job.status)) findings.push({ id, problem: `not terminal: ${job.status}` });
+    if (!isTerminal(job.status)) findings.push({ id, problem: `not terminal: ${job.status}` });
     if (job.history.length + job.historyDropped !== job.attempt) {
       findings.push({ id, problem: `history has ${job.history.length}+${job.historyDropped} entries for ${job.attempt} attempts` });
     }
