@@ -60,8 +60,8 @@ export class QueueStack extends Stack {
       indexName: dueIndex.name,
       partitionKey: { name: dueIndex.partitionKey, type: AttributeType.STRING },
       sortKey: { name: dueIndex.sortKey, type: AttributeType.STRING },
-      // The poller needs only keys: the sort key carries the ready time and the claim returns the full item.
-      projectionType: ProjectionType.KEYS_ONLY,
+      projectionType: ProjectionType.INCLUDE,
+      nonKeyAttributes: [...dueIndex.projectedAttributes],
     });
 
     this.eventBus = new EventBus(this, 'LifecycleEvents', { description: 'Job lifecycle events of the delayed job queue' });

@@ -4,12 +4,12 @@
  * token and the attempt number, so a stale worker, callback or sweep changes nothing.
  */
 import { randomUUID } from 'node:crypto';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './config.js';
 import { eventForUnstartedJob, eventsForEndedAttempt } from './events.js';
 import { itemToJob, unmarshallItem } from './items.js';
-import { purgeAtS, queuedIndexKeys } from './jobs.js';
+import { getJob, purgeAtS, queuedIndexKeys } from './jobs.js';
 import { bucketOf, claimSortKey, jobKey, lanePartition, shardOf } from './keys.js';
 import {
   HISTORY_LIMIT,
@@ -18,11 +18,14 @@ import {
   type AttemptError,
   type AttemptOutcome,
   type AttemptRecord,
+  type HeldSlots,
   type Job,
   type JobType,
   type WorkerIdentity,
 } from './model.js';
 import { decideRetry, type AttemptFailure, type CustomRetryPolicies } from './retry.js';
+import { limitTooSmall, returnSlotItems, takeSlotItems } from './slots.js';
+import { transactWrite, type TransactItem } from './transactions.js';
 
 export function claimIndexKeys(
   ctx: QueueContext,
@@ -56,21 +59,48 @@ async function conditionalUpdate(
   }
 }
 
+type JobUpdate = Omit<UpdateCommandInput, 'TableName' | 'ReturnValues'>;
+
+/**
+ * A job update that must land together with counter updates: one transaction, whose
+ * job write reports the job as it was when its condition failed. A transaction
+ * returns no new image, so a caller that needs the job builds or reads it.
+ */
+async function conditionalUpdateWith(
+  ctx: QueueContext,
+  input: JobUpdate,
+  extras: TransactItem[],
+): Promise<{ ok: true } | { ok: false; current?: Job; failedExtra?: number }> {
+  const result = await transactWrite(ctx, [
+    { Update: { TableName: ctx.settings.tableName, ReturnValuesOnConditionCheckFailure: 'ALL_OLD', ...input } as never },
+    ...extras,
+  ]);
+  if (result.ok) return { ok: true };
+  const [jobReason, ...extraReasons] = result.reasons;
+  if (jobReason?.code === 'ConditionalCheckFailed') return { ok: false, ...(jobReason.item ? { current: itemToJob(jobReason.item) } : {}) };
+  const failedExtra = extraReasons.findIndex((reason) => reason.code === 'ConditionalCheckFailed');
+  return { ok: false, ...(failedExtra >= 0 ? { failedExtra } : {}) };
+}
+
 export function buildClaimParams(
   ctx: QueueContext,
   ref: Pick<Job, 'type' | 'id'>,
   jobType: Pick<JobType, 'visibilityTimeoutS'>,
   claimToken: string,
-): Omit<UpdateCommandInput, 'TableName'> {
+  slots?: HeldSlots,
+): JobUpdate {
   const nowMs = ctx.nowMs();
   const claimedUntilMs = nowMs + jobType.visibilityTimeoutS * 1000;
   const index = claimIndexKeys(ctx, ref, claimedUntilMs);
+  const sets =
+    'SET #status = :running, attempt = attempt + :one, claimToken = :token, claimedAtMs = :now, claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk';
   return {
     Key: jobKey(ref.type, ref.id),
     ConditionExpression:
       '#status = :queued AND runAfterMs <= :now AND attempt < maxAttempts AND (attribute_not_exists(expiresAtMs) OR expiresAtMs > :now)',
-    UpdateExpression:
-      'SET #status = :running, attempt = attempt + :one, claimToken = :token, claimedAtMs = :now, claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk REMOVE startedAtMs, worker',
+    UpdateExpression: slots
+      ? `${sets}, heldSlots = :slots REMOVE startedAtMs, worker`
+      : `${sets} REMOVE startedAtMs, worker, heldSlots`,
     ExpressionAttributeNames: { '#status': 'status' },
     ExpressionAttributeValues: {
       ':queued': 'queued',
@@ -81,6 +111,7 @@ export function buildClaimParams(
       ':until': claimedUntilMs,
       ':gsi1pk': index.gsi1pk,
       ':gsi1sk': index.gsi1sk,
+      ...(slots ? { ':slots': slots } : {}),
     },
   };
 }
@@ -90,16 +121,43 @@ export type ClaimResult =
   /** Another poller claimed it first, or it is not due (yet) any more. */
   | { kind: 'lost' }
   /** It was due but past its expires_at: archived as expired without running. */
-  | { kind: 'expired'; job: Job };
+  | { kind: 'expired'; job: Job }
+  /** The type's, or the job's throttle key's, in-flight weight has no room for it now. */
+  | { kind: 'full'; limit: 'type' | 'key' };
 
+/**
+ * Claims a due job. With `slots`, the claim also takes them in the same
+ * transaction, and fails as `full` when a counter has no room.
+ */
 export async function claimJob(
   ctx: QueueContext,
   ref: Pick<Job, 'type' | 'id'>,
-  jobType: Pick<JobType, 'visibilityTimeoutS'>,
+  jobType: JobType,
+  slots?: HeldSlots,
 ): Promise<ClaimResult> {
   const claimToken = randomUUID();
-  const claimed = await conditionalUpdate(ctx, buildClaimParams(ctx, ref, jobType, claimToken));
-  if (claimed.ok) return { kind: 'claimed', job: claimed.job };
+  const params = buildClaimParams(ctx, ref, jobType, claimToken, slots);
+  let claimed: { ok: true; job?: Job } | { ok: false; current?: Job; failedExtra?: number };
+  if (slots) {
+    const tooSmall = limitTooSmall(jobType, slots);
+    if (tooSmall) return { kind: 'full', limit: tooSmall };
+    try {
+      claimed = await conditionalUpdateWith(ctx, params, takeSlotItems(ctx, jobType, slots));
+    } catch (error) {
+      // Conflicts with other pollers' claims did not clear: the job stays queued for the next poll.
+      if (error instanceof TransactionCanceledException) return { kind: 'lost' };
+      throw error;
+    }
+    if (!claimed.ok && claimed.failedExtra !== undefined) {
+      return { kind: 'full', limit: slots.type && claimed.failedExtra === 0 ? 'type' : 'key' };
+    }
+  } else {
+    claimed = await conditionalUpdate(ctx, params);
+  }
+  if (claimed.ok) {
+    const job = claimed.job ?? (await getJob(ctx, ref.type, ref.id));
+    return job?.claimToken === claimToken ? { kind: 'claimed', job } : { kind: 'lost' };
+  }
   const current = claimed.current;
   // The SDK retried a claim whose first try was applied but whose answer was lost: the claim is ours.
   if (current?.claimToken === claimToken) return { kind: 'claimed', job: current };
@@ -237,11 +295,11 @@ export async function deferAttempt(
 export async function releaseClaim(ctx: QueueContext, job: Job): Promise<boolean> {
   const guard = guardCondition(guardOf(job));
   const index = queuedIndexKeys(ctx, job, job.runAfterMs);
-  const result = await conditionalUpdate(ctx, {
+  const update: JobUpdate = {
     Key: jobKey(job.type, job.id),
     ConditionExpression: `${guard.condition} AND attribute_not_exists(startedAtMs)`,
     UpdateExpression:
-      'SET #status = :queued, attempt = attempt - :one, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk REMOVE claimToken, claimedAtMs, claimedUntilMs',
+      'SET #status = :queued, attempt = attempt - :one, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk REMOVE claimToken, claimedAtMs, claimedUntilMs, heldSlots',
     ExpressionAttributeNames: { '#status': 'status' },
     ExpressionAttributeValues: {
       ...guard.values,
@@ -251,8 +309,9 @@ export async function releaseClaim(ctx: QueueContext, job: Job): Promise<boolean
       ':gsi1pk': index.gsi1pk,
       ':gsi1sk': index.gsi1sk,
     },
-    ReturnValues: 'NONE',
-  });
+  };
+  const slotReturns = returnSlotItems(ctx, job);
+  const result = slotReturns.length > 0 ? await conditionalUpdateWith(ctx, update, slotReturns) : await conditionalUpdate(ctx, update);
   return result.ok;
 }
 
@@ -352,7 +411,7 @@ export async function endAttempt(
     ':dropped': historyDropped,
   };
   const sets = ['#status = :status', 'updatedAtMs = :now', 'history = :history', 'historyDropped = :dropped'];
-  const removes = ['claimToken', 'claimedAtMs', 'claimedUntilMs', 'startedAtMs', 'startToken', 'worker'];
+  const removes = ['claimToken', 'claimedAtMs', 'claimedUntilMs', 'startedAtMs', 'startToken', 'worker', 'heldSlots'];
   if (next.status === 'queued') {
     const index = queuedIndexKeys(ctx, job, next.runAfterMs);
     sets.push('runAfterMs = :runAfter', 'gsi1pk = :gsi1pk', 'gsi1sk = :gsi1sk');
@@ -371,14 +430,52 @@ export async function endAttempt(
     condition += ' AND claimedUntilMs = :seenUntil';
     values[':seenUntil'] = options.expectedClaimedUntilMs;
   }
-  const result = await conditionalUpdate(ctx, {
+  const update: JobUpdate = {
     Key: jobKey(job.type, job.id),
     ConditionExpression: condition,
     UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
     ExpressionAttributeNames: { '#status': 'status' },
     ExpressionAttributeValues: values,
-  });
-  if (!result.ok) return undefined;
-  await ctx.events.publish(eventsForEndedAttempt(result.job, ending, next));
-  return { job: result.job, next };
+  };
+  const slotReturns = returnSlotItems(ctx, job);
+  let ended: Job;
+  if (slotReturns.length > 0) {
+    const result = await conditionalUpdateWith(ctx, update, slotReturns);
+    if (!result.ok) return undefined;
+    ended = jobAfterEnd(job, next, { nowMs, history, historyDropped, ending });
+  } else {
+    const result = await conditionalUpdate(ctx, update);
+    if (!result.ok) return undefined;
+    ended = result.job;
+  }
+  await ctx.events.publish(eventsForEndedAttempt(ended, ending, next));
+  return { job: ended, next };
+}
+
+/** The job as `endAttempt` leaves it, for the transaction path, which gets no new image back. */
+function jobAfterEnd(
+  job: Job,
+  next: NextState,
+  written: { nowMs: number; history: AttemptRecord[]; historyDropped: number; ending: AttemptEnding },
+): Job {
+  const {
+    claimToken: _claimToken,
+    claimedAtMs: _claimedAtMs,
+    claimedUntilMs: _claimedUntilMs,
+    startedAtMs: _startedAtMs,
+    startToken: _startToken,
+    worker: _worker,
+    heldSlots: _heldSlots,
+    ...unclaimed
+  } = job;
+  const ended: Job = {
+    ...unclaimed,
+    status: next.status,
+    updatedAtMs: written.nowMs,
+    history: written.history,
+    historyDropped: written.historyDropped,
+  };
+  if (next.status === 'queued') return { ...ended, runAfterMs: next.runAfterMs };
+  const result = written.ending.outcome === 'succeeded' ? written.ending.result : undefined;
+  return { ...ended, finishedAtMs: written.nowMs, ...(result !== undefined ? { result } : {}) };
 }

@@ -32,8 +32,15 @@ export function itemToJob(item: Item): Job {
   } as unknown as Job;
 }
 
+/** Types stored before a setting existed read as if it had its default. */
+const JOB_TYPE_DEFAULTS: Pick<JobType, 'rateLimitPerS' | 'priorityOrder' | 'throttle'> = {
+  rateLimitPerS: null,
+  priorityOrder: 'time_first',
+  throttle: null,
+};
+
 export function itemToJobType(item: Item): JobType {
-  return withoutStoreAttributes(item) as unknown as JobType;
+  return { ...JOB_TYPE_DEFAULTS, ...withoutStoreAttributes(item) } as unknown as JobType;
 }
 
 /** Items on a ConditionalCheckFailedException come back in wire format, even through the document client. */

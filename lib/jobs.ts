@@ -5,7 +5,7 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import stringify from 'safe-stable-stringify';
 import { monotonicFactory } from 'ulid';
 import type { QueueContext } from './config.js';
-import { ConflictError, NotFoundError, PayloadTooLargeError } from './errors.js';
+import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from './errors.js';
 import { eventForUnstartedJob } from './events.js';
 import { itemToJob, jobToItem, unmarshallItem } from './items.js';
 import { bucketOf, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
@@ -43,6 +43,7 @@ function requestHashOf(input: JobInput): string {
     expiresAtMs: input.expiresAtMs ?? null,
     priority: input.priority,
     weight: input.weight,
+    ...(input.throttleKey !== undefined ? { throttleKey: input.throttleKey } : {}),
   });
   return createHash('sha256').update(normalised ?? '').digest('base64url');
 }
@@ -58,6 +59,31 @@ export function assertJsonSize(field: string, value: unknown, maxBytes: number):
 }
 
 /**
+ * The throttle key a job runs under: its own, or the value at the type's `key_field` in its data when that is
+ * a string, number or boolean. A job without one counts only against the type's concurrency.
+ */
+export function throttleKeyOf(jobType: Pick<JobType, 'throttle'>, input: Pick<JobInput, 'throttleKey' | 'data'>): string | undefined {
+  if (input.throttleKey !== undefined) return input.throttleKey;
+  const keyField = jobType.throttle?.keyField;
+  if (keyField === undefined) return undefined;
+  let value: unknown = input.data;
+  for (const name of keyField.split('.')) {
+    value = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[name] : undefined;
+  }
+  if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') return undefined;
+  const key = String(value);
+  // Keys index counters in the table: a value no producer could give as throttle_key is no key.
+  return key.length >= 1 && key.length <= 128 ? key : undefined;
+}
+
+/** A weight above the type's concurrency could never be claimed. */
+function assertWeightFits(jobType: Pick<JobType, 'concurrency'>, weight: number): void {
+  if (jobType.concurrency !== null && jobType.concurrency > 0 && weight > jobType.concurrency) {
+    throw new ValidationError([{ field: 'weight', message: `must not exceed the type's concurrency (${jobType.concurrency})` }]);
+  }
+}
+
+/**
  * Enqueues a job, idempotent on (type, id): the same body again returns the
  * stored job with `created: false`; a different body is a ConflictError.
  */
@@ -68,8 +94,10 @@ export async function enqueueJob(
   input: JobInput,
 ): Promise<{ job: Job; created: boolean }> {
   assertJsonSize('data', input.data, MAX_DATA_BYTES);
+  assertWeightFits(jobType, input.weight);
   const nowMs = ctx.nowMs();
   const runAfterMs = input.runAfterMs ?? nowMs;
+  const throttleKey = throttleKeyOf(jobType, input);
   const job: Job = {
     type: jobType.name,
     id,
@@ -82,6 +110,7 @@ export async function enqueueJob(
     ...(input.expiresAtMs !== undefined ? { expiresAtMs: input.expiresAtMs } : {}),
     priority: input.priority,
     weight: input.weight,
+    ...(throttleKey !== undefined ? { throttleKey } : {}),
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     history: [],
@@ -159,6 +188,7 @@ export async function replayJob(ctx: QueueContext, jobType: JobType, id: string)
     data: original.data,
     priority: original.priority,
     weight: original.weight,
+    ...(original.throttleKey !== undefined ? { throttleKey: original.throttleKey } : {}),
   });
   return job;
 }

@@ -14,6 +14,10 @@ export interface DueEntry {
   sk: string;
   gsi1pk: string;
   gsi1sk: string;
+  /** Projected into the index so the poller can order and throttle without reading jobs. */
+  priority?: number;
+  weight?: number;
+  throttleKey?: string;
 }
 
 export async function readCursor(ctx: QueueContext, lane: Lane, shard: number): Promise<number | undefined> {

@@ -46,12 +46,40 @@ export type Target =
 
 export type TargetKind = Target['kind'];
 
+export const PRIORITY_ORDERS = ['time_first', 'priority_first'] as const;
+export type PriorityOrder = (typeof PRIORITY_ORDERS)[number];
+
+/** The throttle key `*` sets the limit of every key not named. */
+export const OTHER_THROTTLE_KEYS = '*';
+
+/** A key's in-flight weight limit: a number of weight units, or a share of the type's concurrency. */
+export type ThrottleLimit = { limit: number } | { share: number };
+
+export interface Throttle {
+  /** Where a job's key comes from when it carries no `throttle_key`: a dotted path into its data. */
+  keyField?: string;
+  limits: Record<string, ThrottleLimit>;
+}
+
+/** The in-flight counters a claim added its weight to, so the attempt's end takes exactly that weight back. */
+export interface HeldSlots {
+  weight: number;
+  /** The type-wide counter. */
+  type: boolean;
+  /** The throttle key's counter. */
+  key?: string;
+}
+
 export interface JobType {
   name: string;
   deliveryStrategy: DeliveryStrategy;
   attempts: number;
-  /** null: unlimited; 0: paused. */
+  /** null: unlimited; 0: paused. Bounds the summed weight of the type's claimed jobs. */
   concurrency: number | null;
+  /** Claims per second, shared by every poller; null: unlimited. */
+  rateLimitPerS: number | null;
+  priorityOrder: PriorityOrder;
+  throttle: Throttle | null;
   visibilityTimeoutS: number;
   timeoutS: number;
   retry: RetryPolicy;
@@ -103,6 +131,7 @@ export interface Job {
   expiresAtMs?: number;
   priority: number;
   weight: number;
+  throttleKey?: string;
   createdAtMs: number;
   updatedAtMs: number;
   finishedAtMs?: number;
@@ -119,9 +148,13 @@ export interface Job {
   /** Written with startedAtMs, so a start whose write was retried recognises itself. */
   startToken?: string;
   worker?: WorkerIdentity;
+  /** Present while the current claim holds concurrency slots. */
+  heldSlots?: HeldSlots;
 }
 
 export const HISTORY_LIMIT = 25;
+/** Priorities run from 0 to 1000, lower first. */
+export const DEFAULT_PRIORITY = 100;
 export const MAX_DATA_BYTES = 256 * 1024;
 /** A result is kept on the job item beside data and history, all within DynamoDB's 400 KB item limit. */
 export const MAX_RESULT_BYTES = 64 * 1024;
@@ -200,11 +233,32 @@ const targetSchema = z.discriminatedUnion('kind', [
 
 export const DEFAULT_RETRY: RetryPolicy = { kind: 'exponential', baseS: 1, factor: 2, maxS: 300, jitter: 0 };
 
+const THROTTLE_KEY_PATTERN = /^[^\u0000-\u001f]{1,128}$/;
+
+const throttleSchema = z.strictObject({
+  key_field: z
+    .string()
+    .regex(/^[A-Za-z0-9_$-]{1,64}(\.[A-Za-z0-9_$-]{1,64}){0,7}$/, 'must be a dotted path of field names, e.g. "customer.region"')
+    .optional(),
+  limits: z
+    .record(
+      z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters'),
+      z.union([
+        z.strictObject({ limit: z.number().int().min(0).max(100_000) }),
+        z.strictObject({ share: z.number().gt(0).max(1) }),
+      ]),
+    )
+    .refine((limits) => Object.keys(limits).length >= 1 && Object.keys(limits).length <= 100, 'must name 1 to 100 keys'),
+});
+
 export const jobTypeInputSchema = z
   .strictObject({
     delivery_strategy: z.enum(DELIVERY_STRATEGIES).default('at_least_once'),
     attempts: z.number().int().min(1).max(100).optional(),
     concurrency: z.number().int().min(0).max(100_000).nullable().default(null),
+    rate_limit_per_s: z.number().gt(0).max(100_000).nullable().default(null),
+    priority_order: z.enum(PRIORITY_ORDERS).default('time_first'),
+    throttle: throttleSchema.nullable().default(null),
     visibility_timeout_s: z.number().int().min(1).max(43_200).default(30),
     timeout_s: z.number().int().min(1).max(86_400).default(60),
     retry: retrySchema.optional(),
@@ -213,6 +267,15 @@ export const jobTypeInputSchema = z
   .superRefine((body, ctx) => {
     if (body.delivery_strategy === 'at_most_once' && body.attempts !== undefined && body.attempts !== 1) {
       ctx.addIssue({ code: 'custom', path: ['attempts'], message: 'must be 1 for at_most_once' });
+    }
+    for (const [key, limit] of Object.entries(body.throttle?.limits ?? {})) {
+      if ('share' in limit && body.concurrency === null) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['throttle', 'limits', key, 'share'],
+          message: 'a share is a share of the type\'s concurrency: set concurrency, or give this key a limit',
+        });
+      }
     }
   });
 
@@ -276,6 +339,11 @@ export function jobTypeFromInput(
     deliveryStrategy: input.delivery_strategy,
     attempts: atMostOnce ? 1 : (input.attempts ?? 3),
     concurrency: input.concurrency,
+    rateLimitPerS: input.rate_limit_per_s,
+    priorityOrder: input.priority_order,
+    throttle: input.throttle
+      ? { ...(input.throttle.key_field ? { keyField: input.throttle.key_field } : {}), limits: input.throttle.limits }
+      : null,
     visibilityTimeoutS: input.visibility_timeout_s,
     timeoutS: input.timeout_s,
     retry: retryFromInput(input.retry),
@@ -313,6 +381,9 @@ export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
     delivery_strategy: jobType.deliveryStrategy,
     attempts: jobType.attempts,
     concurrency: jobType.concurrency,
+    rate_limit_per_s: jobType.rateLimitPerS,
+    priority_order: jobType.priorityOrder,
+    throttle: jobType.throttle ? { key_field: jobType.throttle.keyField ?? null, limits: jobType.throttle.limits } : null,
     visibility_timeout_s: jobType.visibilityTimeoutS,
     timeout_s: jobType.timeoutS,
     retry: retryToApi(jobType.retry),
@@ -332,8 +403,9 @@ export const jobInputSchema = z
     data: z.json().default(null),
     run_after: isoWithOffset.optional(),
     expires_at: isoWithOffset.nullable().optional(),
-    priority: z.number().int().min(0).max(1000).default(100),
+    priority: z.number().int().min(0).max(1000).default(DEFAULT_PRIORITY),
     weight: z.number().int().min(0).max(100_000).default(1),
+    throttle_key: z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters').nullable().optional(),
   })
   .superRefine((body, ctx) => {
     if (body.run_after && body.expires_at && Date.parse(body.expires_at) <= Date.parse(body.run_after)) {
@@ -349,6 +421,8 @@ export interface JobInput {
   expiresAtMs?: number;
   priority: number;
   weight: number;
+  /** Given by the producer; otherwise taken from the data by the type's `throttle.key_field`. */
+  throttleKey?: string;
 }
 
 export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInput {
@@ -358,6 +432,7 @@ export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInpu
     ...(body.expires_at ? { expiresAtMs: Date.parse(body.expires_at) } : {}),
     priority: body.priority,
     weight: body.weight,
+    ...(body.throttle_key ? { throttleKey: body.throttle_key } : {}),
   };
 }
 
@@ -391,7 +466,7 @@ export function jobToApi(job: Job): Record<string, unknown> {
     expires_at: iso(job.expiresAtMs),
     priority: job.priority,
     weight: job.weight,
-    throttle_key: null,
+    throttle_key: job.throttleKey ?? null,
     correlation_key: null,
     created_at: iso(job.createdAtMs),
     updated_at: iso(job.updatedAtMs),

@@ -3,12 +3,15 @@
  * parallelism, and hands them to workers in batches through an injected invoker.
  */
 import pLimit from 'p-limit';
-import { claimJob, releaseClaim } from './claims.js';
+import { claimJob, releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './config.js';
 import { listJobTypes } from './job-types.js';
 import { bucketOf, parseJobPk, type Lane } from './keys.js';
-import { advanceCursor, readCursor, scanLane } from './lanes.js';
-import type { Job, JobType } from './model.js';
+import { advanceCursor, readCursor, scanLane, type DueEntry } from './lanes.js';
+import { DEFAULT_PRIORITY, type Job, type JobType, type PriorityOrder } from './model.js';
+import { returnRateTokens, takeRateTokens, type RateBucketCache } from './rate-limit.js';
+import { abortableSleep } from './sleep.js';
+import { hasSlotLimits, limitTooSmall, readInFlight, slotsFor, throttleKeyLimit } from './slots.js';
 
 /** What one worker invocation receives: the claimed jobs and the configuration of their types. */
 export interface WorkerBatch {
@@ -62,16 +65,39 @@ export function createBatcher(maxJobs: number, flush: (jobs: Job[]) => void, max
   };
 }
 
-function dueLagMs(gsi1sk: string, nowMs: number): number {
-  return Math.max(0, nowMs - Number(gsi1sk.slice(0, gsi1sk.indexOf('#'))));
+function readyAtMsOf(entry: DueEntry): number {
+  return Number(entry.gsi1sk.slice(0, entry.gsi1sk.indexOf('#')));
 }
 
-export async function pollOnce(
-  ctx: QueueContext,
-  options: { jobTypes: JobType[]; invoker: WorkerInvoker; cursors: CursorCache; shards?: number[] },
-): Promise<PollResult> {
+/**
+ * The order a type's due jobs are claimed in: critical jobs (weight 0) first,
+ * then by ready time and priority as the type says (lower priority first).
+ */
+export function orderDueEntries(entries: DueEntry[], order: PriorityOrder): DueEntry[] {
+  const rank = (entry: DueEntry): [number, number, number] => {
+    const critical = entry.weight === 0 ? 0 : 1;
+    const priority = entry.priority ?? DEFAULT_PRIORITY;
+    return order === 'priority_first' ? [critical, priority, readyAtMsOf(entry)] : [critical, readyAtMsOf(entry), priority];
+  };
+  return entries
+    .map((entry) => ({ entry, rank: rank(entry) }))
+    .sort((a, b) => a.rank[0] - b.rank[0] || a.rank[1] - b.rank[1] || a.rank[2] - b.rank[2] || a.entry.pk.localeCompare(b.entry.pk))
+    .map(({ entry }) => entry);
+}
+
+export interface PollOptions {
+  jobTypes: JobType[];
+  invoker: WorkerInvoker;
+  cursors: CursorCache;
+  /** Token buckets this poller has seen; a fresh map costs one failed write per rate-limited type. */
+  rateBuckets?: RateBucketCache;
+  shards?: number[];
+}
+
+export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise<PollResult> {
   const { settings } = ctx;
   const shards = options.shards ?? Array.from({ length: settings.shards }, (_, shard) => shard);
+  const rateBuckets = options.rateBuckets ?? new Map();
   const result: PollResult = {
     claimed: 0,
     lostRaces: 0,
@@ -102,48 +128,123 @@ export async function pollOnce(
     );
   });
 
+  const scanShard = async (jobType: JobType, shard: number): Promise<DueEntry[]> => {
+    const lane: Lane = { kind: 'queued', type: jobType.name };
+    const cacheKey = `${jobType.name}#${shard}`;
+    const cursor = options.cursors.has(cacheKey) ? options.cursors.get(cacheKey) : await readCursor(ctx, lane, shard);
+    const scan = await scanLane(ctx, lane, shard, {
+      cursor,
+      startBucket: bucketOf(jobType.createdAtMs, settings.bucketMs),
+      limit: settings.claimPageSize,
+    });
+    options.cursors.set(cacheKey, cursor);
+    if (scan.advanceTo !== undefined) {
+      const moved = await advanceCursor(ctx, lane, shard, cursor, scan.advanceTo);
+      if (moved) options.cursors.set(cacheKey, scan.advanceTo);
+      else options.cursors.delete(cacheKey);
+    }
+    if (scan.entries.length >= settings.claimPageSize) result.saturated = true;
+    for (const entry of scan.entries) result.oldestDueLagMs = Math.max(result.oldestDueLagMs, Math.max(0, nowMs - readyAtMsOf(entry)));
+    return scan.entries;
+  };
+
+  /** Counts a claim's outcome; true when it used one of the poll's rate tokens. */
+  const record = (claim: ClaimResult): boolean => {
+    if (claim.kind === 'claimed') {
+      result.claimed++;
+      batcher.add(claim.job);
+      return true;
+    }
+    if (claim.kind === 'expired') result.expired++;
+    else if (claim.kind === 'lost') result.lostRaces++;
+    return false;
+  };
+
+  /** Claims without counters: in parallel, in order. */
+  const claimUnlimited = async (jobType: JobType, entries: DueEntry[]): Promise<number> => {
+    const outcomes = await Promise.allSettled(
+      entries.map((entry) => claimLimit(async () => record(await claimJob(ctx, parseJobPk(entry.pk), jobType)))),
+    );
+    throwFirstRejection(outcomes);
+    return outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
+  };
+
+  /**
+   * Claims one at a time, in order, while the counters have room: every claim of the type touches the same
+   * counter, so parallel claims would only conflict. When the next job does not fit the type, no later job of
+   * weight above 0 is claimed in this poll, so a heavy or urgent job is not overtaken for ever by light ones; a
+   * full throttle key holds back only that key's jobs.
+   */
+  const claimWithinSlots = async (jobType: JobType, entries: DueEntry[], tokens: number): Promise<number> => {
+    const limitedKeys = [...new Set(entries.flatMap((entry) => entry.throttleKey ?? []))].filter(
+      (key) => throttleKeyLimit(jobType, key) !== undefined,
+    );
+    const inFlight = await readInFlight(ctx, jobType.name, limitedKeys);
+    let typeRoom = jobType.concurrency === null ? Infinity : jobType.concurrency - inFlight.type;
+    const keyRoom = new Map(limitedKeys.map((key) => [key, (throttleKeyLimit(jobType, key) ?? 0) - (inFlight.keys.get(key) ?? 0)]));
+    let typeFull = false;
+    const fullKeys = new Set<string>();
+    let used = 0;
+    for (const entry of entries) {
+      if (used >= tokens) break;
+      const slots = slotsFor(jobType, { weight: entry.weight ?? 1, ...(entry.throttleKey !== undefined ? { throttleKey: entry.throttleKey } : {}) });
+      if (slots) {
+        if ((slots.type && typeFull) || (slots.key !== undefined && fullKeys.has(slots.key))) continue;
+        // A job heavier than a limit can never run under it: it waits for the type to change, holding nothing up.
+        if (limitTooSmall(jobType, slots)) continue;
+        if (slots.type && slots.weight > typeRoom) {
+          typeFull = true;
+          continue;
+        }
+        if (slots.key !== undefined && slots.weight > (keyRoom.get(slots.key) ?? 0)) {
+          fullKeys.add(slots.key);
+          continue;
+        }
+      }
+      const claim = await claimJob(ctx, parseJobPk(entry.pk), jobType, slots);
+      if (record(claim)) used++;
+      if (claim.kind === 'claimed' && slots) {
+        if (slots.type) typeRoom -= slots.weight;
+        if (slots.key !== undefined) keyRoom.set(slots.key, (keyRoom.get(slots.key) ?? 0) - slots.weight);
+      }
+      if (claim.kind === 'full') {
+        if (claim.limit === 'type') typeFull = true;
+        else if (slots?.key !== undefined) fullKeys.add(slots.key);
+      }
+    }
+    return used;
+  };
+
+  const pollType = async (jobType: JobType): Promise<void> => {
+    // Settled, not all-or-nothing: one lane's failure must not keep the other lanes' jobs from being claimed.
+    const scans = await Promise.allSettled(shards.map((shard) => scanShard(jobType, shard)));
+    const entries = orderDueEntries(
+      scans.flatMap((scan) => (scan.status === 'fulfilled' ? scan.value : [])),
+      jobType.priorityOrder,
+    );
+    if (entries.length > 0) {
+      const tokens = await takeRateTokens(ctx, jobType, entries.length, rateBuckets);
+      let used = 0;
+      try {
+        used = hasSlotLimits(jobType)
+          ? await claimWithinSlots(jobType, entries, tokens)
+          : await claimUnlimited(jobType, entries.slice(0, tokens));
+      } finally {
+        if (jobType.rateLimitPerS !== null) await returnRateTokens(ctx, jobType.name, tokens - used, rateBuckets);
+      }
+    }
+    throwFirstRejection(scans);
+  };
+
   // A paused type (concurrency 0) keeps its jobs queued; nothing is claimed.
   const activeTypes = options.jobTypes.filter((jobType) => jobType.concurrency !== 0);
-  const scans = activeTypes.flatMap((jobType) => shards.map((shard) => ({ jobType, shard })));
-  // Settled, not all-or-nothing: one lane's failure must not strand the jobs other lanes already claimed.
-  const scanOutcomes = await Promise.allSettled(
-    scans.map(async ({ jobType, shard }) => {
-      const lane: Lane = { kind: 'queued', type: jobType.name };
-      const cacheKey = `${jobType.name}#${shard}`;
-      const cursor = options.cursors.has(cacheKey) ? options.cursors.get(cacheKey) : await readCursor(ctx, lane, shard);
-      const scan = await scanLane(ctx, lane, shard, {
-        cursor,
-        startBucket: bucketOf(jobType.createdAtMs, settings.bucketMs),
-        limit: settings.claimPageSize,
-      });
-      options.cursors.set(cacheKey, cursor);
-      if (scan.advanceTo !== undefined) {
-        const moved = await advanceCursor(ctx, lane, shard, cursor, scan.advanceTo);
-        if (moved) options.cursors.set(cacheKey, scan.advanceTo);
-        else options.cursors.delete(cacheKey);
-      }
-      if (scan.entries.length >= settings.claimPageSize) result.saturated = true;
-      for (const entry of scan.entries) result.oldestDueLagMs = Math.max(result.oldestDueLagMs, dueLagMs(entry.gsi1sk, nowMs));
-      const claims = await Promise.allSettled(
-        scan.entries.map((entry) =>
-          claimLimit(async () => {
-            const claim = await claimJob(ctx, parseJobPk(entry.pk), jobType);
-            if (claim.kind === 'claimed') {
-              result.claimed++;
-              batcher.add(claim.job);
-            } else if (claim.kind === 'expired') result.expired++;
-            else result.lostRaces++;
-          }),
-        ),
-      );
-      throwFirstRejection(claims);
-    }),
-  );
+  // Settled too: what one type claimed is dispatched whatever happened to another.
+  const typeOutcomes = await Promise.allSettled(activeTypes.map(pollType));
 
   batcher.close();
   await Promise.all(dispatches);
   // Reported only now, after everything claimed was handed over or released.
-  throwFirstRejection(scanOutcomes);
+  throwFirstRejection(typeOutcomes);
   return result;
 }
 
@@ -167,25 +268,13 @@ export interface PollerLoopOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
-export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
 /** Polls until the run time is over: at once again while a lane is saturated, otherwise one poll interval after the last poll began. */
 export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOptions): Promise<PollResult> {
   const sleep = options.sleep ?? abortableSleep;
   const refreshMs = options.jobTypesRefreshMs ?? 5_000;
   const deadlineMs = ctx.nowMs() + (options.runForMs ?? ctx.settings.pollerRunMs);
   const cursors: CursorCache = new Map();
+  const rateBuckets: RateBucketCache = new Map();
   const totals: PollResult = { claimed: 0, lostRaces: 0, expired: 0, dispatched: 0, released: 0, saturated: false, oldestDueLagMs: 0 };
   let jobTypes: JobType[] = [];
   let jobTypesReadAtMs = -Infinity;
@@ -196,7 +285,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         jobTypes = await listJobTypes(ctx);
         jobTypesReadAtMs = ctx.nowMs();
       }
-      const result = await pollOnce(ctx, { jobTypes, invoker: options.invoker, cursors, ...(options.shards ? { shards: options.shards } : {}) });
+      const result = await pollOnce(ctx, { jobTypes, invoker: options.invoker, cursors, rateBuckets, ...(options.shards ? { shards: options.shards } : {}) });
       totals.claimed += result.claimed;
       totals.lostRaces += result.lostRaces;
       totals.expired += result.expired;

@@ -16,7 +16,13 @@ import { DUE_INDEX, TTL_ATTRIBUTE } from './keys.js';
 export const TABLE_SCHEMA = {
   partitionKey: 'pk',
   sortKey: 'sk',
-  dueIndex: { name: DUE_INDEX, partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
+  dueIndex: {
+    name: DUE_INDEX,
+    partitionKey: 'gsi1pk',
+    sortKey: 'gsi1sk',
+    // The poller orders and throttles due jobs by these without reading the jobs; the claim returns the full item.
+    projectedAttributes: ['priority', 'weight', 'throttleKey'],
+  },
   ttlAttribute: TTL_ATTRIBUTE,
 } as const;
 
@@ -40,8 +46,7 @@ export function buildCreateTableInput(tableName: string): CreateTableCommandInpu
           { AttributeName: dueIndex.partitionKey, KeyType: 'HASH' },
           { AttributeName: dueIndex.sortKey, KeyType: 'RANGE' },
         ],
-        // The poller needs only keys: the sort key carries the ready time and the claim returns the full item.
-        Projection: { ProjectionType: 'KEYS_ONLY' },
+        Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...dueIndex.projectedAttributes] },
       },
     ],
   };

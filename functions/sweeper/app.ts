@@ -1,7 +1,7 @@
 /** The sweeper function: sweeps every `sweepIntervalMs` for about a minute, so a dead worker's claim comes back soon after it lapses. */
 import type { Context } from 'aws-lambda';
 import type { QueueContext } from '../../lib/config.js';
-import { abortableSleep } from '../../lib/poller.js';
+import { abortableSleep } from '../../lib/sleep.js';
 import { sweepOnce, type SweepResult } from '../../lib/sweeper.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
 import { log } from '../shared/log.js';

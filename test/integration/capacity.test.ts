@@ -41,3 +41,27 @@ test(`a job costs at most 7 write units from enqueue to success (${JOBS} jobs)`,
   expect(writeUnitsPerJob).toBeGreaterThan(0);
   expect(writeUnitsPerJob).toBeLessThanOrEqual(7);
 });
+
+test(`a job of a type with a concurrency limit costs at most 16 write units: claim and finish are transactions (${JOBS} jobs)`, async () => {
+  const body = { target: { kind: 'handler', name: 'echo' }, concurrency: 1_000 };
+  const { jobType } = await putJobType(queue.ctx, 'limited', jobTypeInputSchema.parse(body));
+  const registry = { handlers: { echo: (data: unknown) => data }, retryPolicies: {} };
+  const before = { writeUnits: capacity.writeUnits, readUnits: capacity.readUnits };
+  for (let i = 0; i < JOBS; i++) {
+    await enqueueJob(queue.ctx, jobType, `job-${i}`, { data: { i, text: 'x'.repeat(150) }, priority: 100, weight: 1 });
+  }
+  const batches: WorkerBatch[] = [];
+  const invoker = { invoke: async (batch: WorkerBatch) => void batches.push(batch) };
+  while ((await pollOnce(queue.ctx, { jobTypes: [jobType], invoker, cursors: new Map() })).claimed > 0);
+  for (const batch of batches) {
+    await runWorkerBatch(queue.ctx, batch, { registry, worker: { id: 'w', host: 'h' } });
+  }
+  for (let i = 0; i < JOBS; i++) expect((await getJob(queue.ctx, 'limited', `job-${i}`))?.status).toBe('succeeded');
+
+  const writeUnitsPerJob = (capacity.writeUnits - before.writeUnits) / JOBS;
+  const readUnitsPerJob = (capacity.readUnits - before.readUnits) / JOBS;
+  console.log('capacity per job with a concurrency limit', { writeUnitsPerJob, readUnitsPerJob });
+  // Claim and finish become transactions that also write the counter, and a transaction is billed at two units
+  // per write, index writes included: enqueue 2 + claim 2 × (job 1 + index 2 + counter 1) + finish 2 × (1 + 1 + 1).
+  expect(writeUnitsPerJob).toBeLessThanOrEqual(16);
+});

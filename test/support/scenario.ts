@@ -7,7 +7,8 @@
 import { createQueueContext, type QueueContext } from '../../lib/config.js';
 import { getJob } from '../../lib/jobs.js';
 import { isTerminal, type Job, type JobType } from '../../lib/model.js';
-import { abortableSleep, runPollerLoop, type WorkerBatch, type WorkerInvoker } from '../../lib/poller.js';
+import { runPollerLoop, type WorkerBatch, type WorkerInvoker } from '../../lib/poller.js';
+import { abortableSleep } from '../../lib/sleep.js';
 import { sweepOnce } from '../../lib/sweeper.js';
 import { runWorkerBatch, type JobHandler, type WorkerRegistry } from '../../lib/worker.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';

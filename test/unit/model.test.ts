@@ -110,16 +110,46 @@ describe('job validation names the offending field', () => {
   test('priority out of range names priority', () => {
     expect(fieldsOf(detailsOf(jobInputSchema, { priority: 1001 }))).toEqual(['priority']);
   });
+
+  test('a throttle key with control characters names throttle_key', () => {
+    expect(fieldsOf(detailsOf(jobInputSchema, { throttle_key: 'a\nb' }))).toEqual(['throttle_key']);
+  });
+
+  test('a throttle share without a concurrency names the share', () => {
+    const body = { target: TARGET, throttle: { limits: { east: { share: 0.4 } } } };
+    expect(fieldsOf(detailsOf(jobTypeInputSchema, body))).toEqual(['throttle.limits.east.share']);
+  });
+
+  test('a throttle limit that is neither a limit nor a share names the key', () => {
+    const body = { target: TARGET, concurrency: 10, throttle: { limits: { east: { most: 3 } } } };
+    expect(fieldsOf(detailsOf(jobTypeInputSchema, body))[0]).toMatch(/^throttle\.limits\.east/);
+  });
+
+  test('a share above 1 names the share', () => {
+    const body = { target: TARGET, concurrency: 10, throttle: { limits: { east: { share: 1.5 } } } };
+    expect(fieldsOf(detailsOf(jobTypeInputSchema, body))).toEqual(['throttle.limits.east.share']);
+  });
+
+  test('a rate limit of 0 names rate_limit_per_s', () => {
+    expect(fieldsOf(detailsOf(jobTypeInputSchema, { target: TARGET, rate_limit_per_s: 0 }))).toEqual(['rate_limit_per_s']);
+  });
+
+  test('an unknown priority order names priority_order', () => {
+    expect(fieldsOf(detailsOf(jobTypeInputSchema, { target: TARGET, priority_order: 'fifo' }))).toEqual(['priority_order']);
+  });
 });
 
 describe('defaults', () => {
-  test('a job type with only a target gets at_least_once, 3 attempts and the default retry', () => {
+  test('a job type with only a target gets at_least_once, 3 attempts, the default retry and no limits', () => {
     const jobType = jobTypeFromInput('emails', parseWith(jobTypeInputSchema, { target: TARGET }), TIMES);
     expect(jobType).toEqual({
       name: 'emails',
       deliveryStrategy: 'at_least_once',
       attempts: 3,
       concurrency: null,
+      rateLimitPerS: null,
+      priorityOrder: 'time_first',
+      throttle: null,
       visibilityTimeoutS: 30,
       timeoutS: 60,
       retry: DEFAULT_RETRY,
