@@ -5,11 +5,12 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import stringify from 'safe-stable-stringify';
 import { monotonicFactory } from 'ulid';
 import type { QueueContext } from './config.js';
-import { ConflictError, NotFoundError, PayloadTooLargeError } from './errors.js';
+import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from './errors.js';
 import { eventForUnstartedJob } from './events.js';
 import { itemToJob, jobToItem, unmarshallItem } from './items.js';
 import { bucketOf, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
 import { MAX_DATA_BYTES, type Job, type JobInput, type JobType } from './model.js';
+import { earliestStartMs, effectiveWindows } from './windows.js';
 
 const ulid = monotonicFactory();
 
@@ -43,6 +44,8 @@ function requestHashOf(input: JobInput): string {
     expiresAtMs: input.expiresAtMs ?? null,
     priority: input.priority,
     weight: input.weight,
+    // Only when given, so the hashes of jobs stored before windows existed still match their bodies.
+    ...(input.timeWindows ? { timeWindows: input.timeWindows } : {}),
   });
   return createHash('sha256').update(normalised ?? '').digest('base64url');
 }
@@ -60,6 +63,8 @@ export function assertJsonSize(field: string, value: unknown, maxBytes: number):
 /**
  * Enqueues a job, idempotent on (type, id): the same body again returns the
  * stored job with `created: false`; a different body is a ConflictError.
+ * The job is due at the first instant inside its time windows at or after the
+ * requested `run_after` (or now).
  */
 export async function enqueueJob(
   ctx: QueueContext,
@@ -69,7 +74,12 @@ export async function enqueueJob(
 ): Promise<{ job: Job; created: boolean }> {
   assertJsonSize('data', input.data, MAX_DATA_BYTES);
   const nowMs = ctx.nowMs();
-  const runAfterMs = input.runAfterMs ?? nowMs;
+  const windows = effectiveWindows(input, jobType);
+  const runAfterMs = earliestStartMs(windows, input.runAfterMs ?? nowMs);
+  if (windows && input.expiresAtMs !== undefined && input.expiresAtMs <= runAfterMs) {
+    const opensAt = new Date(runAfterMs).toISOString();
+    throw new ValidationError([{ field: 'expires_at', message: `must be after ${opensAt}, when the job's time windows first let it run` }]);
+  }
   const job: Job = {
     type: jobType.name,
     id,
@@ -82,6 +92,7 @@ export async function enqueueJob(
     ...(input.expiresAtMs !== undefined ? { expiresAtMs: input.expiresAtMs } : {}),
     priority: input.priority,
     weight: input.weight,
+    ...(input.timeWindows ? { timeWindows: input.timeWindows } : {}),
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     history: [],
@@ -152,13 +163,14 @@ export async function cancelJob(ctx: QueueContext, type: string, id: string): Pr
   }
 }
 
-/** A new job with the same data, priority and weight, due now. */
+/** A new job with the same data, priority, weight and time windows, due now (or when its windows next open). */
 export async function replayJob(ctx: QueueContext, jobType: JobType, id: string): Promise<Job> {
   const original = await requireJob(ctx, jobType.name, id);
   const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), {
     data: original.data,
     priority: original.priority,
     weight: original.weight,
+    ...(original.timeWindows ? { timeWindows: original.timeWindows } : {}),
   });
   return job;
 }

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { ValidationError, type FieldIssue } from './errors.js';
+import { timeWindowsSchema, type TimeWindow } from './windows.js';
 
 export const DELIVERY_STRATEGIES = ['at_least_once', 'at_most_once'] as const;
 export type DeliveryStrategy = (typeof DELIVERY_STRATEGIES)[number];
@@ -56,6 +57,8 @@ export interface JobType {
   timeoutS: number;
   retry: RetryPolicy;
   target: Target;
+  /** When its jobs may start; absent: any time. A job's own windows replace these. */
+  timeWindows?: TimeWindow[];
   /**
    * The HMAC key requests to an `http` target are signed with. Generated when
    * the type first gets an http target, kept across replacements, returned by
@@ -103,6 +106,8 @@ export interface Job {
   expiresAtMs?: number;
   priority: number;
   weight: number;
+  /** The job's own windows, replacing its type's; absent: its type's. */
+  timeWindows?: TimeWindow[];
   createdAtMs: number;
   updatedAtMs: number;
   finishedAtMs?: number;
@@ -209,6 +214,7 @@ export const jobTypeInputSchema = z
     timeout_s: z.number().int().min(1).max(86_400).default(60),
     retry: retrySchema.optional(),
     target: targetSchema,
+    time_windows: timeWindowsSchema.nullable().optional(),
   })
   .superRefine((body, ctx) => {
     if (body.delivery_strategy === 'at_most_once' && body.attempts !== undefined && body.attempts !== 1) {
@@ -280,6 +286,7 @@ export function jobTypeFromInput(
     timeoutS: input.timeout_s,
     retry: retryFromInput(input.retry),
     target: targetFromInput(input.target),
+    ...(input.time_windows ? { timeWindows: input.time_windows } : {}),
     ...times,
   };
 }
@@ -317,6 +324,7 @@ export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
     timeout_s: jobType.timeoutS,
     retry: retryToApi(jobType.retry),
     target: targetToApi(jobType.target),
+    time_windows: jobType.timeWindows ?? null,
     created_at: iso(jobType.createdAtMs),
     updated_at: iso(jobType.updatedAtMs),
   };
@@ -334,6 +342,7 @@ export const jobInputSchema = z
     expires_at: isoWithOffset.nullable().optional(),
     priority: z.number().int().min(0).max(1000).default(100),
     weight: z.number().int().min(0).max(100_000).default(1),
+    time_windows: timeWindowsSchema.nullable().optional(),
   })
   .superRefine((body, ctx) => {
     if (body.run_after && body.expires_at && Date.parse(body.expires_at) <= Date.parse(body.run_after)) {
@@ -349,6 +358,8 @@ export interface JobInput {
   expiresAtMs?: number;
   priority: number;
   weight: number;
+  /** Absent: the type's windows apply. */
+  timeWindows?: TimeWindow[];
 }
 
 export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInput {
@@ -358,6 +369,7 @@ export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInpu
     ...(body.expires_at ? { expiresAtMs: Date.parse(body.expires_at) } : {}),
     priority: body.priority,
     weight: body.weight,
+    ...(body.time_windows ? { timeWindows: body.time_windows } : {}),
   };
 }
 
@@ -391,6 +403,7 @@ export function jobToApi(job: Job): Record<string, unknown> {
     expires_at: iso(job.expiresAtMs),
     priority: job.priority,
     weight: job.weight,
+    time_windows: job.timeWindows ?? null,
     throttle_key: null,
     correlation_key: null,
     created_at: iso(job.createdAtMs),
