@@ -5,6 +5,7 @@
  * reaches the worker after its window closed goes back to wait for the next.
  */
 import { describe, expect, test, vi } from 'vitest';
+import { trackConsumedCapacity } from '../../lib/capacity.js';
 import { getJob } from '../../lib/jobs.js';
 import type { JobType } from '../../lib/model.js';
 import { pollOnce, type CursorCache, type PollResult } from '../../lib/poller.js';
@@ -144,6 +145,42 @@ describe('a job that reaches the worker after its window closed', () => {
     expect(counts).toMatchObject({ expired: 1, rescheduled: 0 });
     expect(handler).not.toHaveBeenCalled();
     expect(await getJob(q.ctx, 'reports', 'r-1')).toMatchObject({ status: 'expired' });
+  });
+});
+
+describe('capacity', () => {
+  test('handing a late job back is one guarded write of 3 units: the item, its claim-lane entry out, its queue-lane entry in', async () => {
+    const q = queue();
+    const capacity = trackConsumedCapacity(q.clients.base);
+    q.clock.set(at('2026-11-21T11:59:59Z'));
+    const reports = await defineType(q.ctx, 'reports', { time_windows: NY_EARLY_MORNING, visibility_timeout_s: 60 });
+    await enqueue(q.ctx, reports, 'r-1');
+    const recording = new RecordingInvoker();
+    await pollOnce(q.ctx, { jobTypes: [reports], invoker: recording, cursors: new Map() });
+    q.clock.set(at('2026-11-21T12:00:00Z'));
+    const before = structuredClone(capacity);
+    const counts = await runWorkerBatch(q.ctx, recording.batches[0]!, { registry: { handlers: { reports: vi.fn() }, retryPolicies: {} }, worker: WORKER });
+
+    expect(counts.rescheduled).toBe(1);
+    expect(capacity.writeUnits - before.writeUnits).toBe(3);
+    expect(capacity.readUnits - before.readUnits).toBe(0);
+    expect(capacity.byCommand.UpdateItemCommand!.calls - before.byCommand.UpdateItemCommand!.calls).toBe(1);
+  });
+
+  test('a job with two windows of its own still costs 7 write units from enqueue to success', async () => {
+    const q = queue();
+    const capacity = trackConsumedCapacity(q.clients.base);
+    const reports = await defineType(q.ctx, 'reports', { time_windows: NY_EARLY_MORNING });
+    const before = structuredClone(capacity);
+    const own: TimeWindow[] = [
+      { start: '05:00', end: '07:00', tz: 'America/New_York' },
+      { start: '22:00', end: '02:00', tz: 'Europe/Berlin' },
+    ];
+    for (let i = 0; i < 10; i++) await enqueue(q.ctx, reports, `r-${i}`, { data: { i, text: 'x'.repeat(150) }, timeWindows: own });
+    const pollers = twoPollers(q, { reports: (data) => data });
+    expect(await pollers.pollTogether([reports])).toBe(10);
+    expect(pollers.errors()).toEqual([]);
+    expect((capacity.writeUnits - before.writeUnits) / 10).toBeLessThanOrEqual(7);
   });
 });
 
