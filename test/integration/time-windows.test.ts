@@ -269,6 +269,15 @@ describe('over the HTTP API', () => {
     expect(without.status).toBe(409);
   });
 
+  test('a replay keeps the job\'s own windows and is due when they next open', async () => {
+    const { api } = await defineReports(queue());
+    const own = [{ start: '22:00', end: '23:00', tz: 'Asia/Tokyo' }];
+    expect((await api.put('/v1/jobs/reports/r-1', { time_windows: own })).status).toBe(201);
+    const replayed = await api.post('/v1/jobs/reports/r-1/replay');
+    expect(replayed.status).toBe(201);
+    expect(replayed.body).toMatchObject({ time_windows: own, run_after: '2026-11-21T13:00:00.000Z' });
+  });
+
   test('a bad window on a job type is 400 naming the field, and nothing is stored', async () => {
     const q = queue();
     const { created } = await defineReports(q, [WINDOW, { start: '21:00', end: '23:00', tz: 'Europe/Atlantis' }]);
