@@ -26,6 +26,7 @@ import {
 import { decideRetry, type AttemptFailure, type CustomRetryPolicies } from './retry.js';
 import { limitTooSmall, returnSlotItems, takeSlotItems } from './slots.js';
 import { transactWrite, type TransactItem } from './transactions.js';
+import { earliestStartMs, effectiveWindows } from './windows.js';
 
 export function claimIndexKeys(
   ctx: QueueContext,
@@ -290,21 +291,23 @@ export async function deferAttempt(
 
 /**
  * Hands a claim back untouched when the job was never handed to a worker
- * (dispatch failed): the attempt did not happen, so it is not counted.
+ * (dispatch failed), or reached it outside its time windows (due again at
+ * `runAfterMs`): the attempt did not happen, so it is not counted.
  */
-export async function releaseClaim(ctx: QueueContext, job: Job): Promise<boolean> {
+export async function releaseClaim(ctx: QueueContext, job: Job, runAfterMs = job.runAfterMs): Promise<boolean> {
   const guard = guardCondition(guardOf(job));
-  const index = queuedIndexKeys(ctx, job, job.runAfterMs);
+  const index = queuedIndexKeys(ctx, job, runAfterMs);
   const update: JobUpdate = {
     Key: jobKey(job.type, job.id),
     ConditionExpression: `${guard.condition} AND attribute_not_exists(startedAtMs)`,
     UpdateExpression:
-      'SET #status = :queued, attempt = attempt - :one, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk REMOVE claimToken, claimedAtMs, claimedUntilMs, heldSlots',
+      'SET #status = :queued, attempt = attempt - :one, runAfterMs = :runAfter, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk REMOVE claimToken, claimedAtMs, claimedUntilMs, heldSlots',
     ExpressionAttributeNames: { '#status': 'status' },
     ExpressionAttributeValues: {
       ...guard.values,
       ':queued': 'queued',
       ':one': 1,
+      ':runAfter': runAfterMs,
       ':now': ctx.nowMs(),
       ':gsi1pk': index.gsi1pk,
       ':gsi1sk': index.gsi1sk,
@@ -323,7 +326,7 @@ export type AttemptEnding =
 
 export interface EndAttemptOptions {
   ending: AttemptEnding;
-  jobType: Pick<JobType, 'retry'>;
+  jobType: Pick<JobType, 'retry' | 'timeWindows'>;
   customPolicies: CustomRetryPolicies;
   startedAtMs?: number;
   worker?: WorkerIdentity;
@@ -370,7 +373,7 @@ export function planNextState(ctx: QueueContext, job: Job, options: EndAttemptOp
     customPolicies: options.customPolicies,
   });
   if (!decision.retry) return { status: 'failed', outcome: ending.outcome };
-  const runAfterMs = ctx.nowMs() + decision.delayMs;
+  const runAfterMs = earliestStartMs(effectiveWindows(job, options.jobType), ctx.nowMs() + decision.delayMs);
   if (job.expiresAtMs !== undefined && runAfterMs >= job.expiresAtMs) return { status: 'expired', outcome: ending.outcome };
   return { status: 'queued', outcome: ending.outcome, runAfterMs };
 }

@@ -10,6 +10,7 @@ import { eventForUnstartedJob } from './events.js';
 import { itemToJob, jobToItem, unmarshallItem } from './items.js';
 import { bucketOf, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
 import { MAX_DATA_BYTES, type Job, type JobInput, type JobType } from './model.js';
+import { earliestStartMs, effectiveWindows } from './windows.js';
 
 const ulid = monotonicFactory();
 
@@ -44,6 +45,8 @@ function requestHashOf(input: JobInput): string {
     priority: input.priority,
     weight: input.weight,
     ...(input.throttleKey !== undefined ? { throttleKey: input.throttleKey } : {}),
+    // Only when given, so the hashes of jobs stored before windows existed still match their bodies.
+    ...(input.timeWindows ? { timeWindows: input.timeWindows } : {}),
   });
   return createHash('sha256').update(normalised ?? '').digest('base64url');
 }
@@ -86,6 +89,8 @@ function assertWeightFits(jobType: Pick<JobType, 'concurrency'>, weight: number)
 /**
  * Enqueues a job, idempotent on (type, id): the same body again returns the
  * stored job with `created: false`; a different body is a ConflictError.
+ * The job is due at the first instant inside its time windows at or after the
+ * requested `run_after` (or now).
  */
 export async function enqueueJob(
   ctx: QueueContext,
@@ -96,7 +101,12 @@ export async function enqueueJob(
   assertJsonSize('data', input.data, MAX_DATA_BYTES);
   assertWeightFits(jobType, input.weight);
   const nowMs = ctx.nowMs();
-  const runAfterMs = input.runAfterMs ?? nowMs;
+  const windows = effectiveWindows(input, jobType);
+  const runAfterMs = earliestStartMs(windows, input.runAfterMs ?? nowMs);
+  if (windows && input.expiresAtMs !== undefined && input.expiresAtMs <= runAfterMs) {
+    const opensAt = new Date(runAfterMs).toISOString();
+    throw new ValidationError([{ field: 'expires_at', message: `must be after ${opensAt}, when the job's time windows first let it run` }]);
+  }
   const throttleKey = throttleKeyOf(jobType, input);
   const job: Job = {
     type: jobType.name,
@@ -111,6 +121,7 @@ export async function enqueueJob(
     priority: input.priority,
     weight: input.weight,
     ...(throttleKey !== undefined ? { throttleKey } : {}),
+    ...(input.timeWindows ? { timeWindows: input.timeWindows } : {}),
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     history: [],
@@ -181,7 +192,7 @@ export async function cancelJob(ctx: QueueContext, type: string, id: string): Pr
   }
 }
 
-/** A new job with the same data, priority and weight, due now. */
+/** A new job with the same data, priority, weight and time windows, due now (or when its windows next open). */
 export async function replayJob(ctx: QueueContext, jobType: JobType, id: string): Promise<Job> {
   const original = await requireJob(ctx, jobType.name, id);
   const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), {
@@ -189,6 +200,7 @@ export async function replayJob(ctx: QueueContext, jobType: JobType, id: string)
     priority: original.priority,
     weight: original.weight,
     ...(original.throttleKey !== undefined ? { throttleKey: original.throttleKey } : {}),
+    ...(original.timeWindows ? { timeWindows: original.timeWindows } : {}),
   });
   return job;
 }

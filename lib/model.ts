@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { ValidationError, type FieldIssue } from './errors.js';
+import { timeWindowsSchema, type TimeWindow } from './windows.js';
 
 export const DELIVERY_STRATEGIES = ['at_least_once', 'at_most_once'] as const;
 export type DeliveryStrategy = (typeof DELIVERY_STRATEGIES)[number];
@@ -84,6 +85,8 @@ export interface JobType {
   timeoutS: number;
   retry: RetryPolicy;
   target: Target;
+  /** When its jobs may start; absent: any time. A job's own windows replace these. */
+  timeWindows?: TimeWindow[];
   /**
    * The HMAC key requests to an `http` target are signed with. Generated when
    * the type first gets an http target, kept across replacements, returned by
@@ -132,6 +135,8 @@ export interface Job {
   priority: number;
   weight: number;
   throttleKey?: string;
+  /** The job's own windows, replacing its type's; absent: its type's. */
+  timeWindows?: TimeWindow[];
   createdAtMs: number;
   updatedAtMs: number;
   finishedAtMs?: number;
@@ -263,6 +268,7 @@ export const jobTypeInputSchema = z
     timeout_s: z.number().int().min(1).max(86_400).default(60),
     retry: retrySchema.optional(),
     target: targetSchema,
+    time_windows: timeWindowsSchema.nullable().optional(),
   })
   .superRefine((body, ctx) => {
     if (body.delivery_strategy === 'at_most_once' && body.attempts !== undefined && body.attempts !== 1) {
@@ -348,6 +354,7 @@ export function jobTypeFromInput(
     timeoutS: input.timeout_s,
     retry: retryFromInput(input.retry),
     target: targetFromInput(input.target),
+    ...(input.time_windows ? { timeWindows: input.time_windows } : {}),
     ...times,
   };
 }
@@ -388,6 +395,7 @@ export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
     timeout_s: jobType.timeoutS,
     retry: retryToApi(jobType.retry),
     target: targetToApi(jobType.target),
+    time_windows: jobType.timeWindows ?? null,
     created_at: iso(jobType.createdAtMs),
     updated_at: iso(jobType.updatedAtMs),
   };
@@ -406,6 +414,7 @@ export const jobInputSchema = z
     priority: z.number().int().min(0).max(1000).default(DEFAULT_PRIORITY),
     weight: z.number().int().min(0).max(100_000).default(1),
     throttle_key: z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters').nullable().optional(),
+    time_windows: timeWindowsSchema.nullable().optional(),
   })
   .superRefine((body, ctx) => {
     if (body.run_after && body.expires_at && Date.parse(body.expires_at) <= Date.parse(body.run_after)) {
@@ -423,6 +432,8 @@ export interface JobInput {
   weight: number;
   /** Given by the producer; otherwise taken from the data by the type's `throttle.key_field`. */
   throttleKey?: string;
+  /** Absent: the type's windows apply. */
+  timeWindows?: TimeWindow[];
 }
 
 export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInput {
@@ -433,6 +444,7 @@ export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInpu
     priority: body.priority,
     weight: body.weight,
     ...(body.throttle_key ? { throttleKey: body.throttle_key } : {}),
+    ...(body.time_windows ? { timeWindows: body.time_windows } : {}),
   };
 }
 
@@ -466,6 +478,7 @@ export function jobToApi(job: Job): Record<string, unknown> {
     expires_at: iso(job.expiresAtMs),
     priority: job.priority,
     weight: job.weight,
+    time_windows: job.timeWindows ?? null,
     throttle_key: job.throttleKey ?? null,
     correlation_key: null,
     created_at: iso(job.createdAtMs),

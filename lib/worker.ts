@@ -4,7 +4,7 @@
  * One job's failure, timeout or crash ends that job's attempt only.
  */
 import pLimit from 'p-limit';
-import { deferAttempt, endAttempt, extendClaim, guardOf, markStarted, type AttemptEnding } from './claims.js';
+import { deferAttempt, endAttempt, extendClaim, guardOf, markStarted, releaseClaim, type AttemptEnding } from './claims.js';
 import type { QueueContext } from './config.js';
 import { ClaimLostError } from './errors.js';
 import { jsonBytes } from './jobs.js';
@@ -13,6 +13,7 @@ import type { WorkerBatch } from './poller.js';
 import type { CustomRetryPolicies } from './retry.js';
 import { failureFromError, type JobHandler } from './targets/handler.js';
 import { runTarget, targetConfigurationError, type TargetClients, type TargetOutcome, type TargetRun } from './targets/index.js';
+import { effectiveWindows, firstInstantInWindows } from './windows.js';
 
 export { AWAIT_CALLBACK, failureFromError, type JobContext, type JobHandler } from './targets/handler.js';
 
@@ -32,6 +33,8 @@ export type JobRunOutcome =
   | 'retrying'
   | 'awaiting_callback'
   | 'expired'
+  /** It reached the worker outside its time windows: handed back, due when they next open, no attempt counted. */
+  | 'rescheduled'
   /** The claim was taken back before the worker got to it; another attempt owns the job now. */
   | 'claim_lapsed'
   /** An at_most_once job this claim already started (a duplicate delivery). */
@@ -117,6 +120,14 @@ export async function runClaimedJob(ctx: QueueContext, job: Job, jobType: JobTyp
     return ended.next.status === 'queued' ? 'retrying' : ended.next.status;
   };
   if (job.expiresAtMs !== undefined && nowMs >= job.expiresAtMs) return end({ outcome: 'expired' });
+  const windows = effectiveWindows(job, jobType);
+  if (windows) {
+    // Claimed inside a window but reached here after it closed (or the type's windows changed since).
+    const checkedAtMs = ctx.nowMs();
+    const startableAtMs = firstInstantInWindows(windows, checkedAtMs);
+    if (job.expiresAtMs !== undefined && startableAtMs >= job.expiresAtMs) return end({ outcome: 'expired' });
+    if (startableAtMs > checkedAtMs) return (await releaseClaim(ctx, job, startableAtMs)) ? 'rescheduled' : 'stale';
+  }
 
   const configurationError = targetConfigurationError(jobType, targetDeps);
   if (configurationError) return end({ outcome: 'failed', failure: configurationError });
@@ -150,6 +161,7 @@ export async function runWorkerBatch(
     retrying: 0,
     awaiting_callback: 0,
     expired: 0,
+    rescheduled: 0,
     claim_lapsed: 0,
     already_started: 0,
     stale: 0,

@@ -14,6 +14,7 @@ const OUTCOME_METRICS: Record<keyof BatchResult, string> = {
   retrying: 'OutcomeRetrying',
   awaiting_callback: 'OutcomeAwaitingCallback',
   expired: 'OutcomeExpired',
+  rescheduled: 'OutcomeRescheduled',
   claim_lapsed: 'OutcomeClaimLapsed',
   already_started: 'OutcomeAlreadyStarted',
   stale: 'OutcomeStale',
