@@ -103,6 +103,8 @@ export interface Job {
   expiresAtMs?: number;
   priority: number;
   weight: number;
+  /** Unique among jobs that are not terminal; a `CORR#<key>` item points at the job holding it. */
+  correlationKey?: string;
   createdAtMs: number;
   updatedAtMs: number;
   finishedAtMs?: number;
@@ -130,6 +132,11 @@ export const MAX_ERROR_MESSAGE_CHARS = 1_000;
 
 export const JOB_TYPE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+/**
+ * Correlation keys travel as a path segment of `POST /v1/callbacks/{key}`, so
+ * only characters that need no URL encoding and survive every proxy are allowed.
+ */
+export const CORRELATION_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:@=~-]{0,255}$/;
 
 /** Turns zod issues into field-named details; unknown fields are named one by one. */
 export function issuesToDetails(error: z.ZodError): FieldIssue[] {
@@ -334,6 +341,10 @@ export const jobInputSchema = z
     expires_at: isoWithOffset.nullable().optional(),
     priority: z.number().int().min(0).max(1000).default(100),
     weight: z.number().int().min(0).max(100_000).default(1),
+    correlation_key: z
+      .string()
+      .regex(CORRELATION_KEY_PATTERN, 'must be 1-256 characters of A-Z a-z 0-9 _ . : @ = ~ -, starting with a letter or digit')
+      .optional(),
   })
   .superRefine((body, ctx) => {
     if (body.run_after && body.expires_at && Date.parse(body.expires_at) <= Date.parse(body.run_after)) {
@@ -349,6 +360,7 @@ export interface JobInput {
   expiresAtMs?: number;
   priority: number;
   weight: number;
+  correlationKey?: string;
 }
 
 export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInput {
@@ -358,6 +370,7 @@ export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInpu
     ...(body.expires_at ? { expiresAtMs: Date.parse(body.expires_at) } : {}),
     priority: body.priority,
     weight: body.weight,
+    ...(body.correlation_key !== undefined ? { correlationKey: body.correlation_key } : {}),
   };
 }
 
@@ -392,7 +405,7 @@ export function jobToApi(job: Job): Record<string, unknown> {
     priority: job.priority,
     weight: job.weight,
     throttle_key: null,
-    correlation_key: null,
+    correlation_key: job.correlationKey ?? null,
     created_at: iso(job.createdAtMs),
     updated_at: iso(job.updatedAtMs),
     finished_at: iso(job.finishedAtMs),
