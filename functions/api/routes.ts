@@ -23,8 +23,8 @@ import {
 import { isLinkLocalAddress, literalAddressOf } from '../../lib/targets/addresses.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
 import type { Principal } from '../shared/principal.js';
-import { assertCallbackAttempt } from './access.js';
 import { log } from '../shared/log.js';
+import { assertCallbackAttempt } from './access.js';
 import { errorResult, json, MAX_BATCH_BODY_BYTES, parseJsonBody, pathParam, type HttpEvent, type HttpResponse } from './http.js';
 
 export interface ApiDeps {
@@ -73,6 +73,7 @@ function callbackInputOf(body: z.output<typeof callbackSchema>): CallbackInput {
 
 /** `POST /v1/jobs/{type}/batch` is the batch route, so no job may take `batch` as its id. */
 const BATCH_PATH_SEGMENT = 'batch';
+const RESERVED_ID = 'is reserved: POST /v1/jobs/{type}/batch enqueues a batch';
 
 const batchSchema = z.strictObject({
   // Each item is validated on its own below, so one bad item fails alone.
@@ -88,7 +89,7 @@ function parseBatchItem(item: unknown, index: number, newId: () => string): Batc
   if (id !== undefined && (typeof id !== 'string' || !JOB_ID_PATTERN.test(id))) {
     issues.push({ field: `${path}.id`, message: `must match ${JOB_ID_PATTERN.source}` });
   } else if (id === BATCH_PATH_SEGMENT) {
-    issues.push({ field: `${path}.id`, message: 'is reserved: POST /v1/jobs/{type}/batch enqueues a batch' });
+    issues.push({ field: `${path}.id`, message: RESERVED_ID });
   }
   const parsed = jobInputSchema.safeParse(body);
   if (!parsed.success) issues.push(...issuesToDetails(parsed.error).map((issue) => withinItem(issue, path)));
@@ -112,7 +113,7 @@ function batchItemError(error: unknown, path: string, requestId: string | undefi
   const body = result.body.error as { message: string; details: FieldIssue[] };
   if (result.internal) {
     log('error', 'batch item failed', { requestId, item: path, error });
-    return { status: 500, error: { ...body, message: 'internal error: the job may or may not have been enqueued; send it again with this id' } };
+    return { status: result.status, error: { ...body, message: 'internal error: the job may or may not have been enqueued; send it again with this id' } };
   }
   return { status: result.status, error: { ...body, details: body.details.map((issue) => withinItem(issue, path)) } };
 }
@@ -147,9 +148,7 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
   };
 
   const enqueue = async (event: HttpEvent, id: string): Promise<HttpResponse> => {
-    if (id === BATCH_PATH_SEGMENT) {
-      throw new ValidationError([{ field: 'id', message: 'is reserved: POST /v1/jobs/{type}/batch enqueues a batch' }]);
-    }
+    if (id === BATCH_PATH_SEGMENT) throw new ValidationError([{ field: 'id', message: RESERVED_ID }]);
     const jobType = await requireJobType(ctx, typeName(event));
     const input = jobInputFromBody(parseWith(jobInputSchema, parseJsonBody(event)));
     const { job, created } = await enqueueJob(ctx, jobType, id, input);
