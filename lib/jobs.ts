@@ -1,6 +1,5 @@
 /** Enqueue, read, cancel and replay: the producer's side of the job store. */
-import { createHash } from 'node:crypto';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException, TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import stringify from 'safe-stable-stringify';
@@ -62,7 +61,8 @@ export function assertJsonSize(field: string, value: unknown, maxBytes: number):
 
 /**
  * Enqueues a job, idempotent on (type, id): the same body again returns the
- * stored job with `created: false`; a different body is a ConflictError.
+ * stored job with `created: false`; a different body is a ConflictError, and
+ * so is a correlation key another unfinished job holds.
  */
 export async function enqueueJob(
   ctx: QueueContext,
