@@ -217,15 +217,15 @@ test('an enqueue whose transaction was applied but whose answer was lost is stil
 describe('POST /v1/callbacks/{correlation_key}', () => {
   test('completes the job holding the key like its status callback, and frees the key', async () => {
     const { api: client, queue } = api();
-    await awaitingJob('hooks', 'j1', 'order-42');
+    await awaitingJob('hooks', 'j1', 'psp:order-42');
     queue.clock.advance(2_000);
-    const response = await client.post('/v1/callbacks/order-42', { status: 'succeeded', attempt: 1, result: { paid: true } });
+    const response = await client.post('/v1/callbacks/psp:order-42', { status: 'succeeded', attempt: 1, result: { paid: true } });
     expect(response.status).toBe(200);
-    expect(response.body).toMatchObject({ id: 'j1', type: 'hooks', status: 'succeeded', result: { paid: true }, correlation_key: 'order-42' });
+    expect(response.body).toMatchObject({ id: 'j1', type: 'hooks', status: 'succeeded', result: { paid: true }, correlation_key: 'psp:order-42' });
     expect(response.body.history).toEqual([expect.objectContaining({ attempt: 1, outcome: 'succeeded', worker: WORKER })]);
     expect((await client.get('/v1/jobs/hooks/j1')).body).toEqual(response.body);
-    expect(await pointerItems('order-42')).toEqual([]);
-    expect((await client.put('/v1/jobs/orders/next', { correlation_key: 'order-42' })).status).toBe(201);
+    expect(await pointerItems('psp:order-42')).toEqual([]);
+    expect((await client.put('/v1/jobs/orders/next', { correlation_key: 'psp:order-42' })).status).toBe(201);
   });
 
   test('a failure that will be retried keeps the key with the job', async () => {
