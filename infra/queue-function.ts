@@ -31,7 +31,7 @@ export interface QueueFunctionProps {
 }
 
 /** The DynamoDB calls lib/ makes. Query is granted on the due index only: the code never queries the base table. */
-export type TableCall = 'GetItem' | 'PutItem' | 'UpdateItem' | 'BatchGetItem' | 'Query';
+export type TableCall = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'BatchGetItem' | 'Query';
 
 export class QueueFunction extends Construct {
   readonly function: NodejsFunction;

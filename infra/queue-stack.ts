@@ -167,7 +167,9 @@ export class QueueStack extends Stack {
       timeout: Duration.seconds(29),
       memorySizeMb: 512,
     })
-      .allowTable(this.table, ['GetItem', 'PutItem', 'UpdateItem', 'Query', 'BatchGetItem'])
+      // A job with a correlation key is written in a transaction with its CORR item (PutItem each), and the
+      // correlation callback deletes that item once the job is finished.
+      .allowTable(this.table, ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query', 'BatchGetItem'])
       .allowPutEvents(this.eventBus);
 
     // The same authorizer code the local runtime runs in front of the api: API keys from the table.
@@ -203,6 +205,11 @@ export class QueueStack extends Stack {
     });
     for (const path of ['/v1/jobs/{type}/{id}', '/v1/jobs/{type}/{id}/heartbeat']) {
       this.httpApi.addRoutes({ path, methods: [HttpMethod.POST], integration, authorizer: callbackAuthorizer });
+    }
+    // Keys only, through the cached authorizer: a batch would otherwise match the callback route above, and
+    // a correlation callback names no job a callback token could be checked against.
+    for (const path of ['/v1/jobs/{type}/batch', '/v1/callbacks/{correlation_key}', '/jobber/queue']) {
+      this.httpApi.addRoutes({ path, methods: [HttpMethod.POST], integration, authorizer });
     }
     // Its own route, public by design: a load balancer or uptime check needs no key.
     for (const route of this.httpApi.addRoutes({ path: '/health', methods: [HttpMethod.GET], integration, authorizer: new HttpNoneAuthorizer() })) {

@@ -1,9 +1,11 @@
 /** Outcomes reported from outside the worker: status callbacks and heartbeats of remote workers. */
+import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { endAttempt, extendClaim, guardOf, type AttemptEnding } from './claims.js';
 import type { QueueContext } from './config.js';
 import { ConflictError } from './errors.js';
-import { assertJsonSize, requireJob } from './jobs.js';
-import { MAX_RESULT_BYTES, type AttemptError, type Job, type JobType } from './model.js';
+import { assertJsonSize, getCorrelationPointer, getJob, requireJob, type CorrelationPointer } from './jobs.js';
+import { correlationItemKey } from './keys.js';
+import { isTerminal, MAX_RESULT_BYTES, type AttemptError, type Job, type JobType } from './model.js';
 import type { CustomRetryPolicies } from './retry.js';
 
 export interface CallbackInput {
@@ -33,7 +35,16 @@ export async function completeFromCallback(
   customPolicies: CustomRetryPolicies,
 ): Promise<Job> {
   assertJsonSize('result', input.result, MAX_RESULT_BYTES);
-  const job = await requireJob(ctx, jobType.name, id);
+  return completeJob(ctx, jobType, await requireJob(ctx, jobType.name, id), input, customPolicies);
+}
+
+async function completeJob(
+  ctx: QueueContext,
+  jobType: JobType,
+  job: Job,
+  input: CallbackInput,
+  customPolicies: CustomRetryPolicies,
+): Promise<Job> {
   assertCurrentAttempt(job, input.attempt);
   const ending: AttemptEnding =
     input.status === 'succeeded'
@@ -50,8 +61,53 @@ export async function completeFromCallback(
           },
         };
   const ended = await endAttempt(ctx, job, { ending, jobType, customPolicies });
-  if (!ended) throw new ConflictError(`attempt ${input.attempt} of job "${id}" ended while this callback was applied`);
+  if (!ended) throw new ConflictError(`attempt ${input.attempt} of job "${job.id}" ended while this callback was applied`);
   return ended.job;
+}
+
+/** The job that holds `correlationKey` and has not finished, with the pointer that names it; undefined when there is none. */
+export async function findActiveCorrelatedJob(
+  ctx: QueueContext,
+  correlationKey: string,
+): Promise<{ job: Job; pointer: CorrelationPointer } | undefined> {
+  const pointer = await getCorrelationPointer(ctx, correlationKey);
+  if (pointer === undefined) return undefined;
+  const job = await getJob(ctx, pointer.type, pointer.id);
+  if (job === undefined || isTerminal(job.status) || job.correlationKey !== correlationKey) return undefined;
+  return { job, pointer };
+}
+
+/**
+ * Ends the current attempt of a job found by its correlation key, as a status
+ * callback does. When the job is then terminal, its `CORR#<key>` item is
+ * deleted, on condition it still names this holder; if that delete is lost,
+ * the next enqueue with the key takes the stale item over.
+ */
+export async function completeCorrelatedJob(
+  ctx: QueueContext,
+  jobType: JobType,
+  found: { job: Job; pointer: CorrelationPointer },
+  input: CallbackInput,
+  customPolicies: CustomRetryPolicies,
+): Promise<Job> {
+  assertJsonSize('result', input.result, MAX_RESULT_BYTES);
+  const { job, pointer } = found;
+  const ended = await completeJob(ctx, jobType, job, input, customPolicies);
+  if (isTerminal(ended.status) && job.correlationKey !== undefined) {
+    // Best effort, so a job already completed is never answered with an error: a pointer left behind names
+    // a terminal job, which the next enqueue with the key takes over, and a newer holder's pointer is kept.
+    await ctx.db
+      .send(
+        new DeleteCommand({
+          TableName: ctx.settings.tableName,
+          Key: correlationItemKey(job.correlationKey),
+          ConditionExpression: 'holdToken = :holder',
+          ExpressionAttributeValues: { ':holder': pointer.holdToken },
+        }),
+      )
+      .catch(() => undefined);
+  }
+  return ended;
 }
 
 /** A remote worker's heartbeat: extends the current attempt's claim by `extendS` (default: the visibility timeout) from now. */

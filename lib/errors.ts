@@ -26,6 +26,13 @@ export class NotFoundError extends Error {
 /** The request conflicts with the current state: a different body for an existing id, a stale attempt, a job that already started. */
 export class ConflictError extends Error {
   override readonly name = 'ConflictError';
+  constructor(
+    message: string,
+    /** The fields whose values conflict, when the conflict is about one (a correlation key in use). */
+    readonly details: FieldIssue[] = [],
+  ) {
+    super(message);
+  }
 }
 
 export class PayloadTooLargeError extends Error {

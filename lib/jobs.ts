@@ -1,15 +1,15 @@
 /** Enqueue, read, cancel and replay: the producer's side of the job store. */
-import { createHash } from 'node:crypto';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { createHash, randomUUID } from 'node:crypto';
+import { ConditionalCheckFailedException, TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import stringify from 'safe-stable-stringify';
 import { monotonicFactory } from 'ulid';
 import type { QueueContext } from './config.js';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from './errors.js';
 import { eventForUnstartedJob } from './events.js';
 import { itemToJob, jobToItem, unmarshallItem } from './items.js';
-import { bucketOf, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
-import { MAX_DATA_BYTES, type Job, type JobInput, type JobType } from './model.js';
+import { bucketOf, correlationItemKey, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
+import { isTerminal, MAX_DATA_BYTES, type Job, type JobInput, type JobType } from './model.js';
 import { earliestStartMs, effectiveWindows } from './windows.js';
 
 const ulid = monotonicFactory();
@@ -47,6 +47,8 @@ function requestHashOf(input: JobInput): string {
     ...(input.throttleKey !== undefined ? { throttleKey: input.throttleKey } : {}),
     // Only when given, so the hashes of jobs stored before windows existed still match their bodies.
     ...(input.timeWindows ? { timeWindows: input.timeWindows } : {}),
+    // Only when given, so the hashes of jobs stored before correlation keys existed stay the same.
+    ...(input.correlationKey !== undefined ? { correlationKey: input.correlationKey } : {}),
   });
   return createHash('sha256').update(normalised ?? '').digest('base64url');
 }
@@ -88,9 +90,10 @@ function assertWeightFits(jobType: Pick<JobType, 'concurrency'>, weight: number)
 
 /**
  * Enqueues a job, idempotent on (type, id): the same body again returns the
- * stored job with `created: false`; a different body is a ConflictError.
- * The job is due at the first instant inside its time windows at or after the
- * requested `run_after` (or now).
+ * stored job with `created: false`; a different body is a ConflictError, and
+ * so is a correlation key another unfinished job holds. The job is due at the
+ * first instant inside its time windows at or after the requested `run_after`
+ * (or now).
  */
 export async function enqueueJob(
   ctx: QueueContext,
@@ -122,17 +125,20 @@ export async function enqueueJob(
     weight: input.weight,
     ...(throttleKey !== undefined ? { throttleKey } : {}),
     ...(input.timeWindows ? { timeWindows: input.timeWindows } : {}),
+    ...(input.correlationKey !== undefined ? { correlationKey: input.correlationKey } : {}),
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     history: [],
     historyDropped: 0,
     requestHash: requestHashOf(input),
   };
+  const item = { ...jobKey(job.type, id), ...queuedIndexKeys(ctx, job, runAfterMs), ...jobToItem(job) };
+  if (job.correlationKey !== undefined) return enqueueCorrelatedJob(ctx, job, item, job.correlationKey);
   try {
     await ctx.db.send(
       new PutCommand({
         TableName: ctx.settings.tableName,
-        Item: { ...jobKey(job.type, id), ...queuedIndexKeys(ctx, job, runAfterMs), ...jobToItem(job) },
+        Item: item,
         ConditionExpression: 'attribute_not_exists(pk)',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
@@ -140,11 +146,120 @@ export async function enqueueJob(
     return { job, created: true };
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    const existing = error.Item ? itemToJob(unmarshallItem(error.Item)) : await getJob(ctx, job.type, id);
-    if (existing?.requestHash === job.requestHash) return { job: existing, created: false };
-    throw new ConflictError(`job "${id}" already exists with a different body`);
+    return sameJobOrConflict(ctx, job, error.Item);
   }
 }
+
+/** The stored job when it was enqueued with the same body (an idempotent repeat); a ConflictError otherwise. */
+async function sameJobOrConflict(
+  ctx: QueueContext,
+  job: Job,
+  storedItem: Record<string, AttributeValue> | undefined,
+): Promise<{ job: Job; created: false }> {
+  const existing = storedItem ? itemToJob(unmarshallItem(storedItem)) : await getJob(ctx, job.type, job.id);
+  if (existing?.requestHash === job.requestHash) return { job: existing, created: false };
+  throw new ConflictError(`job "${job.id}" already exists with a different body`);
+}
+
+/** The `CORR#<key>` item: which job holds the key, and a token that changes with every new holder. */
+export interface CorrelationPointer {
+  type: string;
+  id: string;
+  holdToken: string;
+}
+
+function pointerOf(item: Record<string, unknown> | undefined): CorrelationPointer | undefined {
+  if (typeof item?.jobType !== 'string' || typeof item.jobId !== 'string' || typeof item.holdToken !== 'string') return undefined;
+  return { type: item.jobType, id: item.jobId, holdToken: item.holdToken };
+}
+
+export async function getCorrelationPointer(ctx: QueueContext, correlationKey: string): Promise<CorrelationPointer | undefined> {
+  const { Item } = await ctx.db.send(
+    new GetCommand({ TableName: ctx.settings.tableName, Key: correlationItemKey(correlationKey), ConsistentRead: true }),
+  );
+  return pointerOf(Item);
+}
+
+/** Two enqueues racing for one correlation key, or a take-over meeting another, retry this often before giving up. */
+const MAX_CORRELATION_TRIES = 5;
+
+/**
+ * Writes the job and the `CORR#<key>` item pointing at it in one transaction.
+ * The pointer is written only where none exists, or, when the job it names is
+ * terminal or gone, in place of exactly the pointer that was read (its
+ * `holdToken`): of two enqueues racing for one key, one wins and the other
+ * then finds an active holder, a ConflictError naming `correlation_key`.
+ */
+async function enqueueCorrelatedJob(
+  ctx: QueueContext,
+  job: Job,
+  item: Record<string, unknown>,
+  correlationKey: string,
+): Promise<{ job: Job; created: boolean }> {
+  /** The hold token of a stale pointer to replace; undefined: no pointer may exist. */
+  let replacing: string | undefined;
+  for (let tries = 1; ; tries++) {
+    const pointerItem = { ...correlationItemKey(correlationKey), jobType: job.type, jobId: job.id, holdToken: randomUUID() };
+    try {
+      await ctx.db.send(
+        new TransactWriteCommand({
+          // The SDK sends a retry with the same token: a first try that was applied but whose answer was lost succeeds again.
+          ClientRequestToken: randomUUID(),
+          TransactItems: [
+            {
+              Put: {
+                TableName: ctx.settings.tableName,
+                Item: item,
+                ConditionExpression: 'attribute_not_exists(pk)',
+                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+              },
+            },
+            {
+              Put: {
+                TableName: ctx.settings.tableName,
+                Item: pointerItem,
+                ...(replacing === undefined
+                  ? { ConditionExpression: 'attribute_not_exists(pk)' }
+                  : { ConditionExpression: 'holdToken = :seen', ExpressionAttributeValues: { ':seen': replacing } }),
+                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+              },
+            },
+          ],
+        }),
+      );
+      return { job, created: true };
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const [jobReason, pointerReason] = error.CancellationReasons ?? [];
+      if (jobReason?.Code === 'ConditionalCheckFailed') return sameJobOrConflict(ctx, job, jobReason.Item);
+      if (tries >= MAX_CORRELATION_TRIES) {
+        throw new ConflictError(`correlation_key "${correlationKey}" is contended by other enqueues; try again`, [
+          { field: 'correlation_key', message: 'is contended by other enqueues' },
+        ]);
+      }
+      if (pointerReason?.Code !== 'ConditionalCheckFailed') {
+        // A TransactionConflict: another transaction was writing the same item; the next try sees its outcome.
+        await sleepMs(10 + ctx.random() * 40);
+        continue;
+      }
+      const holder = pointerReason.Item ? pointerOf(unmarshallItem(pointerReason.Item)) : await getCorrelationPointer(ctx, correlationKey);
+      if (holder === undefined) {
+        replacing = undefined;
+        continue;
+      }
+      const holderJob = await getJob(ctx, holder.type, holder.id);
+      if (holderJob !== undefined && !isTerminal(holderJob.status)) {
+        // The holder is not named: the caller may have no right to see jobs of its type.
+        throw new ConflictError(`correlation_key "${correlationKey}" is held by a job that has not finished`, [
+          { field: 'correlation_key', message: 'is held by a job that has not finished' },
+        ]);
+      }
+      replacing = holder.holdToken;
+    }
+  }
+}
+
+const sleepMs = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function getJob(ctx: QueueContext, type: string, id: string): Promise<Job | undefined> {
   const { Item } = await ctx.db.send(

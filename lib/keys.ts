@@ -95,3 +95,8 @@ export function parseClaimSortKey(sk: string): { claimedUntilMs: number; type: s
 export function cursorKey(lane: Lane, shard: number): ItemKey {
   return { pk: `CURSOR#${laneName(lane)}#${shard}`, sk: 'CURSOR' };
 }
+
+/** Points at the job that holds a correlation key (see `enqueueJob`). */
+export function correlationItemKey(correlationKey: string): ItemKey {
+  return { pk: `CORR#${correlationKey}`, sk: 'CORR' };
+}

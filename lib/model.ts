@@ -137,6 +137,8 @@ export interface Job {
   throttleKey?: string;
   /** The job's own windows, replacing its type's; absent: its type's. */
   timeWindows?: TimeWindow[];
+  /** Unique among jobs that are not terminal; a `CORR#<key>` item points at the job holding it. */
+  correlationKey?: string;
   createdAtMs: number;
   updatedAtMs: number;
   finishedAtMs?: number;
@@ -168,6 +170,11 @@ export const MAX_ERROR_MESSAGE_CHARS = 1_000;
 
 export const JOB_TYPE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+/**
+ * Correlation keys travel as a path segment of `POST /v1/callbacks/{key}`, so
+ * only characters that need no URL encoding and survive every proxy are allowed.
+ */
+export const CORRELATION_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:@=~-]{0,255}$/;
 
 /** Turns zod issues into field-named details; unknown fields are named one by one. */
 export function issuesToDetails(error: z.ZodError): FieldIssue[] {
@@ -415,6 +422,10 @@ export const jobInputSchema = z
     weight: z.number().int().min(0).max(100_000).default(1),
     throttle_key: z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters').nullable().optional(),
     time_windows: timeWindowsSchema.nullable().optional(),
+    correlation_key: z
+      .string()
+      .regex(CORRELATION_KEY_PATTERN, 'must be 1-256 characters of A-Z a-z 0-9 _ . : @ = ~ -, starting with a letter or digit')
+      .optional(),
   })
   .superRefine((body, ctx) => {
     if (body.run_after && body.expires_at && Date.parse(body.expires_at) <= Date.parse(body.run_after)) {
@@ -434,6 +445,7 @@ export interface JobInput {
   throttleKey?: string;
   /** Absent: the type's windows apply. */
   timeWindows?: TimeWindow[];
+  correlationKey?: string;
 }
 
 export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInput {
@@ -445,6 +457,7 @@ export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInpu
     weight: body.weight,
     ...(body.throttle_key ? { throttleKey: body.throttle_key } : {}),
     ...(body.time_windows ? { timeWindows: body.time_windows } : {}),
+    ...(body.correlation_key !== undefined ? { correlationKey: body.correlation_key } : {}),
   };
 }
 
@@ -480,7 +493,7 @@ export function jobToApi(job: Job): Record<string, unknown> {
     weight: job.weight,
     time_windows: job.timeWindows ?? null,
     throttle_key: job.throttleKey ?? null,
-    correlation_key: null,
+    correlation_key: job.correlationKey ?? null,
     created_at: iso(job.createdAtMs),
     updated_at: iso(job.updatedAtMs),
     finished_at: iso(job.finishedAtMs),

@@ -32,12 +32,18 @@ export function createApiHandler(deps: ApiDeps) {
       route('GET', '/v1/job-types/{name}', typeScope('read', 'name'), routes.getJobType),
       route('PUT', '/v1/job-types/{name}', ADMIN, routes.putJobType),
       route('POST', '/v1/jobs/{type}', typeScope('enqueue'), routes.enqueueWithServerId),
+      // Before the status callback's `/v1/jobs/{type}/{id}`: dynamic routes match in this order.
+      route('POST', '/v1/jobs/{type}/batch', typeScope('enqueue'), routes.enqueueBatch),
       route('PUT', '/v1/jobs/{type}/{id}', typeScope('enqueue'), routes.enqueueWithId),
       route('GET', '/v1/jobs/{type}/{id}', typeScope('read'), routes.getJob),
       route('POST', '/v1/jobs/{type}/{id}', { kind: 'callback' }, routes.callback),
       route('DELETE', '/v1/jobs/{type}/{id}', typeScope('enqueue'), routes.cancel),
       route('POST', '/v1/jobs/{type}/{id}/heartbeat', { kind: 'callback' }, routes.heartbeat),
       route('POST', '/v1/jobs/{type}/{id}/replay', typeScope('enqueue'), routes.replay),
+      // The job's type is known only once the key is looked up: the route checks callback:<type> itself.
+      route('POST', '/v1/callbacks/{correlation_key}', { kind: 'any_type', action: 'callback' }, routes.callbackByCorrelationKey),
+      // The type is in the body: the route checks enqueue:<type> itself.
+      route('POST', '/jobber/queue', { kind: 'any_type', action: 'enqueue' }, routes.jobberQueue),
       route('POST', '/v1/keys', ADMIN, routes.createKey),
       route('GET', '/v1/keys', ADMIN, routes.listKeys),
       route('DELETE', '/v1/keys/{id}', ADMIN, routes.revokeKey),

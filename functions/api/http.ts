@@ -17,6 +17,14 @@ export type HttpResponse = APIGatewayProxyStructuredResultV2;
 /** A request body may carry 256 KiB of job data plus its envelope. */
 export const MAX_BODY_BYTES = 300 * 1024;
 
+/**
+ * A batch body may be larger, within what Lambda takes and gives back
+ * synchronously (6 MB each way, API Gateway's 10 MB never reached): the
+ * event carries the body JSON-escaped, at worst twice its size, and the answer
+ * repeats each job's data, so 2 MiB in stays under 6 MB both ways.
+ */
+export const MAX_BATCH_BODY_BYTES = 2 * 1024 * 1024;
+
 export function json(statusCode: number, body: unknown): HttpResponse {
   return { statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
 }
@@ -42,7 +50,7 @@ function mapError(error: unknown): Mapped | undefined {
   if (error instanceof UnauthorizedError) return { status: 401, code: 'unauthorized', message: error.message };
   if (error instanceof ForbiddenError) return { status: 403, code: 'forbidden', message: error.message };
   if (error instanceof NotFoundError) return { status: 404, code: 'not_found', message: error.message };
-  if (error instanceof ConflictError) return { status: 409, code: 'conflict', message: error.message };
+  if (error instanceof ConflictError) return { status: 409, code: 'conflict', message: error.message, details: error.details };
   if (error instanceof PayloadTooLargeError) {
     return { status: 413, code: 'payload_too_large', message: error.message, details: [{ field: error.field, message: error.message }] };
   }
@@ -50,11 +58,20 @@ function mapError(error: unknown): Mapped | undefined {
   return undefined;
 }
 
-/** Maps a domain error to its response; anything else is a 500 whose body says nothing of the cause. */
-export function errorResponse(error: unknown, requestId: string | undefined): { response: HttpResponse; internal: boolean } {
+/** A domain error's status and error body; anything else is a 500 whose body says nothing of the cause. */
+export function errorResult(
+  error: unknown,
+  requestId: string | undefined,
+): { status: number; body: Record<string, unknown>; internal: boolean } {
   const mapped = mapError(error);
-  if (!mapped) return { response: json(500, errorBody('internal', 'internal error', requestId)), internal: true };
-  return { response: json(mapped.status, errorBody(mapped.code, mapped.message, requestId, mapped.details)), internal: false };
+  if (!mapped) return { status: 500, body: errorBody('internal', 'internal error', requestId), internal: true };
+  return { status: mapped.status, body: errorBody(mapped.code, mapped.message, requestId, mapped.details), internal: false };
+}
+
+/** Maps a domain error to its response (see errorResult). */
+export function errorResponse(error: unknown, requestId: string | undefined): { response: HttpResponse; internal: boolean } {
+  const { status, body, internal } = errorResult(error, requestId);
+  return { response: json(status, body), internal };
 }
 
 type WithHeaders = { headers?: Record<string, string | undefined> };
@@ -74,7 +91,7 @@ export function bearerToken(event: WithHeaders): string | undefined {
  * naming `body` when it does not parse or nests too deep, and 400 naming the
  * field for a key given twice in one object, a `__proto__` key or a number beyond a double.
  */
-export function parseJsonBody(event: HttpEvent): unknown {
+export function parseJsonBody(event: HttpEvent, maxBytes: number = MAX_BODY_BYTES): unknown {
   const raw = event.body ?? '';
   const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
   if (text.length === 0) return {};
@@ -87,8 +104,8 @@ export function parseJsonBody(event: HttpEvent): unknown {
     throw new UnsupportedMediaTypeError('the body must be UTF-8 JSON');
   }
   const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > MAX_BODY_BYTES) {
-    throw new PayloadTooLargeError('body', `the body is ${bytes} bytes; the limit is ${MAX_BODY_BYTES}`);
+  if (bytes > maxBytes) {
+    throw new PayloadTooLargeError('body', `the body is ${bytes} bytes; the limit is ${maxBytes}`);
   }
   let body: unknown;
   try {

@@ -1,14 +1,18 @@
 /** The routes of DESIGN §5 served so far: each parses, calls lib/, and maps the result. */
 import { z } from 'zod';
 import { apiKeyInputSchema, apiKeyToApi, createApiKey, KEY_ID_PATTERN, listApiKeys, revokeApiKey, scopeAllows } from '../../lib/api-keys.js';
-import { completeFromCallback, heartbeatJob } from '../../lib/callbacks.js';
+import { enqueueBatch, MAX_BATCH_JOBS, type BatchJob } from '../../lib/batch.js';
+import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, heartbeatJob, type CallbackInput } from '../../lib/callbacks.js';
 import type { QueueContext } from '../../lib/config.js';
-import { ValidationError } from '../../lib/errors.js';
+import { ForbiddenError, NotFoundError, ValidationError, type FieldIssue } from '../../lib/errors.js';
 import { listJobTypes, putJobType, requireJobType } from '../../lib/job-types.js';
-import { cancelJob, enqueueJob, newJobId, replayJob, requireJob } from '../../lib/jobs.js';
+import { assertJsonSize, cancelJob, enqueueJob, newJobId, replayJob, requireJob } from '../../lib/jobs.js';
 import {
+  CORRELATION_KEY_PATTERN,
+  issuesToDetails,
   JOB_ID_PATTERN,
   JOB_TYPE_NAME_PATTERN,
+  MAX_DATA_BYTES,
   jobInputFromBody,
   jobInputSchema,
   jobToApi,
@@ -19,8 +23,9 @@ import {
 import { isLinkLocalAddress, literalAddressOf } from '../../lib/targets/addresses.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
 import type { Principal } from '../shared/principal.js';
+import { log } from '../shared/log.js';
 import { assertCallbackAttempt } from './access.js';
-import { json, parseJsonBody, pathParam, type HttpEvent, type HttpResponse } from './http.js';
+import { errorResult, json, MAX_BATCH_BODY_BYTES, parseJsonBody, pathParam, type HttpEvent, type HttpResponse } from './http.js';
 
 export interface ApiDeps {
   ctx: QueueContext;
@@ -56,6 +61,68 @@ const callbackSchema = z.strictObject({
   result: z.json().optional(),
 });
 
+function callbackInputOf(body: z.output<typeof callbackSchema>): CallbackInput {
+  return {
+    status: body.status,
+    attempt: body.attempt,
+    ...(body.retryable !== undefined ? { retryable: body.retryable } : {}),
+    ...(body.error ? { error: body.error } : {}),
+    ...(body.result !== undefined ? { result: body.result } : {}),
+  };
+}
+
+/** `POST /v1/jobs/{type}/batch` is the batch route, so no job may take `batch` as its id. */
+const BATCH_PATH_SEGMENT = 'batch';
+const RESERVED_ID = 'is reserved: POST /v1/jobs/{type}/batch enqueues a batch';
+
+const batchSchema = z.strictObject({
+  // Each item is validated on its own below, so one bad item fails alone.
+  jobs: z.array(z.unknown()).min(1).max(MAX_BATCH_JOBS),
+});
+
+/** A batch item as a job to enqueue (an id of its own or a new server id), or the issues that make it invalid, fields named from the body's root. */
+function parseBatchItem(item: unknown, index: number, newId: () => string): BatchJob | { id?: string; issues: FieldIssue[] } {
+  const path = `jobs.${index}`;
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return { issues: [{ field: path, message: 'must be an object' }] };
+  const { id, ...body } = item as Record<string, unknown>;
+  const issues: FieldIssue[] = [];
+  if (id !== undefined && (typeof id !== 'string' || !JOB_ID_PATTERN.test(id))) {
+    issues.push({ field: `${path}.id`, message: `must match ${JOB_ID_PATTERN.source}` });
+  } else if (id === BATCH_PATH_SEGMENT) {
+    issues.push({ field: `${path}.id`, message: RESERVED_ID });
+  }
+  const parsed = jobInputSchema.safeParse(body);
+  if (!parsed.success) issues.push(...issuesToDetails(parsed.error).map((issue) => withinItem(issue, path)));
+  const ownId = typeof id === 'string' && issues.every((issue) => issue.field !== `${path}.id`) ? id : undefined;
+  if (issues.length > 0 || !parsed.success) return { ...(ownId !== undefined ? { id: ownId } : {}), issues };
+  return { index, id: ownId ?? newId(), input: jobInputFromBody(parsed.data) };
+}
+
+const withinItem = (issue: FieldIssue, path: string): FieldIssue => ({
+  ...issue,
+  field: issue.field === 'body' ? path : `${path}.${issue.field}`,
+});
+
+/**
+ * The status and error body of an item that failed, its fields named from the
+ * body's root. A dependency failure is a 500 of its own: the job may or may
+ * not have been stored, and sending the item again with its id is safe.
+ */
+function batchItemError(error: unknown, path: string, requestId: string | undefined): { status: number; error: unknown } {
+  const result = errorResult(error, requestId);
+  const body = result.body.error as { message: string; details: FieldIssue[] };
+  if (result.internal) {
+    log('error', 'batch item failed', { requestId, item: path, error });
+    return { status: result.status, error: { ...body, message: 'internal error: the job may or may not have been enqueued; send it again with this id' } };
+  }
+  return { status: result.status, error: { ...body, details: body.details.map((issue) => withinItem(issue, path)) } };
+}
+
+const jobberQueueSchema = z.strictObject({
+  type: z.string().regex(JOB_TYPE_NAME_PATTERN, `must match ${JOB_TYPE_NAME_PATTERN.source}`),
+  payload: z.json().default(null),
+});
+
 const heartbeatSchema = z.strictObject({
   attempt: z.number().int().min(1).max(1000),
   extend_s: z.number().int().min(1).max(43_200).optional(),
@@ -81,6 +148,7 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
   };
 
   const enqueue = async (event: HttpEvent, id: string): Promise<HttpResponse> => {
+    if (id === BATCH_PATH_SEGMENT) throw new ValidationError([{ field: 'id', message: RESERVED_ID }]);
     const jobType = await requireJobType(ctx, typeName(event));
     const input = jobInputFromBody(parseWith(jobInputSchema, parseJsonBody(event)));
     const { job, created } = await enqueueJob(ctx, jobType, id, input);
@@ -98,24 +166,53 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
     enqueueWithId: async (event) => enqueue(event, jobId(event)),
     enqueueWithServerId: async (event) => enqueue(event, newJobId(ctx.nowMs())),
     getJob: async (event) => json(200, jobToApi(await requireJob(ctx, typeName(event), jobId(event)))),
+    enqueueBatch: async (event) => {
+      const jobType = await requireJobType(ctx, typeName(event));
+      const { jobs } = parseWith(batchSchema, parseJsonBody(event, MAX_BATCH_BODY_BYTES));
+      const parsed = jobs.map((item, index) => parseBatchItem(item, index, () => newJobId(ctx.nowMs())));
+      const valid = parsed.filter((item): item is BatchJob => !('issues' in item));
+      const outcomes = new Map((await enqueueBatch(ctx, jobType, valid)).map((outcome) => [outcome.index, outcome]));
+      const requestId = event.requestContext?.requestId;
+      const results = parsed.map((item, index) => {
+        if ('issues' in item) {
+          const { body } = errorResult(new ValidationError(item.issues), requestId);
+          return { index, id: item.id ?? null, status: 400, ...body };
+        }
+        const outcome = outcomes.get(index)!;
+        if (outcome.ok) return { index, id: outcome.id, status: outcome.created ? 201 : 200, job: jobToApi(outcome.job) };
+        return { index, id: outcome.id, ...batchItemError(outcome.error, `jobs.${index}`, requestId) };
+      });
+      return json(200, { results });
+    },
+    jobberQueue: async (event, principal) => {
+      const body = parseWith(jobberQueueSchema, parseJsonBody(event));
+      if (principal?.kind !== 'key' || !scopeAllows(principal.scopes, 'enqueue', body.type)) {
+        throw new ForbiddenError(`this route needs scope enqueue:${body.type}`);
+      }
+      const jobType = await requireJobType(ctx, body.type);
+      assertJsonSize('payload', body.payload, MAX_DATA_BYTES);
+      const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), jobInputFromBody(jobInputSchema.parse({ data: body.payload })));
+      return json(201, { 'job-id': job.id });
+    },
     callback: async (event, principal) => {
       const id = jobId(event);
       const body = parseWith(callbackSchema, parseJsonBody(event));
       assertCallbackAttempt(principal, body.attempt);
       const jobType = await requireJobType(ctx, typeName(event));
-      const job = await completeFromCallback(
-        ctx,
-        jobType,
-        id,
-        {
-          status: body.status,
-          attempt: body.attempt,
-          ...(body.retryable !== undefined ? { retryable: body.retryable } : {}),
-          ...(body.error ? { error: body.error } : {}),
-          ...(body.result !== undefined ? { result: body.result } : {}),
-        },
-        registry.retryPolicies,
-      );
+      const job = await completeFromCallback(ctx, jobType, id, callbackInputOf(body), registry.retryPolicies);
+      return json(200, jobToApi(job));
+    },
+    callbackByCorrelationKey: async (event, principal) => {
+      const correlationKey = pathParam(event, 'correlation_key', CORRELATION_KEY_PATTERN);
+      const body = parseWith(callbackSchema, parseJsonBody(event));
+      const found = await findActiveCorrelatedJob(ctx, correlationKey);
+      // The same answer whether no job holds the key or the caller may not call back jobs of its type,
+      // so a key cannot be used to learn about another type's jobs.
+      if (found === undefined || principal?.kind !== 'key' || !scopeAllows(principal.scopes, 'callback', found.job.type)) {
+        throw new NotFoundError(`no job that has not finished holds correlation_key "${correlationKey}"`);
+      }
+      const jobType = await requireJobType(ctx, found.job.type);
+      const job = await completeCorrelatedJob(ctx, jobType, found, callbackInputOf(body), registry.retryPolicies);
       return json(200, jobToApi(job));
     },
     heartbeat: async (event, principal) => {

@@ -80,6 +80,36 @@ const CASES: Case[] = [
   { name: 'callback:emails calling back an invoices job', method: 'POST', path: '/v1/jobs/invoices/x', who: 'callbackEmails', body: json({ status: 'failed', attempt: 1 }), status: 403, code: 'forbidden' },
   { name: 'read:emails climbing from a job path to the keys', method: 'GET', path: '/v1/jobs/emails/../../keys', who: 'readEmails', status: 403, code: 'forbidden' },
 
+  // Correlation callbacks: keys only, and a 404 that says nothing about other types' jobs.
+  { name: 'a correlation callback without a key', method: 'POST', path: '/v1/callbacks/inv-key', who: 'none', body: json({ status: 'succeeded', attempt: 1 }), status: 401, code: 'unauthorized' },
+  { name: 'a correlation callback with only a callback token', method: 'POST', path: `/v1/callbacks/inv-key?token=v1.1.${secret43}`, who: 'none', body: json({ status: 'succeeded', attempt: 1 }), status: 401, code: 'unauthorized' },
+  { name: 'enqueue:* sending a correlation callback', method: 'POST', path: '/v1/callbacks/inv-key', who: 'enqueueAll', body: json({ status: 'succeeded', attempt: 1 }), status: 403, code: 'forbidden' },
+  { name: 'read:* sending a correlation callback', method: 'POST', path: '/v1/callbacks/inv-key', who: 'readAll', body: json({ status: 'succeeded', attempt: 1 }), status: 403, code: 'forbidden' },
+  { name: "callback:emails calling back an invoices job by its key: not found, as if no job held it", method: 'POST', path: '/v1/callbacks/inv-key', who: 'callbackEmails', body: json({ status: 'succeeded', attempt: 1 }), status: 404, code: 'not_found' },
+  { name: 'callback:emails calling back a key no job holds', method: 'POST', path: '/v1/callbacks/nobody', who: 'callbackEmails', body: json({ status: 'succeeded', attempt: 1 }), status: 404, code: 'not_found' },
+  { name: 'an encoded slash in a correlation key', method: 'POST', path: '/v1/callbacks/a%2F..%2Fb', who: 'admin', body: json({ status: 'succeeded', attempt: 1 }), status: 400, code: 'invalid_request', field: 'correlation_key' },
+  { name: 'a # in a correlation key, the key separator', method: 'POST', path: '/v1/callbacks/a%23JOB', who: 'admin', body: json({ status: 'succeeded', attempt: 1 }), status: 400, code: 'invalid_request', field: 'correlation_key' },
+  { name: 'a correlation key of 257 characters', method: 'POST', path: `/v1/callbacks/${'k'.repeat(257)}`, who: 'admin', body: json({ status: 'succeeded', attempt: 1 }), status: 400, code: 'invalid_request', field: 'correlation_key' },
+  { name: 'a correlation callback for an attempt of a queued job', method: 'POST', path: '/v1/callbacks/inv-key', who: 'admin', body: json({ status: 'succeeded', attempt: 1 }), status: 409, code: 'conflict' },
+  { name: 'a correlation_key with a space in an enqueue', method: 'PUT', path: '/v1/jobs/emails/ck1', who: 'admin', body: json({ correlation_key: 'a b' }), status: 400, code: 'invalid_request', field: 'correlation_key' },
+  { name: "enqueue:emails taking an invoices job's correlation key", method: 'PUT', path: '/v1/jobs/emails/ck2', who: 'enqueueEmails', body: json({ correlation_key: 'inv-key' }), status: 409, code: 'conflict', field: 'correlation_key' },
+
+  // Batch enqueue and /jobber/queue: the rights of enqueueing that type.
+  { name: 'a batch without a key', method: 'POST', path: '/v1/jobs/emails/batch', who: 'none', body: json({ jobs: [{ id: 'b0' }] }), status: 401, code: 'unauthorized' },
+  { name: 'enqueue:emails batching invoices', method: 'POST', path: '/v1/jobs/invoices/batch', who: 'enqueueEmails', body: json({ jobs: [{ id: 'b1' }] }), status: 403, code: 'forbidden' },
+  { name: 'callback:emails batching emails', method: 'POST', path: '/v1/jobs/emails/batch', who: 'callbackEmails', body: json({ jobs: [{ id: 'b2' }] }), status: 403, code: 'forbidden' },
+  { name: 'a batch of 101 jobs', method: 'POST', path: '/v1/jobs/emails/batch', who: 'admin', body: json({ jobs: Array.from({ length: 101 }, (_, i) => ({ id: `b${i}` })) }), status: 400, code: 'invalid_request', field: 'jobs' },
+  { name: 'a batch body over 2 MiB', method: 'POST', path: '/v1/jobs/emails/batch', who: 'admin', body: json({ jobs: [{ id: 'b3', data: 'x'.repeat(2 * 1024 * 1024) }] }), status: 413, code: 'payload_too_large', field: 'body' },
+  { name: 'a batch as text/plain', method: 'POST', path: '/v1/jobs/emails/batch', who: 'admin', body: json({ jobs: [{ id: 'b4' }] }), headers: { 'content-type': 'text/plain' }, status: 415, code: 'unsupported_media_type' },
+  { name: 'a batch whose jobs is an object', method: 'POST', path: '/v1/jobs/emails/batch', who: 'admin', body: json({ jobs: { id: 'b5' } }), status: 400, code: 'invalid_request', field: 'jobs' },
+  { name: 'a __proto__ inside a batch item', method: 'POST', path: '/v1/jobs/emails/batch', who: 'admin', body: '{"jobs":[{"id":"b6","__proto__":{"admin":true}}]}', status: 400, code: 'invalid_request', field: 'jobs.0.__proto__' },
+  { name: 'a job with the id batch', method: 'PUT', path: '/v1/jobs/emails/batch', who: 'admin', body: json({ data: 1 }), status: 400, code: 'invalid_request', field: 'id' },
+  { name: '/jobber/queue without a key', method: 'POST', path: '/jobber/queue', who: 'none', body: json({ type: 'emails', payload: 1 }), status: 401, code: 'unauthorized' },
+  { name: 'enqueue:emails queueing invoices through /jobber/queue', method: 'POST', path: '/jobber/queue', who: 'enqueueEmails', body: json({ type: 'invoices', payload: 1 }), status: 403, code: 'forbidden' },
+  { name: 'read:* queueing through /jobber/queue', method: 'POST', path: '/jobber/queue', who: 'readAll', body: json({ type: 'emails', payload: 1 }), status: 403, code: 'forbidden' },
+  { name: '/jobber/queue for a type that does not exist', method: 'POST', path: '/jobber/queue', who: 'admin', body: json({ type: 'nope', payload: 1 }), status: 404, code: 'not_found' },
+  { name: '/jobber/queue with a path for a type', method: 'POST', path: '/jobber/queue', who: 'admin', body: json({ type: '../v1/keys', payload: 1 }), status: 400, code: 'invalid_request', field: 'type' },
+
   // Content types: JSON in UTF-8 only.
   { name: 'text/plain', method: 'PUT', path: '/v1/jobs/emails/c1', who: 'admin', body: json({ data: 1 }), headers: { 'content-type': 'text/plain' }, status: 415, code: 'unsupported_media_type' },
   { name: 'a form body', method: 'PUT', path: '/v1/jobs/emails/c2', who: 'admin', body: 'data=1', headers: { 'content-type': 'application/x-www-form-urlencoded' }, status: 415, code: 'unsupported_media_type' },
@@ -180,6 +210,8 @@ const CASES: Case[] = [
   { name: 'valid: an id with every allowed punctuation', method: 'PUT', path: '/v1/jobs/emails/a.b:c_d-e', who: 'admin', body: json({ data: 1 }), status: 201, creates: 'emails/a.b:c_d-e' },
   { name: 'a callback for an attempt that is not open', method: 'POST', path: '/v1/jobs/emails/seed-1', who: 'callbackEmails', body: json({ status: 'succeeded', attempt: 1 }), status: 409, code: 'conflict' },
   { name: 'valid: enqueue:emails cancels its job', method: 'DELETE', path: '/v1/jobs/emails/valid-2', who: 'enqueueEmails', status: 200 },
+  { name: 'valid: enqueue:emails enqueues a batch', method: 'POST', path: '/v1/jobs/emails/batch', who: 'enqueueEmails', body: json({ jobs: [{ id: 'valid-6' }] }), status: 200, creates: 'emails/valid-6' },
+  { name: 'valid: enqueue:emails queues through /jobber/queue', method: 'POST', path: '/jobber/queue', who: 'enqueueEmails', body: json({ type: 'emails', payload: 7 }), status: 201, creates: 'emails/*' },
 ];
 
 let dataDir: string;
@@ -188,7 +220,7 @@ let clients: DynamoClients;
 const tableName = `hostile-${randomUUID()}`;
 const keys = {} as Record<Exclude<Who, 'none'>, string>;
 let revokedId: string;
-const createdJobs = new Set<string>(['emails/seed-1']);
+const createdJobs = new Set<string>(['emails/seed-1', 'invoices/seed-2']);
 let typesBefore: unknown[];
 
 interface Answer {
@@ -249,6 +281,7 @@ beforeAll(async () => {
     expect(created.status).toBe(201);
   }
   expect((await call('PUT', '/v1/jobs/emails/seed-1', keys.admin, { data: { seed: true } })).status).toBe(201);
+  expect((await call('PUT', '/v1/jobs/invoices/seed-2', keys.admin, { data: { seed: true }, correlation_key: 'inv-key' })).status).toBe(201);
 
   const scoped: [Exclude<Who, 'none'>, string][] = [
     ['enqueueEmails', 'enqueue:emails'],
@@ -308,7 +341,7 @@ describe('hostile and malformed requests over HTTP', () => {
       expect(leaksInternals(answer.text)).toBe(false);
     }
     if (c.field !== undefined) expect(body.error.details.map((d: { field: string }) => d.field)).toContain(c.field);
-    if (c.creates?.endsWith('/*')) createdJobs.add(`${body.type}/${body.id}`);
+    if (c.creates?.endsWith('/*')) createdJobs.add(`${c.creates.slice(0, -2)}/${body.id ?? body['job-id']}`);
     else if (c.creates) createdJobs.add(c.creates);
   });
 });

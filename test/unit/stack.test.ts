@@ -122,8 +122,15 @@ describe('table', () => {
 });
 
 describe('least privilege', () => {
-  test('the api may get, put, update and batch-get items and query the due index', () => {
-    expect(dynamoActionsOf('api')).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+  test('the api may get, put, update, delete (a finished job\'s correlation item) and batch-get items and query the due index', () => {
+    expect(dynamoActionsOf('api')).toEqual([
+      'dynamodb:BatchGetItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ]);
     expect(actionsOf('api')).toEqual([...dynamoActionsOf('api'), 'events:PutEvents', ...LOGS].sort());
   });
 
@@ -238,6 +245,14 @@ describe('API', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', { AuthorizerResultTtlInSeconds: 0, EnableSimpleResponses: true, IdentitySource: [] });
     for (const routeKey of ['POST /v1/jobs/{type}/{id}', 'POST /v1/jobs/{type}/{id}/heartbeat']) {
       template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: routeKey, AuthorizationType: 'CUSTOM' });
+    }
+  });
+
+  test('batch enqueue, correlation callbacks and /jobber/queue have routes of their own behind the cached key authorizer', () => {
+    const keyAuthorizers = template.findResources('AWS::ApiGatewayV2::Authorizer', { Properties: { AuthorizerResultTtlInSeconds: 30 } });
+    const [keyAuthorizerId] = Object.keys(keyAuthorizers);
+    for (const routeKey of ['POST /v1/jobs/{type}/batch', 'POST /v1/callbacks/{correlation_key}', 'POST /jobber/queue']) {
+      template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: routeKey, AuthorizationType: 'CUSTOM', AuthorizerId: { Ref: keyAuthorizerId } });
     }
   });
 

@@ -1,0 +1,79 @@
+/** Batch enqueue: many jobs of one type in one request, each idempotent on its own (type, id). */
+import pLimit from 'p-limit';
+import type { QueueContext } from './config.js';
+import { enqueueJob } from './jobs.js';
+import type { Job, JobInput, JobType } from './model.js';
+
+/** A batch holds at most this many jobs. */
+export const MAX_BATCH_JOBS = 100;
+
+/** Enqueues of one batch in flight at once: enough to finish 100 in a few round trips, few enough not to burst a partition. */
+export const BATCH_CONCURRENCY = 10;
+
+export interface BatchJob {
+  /** The job's place in the request, which its outcome carries back. */
+  index: number;
+  id: string;
+  input: JobInput;
+}
+
+export type BatchOutcome =
+  | { index: number; id: string; ok: true; job: Job; created: boolean }
+  /** `error` is whatever enqueueJob threw: a domain error, or a dependency failure after which the job may or may not exist. */
+  | { index: number; id: string; ok: false; error: unknown };
+
+/**
+ * Jobs that share an id or a correlation key, in request order: they are
+ * enqueued one after another, so the first of them is the one created and
+ * the rest are answered as repeats or conflicts of it, the same on every run.
+ */
+function groupsSharingKeys(jobs: BatchJob[]): BatchJob[][] {
+  const parent = jobs.map((_, position) => position);
+  const root = (position: number): number => {
+    while (parent[position] !== position) position = parent[position]!;
+    return position;
+  };
+  const firstWithKey = new Map<string, number>();
+  jobs.forEach((job, position) => {
+    const keys = [`id:${job.id}`, ...(job.input.correlationKey !== undefined ? [`correlation:${job.input.correlationKey}`] : [])];
+    for (const key of keys) {
+      const first = firstWithKey.get(key);
+      if (first === undefined) firstWithKey.set(key, position);
+      else parent[root(position)] = root(first);
+    }
+  });
+  const groups = new Map<number, BatchJob[]>();
+  jobs.forEach((job, position) => {
+    const group = groups.get(root(position)) ?? [];
+    group.push(job);
+    groups.set(root(position), group);
+  });
+  return [...groups.values()].map((group) => group.sort((a, b) => a.index - b.index));
+}
+
+/**
+ * Enqueues every job with bounded parallelism and answers one outcome per job,
+ * in request order. A job that fails, for any reason, fails alone: the others
+ * still get their own outcome.
+ */
+export async function enqueueBatch(ctx: QueueContext, jobType: JobType, jobs: BatchJob[]): Promise<BatchOutcome[]> {
+  const limit = pLimit(BATCH_CONCURRENCY);
+  const enqueueOne = async (job: BatchJob): Promise<BatchOutcome> => {
+    try {
+      const { job: stored, created } = await enqueueJob(ctx, jobType, job.id, job.input);
+      return { index: job.index, id: job.id, ok: true, job: stored, created };
+    } catch (error) {
+      return { index: job.index, id: job.id, ok: false, error };
+    }
+  };
+  const perGroup = await Promise.all(
+    groupsSharingKeys(jobs).map((group) =>
+      limit(async () => {
+        const outcomes: BatchOutcome[] = [];
+        for (const job of group) outcomes.push(await enqueueOne(job));
+        return outcomes;
+      }),
+    ),
+  );
+  return perGroup.flat().sort((a, b) => a.index - b.index);
+}
