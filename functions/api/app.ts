@@ -31,6 +31,7 @@ export function createApiHandler(deps: ApiDeps) {
       route('GET', '/v1/job-types', { kind: 'any_type', action: 'read' }, routes.listJobTypes),
       route('GET', '/v1/job-types/{name}', typeScope('read', 'name'), routes.getJobType),
       route('PUT', '/v1/job-types/{name}', ADMIN, routes.putJobType),
+      route('GET', '/v1/stats', { kind: 'any_type', action: 'read' }, routes.stats),
       route('POST', '/v1/jobs/{type}', typeScope('enqueue'), routes.enqueueWithServerId),
       route('PUT', '/v1/jobs/{type}/{id}', typeScope('enqueue'), routes.enqueueWithId),
       route('GET', '/v1/jobs/{type}/{id}', typeScope('read'), routes.getJob),
