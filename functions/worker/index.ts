@@ -1,4 +1,4 @@
-import { queueFromEnvironment, targetClientsFromEnvironment, processIdentity } from '../shared/environment.js';
+import { processIdentity, queueFromEnvironment, targetClientsFromEnvironment } from '../shared/environment.js';
 import { createEmfMetrics } from '../shared/metrics.js';
 import { createWorkerHandler } from './app.js';
 import { registry } from './handlers/index.js';

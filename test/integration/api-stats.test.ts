@@ -3,7 +3,7 @@
  * through the authorizer: due counts and lag per readable type, and the
  * roster of live pollers and workers.
  */
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { afterEach, beforeEach, describe, expect, test, vi, type MockInstance } from 'vitest';
 import { createPollerHandler } from '../../functions/poller/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
@@ -18,13 +18,17 @@ const iso = (epochMs: number): string => new Date(epochMs).toISOString();
 
 let queue: TestQueue;
 let admin: ApiClient;
+/** The poller and worker handlers log every run; kept out of the test output. */
+let consoleLog: MockInstance<typeof console.log>;
 
 beforeEach(async () => {
+  consoleLog = vi.spyOn(console, 'log').mockImplementation(() => undefined);
   queue = await createTestQueue({ clock: manualClock(T0), settings: { pollerRunMs: 0 } });
   admin = createTestApi(queue.ctx);
   for (const type of ['emails', 'invoices']) expect((await admin.put(`/v1/job-types/${type}`, ECHO_TYPE)).status).toBe(201);
 });
 afterEach(async () => {
+  consoleLog.mockRestore();
   await queue.drop();
 });
 

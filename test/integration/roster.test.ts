@@ -34,12 +34,16 @@ const POLLER: WorkerIdentity = { id: 'poller-1', host: 'host-a' };
 const WORKER: WorkerIdentity = { id: 'worker-1', host: 'host-b' };
 const lambdaContext = { getRemainingTimeInMillis: () => 60_000 };
 
+// The handlers log every run; the tests read the warnings and keep the rest out of the output.
 let consoleError: MockInstance<typeof console.error>;
+let consoleLog: MockInstance<typeof console.log>;
 beforeEach(() => {
   consoleError = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+  consoleLog = vi.spyOn(console, 'log').mockImplementation(() => undefined);
 });
 afterEach(() => {
   consoleError.mockRestore();
+  consoleLog.mockRestore();
 });
 
 function pollerHandler(ctx: QueueContext, identity: WorkerIdentity = POLLER, invoker = new RecordingInvoker()) {
