@@ -5,6 +5,8 @@
  * still hold any, and nothing waiting sits beyond the current bucket with a
  * ready time that has passed. So the due jobs are exactly the entries with a
  * sort key up to now in the buckets from each cursor to the current one.
+ * (A write that landed behind a cursor is missed until the sweeper's backstop
+ * moves it into the current bucket, as the poller misses it until then.)
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import pLimit, { type LimitFunction } from 'p-limit';
