@@ -49,6 +49,18 @@ export function apiKeyKey(id: string): ItemKey {
 /** API keys sit in the due index under one partition too, so they are listed without a scan. */
 export const API_KEYS_PARTITION = 'KEYS';
 
+/** A running poller or worker process, named `<role>#<id>`. */
+export function rosterEntryName(role: string, id: string): string {
+  return `${role}#${id}`;
+}
+
+export function rosterKey(entryName: string): ItemKey {
+  return { pk: `ROSTER#${entryName}`, sk: 'ROSTER' };
+}
+
+/** The roster sits in the due index under one partition, each entry under `<role>#<id>`, listed without a scan. */
+export const ROSTER_PARTITION = 'ROSTER';
+
 /**
  * A lane is a family of due-index partitions walked bucket by bucket:
  * the waiting jobs of one type, or the claims of every type.

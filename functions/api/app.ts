@@ -31,6 +31,7 @@ export function createApiHandler(deps: ApiDeps) {
       route('GET', '/v1/job-types', { kind: 'any_type', action: 'read' }, routes.listJobTypes),
       route('GET', '/v1/job-types/{name}', typeScope('read', 'name'), routes.getJobType),
       route('PUT', '/v1/job-types/{name}', ADMIN, routes.putJobType),
+      route('GET', '/v1/stats', { kind: 'any_type', action: 'read' }, routes.stats),
       route('POST', '/v1/jobs/{type}', typeScope('enqueue'), routes.enqueueWithServerId),
       // Before the status callback's `/v1/jobs/{type}/{id}`: dynamic routes match in this order.
       route('POST', '/v1/jobs/{type}/batch', typeScope('enqueue'), routes.enqueueBatch),

@@ -20,6 +20,8 @@ import {
   jobTypeToApi,
   parseWith,
 } from '../../lib/model.js';
+import { listRoster, rosterEntryToApi } from '../../lib/roster.js';
+import { dueStatsOf, dueStatsOfType, dueStatsToApi } from '../../lib/stats.js';
 import { isLinkLocalAddress, literalAddressOf } from '../../lib/targets/addresses.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
 import type { Principal } from '../shared/principal.js';
@@ -162,7 +164,19 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
       const readable = (await listJobTypes(ctx)).filter((jobType) => readableBy(principal, jobType.name));
       return json(200, { job_types: readable.map(jobTypeToApi) });
     },
-    getJobType: async (event) => json(200, jobTypeToApi(await requireJobType(ctx, typeName(event, 'name')))),
+    getJobType: async (event) => {
+      const jobType = await requireJobType(ctx, typeName(event, 'name'));
+      return json(200, { ...jobTypeToApi(jobType), stats: dueStatsToApi(await dueStatsOfType(ctx, jobType)) });
+    },
+    stats: async (_event, principal) => {
+      const readable = (await listJobTypes(ctx)).filter((jobType) => readableBy(principal, jobType.name));
+      const [stats, roster] = await Promise.all([dueStatsOf(ctx, readable), listRoster(ctx)]);
+      return json(200, {
+        job_types: stats.map(({ jobType, stats: typeStats }) => ({ name: jobType.name, ...dueStatsToApi(typeStats) })),
+        pollers: roster.poller.map(rosterEntryToApi),
+        workers: roster.worker.map(rosterEntryToApi),
+      });
+    },
     enqueueWithId: async (event) => enqueue(event, jobId(event)),
     enqueueWithServerId: async (event) => enqueue(event, newJobId(ctx.nowMs())),
     getJob: async (event) => json(200, jobToApi(await requireJob(ctx, typeName(event), jobId(event)))),

@@ -2,7 +2,9 @@
 import type { Context } from 'aws-lambda';
 import type { QueueContext } from '../../lib/config.js';
 import { ConfigError } from '../../lib/errors.js';
+import type { WorkerIdentity } from '../../lib/model.js';
 import { runPollerLoop, type PollResult, type WorkerInvoker } from '../../lib/poller.js';
+import { createRosterHeartbeat } from '../../lib/roster.js';
 import { log } from '../shared/log.js';
 import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
 
@@ -12,6 +14,8 @@ const INVOCATION_HEADROOM_MS = 5_000;
 export interface PollerDeps {
   ctx: QueueContext;
   invoker: WorkerInvoker;
+  /** This process, as the roster of live pollers shows it: made once per process, kept across invocations. */
+  identity: WorkerIdentity;
   /** Ends the loop early (the local runtime's shutdown). */
   signal?: AbortSignal;
   metrics?: QueueMetrics;
@@ -45,16 +49,25 @@ function recordPollMetrics(metrics: QueueMetrics, totals: PollResult): void {
 
 export function createPollerHandler(deps: PollerDeps) {
   const metrics = deps.metrics ?? noMetrics;
+  const allShards = Array.from({ length: deps.ctx.settings.shards }, (_, shard) => shard);
+  // The roster is for operators: a write that fails is logged and never fails a poll.
+  const roster = createRosterHeartbeat(deps.ctx, { role: 'poller', ...deps.identity, startedAtMs: deps.ctx.nowMs(), shards: allShards }, (error) =>
+    log('warn', 'could not refresh the roster entry', { error }),
+  );
   return async (event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<PollResult> => {
     const shards = shardsFromEvent(event, deps.ctx.settings.shards);
     const runForMs = Math.min(deps.ctx.settings.pollerRunMs, context.getRemainingTimeInMillis() - INVOCATION_HEADROOM_MS);
+    // Every invocation says which shards it polls: the partitions' rules share the function's containers.
+    roster.refresh({ shards: shards ?? allShards });
     try {
       const totals = await runPollerLoop(deps.ctx, {
         invoker: deps.invoker,
         runForMs,
         ...(shards ? { shards } : {}),
         ...(deps.signal ? { signal: deps.signal } : {}),
+        onPoll: () => roster.beat(),
         onError: (error) => {
+          roster.beat();
           metrics.count('PollErrors', 1);
           log('error', 'poll failed', { error, shards });
         },
@@ -63,6 +76,7 @@ export function createPollerHandler(deps: PollerDeps) {
       log('info', 'poller run done', { ...totals, shards });
       return totals;
     } finally {
+      await roster.settled();
       metrics.flush();
     }
   };

@@ -1,10 +1,10 @@
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { requiredSetting } from '../../lib/config.js';
 import { createLambdaInvoker } from '../../lib/invokers.js';
-import { queueFromEnvironment } from '../shared/environment.js';
+import { processIdentity, queueFromEnvironment } from '../shared/environment.js';
 import { createEmfMetrics } from '../shared/metrics.js';
 import { createPollerHandler } from './app.js';
 
 const invoker = createLambdaInvoker(new LambdaClient({}), requiredSetting(process.env, 'WORKER_FUNCTION_NAME'));
 
-export const handler = createPollerHandler({ ctx: queueFromEnvironment(), invoker, metrics: createEmfMetrics() });
+export const handler = createPollerHandler({ ctx: queueFromEnvironment(), invoker, identity: processIdentity(), metrics: createEmfMetrics() });

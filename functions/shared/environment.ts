@@ -46,7 +46,7 @@ export function targetClientsFromEnvironment(env: NodeJS.ProcessEnv = process.en
   };
 }
 
-/** Who ran an attempt: this process on this host, as the history records it. */
-export function workerIdentity(): WorkerIdentity {
+/** This process on this host: who ran an attempt, as the history records it, and its entry in the roster. */
+export function processIdentity(): WorkerIdentity {
   return { id: `${process.pid}-${randomUUID().slice(0, 8)}`, host: hostname() };
 }

@@ -2,6 +2,7 @@
 import type { QueueContext } from '../../lib/config.js';
 import type { WorkerIdentity } from '../../lib/model.js';
 import type { WorkerBatch } from '../../lib/poller.js';
+import { createRosterHeartbeat, ROSTER_REFRESH_MS } from '../../lib/roster.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import { AWAIT_CALLBACK, runWorkerBatch, type BatchResult, type JobHandler, type WorkerRegistry } from '../../lib/worker.js';
 import { log } from '../shared/log.js';
@@ -66,7 +67,14 @@ export function createWorkerHandler(deps: {
 }) {
   const metrics = deps.metrics ?? noMetrics;
   const registry = measuredRegistry(deps.registry, metrics, deps.ctx.nowMs);
+  // The roster is for operators: a write that fails is logged and never fails a job.
+  const roster = createRosterHeartbeat(deps.ctx, { role: 'worker', ...deps.worker, startedAtMs: deps.ctx.nowMs() }, (error) =>
+    log('warn', 'could not refresh the roster entry', { error }),
+  );
   return async (batch: WorkerBatch): Promise<BatchResult> => {
+    roster.beat();
+    // A batch of long jobs keeps the worker listed while it runs.
+    const beating = setInterval(() => roster.beat(), ROSTER_REFRESH_MS);
     try {
       const counts = await runWorkerBatch(deps.ctx, batch, {
         registry,
@@ -78,6 +86,8 @@ export function createWorkerHandler(deps: {
       log('info', 'worker batch done', { jobs: batch.jobs.length, ...counts });
       return counts;
     } finally {
+      clearInterval(beating);
+      await roster.settled();
       metrics.flush();
     }
   };

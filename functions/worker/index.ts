@@ -1,4 +1,4 @@
-import { queueFromEnvironment, targetClientsFromEnvironment, workerIdentity } from '../shared/environment.js';
+import { processIdentity, queueFromEnvironment, targetClientsFromEnvironment } from '../shared/environment.js';
 import { createEmfMetrics } from '../shared/metrics.js';
 import { createWorkerHandler } from './app.js';
 import { registry } from './handlers/index.js';
@@ -6,7 +6,7 @@ import { registry } from './handlers/index.js';
 export const handler = createWorkerHandler({
   ctx: queueFromEnvironment(),
   registry,
-  worker: workerIdentity(),
+  worker: processIdentity(),
   metrics: createEmfMetrics(),
   targets: targetClientsFromEnvironment(),
 });

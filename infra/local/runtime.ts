@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { createApiHandler } from '../../functions/api/app.js';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { createPollerHandler } from '../../functions/poller/app.js';
-import { logLifecycleEvent, workerIdentity } from '../../functions/shared/environment.js';
+import { logLifecycleEvent, processIdentity } from '../../functions/shared/environment.js';
 import { log } from '../../functions/shared/log.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
@@ -125,9 +125,11 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
 
-  const workerHandler = createWorkerHandler({ ctx, registry, worker: workerIdentity(), targets });
+  // One process runs both, so the roster shows it once as a poller and once as a worker, under one id.
+  const identity = processIdentity();
+  const workerHandler = createWorkerHandler({ ctx, registry, worker: identity, targets });
   const invoker = createInProcessInvoker(workerHandler, inFlight);
-  const pollerHandler = createPollerHandler({ ctx, invoker, signal: shutdown.signal });
+  const pollerHandler = createPollerHandler({ ctx, invoker, identity, signal: shutdown.signal });
   const sweeperHandler = createSweeperHandler({ ctx, registry, signal: shutdown.signal });
 
   // EventBridge starts a poller and a sweeper every minute; locally each next invocation starts as the last one ends.

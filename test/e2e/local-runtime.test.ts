@@ -42,6 +42,17 @@ test('the README walk-through runs: a job enqueued 2 s ahead runs once, with its
   expect(job.history[0].worker.host).toEqual(expect.any(String));
 });
 
+test('GET /v1/stats shows the runtime as a live poller of every shard and, once it ran a job, a live worker', async () => {
+  await call(runtime, 'PUT', '/v1/job-types/roster-check', { target: { kind: 'handler', name: 'echo' } });
+  await call(runtime, 'PUT', '/v1/jobs/roster-check/r1', { data: {} });
+  await waitForStatus(runtime, '/v1/jobs/roster-check/r1', 'succeeded', 20_000);
+  const stats = await call(runtime, 'GET', '/v1/stats');
+  expect(stats.status).toBe(200);
+  expect(stats.body.pollers).toEqual([expect.objectContaining({ shards: [0, 1, 2, 3], host: expect.any(String) })]);
+  expect(stats.body.workers).toEqual([expect.objectContaining({ id: stats.body.pollers[0].id })]);
+  expect(stats.body.job_types).toContainEqual({ name: 'roster-check', due: 0, oldest_due_lag_ms: 0 });
+});
+
 test('a failing job is retried until its attempts are used up, each attempt in its history', async () => {
   await call(runtime, 'PUT', '/v1/job-types/flaky', {
     target: { kind: 'handler', name: 'fail' },

@@ -38,6 +38,7 @@ afterEach(() => {
 const ROUTES: { method: HttpMethod; path: string; body?: unknown }[] = [
   { method: 'GET', path: '/v1/job-types' },
   { method: 'GET', path: '/v1/job-types/emails' },
+  { method: 'GET', path: '/v1/stats' },
   { method: 'PUT', path: '/v1/job-types/emails', body: { target: { kind: 'handler', name: 'echo' } } },
   { method: 'POST', path: '/v1/jobs/emails', body: { data: 1 } },
   { method: 'PUT', path: '/v1/jobs/emails/job-1', body: { data: 1 } },

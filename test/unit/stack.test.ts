@@ -241,6 +241,12 @@ describe('API', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'GET /health', AuthorizationType: 'NONE' });
   });
 
+  test('GET /v1/stats has no route of its own: the $default route serves it through the API key authorizer', () => {
+    const routeKeys = Object.values(template.findResources('AWS::ApiGatewayV2::Route')).map((route) => route.Properties.RouteKey);
+    expect(routeKeys).not.toContainEqual(expect.stringContaining('/v1/stats'));
+    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: '$default', AuthorizationType: 'CUSTOM' });
+  });
+
   test('status callbacks and heartbeats run the authorizer uncached and without a required header, so callback tokens reach it', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', { AuthorizerResultTtlInSeconds: 0, EnableSimpleResponses: true, IdentitySource: [] });
     for (const routeKey of ['POST /v1/jobs/{type}/{id}', 'POST /v1/jobs/{type}/{id}/heartbeat']) {
