@@ -9,7 +9,8 @@ import { UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './config.js';
 import { eventForUnstartedJob, eventsForEndedAttempt } from './events.js';
 import { itemToJob, unmarshallItem } from './items.js';
-import { getJob, purgeAtS, queuedIndexKeys } from './jobs.js';
+import { recordLaneBucket } from './directory.js';
+import { finishedIndexKeys, getJob, purgeAtS, queuedIndexKeys } from './jobs.js';
 import { bucketOf, claimSortKey, jobKey, lanePartition, shardOf } from './keys.js';
 import {
   HISTORY_LIMIT,
@@ -44,6 +45,7 @@ async function conditionalUpdate(
   ctx: QueueContext,
   input: Omit<UpdateCommandInput, 'TableName'>,
 ): Promise<{ ok: true; job: Job } | { ok: false; current?: Job }> {
+  await recordLaneBucket(ctx, input.ExpressionAttributeValues?.[':gsi1pk']);
   try {
     const { Attributes } = await ctx.db.send(
       new UpdateCommand({
@@ -72,6 +74,7 @@ async function conditionalUpdateWith(
   input: JobUpdate,
   extras: TransactItem[],
 ): Promise<{ ok: true } | { ok: false; current?: Job; failedExtra?: number }> {
+  await recordLaneBucket(ctx, input.ExpressionAttributeValues?.[':gsi1pk']);
   const result = await transactWrite(ctx, [
     { Update: { TableName: ctx.settings.tableName, ReturnValuesOnConditionCheckFailure: 'ALL_OLD', ...input } as never },
     ...extras,
@@ -81,6 +84,11 @@ async function conditionalUpdateWith(
   if (jobReason?.code === 'ConditionalCheckFailed') return { ok: false, ...(jobReason.item ? { current: itemToJob(jobReason.item) } : {}) };
   const failedExtra = extraReasons.findIndex((reason) => reason.code === 'ConditionalCheckFailed');
   return { ok: false, ...(failedExtra >= 0 ? { failedExtra } : {}) };
+}
+
+/** Index keys as the values `:gsi1pk` and `:gsi1sk` of an update expression, or none. */
+function prefixed(keys: { gsi1pk: string; gsi1sk: string } | undefined): Record<string, string> {
+  return keys ? { ':gsi1pk': keys.gsi1pk, ':gsi1sk': keys.gsi1sk } : {};
 }
 
 export function buildClaimParams(
@@ -175,13 +183,14 @@ async function expireQueuedJob(ctx: QueueContext, job: Job): Promise<Job | undef
     Key: jobKey(job.type, job.id),
     ConditionExpression: '#status = :queued AND expiresAtMs <= :now',
     UpdateExpression:
-      'SET #status = :expired, updatedAtMs = :now, finishedAtMs = :now, purgeAtS = :purgeAtS REMOVE gsi1pk, gsi1sk',
+      'SET #status = :expired, updatedAtMs = :now, finishedAtMs = :now, purgeAtS = :purgeAtS, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
     ExpressionAttributeNames: { '#status': 'status' },
     ExpressionAttributeValues: {
       ':queued': 'queued',
       ':expired': 'expired',
       ':now': nowMs,
       ':purgeAtS': purgeAtS(ctx, nowMs),
+      ...prefixed(finishedIndexKeys(ctx, job, 'expired', nowMs, undefined)),
     },
   });
   if (!result.ok) return undefined;
@@ -326,7 +335,7 @@ export type AttemptEnding =
 
 export interface EndAttemptOptions {
   ending: AttemptEnding;
-  jobType: Pick<JobType, 'retry' | 'timeWindows'>;
+  jobType: Pick<JobType, 'retry' | 'timeWindows' | 'listSucceeded'>;
   customPolicies: CustomRetryPolicies;
   startedAtMs?: number;
   worker?: WorkerIdentity;
@@ -422,7 +431,13 @@ export async function endAttempt(
   } else {
     sets.push('finishedAtMs = :now', 'purgeAtS = :purgeAtS');
     values[':purgeAtS'] = purgeAtS(ctx, nowMs);
-    removes.push('gsi1pk', 'gsi1sk');
+    const finished = finishedIndexKeys(ctx, job, next.status, nowMs, options.jobType);
+    if (finished) {
+      sets.push('gsi1pk = :gsi1pk', 'gsi1sk = :gsi1sk');
+      Object.assign(values, prefixed(finished));
+    } else {
+      removes.push('gsi1pk', 'gsi1sk');
+    }
     if (ending.outcome === 'succeeded' && ending.result !== undefined) {
       sets.push('resultJson = :resultJson');
       values[':resultJson'] = JSON.stringify(ending.result);

@@ -33,10 +33,11 @@ export function itemToJob(item: Item): Job {
 }
 
 /** Types stored before a setting existed read as if it had its default. */
-const JOB_TYPE_DEFAULTS: Pick<JobType, 'rateLimitPerS' | 'priorityOrder' | 'throttle'> = {
+const JOB_TYPE_DEFAULTS: Pick<JobType, 'rateLimitPerS' | 'priorityOrder' | 'throttle' | 'listSucceeded'> = {
   rateLimitPerS: null,
   priorityOrder: 'time_first',
   throttle: null,
+  listSucceeded: false,
 };
 
 export function itemToJobType(item: Item): JobType {

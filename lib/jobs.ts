@@ -8,8 +8,9 @@ import type { QueueContext } from './config.js';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from './errors.js';
 import { eventForUnstartedJob } from './events.js';
 import { itemToJob, jobToItem, unmarshallItem } from './items.js';
-import { bucketOf, correlationItemKey, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
-import { isTerminal, MAX_DATA_BYTES, type Job, type JobInput, type JobType } from './model.js';
+import { recordLaneBucket } from './directory.js';
+import { bucketOf, correlationItemKey, finishedPartition, finishedSortKey, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
+import { isTerminal, MAX_DATA_BYTES, type Job, type JobInput, type JobStatus, type JobType } from './model.js';
 import { earliestStartMs, effectiveWindows } from './windows.js';
 
 const ulid = monotonicFactory();
@@ -30,6 +31,24 @@ export function queuedIndexKeys(
   return {
     gsi1pk: lanePartition({ kind: 'queued', type: job.type }, bucket, shardOf(job.id, shards)),
     gsi1sk: queuedSortKey(runAfterMs, job.id),
+  };
+}
+
+/**
+ * The index keys a job takes when it finishes: its status's listing partition, or none for a success of a type
+ * that does not list them (removing an entry costs a write unit less than moving it).
+ */
+export function finishedIndexKeys(
+  ctx: QueueContext,
+  job: Pick<Job, 'type' | 'id'>,
+  status: JobStatus,
+  finishedAtMs: number,
+  jobType: Pick<JobType, 'listSucceeded'> | undefined,
+): { gsi1pk: string; gsi1sk: string } | undefined {
+  if (status === 'succeeded' && !jobType?.listSucceeded) return undefined;
+  return {
+    gsi1pk: finishedPartition(job.type, status, shardOf(job.id, ctx.settings.shards)),
+    gsi1sk: finishedSortKey(finishedAtMs, job.id),
   };
 }
 
@@ -133,6 +152,7 @@ export async function enqueueJob(
     requestHash: requestHashOf(input),
   };
   const item = { ...jobKey(job.type, id), ...queuedIndexKeys(ctx, job, runAfterMs), ...jobToItem(job) };
+  await recordLaneBucket(ctx, item.gsi1pk);
   if (job.correlationKey !== undefined) return enqueueCorrelatedJob(ctx, job, item, job.correlationKey);
   try {
     await ctx.db.send(
@@ -284,13 +304,15 @@ export async function cancelJob(ctx: QueueContext, type: string, id: string): Pr
         Key: jobKey(type, id),
         ConditionExpression: '#status = :queued',
         UpdateExpression:
-          'SET #status = :cancelled, updatedAtMs = :now, finishedAtMs = :now, purgeAtS = :purgeAtS REMOVE gsi1pk, gsi1sk',
+          'SET #status = :cancelled, updatedAtMs = :now, finishedAtMs = :now, purgeAtS = :purgeAtS, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: {
           ':queued': 'queued',
           ':cancelled': 'cancelled',
           ':now': nowMs,
           ':purgeAtS': purgeAtS(ctx, nowMs),
+          ':gsi1pk': finishedPartition(type, 'cancelled', shardOf(id, ctx.settings.shards)),
+          ':gsi1sk': finishedSortKey(nowMs, id),
         },
         ReturnValues: 'ALL_NEW',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',

@@ -88,6 +88,18 @@ export function dueUpToSortKey(nowMs: number): string {
   return `${padEpochMs(nowMs)}#\uffff`;
 }
 
+/**
+ * Finished jobs, listed by status newest first: `F#<type>#<status>#<shard>`, sorted by `<finishedAtMs>#<id>`.
+ * No poller or sweeper walks these partitions; the job's TTL removes its entry with it.
+ */
+export function finishedPartition(type: string, status: string, shard: number): string {
+  return `F#${type}#${status}#${shard}`;
+}
+
+export function finishedSortKey(finishedAtMs: number, id: string): string {
+  return `${padEpochMs(finishedAtMs)}#${id}`;
+}
+
 export function parseJobPk(pk: string): { type: string; id: string } {
   const [prefix, type, ...rest] = pk.split('#');
   if (prefix !== 'JOB' || type === undefined || rest.length === 0) {

@@ -30,15 +30,26 @@ export async function listIndexedItems(
     startKey = page.LastEvaluatedKey;
   } while (startKey);
 
+  return batchGetItems(ctx, names.map(keyOf));
+}
+
+/** The items under `keys`, in no particular order; missing ones are left out. */
+export async function batchGetItems(
+  ctx: QueueContext,
+  keys: ItemKey[],
+  options: { consistentRead?: boolean } = {},
+): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
-  for (let start = 0; start < names.length; start += BATCH_GET_LIMIT) {
-    let keys: Record<string, unknown>[] = names.slice(start, start + BATCH_GET_LIMIT).map(keyOf);
-    while (keys.length > 0) {
+  for (let start = 0; start < keys.length; start += BATCH_GET_LIMIT) {
+    let pending: Record<string, unknown>[] = keys.slice(start, start + BATCH_GET_LIMIT);
+    while (pending.length > 0) {
       const { Responses, UnprocessedKeys } = await ctx.db.send(
-        new BatchGetCommand({ RequestItems: { [ctx.settings.tableName]: { Keys: keys } } }),
+        new BatchGetCommand({
+          RequestItems: { [ctx.settings.tableName]: { Keys: pending, ...(options.consistentRead ? { ConsistentRead: true } : {}) } },
+        }),
       );
       items.push(...(Responses?.[ctx.settings.tableName] ?? []));
-      keys = UnprocessedKeys?.[ctx.settings.tableName]?.Keys ?? [];
+      pending = UnprocessedKeys?.[ctx.settings.tableName]?.Keys ?? [];
     }
   }
   return items;

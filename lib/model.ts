@@ -81,6 +81,8 @@ export interface JobType {
   rateLimitPerS: number | null;
   priorityOrder: PriorityOrder;
   throttle: Throttle | null;
+  /** Succeeded jobs are listed by status only when this is set: it costs a write unit per job. */
+  listSucceeded: boolean;
   visibilityTimeoutS: number;
   timeoutS: number;
   retry: RetryPolicy;
@@ -271,6 +273,7 @@ export const jobTypeInputSchema = z
     rate_limit_per_s: z.number().gt(0).max(100_000).nullable().default(null),
     priority_order: z.enum(PRIORITY_ORDERS).default('time_first'),
     throttle: throttleSchema.nullable().default(null),
+    list_succeeded: z.boolean().default(false),
     visibility_timeout_s: z.number().int().min(1).max(43_200).default(30),
     timeout_s: z.number().int().min(1).max(86_400).default(60),
     retry: retrySchema.optional(),
@@ -354,6 +357,7 @@ export function jobTypeFromInput(
     concurrency: input.concurrency,
     rateLimitPerS: input.rate_limit_per_s,
     priorityOrder: input.priority_order,
+    listSucceeded: input.list_succeeded,
     throttle: input.throttle
       ? { ...(input.throttle.key_field ? { keyField: input.throttle.key_field } : {}), limits: input.throttle.limits }
       : null,
@@ -397,6 +401,7 @@ export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
     concurrency: jobType.concurrency,
     rate_limit_per_s: jobType.rateLimitPerS,
     priority_order: jobType.priorityOrder,
+    list_succeeded: jobType.listSucceeded,
     throttle: jobType.throttle ? { key_field: jobType.throttle.keyField ?? null, limits: jobType.throttle.limits } : null,
     visibility_timeout_s: jobType.visibilityTimeoutS,
     timeout_s: jobType.timeoutS,

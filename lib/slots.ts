@@ -7,9 +7,9 @@
  * ends (success, failure, retry, timeout, the sweeper's reclaim, a failed
  * dispatch), the counters stay exact, so a crashed worker never leaks capacity.
  */
-import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './config.js';
 import type { ItemKey } from './keys.js';
+import { batchGetItems } from './listing.js';
 import { OTHER_THROTTLE_KEYS, type HeldSlots, type Job, type JobType } from './model.js';
 import type { TransactItem } from './transactions.js';
 
@@ -116,21 +116,11 @@ export interface InFlight {
 export async function readInFlight(ctx: QueueContext, type: string, throttleKeys: string[]): Promise<InFlight> {
   const wanted = [typeCounterKey(type), ...throttleKeys.map((key) => keyCounterKey(type, key))];
   const inFlight: InFlight = { type: 0, keys: new Map() };
-  // BatchGetItem takes 100 keys at a time.
-  for (let start = 0; start < wanted.length; start += 100) {
-    let pending: ItemKey[] | undefined = wanted.slice(start, start + 100);
-    while (pending && pending.length > 0) {
-      const { Responses, UnprocessedKeys } = await ctx.db.send(
-        new BatchGetCommand({ RequestItems: { [ctx.settings.tableName]: { Keys: pending, ConsistentRead: true } } }),
-      );
-      for (const item of Responses?.[ctx.settings.tableName] ?? []) {
-        const value = typeof item.inFlight === 'number' ? item.inFlight : 0;
-        const sk = String(item.sk);
-        if (sk === 'INFLIGHT') inFlight.type = value;
-        else inFlight.keys.set(sk.slice('KEY#'.length), value);
-      }
-      pending = UnprocessedKeys?.[ctx.settings.tableName]?.Keys as ItemKey[] | undefined;
-    }
+  for (const item of await batchGetItems(ctx, wanted, { consistentRead: true })) {
+    const value = typeof item.inFlight === 'number' ? item.inFlight : 0;
+    const sk = String(item.sk);
+    if (sk === 'INFLIGHT') inFlight.type = value;
+    else inFlight.keys.set(sk.slice('KEY#'.length), value);
   }
   return inFlight;
 }

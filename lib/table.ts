@@ -20,8 +20,8 @@ export const TABLE_SCHEMA = {
     name: DUE_INDEX,
     partitionKey: 'gsi1pk',
     sortKey: 'gsi1sk',
-    // The poller orders and throttles due jobs by these without reading the jobs; the claim returns the full item.
-    projectedAttributes: ['priority', 'weight', 'throttleKey'],
+    // The poller orders and throttles due jobs by these, and listings filter by type and status, without reading the jobs.
+    projectedAttributes: ['priority', 'weight', 'throttleKey', 'status', 'type'],
   },
   ttlAttribute: TTL_ATTRIBUTE,
 } as const;

@@ -33,6 +33,7 @@ export function createApiHandler(deps: ApiDeps) {
       route('PUT', '/v1/job-types/{name}', ADMIN, routes.putJobType),
       route('GET', '/v1/stats', { kind: 'any_type', action: 'read' }, routes.stats),
       route('POST', '/v1/jobs/{type}', typeScope('enqueue'), routes.enqueueWithServerId),
+      route('GET', '/v1/jobs/{type}', typeScope('read'), routes.listJobs),
       // Before the status callback's `/v1/jobs/{type}/{id}`: dynamic routes match in this order.
       route('POST', '/v1/jobs/{type}/batch', typeScope('enqueue'), routes.enqueueBatch),
       route('PUT', '/v1/jobs/{type}/{id}', typeScope('enqueue'), routes.enqueueWithId),

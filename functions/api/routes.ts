@@ -5,12 +5,14 @@ import { enqueueBatch, MAX_BATCH_JOBS, type BatchJob } from '../../lib/batch.js'
 import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, heartbeatJob, type CallbackInput } from '../../lib/callbacks.js';
 import type { QueueContext } from '../../lib/config.js';
 import { ForbiddenError, NotFoundError, ValidationError, type FieldIssue } from '../../lib/errors.js';
+import { DEFAULT_PAGE_SIZE, listJobs, MAX_PAGE_SIZE } from '../../lib/job-listing.js';
 import { listJobTypes, putJobType, requireJobType } from '../../lib/job-types.js';
 import { assertJsonSize, cancelJob, enqueueJob, newJobId, replayJob, requireJob } from '../../lib/jobs.js';
 import {
   CORRELATION_KEY_PATTERN,
   issuesToDetails,
   JOB_ID_PATTERN,
+  JOB_STATUSES,
   JOB_TYPE_NAME_PATTERN,
   MAX_DATA_BYTES,
   jobInputFromBody,
@@ -21,7 +23,7 @@ import {
   parseWith,
 } from '../../lib/model.js';
 import { listRoster, rosterEntryToApi } from '../../lib/roster.js';
-import { dueStatsOf, dueStatsOfType, dueStatsToApi } from '../../lib/stats.js';
+import { statsOfType, statsOfTypes, typeStatsToApi } from '../../lib/stats.js';
 import { isLinkLocalAddress, literalAddressOf } from '../../lib/targets/addresses.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
 import type { Principal } from '../shared/principal.js';
@@ -125,6 +127,12 @@ const jobberQueueSchema = z.strictObject({
   payload: z.json().default(null),
 });
 
+const listQuerySchema = z.strictObject({
+  status: z.enum(JOB_STATUSES),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+  cursor: z.string().min(1).max(2_000).optional(),
+});
+
 const heartbeatSchema = z.strictObject({
   attempt: z.number().int().min(1).max(1000),
   extend_s: z.number().int().min(1).max(43_200).optional(),
@@ -166,13 +174,17 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
     },
     getJobType: async (event) => {
       const jobType = await requireJobType(ctx, typeName(event, 'name'));
-      return json(200, { ...jobTypeToApi(jobType), stats: dueStatsToApi(await dueStatsOfType(ctx, jobType)) });
+      return json(200, { ...jobTypeToApi(jobType), stats: typeStatsToApi(await statsOfType(ctx, jobType)) });
     },
     stats: async (_event, principal) => {
       const readable = (await listJobTypes(ctx)).filter((jobType) => readableBy(principal, jobType.name));
-      const [stats, roster] = await Promise.all([dueStatsOf(ctx, readable), listRoster(ctx)]);
+      const [stats, roster] = await Promise.all([statsOfTypes(ctx, readable), listRoster(ctx)]);
       return json(200, {
-        job_types: stats.map(({ jobType, stats: typeStats }) => ({ name: jobType.name, ...dueStatsToApi(typeStats) })),
+        job_types: stats.map(({ jobType, stats: typeStats }) => ({
+          name: jobType.name,
+          ...typeStatsToApi(typeStats),
+          concurrency: jobType.concurrency,
+        })),
         pollers: roster.poller.map(rosterEntryToApi),
         workers: roster.worker.map(rosterEntryToApi),
       });
@@ -180,6 +192,16 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
     enqueueWithId: async (event) => enqueue(event, jobId(event)),
     enqueueWithServerId: async (event) => enqueue(event, newJobId(ctx.nowMs())),
     getJob: async (event) => json(200, jobToApi(await requireJob(ctx, typeName(event), jobId(event)))),
+    listJobs: async (event) => {
+      const jobType = await requireJobType(ctx, typeName(event));
+      const query = parseWith(listQuerySchema, event.queryStringParameters ?? {});
+      const page = await listJobs(ctx, jobType, {
+        status: query.status,
+        limit: query.limit,
+        ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+      });
+      return json(200, { jobs: page.jobs.map(jobToApi), next_cursor: page.nextCursor ?? null });
+    },
     enqueueBatch: async (event) => {
       const jobType = await requireJobType(ctx, typeName(event));
       const { jobs } = parseWith(batchSchema, parseJsonBody(event, MAX_BATCH_BODY_BYTES));

@@ -126,7 +126,10 @@ describe('GET /v1/job-types/{name}', () => {
     const created = await client.put('/v1/job-types/emails', { ...ECHO, attempts: 5, retry: { kind: 'fixed', delay_s: 2 } });
     const response = await client.get('/v1/job-types/emails');
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ ...created.body, stats: { due: 0, oldest_due_lag_ms: 0 } });
+    expect(response.body).toEqual({
+      ...created.body,
+      stats: { due: 0, scheduled: 0, running: 0, awaiting_callback: 0, oldest_due_lag_ms: 0, in_flight_weight: null },
+    });
     expect(response.body.retry).toEqual({ kind: 'fixed', delay_s: 2, retry_on: null });
   });
 

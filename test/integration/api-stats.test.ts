@@ -39,7 +39,7 @@ async function clientWith(...scopes: string[]): Promise<ApiClient> {
 }
 
 describe('GET /v1/stats', () => {
-  test('gives each type its due count and oldest due lag', async () => {
+  test('gives each type its due, scheduled and running counts and oldest due lag', async () => {
     for (const id of ['e1', 'e2']) await admin.put(`/v1/jobs/emails/${id}`, { data: {} });
     await admin.put('/v1/jobs/emails/later', { data: {}, run_after: iso(T0 + 60_000) });
     queue.clock.advance(2_500);
@@ -48,8 +48,8 @@ describe('GET /v1/stats', () => {
 
     expect(response.status).toBe(200);
     expect(response.body.job_types).toEqual([
-      { name: 'emails', due: 2, oldest_due_lag_ms: 2_500 },
-      { name: 'invoices', due: 0, oldest_due_lag_ms: 0 },
+      { name: 'emails', due: 2, scheduled: 1, running: 0, awaiting_callback: 0, oldest_due_lag_ms: 2_500, in_flight_weight: null, concurrency: null },
+      { name: 'invoices', due: 0, scheduled: 0, running: 0, awaiting_callback: 0, oldest_due_lag_ms: 0, in_flight_weight: null, concurrency: null },
     ]);
   });
 
@@ -87,7 +87,11 @@ describe('scopes', () => {
     const reader = await clientWith('read:emails');
     const response = await reader.get('/v1/stats');
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ job_types: [{ name: 'emails', due: 0, oldest_due_lag_ms: 0 }], pollers: [], workers: [] });
+    expect(response.body).toEqual({
+      job_types: [{ name: 'emails', due: 0, scheduled: 0, running: 0, awaiting_callback: 0, oldest_due_lag_ms: 0, in_flight_weight: null, concurrency: null }],
+      pollers: [],
+      workers: [],
+    });
   });
 
   test('read:* sees every type', async () => {

@@ -2,6 +2,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import { ConflictError, NotFoundError } from '../../lib/errors.js';
 import { cancelJob, getJob, replayJob } from '../../lib/jobs.js';
+import { padEpochMs } from '../../lib/keys.js';
 import { T0, defineType, enqueue, freshQueuePerTest, poll, readItem, RecordingInvoker, RunningInvoker } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest({ settings: { retentionDays: 7 } });
@@ -87,14 +88,14 @@ describe('cancel', () => {
     expect((await getJob(q.ctx, 'emails', 'e-1'))?.status).toBe('cancelled');
   });
 
-  test('a cancelled job leaves the due index and is kept for the retention period', async () => {
+  test('a cancelled job leaves the waiting lane for the cancelled listing and is kept for the retention period', async () => {
     const q = queue();
     const emails = await defineType(q.ctx, 'emails');
     await enqueue(q.ctx, emails, 'e-1');
     await cancelJob(q.ctx, 'emails', 'e-1');
     const item = await readItem(q, 'emails', 'e-1');
-    expect(item?.gsi1pk).toBeUndefined();
-    expect(item?.gsi1sk).toBeUndefined();
+    expect(String(item?.gsi1pk)).toMatch(/^F#emails#cancelled#\d+$/);
+    expect(item?.gsi1sk).toBe(`${padEpochMs(T0)}#e-1`);
     expect(item?.purgeAtS).toBe(Math.floor(T0 / 1000) + 7 * 86_400);
   });
 

@@ -149,7 +149,7 @@ describe('a job that reaches the worker after its window closed', () => {
 });
 
 describe('capacity', () => {
-  test('handing a late job back is one guarded write of 3 units: the item, its claim-lane entry out, its queue-lane entry in', async () => {
+  test('handing a late job back is one guarded write of 3 units (the item, its claim-lane entry out, its queue-lane entry in), and 1 to record the next window in the bucket directory', async () => {
     const q = queue();
     const capacity = trackConsumedCapacity(q.clients.base);
     q.clock.set(at('2026-11-21T11:59:59Z'));
@@ -162,9 +162,10 @@ describe('capacity', () => {
     const counts = await runWorkerBatch(q.ctx, recording.batches[0]!, { registry: { handlers: { reports: vi.fn() }, retryPolicies: {} }, worker: WORKER });
 
     expect(counts.rescheduled).toBe(1);
-    expect(capacity.writeUnits - before.writeUnits).toBe(3);
+    expect(capacity.writeUnits - before.writeUnits).toBe(4);
     expect(capacity.readUnits - before.readUnits).toBe(0);
     expect(capacity.byCommand.UpdateItemCommand!.calls - before.byCommand.UpdateItemCommand!.calls).toBe(1);
+    expect(capacity.byCommand.PutItemCommand!.calls - (before.byCommand.PutItemCommand?.calls ?? 0)).toBe(1);
   });
 
   test('a job with two windows of its own still costs 7 write units from enqueue to success', async () => {

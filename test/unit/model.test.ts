@@ -150,6 +150,7 @@ describe('defaults', () => {
       rateLimitPerS: null,
       priorityOrder: 'time_first',
       throttle: null,
+      listSucceeded: false,
       visibilityTimeoutS: 30,
       timeoutS: 60,
       retry: DEFAULT_RETRY,

@@ -98,7 +98,7 @@ describe('table', () => {
             { AttributeName: dueIndex.partitionKey, KeyType: 'HASH' },
             { AttributeName: dueIndex.sortKey, KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['priority', 'weight', 'throttleKey'] },
+          Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: ['priority', 'weight', 'throttleKey', 'status', 'type'] },
         },
       ],
       TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },

@@ -1,0 +1,75 @@
+/**
+ * The bucket directory: which buckets of a lane lie ahead of now and hold
+ * entries. Pollers and sweepers walk a lane from its cursor up to the current
+ * bucket, so they never need it; listings and stats also look ahead (jobs
+ * scheduled for later, claims that run for hours), where walking bucket by
+ * bucket would cost a query per empty minute. So every write that puts an
+ * entry into a bucket beyond the next one first records that bucket here, once
+ * per process: an entry due now, or a claim of the usual visibility timeout,
+ * costs nothing extra.
+ */
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { QueueContext } from './config.js';
+import { bucketOf, laneName, padEpochMs, type ItemKey, type Lane } from './keys.js';
+
+/** Buckets up to this many past the current one are walked, never looked up: writers skip recording them. */
+export const WALKED_BUCKETS_AHEAD = 1;
+
+export function directoryKey(lane: Lane, bucket: number): ItemKey {
+  return { pk: `DIR#${laneName(lane)}`, sk: padEpochMs(bucket) };
+}
+
+/** Buckets this process recorded already, per table; bounded, since forgetting one only costs a repeated write. */
+const recorded = new Set<string>();
+const MAX_REMEMBERED = 10_000;
+
+/** The lane and bucket of a `due` index partition, or undefined for partitions that are not lanes. */
+export function laneBucketOf(partition: string): { lane: Lane; bucket: number } | undefined {
+  const parts = partition.split('#');
+  if (parts[0] === 'Q' && parts.length === 4) return { lane: { kind: 'queued', type: parts[1] ?? '' }, bucket: Number(parts[2]) };
+  if (parts[0] === 'C' && parts.length === 3) return { lane: { kind: 'claims' }, bucket: Number(parts[1]) };
+  return undefined;
+}
+
+/** Records the bucket of `partition` when it lies beyond the walked ones; call before writing the entry. */
+export async function recordLaneBucket(ctx: QueueContext, partition: unknown): Promise<void> {
+  if (typeof partition !== 'string') return;
+  const found = laneBucketOf(partition);
+  if (!found || found.bucket <= bucketOf(ctx.nowMs(), ctx.settings.bucketMs) + WALKED_BUCKETS_AHEAD) return;
+  const key = directoryKey(found.lane, found.bucket);
+  const memo = `${ctx.settings.tableName}\u0000${key.pk}\u0000${key.sk}`;
+  if (recorded.has(memo)) return;
+  await ctx.db.send(new PutCommand({ TableName: ctx.settings.tableName, Item: { ...key, bucket: found.bucket } }));
+  if (recorded.size >= MAX_REMEMBERED) recorded.clear();
+  recorded.add(memo);
+}
+
+/** The recorded buckets of a lane from `fromBucket` on, ascending. */
+export async function recordedBuckets(ctx: QueueContext, lane: Lane, fromBucket: number): Promise<number[]> {
+  const buckets: number[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.settings.tableName,
+        KeyConditionExpression: 'pk = :pk AND sk >= :from',
+        ExpressionAttributeValues: { ':pk': directoryKey(lane, 0).pk, ':from': padEpochMs(fromBucket) },
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      }),
+    );
+    for (const item of page.Items ?? []) if (typeof item.bucket === 'number') buckets.push(item.bucket);
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+  return buckets;
+}
+
+/**
+ * Every bucket of a lane that may hold entries, from `fromBucket` on: the walked ones up to a little past the
+ * current bucket (the margin covers writers whose clocks run ahead), then the recorded ones beyond.
+ */
+export async function laneBuckets(ctx: QueueContext, lane: Lane, fromBucket: number): Promise<number[]> {
+  const walkedUpTo = bucketOf(ctx.nowMs(), ctx.settings.bucketMs) + WALKED_BUCKETS_AHEAD + 1;
+  const walked = Array.from({ length: Math.max(0, walkedUpTo - fromBucket + 1) }, (_, i) => fromBucket + i);
+  const ahead = (await recordedBuckets(ctx, lane, Math.max(fromBucket, walkedUpTo + 1))).filter((bucket) => bucket > walkedUpTo);
+  return [...walked, ...ahead];
+}

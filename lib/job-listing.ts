@@ -1,0 +1,204 @@
+/**
+ * Paging through a type's jobs by status, without a scan. Each status lives in
+ * a family of `due` index partitions already: queued jobs in the type's
+ * waiting lane, running and awaiting ones in the claim lane, finished ones in
+ * their status's listing partitions. A page reads index entries in order,
+ * merging shards, then the jobs themselves with one batch get.
+ */
+import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { QueueContext } from './config.js';
+import { laneBuckets } from './directory.js';
+import { ValidationError } from './errors.js';
+import { itemToJob } from './items.js';
+import { bucketOf, DUE_INDEX, finishedPartition, jobKey, lanePartition, parseJobPk, type Lane } from './keys.js';
+import { readCursor } from './lanes.js';
+import { batchGetItems } from './listing.js';
+import { isTerminal, type Job, type JobStatus, type JobType } from './model.js';
+
+export const MAX_PAGE_SIZE = 100;
+export const DEFAULT_PAGE_SIZE = 50;
+
+/** Index partitions one page may query before it returns what it found, with a cursor to go on from. */
+const MAX_QUERIES_PER_PAGE = 200;
+
+export interface JobPage {
+  jobs: Job[];
+  /** Where the next page starts; undefined on the last page. */
+  nextCursor: string | undefined;
+}
+
+/** Where a page ended: the status, the lane bucket (lanes only) and the last sort key read there. */
+interface PagePosition {
+  status: JobStatus;
+  bucket?: number;
+  sortKey: string;
+}
+
+function encodeCursor(position: PagePosition): string {
+  return Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string, status: JobStatus): PagePosition {
+  const invalid = (message: string) => new ValidationError([{ field: 'cursor', message }]);
+  let position: unknown;
+  try {
+    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid('is not a cursor this API returned');
+  }
+  const { status: cursorStatus, bucket, sortKey } = (position ?? {}) as Partial<PagePosition>;
+  if (typeof sortKey !== 'string' || (bucket !== undefined && !Number.isSafeInteger(bucket))) {
+    throw invalid('is not a cursor this API returned');
+  }
+  if (cursorStatus !== status) throw invalid(`was returned for status ${String(cursorStatus)}, not ${status}`);
+  return { status, sortKey, ...(bucket !== undefined ? { bucket } : {}) };
+}
+
+interface IndexEntry {
+  pk: string;
+  gsi1sk: string;
+  bucket?: number;
+}
+
+/** Up to `wanted` entries of one partition after `afterSortKey`, in `forward` order, filtered when asked. */
+async function queryPartition(
+  ctx: QueueContext,
+  partition: string,
+  options: { wanted: number; forward: boolean; afterSortKey?: string; filter?: Pick<QueryCommandInput, 'FilterExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> },
+): Promise<IndexEntry[]> {
+  const { wanted, forward, afterSortKey, filter } = options;
+  const entries: IndexEntry[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await ctx.db.send(
+      new QueryCommand({
+        TableName: ctx.settings.tableName,
+        IndexName: DUE_INDEX,
+        KeyConditionExpression: `gsi1pk = :partition${afterSortKey ? ` AND gsi1sk ${forward ? '>' : '<'} :after` : ''}`,
+        ScanIndexForward: forward,
+        Limit: wanted - entries.length,
+        ...(filter?.FilterExpression ? { FilterExpression: filter.FilterExpression } : {}),
+        ...(filter?.ExpressionAttributeNames ? { ExpressionAttributeNames: filter.ExpressionAttributeNames } : {}),
+        ExpressionAttributeValues: {
+          ':partition': partition,
+          ...(afterSortKey ? { ':after': afterSortKey } : {}),
+          ...filter?.ExpressionAttributeValues,
+        },
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      }),
+    );
+    for (const item of page.Items ?? []) entries.push({ pk: String(item.pk), gsi1sk: String(item.gsi1sk) });
+    startKey = page.LastEvaluatedKey;
+  } while (startKey && entries.length < wanted);
+  return entries;
+}
+
+const shardsOf = (ctx: QueueContext): number[] => Array.from({ length: ctx.settings.shards }, (_, shard) => shard);
+
+/** Finished jobs of one status, newest first, merged over the shards. */
+async function finishedEntries(ctx: QueueContext, type: string, status: JobStatus, wanted: number, after?: PagePosition) {
+  const perShard = await Promise.all(
+    shardsOf(ctx).map((shard) =>
+      queryPartition(ctx, finishedPartition(type, status, shard), {
+        wanted,
+        forward: false,
+        ...(after ? { afterSortKey: after.sortKey } : {}),
+      }),
+    ),
+  );
+  return perShard.flat().sort((a, b) => (a.gsi1sk < b.gsi1sk ? 1 : a.gsi1sk > b.gsi1sk ? -1 : 0)).slice(0, wanted);
+}
+
+/**
+ * Entries of a lane bucket by bucket from the oldest that may hold any, in sort-key order within a bucket.
+ * Stops early, with the position to go on from, when the page has used its queries.
+ */
+async function laneEntries(
+  ctx: QueueContext,
+  jobType: JobType,
+  status: JobStatus,
+  wanted: number,
+  after?: PagePosition,
+): Promise<{ entries: IndexEntry[]; resumeAt?: PagePosition }> {
+  const lane: Lane = status === 'queued' ? { kind: 'queued', type: jobType.name } : { kind: 'claims' };
+  // Claims of every type share a lane: these are this type's, in the asked status.
+  const filter =
+    lane.kind === 'claims'
+      ? {
+          FilterExpression: '#type = :type AND #status = :status',
+          ExpressionAttributeNames: { '#type': 'type', '#status': 'status' },
+          ExpressionAttributeValues: { ':type': jobType.name, ':status': status },
+        }
+      : undefined;
+  let fromBucket = after?.bucket;
+  if (fromBucket === undefined) {
+    const typeBucket = bucketOf(jobType.createdAtMs, ctx.settings.bucketMs);
+    const cursors = await Promise.all(shardsOf(ctx).map((shard) => readCursor(ctx, lane, shard)));
+    fromBucket = Math.max(typeBucket, Math.min(...cursors.map((cursor) => cursor ?? typeBucket)));
+  }
+  const entries: IndexEntry[] = [];
+  let queries = 0;
+  for (const bucket of await laneBuckets(ctx, lane, fromBucket)) {
+    if (queries + ctx.settings.shards > MAX_QUERIES_PER_PAGE) return { entries, resumeAt: { status, bucket, sortKey: '' } };
+    const afterSortKey = after && after.bucket === bucket && after.sortKey !== '' ? after.sortKey : undefined;
+    const perShard = await Promise.all(
+      shardsOf(ctx).map((shard) =>
+        queryPartition(ctx, lanePartition(lane, bucket, shard), {
+          wanted: wanted - entries.length,
+          forward: true,
+          ...(afterSortKey ? { afterSortKey } : {}),
+          ...(filter ? { filter } : {}),
+        }),
+      ),
+    );
+    queries += ctx.settings.shards;
+    const merged = perShard.flat().sort((a, b) => (a.gsi1sk < b.gsi1sk ? -1 : a.gsi1sk > b.gsi1sk ? 1 : 0));
+    entries.push(...merged.slice(0, wanted - entries.length).map((entry) => ({ ...entry, bucket })));
+    if (entries.length >= wanted) break;
+  }
+  return { entries };
+}
+
+/**
+ * A page of the type's jobs in `status`: queued ones by ready time, running and awaiting ones by claim
+ * deadline, finished ones newest first. A job whose status changed between the index read and the job read
+ * is left out of the page rather than shown under the wrong status.
+ */
+export async function listJobs(
+  ctx: QueueContext,
+  jobType: JobType,
+  options: { status: JobStatus; limit: number; cursor?: string },
+): Promise<JobPage> {
+  const { status, limit } = options;
+  if (status === 'succeeded' && !jobType.listSucceeded) {
+    throw new ValidationError([
+      { field: 'status', message: `succeeded jobs of "${jobType.name}" are not listed: set list_succeeded on the type to list them` },
+    ]);
+  }
+  const after = options.cursor !== undefined ? decodeCursor(options.cursor, status) : undefined;
+  // One entry past the page tells whether another page follows.
+  const wanted = limit + 1;
+  let entries: IndexEntry[];
+  let resumeAt: PagePosition | undefined;
+  if (isTerminal(status)) entries = await finishedEntries(ctx, jobType.name, status, wanted, after);
+  else ({ entries, resumeAt } = await laneEntries(ctx, jobType, status, wanted, after));
+
+  const page = entries.slice(0, limit);
+  const last = page.at(-1);
+  let next: PagePosition | undefined = resumeAt;
+  if (entries.length > limit && last) next = { status, sortKey: last.gsi1sk, ...(last.bucket !== undefined ? { bucket: last.bucket } : {}) };
+
+  const items = await batchGetItems(
+    ctx,
+    page.map((entry) => {
+      const { type, id } = parseJobPk(entry.pk);
+      return jobKey(type, id);
+    }),
+  );
+  const byPk = new Map(items.map((item) => [String(item.pk), itemToJob(item)]));
+  const jobs = page.flatMap((entry) => {
+    const job = byPk.get(entry.pk);
+    return job && job.status === status ? [job] : [];
+  });
+  return { jobs, nextCursor: next ? encodeCursor(next) : undefined };
+}
