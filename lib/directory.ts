@@ -8,9 +8,10 @@
  * per process: an entry due now, or a claim of the usual visibility timeout,
  * costs nothing extra.
  */
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './config.js';
 import { bucketOf, laneName, padEpochMs, type ItemKey, type Lane } from './keys.js';
+import { queryPages } from './listing.js';
 
 /** Buckets up to this many past the current one are walked, never looked up: writers skip recording them. */
 export const WALKED_BUCKETS_AHEAD = 1;
@@ -47,19 +48,11 @@ export async function recordLaneBucket(ctx: QueueContext, partition: unknown): P
 /** The recorded buckets of a lane from `fromBucket` on, ascending. */
 export async function recordedBuckets(ctx: QueueContext, lane: Lane, fromBucket: number): Promise<number[]> {
   const buckets: number[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.settings.tableName,
-        KeyConditionExpression: 'pk = :pk AND sk >= :from',
-        ExpressionAttributeValues: { ':pk': directoryKey(lane, 0).pk, ':from': padEpochMs(fromBucket) },
-        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-      }),
-    );
-    for (const item of page.Items ?? []) if (typeof item.bucket === 'number') buckets.push(item.bucket);
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  const pages = queryPages(ctx, {
+    KeyConditionExpression: 'pk = :pk AND sk >= :from',
+    ExpressionAttributeValues: { ':pk': directoryKey(lane, 0).pk, ':from': padEpochMs(fromBucket) },
+  });
+  for await (const page of pages) for (const item of page.Items ?? []) if (typeof item.bucket === 'number') buckets.push(item.bucket);
   return buckets;
 }
 

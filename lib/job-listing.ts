@@ -5,14 +5,14 @@
  * their status's listing partitions. A page reads index entries in order,
  * merging shards, then the jobs themselves with one batch get.
  */
-import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './config.js';
 import { laneBuckets } from './directory.js';
 import { ValidationError } from './errors.js';
 import { itemToJob } from './items.js';
 import { bucketOf, DUE_INDEX, finishedPartition, jobKey, lanePartition, parseJobPk, type Lane } from './keys.js';
 import { readCursor } from './lanes.js';
-import { batchGetItems } from './listing.js';
+import { batchGetItems, queryPages } from './listing.js';
 import { isTerminal, type Job, type JobStatus, type JobType } from './model.js';
 
 export const MAX_PAGE_SIZE = 100;
@@ -68,29 +68,20 @@ async function queryPartition(
 ): Promise<IndexEntry[]> {
   const { wanted, forward, afterSortKey, filter } = options;
   const entries: IndexEntry[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.settings.tableName,
-        IndexName: DUE_INDEX,
-        KeyConditionExpression: `gsi1pk = :partition${afterSortKey ? ` AND gsi1sk ${forward ? '>' : '<'} :after` : ''}`,
-        ScanIndexForward: forward,
-        Limit: wanted - entries.length,
-        ...(filter?.FilterExpression ? { FilterExpression: filter.FilterExpression } : {}),
-        ...(filter?.ExpressionAttributeNames ? { ExpressionAttributeNames: filter.ExpressionAttributeNames } : {}),
-        ExpressionAttributeValues: {
-          ':partition': partition,
-          ...(afterSortKey ? { ':after': afterSortKey } : {}),
-          ...filter?.ExpressionAttributeValues,
-        },
-        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-      }),
-    );
+  const pages = queryPages(ctx, {
+    IndexName: DUE_INDEX,
+    KeyConditionExpression: `gsi1pk = :partition${afterSortKey ? ` AND gsi1sk ${forward ? '>' : '<'} :after` : ''}`,
+    ScanIndexForward: forward,
+    Limit: wanted,
+    ...(filter?.FilterExpression ? { FilterExpression: filter.FilterExpression } : {}),
+    ...(filter?.ExpressionAttributeNames ? { ExpressionAttributeNames: filter.ExpressionAttributeNames } : {}),
+    ExpressionAttributeValues: { ':partition': partition, ...(afterSortKey ? { ':after': afterSortKey } : {}), ...filter?.ExpressionAttributeValues },
+  });
+  for await (const page of pages) {
     for (const item of page.Items ?? []) entries.push({ pk: String(item.pk), gsi1sk: String(item.gsi1sk) });
-    startKey = page.LastEvaluatedKey;
-  } while (startKey && entries.length < wanted);
-  return entries;
+    if (entries.length >= wanted) break;
+  }
+  return entries.slice(0, wanted);
 }
 
 const shardsOf = (ctx: QueueContext): number[] => Array.from({ length: ctx.settings.shards }, (_, shard) => shard);

@@ -3,11 +3,26 @@
  * member is also written into one due-index partition under its name, so a
  * query finds the names and a batch get reads the items.
  */
-import { BatchGetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, QueryCommand, type QueryCommandInput, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './config.js';
 import { DUE_INDEX, type ItemKey } from './keys.js';
 
 const BATCH_GET_LIMIT = 100;
+
+/** Every page of a query, following `LastEvaluatedKey`; stop early by leaving the loop. */
+export async function* queryPages(
+  ctx: QueueContext,
+  input: Omit<QueryCommandInput, 'TableName' | 'ExclusiveStartKey'>,
+): AsyncGenerator<QueryCommandOutput> {
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const page = await ctx.db.send(
+      new QueryCommand({ TableName: ctx.settings.tableName, ...input, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }),
+    );
+    yield page;
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
+}
 
 export async function listIndexedItems(
   ctx: QueueContext,
@@ -15,21 +30,12 @@ export async function listIndexedItems(
   keyOf: (name: string) => ItemKey,
 ): Promise<Record<string, unknown>[]> {
   const names: string[] = [];
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.settings.tableName,
-        IndexName: DUE_INDEX,
-        KeyConditionExpression: 'gsi1pk = :partition',
-        ExpressionAttributeValues: { ':partition': partition },
-        ExclusiveStartKey: startKey,
-      }),
-    );
-    for (const item of page.Items ?? []) names.push(String(item.gsi1sk));
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
-
+  const pages = queryPages(ctx, {
+    IndexName: DUE_INDEX,
+    KeyConditionExpression: 'gsi1pk = :partition',
+    ExpressionAttributeValues: { ':partition': partition },
+  });
+  for await (const page of pages) for (const item of page.Items ?? []) names.push(String(item.gsi1sk));
   return batchGetItems(ctx, names.map(keyOf));
 }
 

@@ -17,6 +17,7 @@ import { laneBuckets } from './directory.js';
 import { bucketOf, DUE_INDEX, dueUpToSortKey, lanePartition, type Lane } from './keys.js';
 import { readCursor } from './lanes.js';
 import type { JobType } from './model.js';
+import { queryPages } from './listing.js';
 import { readInFlight } from './slots.js';
 
 export interface TypeStats {
@@ -70,47 +71,33 @@ async function countDue(ctx: QueueContext, partition: string, nowMs: number): Pr
 /** Entries of a partition counted with Select COUNT, which reads each but returns none: all, or those after `afterSortKey`. */
 async function countEntries(ctx: QueueContext, partition: string, afterSortKey?: string): Promise<number> {
   let count = 0;
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.settings.tableName,
-        IndexName: DUE_INDEX,
-        KeyConditionExpression: `gsi1pk = :partition${afterSortKey ? ' AND gsi1sk > :after' : ''}`,
-        ExpressionAttributeValues: { ':partition': partition, ...(afterSortKey ? { ':after': afterSortKey } : {}) },
-        Select: 'COUNT',
-        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-      }),
-    );
-    count += page.Count ?? 0;
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  const pages = queryPages(ctx, {
+    IndexName: DUE_INDEX,
+    KeyConditionExpression: `gsi1pk = :partition${afterSortKey ? ' AND gsi1sk > :after' : ''}`,
+    ExpressionAttributeValues: { ':partition': partition, ...(afterSortKey ? { ':after': afterSortKey } : {}) },
+    Select: 'COUNT',
+  });
+  for await (const page of pages) count += page.Count ?? 0;
   return count;
 }
 
 /** The type's claims in one claim-lane partition, by status. */
 async function countClaims(ctx: QueueContext, partition: string, type: string): Promise<{ running: number; awaitingCallback: number }> {
   const counted = { running: 0, awaitingCallback: 0 };
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await ctx.db.send(
-      new QueryCommand({
-        TableName: ctx.settings.tableName,
-        IndexName: DUE_INDEX,
-        KeyConditionExpression: 'gsi1pk = :partition',
-        FilterExpression: '#type = :type',
-        ProjectionExpression: '#status',
-        ExpressionAttributeNames: { '#type': 'type', '#status': 'status' },
-        ExpressionAttributeValues: { ':partition': partition, ':type': type },
-        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-      }),
-    );
+  const pages = queryPages(ctx, {
+    IndexName: DUE_INDEX,
+    KeyConditionExpression: 'gsi1pk = :partition',
+    FilterExpression: '#type = :type',
+    ProjectionExpression: '#status',
+    ExpressionAttributeNames: { '#type': 'type', '#status': 'status' },
+    ExpressionAttributeValues: { ':partition': partition, ':type': type },
+  });
+  for await (const page of pages) {
     for (const item of page.Items ?? []) {
       if (item.status === 'awaiting_callback') counted.awaitingCallback++;
       else counted.running++;
     }
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  }
   return counted;
 }
 

@@ -52,8 +52,11 @@ export function buildCreateTableInput(tableName: string): CreateTableCommandInpu
   };
 }
 
-/** Creates the table with its index and TTL if it does not exist yet; returns whether it created it. */
-export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<boolean> {
+/**
+ * Creates the table with its index and TTL if it does not exist yet; returns whether it created it. Tests turn
+ * TTL off: DynamoDB Local expires items by the real clock, and tests run on clocks of their own.
+ */
+export async function ensureTable(client: DynamoDBClient, tableName: string, options: { timeToLive?: boolean } = {}): Promise<boolean> {
   try {
     await client.send(new DescribeTableCommand({ TableName: tableName }));
     return false;
@@ -62,6 +65,7 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
   }
   await client.send(new CreateTableCommand(buildCreateTableInput(tableName)));
   await waitUntilTableExists({ client, maxWaitTime: 60 }, { TableName: tableName });
+  if (options.timeToLive === false) return true;
   await client.send(
     new UpdateTimeToLiveCommand({
       TableName: tableName,

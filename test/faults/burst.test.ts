@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { putJobType } from '../../lib/job-types.js';
 import { enqueueJob } from '../../lib/jobs.js';
 import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
-import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
 import { scaled } from './scale.js';
 
@@ -16,7 +16,7 @@ let queue: TestQueue;
 
 beforeAll(async () => {
   queue = await createTestQueue({
-    clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined },
+    clock: realClock,
     settings: { pollIntervalMs: 50, sweepIntervalMs: 500, workerBatchSize: 25, workerConcurrency: 25 },
   });
 });

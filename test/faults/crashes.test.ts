@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, inject, test } from 'vitest';
 import { putJobType } from '../../lib/job-types.js';
 import { enqueueJob, getJob } from '../../lib/jobs.js';
 import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
-import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, countingHandler, runUntilSettled } from '../support/scenario.js';
 
 let queue: TestQueue;
@@ -15,7 +15,7 @@ const types = new Map<string, JobType>();
 
 beforeAll(async () => {
   queue = await createTestQueue({
-    clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined },
+    clock: realClock,
     settings: { pollIntervalMs: 50, sweepIntervalMs: 200 },
   });
   for (const [name, body] of [

@@ -7,7 +7,7 @@ import { createQueueContext, type QueueContext } from '../../lib/config.js';
 import { putJobType } from '../../lib/job-types.js';
 import { enqueueJob } from '../../lib/jobs.js';
 import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
-import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
 import { scaled } from './scale.js';
 
@@ -17,7 +17,7 @@ const types = new Map<string, JobType>();
 
 beforeEach(async () => {
   queue = await createTestQueue({
-    clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined },
+    clock: realClock,
     settings: { bucketMs: 5_000, pollIntervalMs: 50, sweepIntervalMs: 200, claimPageSize: 25 },
   });
   for (const [name, body] of [

@@ -9,7 +9,7 @@ import { putJobType } from '../../lib/job-types.js';
 import { enqueueJob } from '../../lib/jobs.js';
 import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
 import { injectFaults, seededRandom } from '../support/faults.js';
-import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
 import { inject } from 'vitest';
 import { scaled } from './scale.js';
@@ -20,7 +20,7 @@ let queue: TestQueue;
 
 beforeAll(async () => {
   queue = await createTestQueue({
-    clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined },
+    clock: realClock,
     // Real settings but narrower buckets, so cursors move during the run.
     settings: { bucketMs: 5_000, pollIntervalMs: 50, sweepIntervalMs: 200 },
   });

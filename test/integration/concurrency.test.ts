@@ -11,7 +11,7 @@ import { readInFlight } from '../../lib/slots.js';
 import { sweepOnce } from '../../lib/sweeper.js';
 import { runWorkerBatch } from '../../lib/worker.js';
 import { watchInFlight, sleepMs } from '../support/in-flight.js';
-import { createTestQueue } from '../support/queue.js';
+import { createTestQueue, realClock } from '../support/queue.js';
 import { auditJobs, contextWith, runUntilSettled } from '../support/scenario.js';
 import { defineType, enqueue, FailingInvoker, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
 
@@ -29,7 +29,7 @@ function seededRandom(seed: number): () => number {
 
 test(`two pollers never run more than the concurrency in weight (${JOBS} jobs of random weights and durations)`, async () => {
   const queue = await createTestQueue({
-    clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined },
+    clock: realClock,
     settings: { bucketMs: 5_000, pollIntervalMs: 20, sweepIntervalMs: 200 },
   });
   try {

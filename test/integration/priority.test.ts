@@ -8,14 +8,14 @@ import { putJobType } from '../../lib/job-types.js';
 import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
 import { runWorkerBatch } from '../../lib/worker.js';
 import { sleepMs, watchInFlight } from '../support/in-flight.js';
-import { createTestQueue } from '../support/queue.js';
+import { createTestQueue, realClock } from '../support/queue.js';
 import type { QueueContext } from '../../lib/config.js';
 import { contextWith, runUntilSettled } from '../support/scenario.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
 
 test('under concurrency 1, two pollers start jobs due at the same time in priority order', async () => {
   const queue = await createTestQueue({
-    clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined },
+    clock: realClock,
     settings: { bucketMs: 5_000, pollIntervalMs: 20 },
   });
   try {

@@ -7,7 +7,7 @@ import { putJobType } from '../../lib/job-types.js';
 import { jobTypeInputSchema } from '../../lib/model.js';
 import { pollOnce } from '../../lib/poller.js';
 import { watchInFlight } from '../support/in-flight.js';
-import { createTestQueue } from '../support/queue.js';
+import { createTestQueue, realClock } from '../support/queue.js';
 import { contextWith, runUntilSettled } from '../support/scenario.js';
 import { defineType, enqueue, freshQueuePerTest, RecordingInvoker } from './lib-fixtures.js';
 
@@ -16,7 +16,7 @@ const WINDOW_MS = 20_000;
 
 test(`two pollers together start ${RATE_PER_S} jobs a second, within 10 % over ${WINDOW_MS / 1000} s`, async () => {
   const queue = await createTestQueue({
-    clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined },
+    clock: realClock,
     settings: { bucketMs: 5_000, pollIntervalMs: 50 },
   });
   try {

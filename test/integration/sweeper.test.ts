@@ -8,7 +8,7 @@ import { getJob } from '../../lib/jobs.js';
 import type { WorkerBatch } from '../../lib/poller.js';
 import { sweepOnce } from '../../lib/sweeper.js';
 import { runWorkerBatch, type JobHandler } from '../../lib/worker.js';
-import { createTestQueue } from '../support/queue.js';
+import { createTestQueue, realClock } from '../support/queue.js';
 import { RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest();
@@ -299,7 +299,7 @@ describe('a live worker', () => {
   // the job is claimed and started a second time while the first run is still going).
   test('a handler that runs longer than the visibility timeout keeps its claim: the worker renews it while the handler is alive', async () => {
     // Real time: the worker renews on a timer every half visibility timeout.
-    const q = await createTestQueue({ clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined } });
+    const q = await createTestQueue({ clock: realClock });
     try {
       const charge = await defineType(q.ctx, 'charge', { delivery_strategy: 'at_most_once', visibility_timeout_s: 1, timeout_s: 10 });
       await enqueue(q.ctx, charge, 'c-1');
@@ -320,7 +320,7 @@ describe('a live worker', () => {
   });
 
   test('a worker that stops renewing loses the claim one visibility timeout later', async () => {
-    const q = await createTestQueue({ clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined } });
+    const q = await createTestQueue({ clock: realClock });
     try {
       const emails = await defineType(q.ctx, 'emails', { visibility_timeout_s: 1, attempts: 2, retry: { kind: 'fixed', delay_s: 0 } });
       await enqueue(q.ctx, emails, 'e-1');

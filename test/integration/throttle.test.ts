@@ -9,7 +9,7 @@ import { jobTypeInputSchema } from '../../lib/model.js';
 import { readInFlight } from '../../lib/slots.js';
 import { runWorkerBatch } from '../../lib/worker.js';
 import { sleepMs, watchInFlight } from '../support/in-flight.js';
-import { createTestQueue } from '../support/queue.js';
+import { createTestQueue, realClock } from '../support/queue.js';
 import { auditJobs, contextWith, runUntilSettled } from '../support/scenario.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
 
@@ -17,7 +17,7 @@ const REGIONS = { east: 80, north: 60, west: 60, south: 20, polar: 20 } as const
 
 test('shares of 40 / 30 / 30 % and a limit for the rest hold per key under two pollers, other keys running meanwhile', async () => {
   const queue = await createTestQueue({
-    clock: { nowMs: Date.now, set: () => undefined, advance: () => undefined },
+    clock: realClock,
     settings: { bucketMs: 5_000, pollIntervalMs: 20, sweepIntervalMs: 200 },
   });
   try {

@@ -26,6 +26,9 @@ export function manualClock(startMs = Date.parse('2026-11-21T10:00:00.000Z')): T
   };
 }
 
+/** The real clock, for tests that run pollers and workers in real time. */
+export const realClock: TestClock = { nowMs: Date.now, set: () => undefined, advance: () => undefined };
+
 export interface TestQueue {
   ctx: QueueContext;
   clients: DynamoClients;
@@ -39,7 +42,8 @@ export async function createTestQueue(
 ): Promise<TestQueue> {
   const tableName = `test-${randomUUID()}`;
   const clients = createDynamoClients({ endpoint: inject('dynamoEndpoint') });
-  await ensureTable(clients.base, tableName);
+  // Test clocks are fixed in time: with TTL on, DynamoDB Local would expire finished jobs by the real date.
+  await ensureTable(clients.base, tableName, { timeToLive: false });
   const clock = options.clock ?? manualClock();
   const settings = { ...readQueueSettings({ TABLE_NAME: tableName }), ...options.settings };
   const ctx = createQueueContext(clients.db, settings, {
