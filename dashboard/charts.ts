@@ -40,7 +40,9 @@ function frame(title: string, nowMs: number, max: number, label: (value: number)
   }
   for (let minute = 0; minute <= WINDOW_MINUTES; minute += 15) {
     const atMs = startMs + minute * MINUTE_MS;
-    root.append(svg('text', { x: x(atMs), y: HEIGHT - 6, 'text-anchor': 'middle', class: 'axis' }, clock(atMs)));
+    // The outer labels align inwards, so neither is cut at the edge of the chart.
+    const anchor = minute === 0 ? 'start' : minute === WINDOW_MINUTES ? 'end' : 'middle';
+    root.append(svg('text', { x: x(atMs), y: HEIGHT - 6, 'text-anchor': anchor, class: 'axis' }, clock(atMs)));
   }
   return { root, x, y, slotWidth };
 }

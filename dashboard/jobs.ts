@@ -16,8 +16,8 @@ const lastError = (job: Job): string => {
 
 /** A form to open any job by its type and id, for when the listing cannot find it. */
 function openByIdForm(typeNames: string[], type: string): HTMLFormElement {
-  const typeInput = h('input', { name: 'type', required: true, value: type, list: 'job-type-names', 'aria-label': 'Job type', placeholder: 'job type' });
-  const idInput = h('input', { name: 'id', required: true, 'aria-label': 'Job id', placeholder: 'job id' });
+  const typeInput = h('input', { name: 'type', required: true, value: type, list: 'job-type-names', 'aria-label': 'Type of the job to open', placeholder: 'job type' });
+  const idInput = h('input', { name: 'id', required: true, 'aria-label': 'Id of the job to open', placeholder: 'job id' });
   return h(
     'form',
     {
@@ -91,7 +91,7 @@ export function jobsView(context: ViewContext, initialType: string | undefined, 
         : h(
             'table',
             { class: 'job-list' },
-            h('thead', {}, h('tr', {}, ...['Job', 'Status', 'Attempt', 'Run after', 'Finished', 'Last error'].map((title) => h('th', { scope: 'col' }, title)))),
+            h('thead', {}, h('tr', {}, ...['Job', 'Status', 'Attempt', 'Run after', 'Finished', 'Last error'].map((title) => h('th', { scope: 'col', class: title === 'Attempt' ? 'number' : undefined }, title)))),
             h(
               'tbody',
               {},

@@ -62,8 +62,8 @@ export function overviewView(context: ViewContext): View {
               h(
                 'tr',
                 {},
-                ...['Job type', 'Due', 'Scheduled', 'Running', 'Awaiting callback', 'Oldest due lag', 'Concurrency in use', 'State', ''].map((title) =>
-                  h('th', { scope: 'col' }, title),
+                ...['Job type', 'Due', 'Scheduled', 'Running', 'Awaiting callback', 'Oldest due lag', 'Concurrency in use', 'State', ''].map((title, column) =>
+                  h('th', { scope: 'col', class: column >= 1 && column <= 6 ? 'number' : undefined }, title),
                 ),
               ),
             ),
