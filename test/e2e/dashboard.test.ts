@@ -39,7 +39,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  page = await browser.newPage({ viewport: { width: 1280, height: 600 } });
   requestedUrls = [];
   page.on('request', (request) => requestedUrls.push(request.url()));
 });
