@@ -11,9 +11,9 @@ import { describe, overviewView } from './overview.js';
 
 const KEY_STORAGE = 'djq.api-key';
 /** Stats cost reads per job type and shard on every call (README, "Dashboard"): every 5 s, and only while the tab is seen. */
-export const STATS_REFRESH_MS = 5_000;
+const STATS_REFRESH_MS = 5_000;
 /** Metrics change once a minute; reading them more often would only cost reads. */
-export const METRICS_REFRESH_MS = 30_000;
+const METRICS_REFRESH_MS = 30_000;
 
 const root = document.getElementById('app')!;
 

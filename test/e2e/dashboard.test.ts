@@ -13,7 +13,7 @@ import { call, npmStart, stop, waitForStatus, type Started } from '../support/np
 
 /** CI installs Debian's chromium there (.ci/run); elsewhere point CHROMIUM_PATH at a Chromium or Chrome. */
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const ARTIFACTS_DIR = join(process.cwd(), 'test', 'artifacts');
+const ARTIFACTS_DIR = join(process.cwd(), 'test', 'artifacts');
 /** Past the dashboard's own 5 s refresh and the pollers' 5 s pick-up of a changed job type. */
 const SEEN_WITHIN_MS = 20_000;
 
