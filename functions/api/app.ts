@@ -5,13 +5,14 @@ import type { Context } from 'aws-lambda';
 import { NotFoundError } from '../../lib/errors.js';
 import { log } from '../shared/log.js';
 import { ADMIN, PUBLIC, authorize, typeScope, type Access } from './access.js';
+import { DASHBOARD_PATHS, dashboardRoutes } from './dashboard.js';
 import { errorResponse, type HttpEvent, type HttpResponse } from './http.js';
 import { createRoutes, type ApiDeps, type Route } from './routes.js';
 
 type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
 /** Paths API Gateway serves without the authorizer; every other route must be wired with it. */
-export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/health']);
+export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/health', ...Object.values(DASHBOARD_PATHS)]);
 
 /**
  * The api function trusts the authorizer's context: API Gateway sets it and
@@ -28,6 +29,10 @@ export function createApiHandler(deps: ApiDeps) {
   const router = httpRouterHandler({
     routes: [
       route('GET', '/health', PUBLIC, routes.health),
+      // The dashboard's page asks for a key itself; it holds no data of its own.
+      route('GET', DASHBOARD_PATHS.page, PUBLIC, dashboardRoutes.page),
+      route('GET', DASHBOARD_PATHS.script, PUBLIC, dashboardRoutes.script),
+      route('GET', DASHBOARD_PATHS.styles, PUBLIC, dashboardRoutes.styles),
       route('GET', '/v1/job-types', { kind: 'any_type', action: 'read' }, routes.listJobTypes),
       route('GET', '/v1/job-types/{name}', typeScope('read', 'name'), routes.getJobType),
       route('PUT', '/v1/job-types/{name}', ADMIN, routes.putJobType),

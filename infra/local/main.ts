@@ -6,6 +6,7 @@ const runtime = await startLocalRuntime(process.env);
 const keyOrigin = runtime.adminKeyFile ? `scope admin, kept in ${runtime.adminKeyFile}` : 'API_TOKEN, as given';
 console.log(`
 Delayed job queue running locally
+  Dashboard:    ${runtime.url}/   (open it and paste the admin key)
   API:          ${runtime.url}
   Admin key:    ${runtime.adminKey}
                 (${keyOrigin})

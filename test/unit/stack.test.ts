@@ -10,6 +10,7 @@ import { Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { DASHBOARD_PATHS } from '../../functions/api/dashboard.js';
 import { createQueueApp } from '../../infra/queue-app.js';
 import type { QueueStack } from '../../infra/queue-stack.js';
 import { DUE_INDEX, TTL_ATTRIBUTE } from '../../lib/keys.js';
@@ -229,7 +230,7 @@ describe('functions', () => {
 });
 
 describe('API', () => {
-  test('every route but GET /health goes through the API key authorizer, with simple responses and a cache of at most a minute', () => {
+  test('every route but GET /health and the dashboard goes through the API key authorizer, with simple responses and a cache of at most a minute', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
       AuthorizerType: 'REQUEST',
       AuthorizerPayloadFormatVersion: '2.0',
@@ -239,6 +240,13 @@ describe('API', () => {
     });
     template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: '$default', AuthorizationType: 'CUSTOM' });
     template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'GET /health', AuthorizationType: 'NONE' });
+  });
+
+  test('the dashboard page, script and styles are public GET routes, and no other route is', () => {
+    const publicRoutes = Object.values(template.findResources('AWS::ApiGatewayV2::Route'))
+      .filter((route) => route.Properties.AuthorizationType === 'NONE')
+      .map((route) => route.Properties.RouteKey);
+    expect(publicRoutes.sort()).toEqual(['GET /health', ...Object.values(DASHBOARD_PATHS).map((path) => `GET ${path}`)].sort());
   });
 
   test('GET /v1/stats has no route of its own: the $default route serves it through the API key authorizer', () => {
@@ -393,7 +401,8 @@ describe('cdk-nag', () => {
       .findAll()
       .flatMap((construct) => construct.node.metadata.filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
       .flatMap((entry) => Object.entries(entry.data as Record<string, string>));
-    expect(acknowledgments.filter(([id]) => id === 'AwsSolutions::AwsSolutions-APIG4')).toHaveLength(1);
+    // Routes without an authorizer: /health and the dashboard's page, script and styles.
+    expect(acknowledgments.filter(([id]) => id === 'AwsSolutions::AwsSolutions-APIG4')).toHaveLength(1 + Object.keys(DASHBOARD_PATHS).length);
     for (const [, reason] of acknowledgments) expect(reason.length).toBeGreaterThan(40);
   });
 

@@ -1,0 +1,54 @@
+/**
+ * Whether the queue is healthy, from what the dashboard already fetched:
+ * the roster and per-type lag of GET /v1/stats and the failures of GET /v1/metrics.
+ */
+import type { MetricsMinute, Stats } from './types.js';
+
+export type HealthLevel = 'healthy' | 'degraded' | 'down';
+
+export interface Health {
+  level: HealthLevel;
+  /** One line per problem found; for a healthy queue, what was checked. */
+  reasons: string[];
+}
+
+/** The oldest due job of a running type waiting longer than this means the pollers are behind. */
+export const LAG_THRESHOLD_MS = 60_000;
+/** Failures this recent make the queue degraded; older ones are history. */
+export const FAILURE_WINDOW_MS = 5 * 60_000;
+
+export interface HealthInput {
+  stats: Stats | undefined;
+  /** Why the last GET /v1/stats failed, when it did. */
+  statsError: string | undefined;
+  /** Undefined when the server keeps no metrics (yet). */
+  metrics: MetricsMinute[] | undefined;
+  nowMs: number;
+}
+
+export function assessHealth({ stats, statsError, metrics, nowMs }: HealthInput): Health {
+  if (statsError !== undefined || stats === undefined) {
+    return { level: 'down', reasons: [`cannot read the queue's stats: ${statsError ?? 'no answer yet'}`] };
+  }
+  const down: string[] = [];
+  const degraded: string[] = [];
+  if (stats.pollers.length === 0) down.push('no live poller: nothing claims due jobs');
+  for (const type of stats.job_types) {
+    // A paused type's jobs are due and wait on purpose.
+    if (type.paused === true) continue;
+    if ((type.oldest_due_lag_ms ?? 0) > LAG_THRESHOLD_MS) {
+      degraded.push(`${type.name}: the oldest due job has waited ${Math.round((type.oldest_due_lag_ms ?? 0) / 1_000)} s`);
+    }
+  }
+  const recent = (metrics ?? []).filter((minute) => Date.parse(minute.at) + 60_000 > nowMs - FAILURE_WINDOW_MS);
+  const failed = recent.reduce((sum, minute) => sum + (minute.finished.failed ?? 0), 0);
+  const expired = recent.reduce((sum, minute) => sum + (minute.finished.expired ?? 0), 0);
+  if (failed > 0) degraded.push(`${failed} job${failed === 1 ? '' : 's'} failed in the last ${FAILURE_WINDOW_MS / 60_000} min`);
+  if (expired > 0) degraded.push(`${expired} job${expired === 1 ? '' : 's'} expired in the last ${FAILURE_WINDOW_MS / 60_000} min`);
+
+  if (down.length > 0) return { level: 'down', reasons: [...down, ...degraded] };
+  if (degraded.length > 0) return { level: 'degraded', reasons: degraded };
+  const pollers = `${stats.pollers.length} live poller${stats.pollers.length === 1 ? '' : 's'}`;
+  const failures = metrics === undefined ? 'failures not tracked by this server' : `no failures in the last ${FAILURE_WINDOW_MS / 60_000} min`;
+  return { level: 'healthy', reasons: [`${pollers}, no due job older than ${LAG_THRESHOLD_MS / 1_000} s, ${failures}`] };
+}

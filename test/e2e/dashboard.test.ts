@@ -1,0 +1,163 @@
+/**
+ * The dashboard in a real browser (Debian's Chromium driven by playwright-core)
+ * against `npm start`, as a new user meets it: open the printed URL, paste the
+ * key, watch a queue, open a failed job and replay it.
+ */
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest';
+import { freePort } from '../../infra/local/dynamodb-local.js';
+import { call, npmStart, stop, waitForStatus, type Started } from '../support/npm-start.js';
+
+/** CI installs Debian's chromium there (.ci/run); elsewhere point CHROMIUM_PATH at a Chromium or Chrome. */
+const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS_DIR = join(process.cwd(), 'test', 'artifacts');
+/** Past the dashboard's own 5 s refresh and the pollers' 5 s pick-up of a changed job type. */
+const SEEN_WITHIN_MS = 20_000;
+
+let dataDir: string;
+let runtime: Started;
+let browser: Browser;
+let page: Page;
+/** Every URL the page requested: none may carry the key. */
+let requestedUrls: string[];
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'djq-dashboard-'));
+  delete process.env.API_TOKEN;
+  const env = { PORT: String(await freePort()), DATA_DIR: dataDir, POLL_INTERVAL_MS: '200', SWEEP_INTERVAL_MS: '1000' };
+  [runtime, browser] = await Promise.all([npmStart(env), chromium.launch({ executablePath: CHROMIUM_PATH })]);
+  await mkdir(ARTIFACTS_DIR, { recursive: true });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (runtime) await stop(runtime);
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+beforeEach(async () => {
+  page = await browser.newPage({ viewport: { width: 1280, height: 600 } });
+  requestedUrls = [];
+  page.on('request', (request) => requestedUrls.push(request.url()));
+});
+
+afterEach(async () => {
+  expect(requestedUrls.filter((url) => url.includes(runtime.token))).toEqual([]);
+  await page.close();
+});
+
+/** Opens the URL npm start printed and signs in with `key`. */
+async function signIn(key: string): Promise<void> {
+  await page.goto(`${runtime.url}/`);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Open the dashboard' }).click();
+}
+
+const cell = (type: string, field: string) => page.locator(`tr[data-type="${type}"] td[data-field="${field}"]`);
+
+test('npm start prints the dashboard URL; the page takes the admin key and says the queue is healthy', async () => {
+  expect(runtime.output()).toContain(`Dashboard:    ${runtime.url}/`);
+  await signIn('djq_0000000000000000_not-a-key');
+  await page.getByRole('alert').filter({ hasText: 'That key was not accepted.' }).waitFor({ timeout: SEEN_WITHIN_MS });
+
+  await page.getByLabel('API key').fill(runtime.token);
+  await page.getByRole('button', { name: 'Open the dashboard' }).click();
+  await page.locator('.health[data-level="healthy"]').waitFor({ timeout: SEEN_WITHIN_MS });
+  expect(await page.locator('.health').textContent()).toContain('1 live poller');
+  // Kept for this tab only, and never put in the address.
+  expect(await page.evaluate('sessionStorage.length')).toBe(1);
+  expect(page.url()).not.toContain(runtime.token);
+
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('API key').waitFor();
+  expect(await page.evaluate('sessionStorage.length')).toBe(0);
+});
+
+test('a failed job opens with each attempt, its error class, message and trace, and replays as a new job', async () => {
+  await call(runtime, 'PUT', '/v1/job-types/flaky', { target: { kind: 'handler', name: 'fail' }, attempts: 2, retry: { kind: 'fixed', delay_s: 0 } });
+  // Job data and errors are user input: they must show as text, never as markup.
+  const message = '<img src=x id=injected> downstream unavailable';
+  await call(runtime, 'PUT', '/v1/jobs/flaky/f1', { data: { message } });
+  expect((await waitForStatus(runtime, '/v1/jobs/flaky/f1', 'failed', SEEN_WITHIN_MS)).status).toBe('failed');
+
+  await signIn(runtime.token);
+  await page.getByRole('link', { name: 'Jobs', exact: true }).click();
+  await page.getByLabel('Type of the job to open').fill('flaky');
+  await page.getByLabel('Id of the job to open').fill('f1');
+  await page.getByRole('button', { name: 'Open' }).click();
+
+  await page.getByRole('heading', { name: /Job f1/ }).waitFor();
+  expect(await page.locator('h2 .status').textContent()).toBe('failed');
+  expect(await page.locator('table.history tr[data-attempt]').count()).toBe(2);
+  expect(await page.locator('tr[data-attempt="2"] .error-class').textContent()).toBe('Error');
+  expect(await page.locator('tr[data-attempt="2"] .error-message').textContent()).toBe(message);
+  expect(await page.locator('pre.data').first().textContent()).toContain(message);
+  expect(await page.locator('#injected').count()).toBe(0);
+  await page.getByText('Trace').last().click();
+  expect(await page.locator('pre.trace').last().textContent()).toContain(`Error: ${message}`);
+
+  await page.getByRole('button', { name: 'Replay' }).click();
+  await page.waitForURL(/#\/job\/flaky\/job_/);
+  const replayedId = decodeURIComponent(page.url().split('/').pop()!);
+  await page.getByRole('heading', { name: new RegExp(`Job ${replayedId}`) }).waitFor();
+  expect(await page.locator('.notices').textContent()).toContain(`Replayed f1 as ${replayedId}`);
+  const replayed = await call(runtime, 'GET', `/v1/jobs/flaky/${replayedId}`);
+  expect(replayed.status).toBe(200);
+  expect(replayed.body.data).toEqual({ message });
+});
+
+test('the queues table shows a queue fill while its type takes no jobs, then drain once it does', async () => {
+  const echo = { target: { kind: 'handler', name: 'echo' } };
+  await call(runtime, 'PUT', '/v1/job-types/fill-drain', { ...echo, concurrency: 0 });
+  await call(runtime, 'POST', '/v1/jobs/fill-drain/batch', { jobs: Array.from({ length: 6 }, (_, i) => ({ id: `j${i}`, data: { i } })) });
+
+  await signIn(runtime.token);
+  await cell('fill-drain', 'due').filter({ hasText: /^6$/ }).waitFor({ timeout: SEEN_WITHIN_MS });
+  expect(Number((await cell('fill-drain', 'oldest_due_lag').textContent())?.split(' ')[0])).toBeGreaterThan(0);
+  await page.screenshot({ path: join(ARTIFACTS_DIR, 'dashboard.png'), fullPage: true });
+
+  await call(runtime, 'PUT', '/v1/job-types/fill-drain', echo);
+  await cell('fill-drain', 'due').filter({ hasText: /^0$/ }).waitFor({ timeout: SEEN_WITHIN_MS });
+  expect((await waitForStatus(runtime, '/v1/jobs/fill-drain/j5', 'succeeded', SEEN_WITHIN_MS)).status).toBe('succeeded');
+});
+
+// Needs GET /v1/jobs/{type}?status= (the lead's job listing), not in this branch yet: drop .todo once merged.
+test.todo('the jobs browser lists a type\'s failed jobs a page at a time, back and forth, and opens one', async () => {
+  await call(runtime, 'PUT', '/v1/job-types/many-failures', { target: { kind: 'handler', name: 'fail' }, attempts: 1 });
+  await call(runtime, 'POST', '/v1/jobs/many-failures/batch', { jobs: Array.from({ length: 26 }, (_, i) => ({ id: `m${String(i).padStart(2, '0')}`, data: {} })) });
+  await waitForStatus(runtime, '/v1/jobs/many-failures/m25', 'failed', SEEN_WITHIN_MS);
+
+  await signIn(runtime.token);
+  await page.goto(`${runtime.url}/#/jobs/many-failures/failed`);
+  await page.locator('table.job-list tr[data-job]').first().waitFor({ timeout: SEEN_WITHIN_MS });
+  expect(await page.locator('table.job-list tr[data-job]').count()).toBe(25);
+  await page.getByRole('button', { name: 'Next →' }).click();
+  await page.getByText('Page 2').waitFor();
+  expect(await page.locator('table.job-list tr[data-job]').count()).toBe(1);
+  await page.getByRole('button', { name: '← Previous' }).click();
+  await page.getByText('Page 1').waitFor();
+  expect(await page.locator('table.job-list tr[data-job]').count()).toBe(25);
+  await page.locator('table.job-list tr[data-job] a').first().click();
+  await page.getByRole('heading', { name: /Job m\d\d/ }).waitFor();
+});
+
+// Needs POST /v1/job-types/{name}/pause and /resume and `paused` in GET /v1/stats (the client helper's work),
+// not in this branch yet: drop .todo once merged.
+test.todo('pause stops a type taking jobs and resume drains it, from the queues table', async () => {
+  await call(runtime, 'PUT', '/v1/job-types/pausable', { target: { kind: 'handler', name: 'echo' } });
+  await signIn(runtime.token);
+  const row = page.locator('tr[data-type="pausable"]');
+  await row.getByRole('button', { name: 'Pause' }).click();
+  await cell('pausable', 'paused').filter({ hasText: 'paused' }).waitFor({ timeout: SEEN_WITHIN_MS });
+  await call(runtime, 'PUT', '/v1/jobs/pausable/p1', { data: {} });
+  await cell('pausable', 'due').filter({ hasText: /^1$/ }).waitFor({ timeout: SEEN_WITHIN_MS });
+  expect((await call(runtime, 'GET', '/v1/jobs/pausable/p1')).body.status).toBe('queued');
+
+  await row.getByRole('button', { name: 'Resume' }).click();
+  await cell('pausable', 'paused').filter({ hasText: 'running' }).waitFor({ timeout: SEEN_WITHIN_MS });
+  await cell('pausable', 'due').filter({ hasText: /^0$/ }).waitFor({ timeout: SEEN_WITHIN_MS });
+  expect((await waitForStatus(runtime, '/v1/jobs/pausable/p1', 'succeeded', SEEN_WITHIN_MS)).status).toBe('succeeded');
+});
