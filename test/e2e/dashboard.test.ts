@@ -124,8 +124,7 @@ test('the queues table shows a queue fill while its type takes no jobs, then dra
   expect((await waitForStatus(runtime, '/v1/jobs/fill-drain/j5', 'succeeded', SEEN_WITHIN_MS)).status).toBe('succeeded');
 });
 
-// Needs GET /v1/jobs/{type}?status= (the lead's job listing), not in this branch yet: drop .todo once merged.
-test.todo('the jobs browser lists a type\'s failed jobs a page at a time, back and forth, and opens one', async () => {
+test('the jobs browser lists a type\'s failed jobs a page at a time, back and forth, and opens one', async () => {
   await call(runtime, 'PUT', '/v1/job-types/many-failures', { target: { kind: 'handler', name: 'fail' }, attempts: 1 });
   await call(runtime, 'POST', '/v1/jobs/many-failures/batch', { jobs: Array.from({ length: 26 }, (_, i) => ({ id: `m${String(i).padStart(2, '0')}`, data: {} })) });
   await waitForStatus(runtime, '/v1/jobs/many-failures/m25', 'failed', SEEN_WITHIN_MS);
