@@ -5,7 +5,7 @@ import { enqueueBatch, MAX_BATCH_JOBS, type BatchJob } from '../../lib/batch.js'
 import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, heartbeatJob, type CallbackInput } from '../../lib/callbacks.js';
 import type { QueueContext } from '../../lib/config.js';
 import { ForbiddenError, NotFoundError, ValidationError, type FieldIssue } from '../../lib/errors.js';
-import { listJobTypes, putJobType, requireJobType } from '../../lib/job-types.js';
+import { listJobTypes, putJobType, requireJobType, setJobTypePaused } from '../../lib/job-types.js';
 import { assertJsonSize, cancelJob, enqueueJob, newJobId, replayJob, requireJob } from '../../lib/jobs.js';
 import {
   CORRELATION_KEY_PATTERN,
@@ -168,11 +168,13 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
       const jobType = await requireJobType(ctx, typeName(event, 'name'));
       return json(200, { ...jobTypeToApi(jobType), stats: dueStatsToApi(await dueStatsOfType(ctx, jobType)) });
     },
+    pauseJobType: async (event) => json(200, jobTypeToApi(await setJobTypePaused(ctx, typeName(event, 'name'), true))),
+    resumeJobType: async (event) => json(200, jobTypeToApi(await setJobTypePaused(ctx, typeName(event, 'name'), false))),
     stats: async (_event, principal) => {
       const readable = (await listJobTypes(ctx)).filter((jobType) => readableBy(principal, jobType.name));
       const [stats, roster] = await Promise.all([dueStatsOf(ctx, readable), listRoster(ctx)]);
       return json(200, {
-        job_types: stats.map(({ jobType, stats: typeStats }) => ({ name: jobType.name, ...dueStatsToApi(typeStats) })),
+        job_types: stats.map(({ jobType, stats: typeStats }) => ({ name: jobType.name, ...dueStatsToApi(typeStats), paused: jobType.paused })),
         pollers: roster.poller.map(rosterEntryToApi),
         workers: roster.worker.map(rosterEntryToApi),
       });

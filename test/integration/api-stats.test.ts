@@ -48,8 +48,8 @@ describe('GET /v1/stats', () => {
 
     expect(response.status).toBe(200);
     expect(response.body.job_types).toEqual([
-      { name: 'emails', due: 2, oldest_due_lag_ms: 2_500 },
-      { name: 'invoices', due: 0, oldest_due_lag_ms: 0 },
+      { name: 'emails', due: 2, oldest_due_lag_ms: 2_500, paused: false },
+      { name: 'invoices', due: 0, oldest_due_lag_ms: 0, paused: false },
     ]);
   });
 
@@ -87,7 +87,7 @@ describe('scopes', () => {
     const reader = await clientWith('read:emails');
     const response = await reader.get('/v1/stats');
     expect(response.status).toBe(200);
-    expect(response.body).toEqual({ job_types: [{ name: 'emails', due: 0, oldest_due_lag_ms: 0 }], pollers: [], workers: [] });
+    expect(response.body).toEqual({ job_types: [{ name: 'emails', due: 0, oldest_due_lag_ms: 0, paused: false }], pollers: [], workers: [] });
   });
 
   test('read:* sees every type', async () => {
