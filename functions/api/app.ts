@@ -34,6 +34,7 @@ export function createApiHandler(deps: ApiDeps) {
       route('POST', '/v1/job-types/{name}/pause', ADMIN, routes.pauseJobType),
       route('POST', '/v1/job-types/{name}/resume', ADMIN, routes.resumeJobType),
       route('GET', '/v1/stats', { kind: 'any_type', action: 'read' }, routes.stats),
+      route('GET', '/v1/metrics', { kind: 'any_type', action: 'read' }, routes.metrics),
       route('POST', '/v1/jobs/{type}', typeScope('enqueue'), routes.enqueueWithServerId),
       // Before the status callback's `/v1/jobs/{type}/{id}`: dynamic routes match in this order.
       route('POST', '/v1/jobs/{type}/batch', typeScope('enqueue'), routes.enqueueBatch),

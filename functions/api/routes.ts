@@ -20,6 +20,7 @@ import {
   jobTypeToApi,
   parseWith,
 } from '../../lib/model.js';
+import { MAX_METRICS_MINUTES, metricsHistoryToApi, readMetricsHistory } from '../../lib/metrics-history.js';
 import { listRoster, rosterEntryToApi } from '../../lib/roster.js';
 import { dueStatsOf, dueStatsOfType, dueStatsToApi } from '../../lib/stats.js';
 import { isLinkLocalAddress, literalAddressOf } from '../../lib/targets/addresses.js';
@@ -125,6 +126,19 @@ const jobberQueueSchema = z.strictObject({
   payload: z.json().default(null),
 });
 
+const DEFAULT_METRICS_MINUTES = 60;
+
+/** `?minutes=`: 1 to MAX_METRICS_MINUTES, 60 when absent; anything else is a 400 naming `minutes`. */
+function metricsMinutes(event: HttpEvent): number {
+  const raw = event.queryStringParameters?.minutes;
+  if (raw === undefined || raw === '') return DEFAULT_METRICS_MINUTES;
+  const minutes = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+  if (!(minutes >= 1 && minutes <= MAX_METRICS_MINUTES)) {
+    throw new ValidationError([{ field: 'minutes', message: `must be an integer from 1 to ${MAX_METRICS_MINUTES}` }]);
+  }
+  return minutes;
+}
+
 const heartbeatSchema = z.strictObject({
   attempt: z.number().int().min(1).max(1000),
   extend_s: z.number().int().min(1).max(43_200).optional(),
@@ -178,6 +192,11 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
         pollers: roster.poller.map(rosterEntryToApi),
         workers: roster.worker.map(rosterEntryToApi),
       });
+    },
+    metrics: async (event, principal) => {
+      const minutes = metricsMinutes(event);
+      const readable = (await listJobTypes(ctx)).filter((jobType) => readableBy(principal, jobType.name));
+      return json(200, metricsHistoryToApi(await readMetricsHistory(ctx, readable.map((jobType) => jobType.name), minutes)));
     },
     enqueueWithId: async (event) => enqueue(event, jobId(event)),
     enqueueWithServerId: async (event) => enqueue(event, newJobId(ctx.nowMs())),
