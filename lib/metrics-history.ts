@@ -13,6 +13,7 @@ import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import pLimit from 'p-limit';
 import type { QueueContext } from './config.js';
 import { metricsKey, metricsMinuteSortKey, TTL_ATTRIBUTE } from './keys.js';
+import type { JobStatus } from './model.js';
 import type { JobRunOutcome } from './worker.js';
 
 export const FINISHED_OUTCOMES = ['succeeded', 'failed', 'expired', 'retried'] as const;
@@ -99,6 +100,20 @@ export function finishedOutcomeOf(outcome: JobRunOutcome): FinishedOutcome | und
   }
 }
 
+/** What an attempt ended by a status callback counts as, from the job's status after it: queued again is a retry. */
+export function finishedOutcomeOfStatus(status: JobStatus): FinishedOutcome | undefined {
+  switch (status) {
+    case 'succeeded':
+    case 'failed':
+    case 'expired':
+      return status;
+    case 'queued':
+      return 'retried';
+    default:
+      return undefined;
+  }
+}
+
 export const epochMinuteOf = (epochMs: number): number => Math.floor(epochMs / MINUTE_MS);
 
 const LAG_ATTRIBUTE_PREFIX = 'lag';
@@ -132,12 +147,15 @@ export interface MetricsRecorder {
   recordLag(type: string, lagMs: number, claimedAtMs: number): void;
   /** Writes what was gathered unless a write went out within METRICS_FLUSH_INTERVAL_MS or is still in flight. */
   flushIfDue(): void;
+  /**
+   * `flushIfDue`, and if that leaves counts unwritten, writes them once the interval is over even when
+   * nothing else happens by then: locally on time, in Lambda when the frozen container next runs.
+   */
+  flushSoon(): void;
   /** Writes what was gathered now (the end of an invocation, before Lambda may freeze the process). */
   flush(): void;
   /** Resolves once no write is in flight. Never rejects. */
   settled(): Promise<void>;
-  /** Something was gathered and not written yet. */
-  readonly hasPending: boolean;
 }
 
 /**
@@ -157,7 +175,11 @@ export function createMetricsRecorder(ctx: QueueContext, onError: (error: unknow
     if (!entry) pending.set(key, (entry = { type, epochMinute, counts: emptyCounts() }));
     return entry.counts;
   };
+  let trailingFlush: ReturnType<typeof setTimeout> | undefined;
   const flush = (): void => {
+    // Whatever a trailing flush was waiting for goes out now; one is set again only for what comes later.
+    clearTimeout(trailingFlush);
+    trailingFlush = undefined;
     lastFlushAtMs = ctx.nowMs();
     const batch = [...pending.values()];
     pending = new Map();
@@ -168,6 +190,10 @@ export function createMetricsRecorder(ctx: QueueContext, onError: (error: unknow
       inFlight.add(written);
     }
   };
+  const flushIfDue = (): void => {
+    if (pending.size === 0 || inFlight.size > 0 || ctx.nowMs() - lastFlushAtMs < METRICS_FLUSH_INTERVAL_MS) return;
+    flush();
+  };
   return {
     recordFinished(type, outcome, atMs) {
       countsOf(type, atMs).finished[outcome]++;
@@ -177,18 +203,21 @@ export function createMetricsRecorder(ctx: QueueContext, onError: (error: unknow
       const bucket = lagBucketOf(lagMs);
       lag.set(bucket, (lag.get(bucket) ?? 0) + 1);
     },
-    flushIfDue() {
-      if (pending.size === 0 || inFlight.size > 0 || ctx.nowMs() - lastFlushAtMs < METRICS_FLUSH_INTERVAL_MS) return;
-      flush();
+    flushIfDue,
+    flushSoon() {
+      flushIfDue();
+      if (pending.size === 0 || trailingFlush !== undefined) return;
+      trailingFlush = setTimeout(() => {
+        trailingFlush = undefined;
+        if (pending.size > 0) flush();
+      }, METRICS_FLUSH_INTERVAL_MS);
+      trailingFlush.unref?.();
     },
     flush() {
       if (pending.size > 0) flush();
     },
     async settled() {
       await Promise.all(inFlight);
-    },
-    get hasPending() {
-      return pending.size > 0;
     },
   };
 }

@@ -19,8 +19,15 @@ import {
   jobTypeInputSchema,
   jobTypeToApi,
   parseWith,
+  type Job,
 } from '../../lib/model.js';
-import { MAX_METRICS_MINUTES, metricsHistoryToApi, readMetricsHistory } from '../../lib/metrics-history.js';
+import {
+  createMetricsRecorder,
+  finishedOutcomeOfStatus,
+  MAX_METRICS_MINUTES,
+  metricsHistoryToApi,
+  readMetricsHistory,
+} from '../../lib/metrics-history.js';
 import { listRoster, rosterEntryToApi } from '../../lib/roster.js';
 import { dueStatsOf, dueStatsOfType, dueStatsToApi } from '../../lib/stats.js';
 import { isLinkLocalAddress, literalAddressOf } from '../../lib/targets/addresses.js';
@@ -163,6 +170,19 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
     return json(created ? 201 : 200, body);
   };
 
+  // Attempts ended by a status callback never pass through a worker: the api counts them in the history. Its
+  // write is awaited in the request that makes it (one request per container every 10 s at most), as Lambda
+  // may freeze the container as soon as the answer is out; counts held back go out with a trailing write.
+  // A write that fails is logged and fails nothing.
+  const history = createMetricsRecorder(ctx, (error) => log('warn', 'could not write the metrics history', { error }));
+  const counted = async (job: Job): Promise<HttpResponse> => {
+    const finished = finishedOutcomeOfStatus(job.status);
+    if (finished) history.recordFinished(job.type, finished, ctx.nowMs());
+    history.flushSoon();
+    await history.settled();
+    return json(200, jobToApi(job));
+  };
+
   const enqueue = async (event: HttpEvent, id: string): Promise<HttpResponse> => {
     if (id === BATCH_PATH_SEGMENT) throw new ValidationError([{ field: 'id', message: RESERVED_ID }]);
     const jobType = await requireJobType(ctx, typeName(event));
@@ -234,8 +254,7 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
       const body = parseWith(callbackSchema, parseJsonBody(event));
       assertCallbackAttempt(principal, body.attempt);
       const jobType = await requireJobType(ctx, typeName(event));
-      const job = await completeFromCallback(ctx, jobType, id, callbackInputOf(body), registry.retryPolicies);
-      return json(200, jobToApi(job));
+      return counted(await completeFromCallback(ctx, jobType, id, callbackInputOf(body), registry.retryPolicies));
     },
     callbackByCorrelationKey: async (event, principal) => {
       const correlationKey = pathParam(event, 'correlation_key', CORRELATION_KEY_PATTERN);
@@ -247,8 +266,7 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
         throw new NotFoundError(`no job that has not finished holds correlation_key "${correlationKey}"`);
       }
       const jobType = await requireJobType(ctx, found.job.type);
-      const job = await completeCorrelatedJob(ctx, jobType, found, callbackInputOf(body), registry.retryPolicies);
-      return json(200, jobToApi(job));
+      return counted(await completeCorrelatedJob(ctx, jobType, found, callbackInputOf(body), registry.retryPolicies));
     },
     heartbeat: async (event, principal) => {
       const body = parseWith(heartbeatSchema, parseJsonBody(event));

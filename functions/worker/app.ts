@@ -1,7 +1,7 @@
 /** The worker function: runs one batch of claimed jobs. */
 import type { QueueContext } from '../../lib/config.js';
 import type { WorkerIdentity } from '../../lib/model.js';
-import { createMetricsRecorder, finishedOutcomeOf, METRICS_FLUSH_INTERVAL_MS } from '../../lib/metrics-history.js';
+import { createMetricsRecorder, finishedOutcomeOf } from '../../lib/metrics-history.js';
 import type { WorkerBatch } from '../../lib/poller.js';
 import { createRosterHeartbeat, ROSTER_REFRESH_MS } from '../../lib/roster.js';
 import type { TargetClients } from '../../lib/targets/index.js';
@@ -74,18 +74,6 @@ export function createWorkerHandler(deps: {
   );
   // The history is for charts: a write that fails is logged and never fails a job.
   const history = createMetricsRecorder(deps.ctx, (error) => log('warn', 'could not write the metrics history', { error }));
-  // Counts held back because a write went out lately are written once the interval is over, even when no batch
-  // follows: locally at once, in Lambda when the container next runs (a frozen container's timers wait).
-  let trailingFlush: ReturnType<typeof setTimeout> | undefined;
-  const flushLater = (): void => {
-    history.flushIfDue();
-    if (!history.hasPending || trailingFlush !== undefined) return;
-    trailingFlush = setTimeout(() => {
-      trailingFlush = undefined;
-      history.flush();
-    }, METRICS_FLUSH_INTERVAL_MS);
-    trailingFlush.unref();
-  };
   return async (batch: WorkerBatch): Promise<BatchResult> => {
     roster.beat();
     // A batch of long jobs keeps the worker listed while it runs.
@@ -106,7 +94,8 @@ export function createWorkerHandler(deps: {
       return counts;
     } finally {
       clearInterval(beating);
-      flushLater();
+      // Counts held back because a write went out lately still go out, even when no batch follows.
+      history.flushSoon();
       await Promise.all([roster.settled(), history.settled()]);
       metrics.flush();
     }

@@ -136,6 +136,24 @@ describe('finished attempts', () => {
       { name: 'reports', minutes: [expect.objectContaining({ finished: { succeeded: 0, failed: 1, expired: 0, retried: 1 } })] },
     ]);
   });
+
+  test('an attempt ended by a status callback is counted by the api: succeeded, or retried when it fails with attempts left', async () => {
+    const hooks = { target: { kind: 'handler', name: 'await_callback' }, attempts: 2, retry: { kind: 'fixed', delay_s: 0 } };
+    expect((await admin.put('/v1/job-types/hooks', hooks)).status).toBe(201);
+    for (const id of ['h-1', 'h-2']) await admin.put(`/v1/jobs/hooks/${id}`, { data: {} });
+    const invoker = new RecordingInvoker();
+    await poller('p-1', invoker)({}, lambdaContext);
+    const worker = createWorkerHandler({ ctx: queue.ctx, registry, worker: { id: 'w-1', host: 'host' } });
+    for (const batch of invoker.batches) await worker(batch);
+
+    expect((await admin.post('/v1/jobs/hooks/h-1', { status: 'succeeded', attempt: 1 })).status).toBe(200);
+    queue.clock.advance(METRICS_FLUSH_INTERVAL_MS);
+    expect((await admin.post('/v1/jobs/hooks/h-2', { status: 'failed', attempt: 1 })).status).toBe(200);
+
+    const { body } = await admin.get('/v1/metrics?minutes=1');
+    const hooksMinute = body.job_types.find((type: { name: string }) => type.name === 'hooks').minutes[0];
+    expect(hooksMinute.finished).toEqual({ succeeded: 1, failed: 0, expired: 0, retried: 1 });
+  });
 });
 
 describe('writes', () => {
@@ -159,6 +177,46 @@ describe('writes', () => {
     recorder.flushIfDue();
     await recorder.settled();
     expect(historyWrites()).toBe(3);
+  });
+
+  test('a history write that fails is logged and the status callback is answered as usual', async () => {
+    const hooks = { target: { kind: 'handler', name: 'await_callback' } };
+    expect((await admin.put('/v1/job-types/hooks', hooks)).status).toBe(201);
+    await admin.put('/v1/jobs/hooks/h-1', { data: {} });
+    const invoker = new RecordingInvoker();
+    await poller('p-1', invoker)({}, lambdaContext);
+    await createWorkerHandler({ ctx: queue.ctx, registry, worker: { id: 'w-1', host: 'host' } })(invoker.batches[0] as WorkerBatch);
+    const failingApi = createTestApi(watchedContext(() => true).ctx);
+
+    const response = await failingApi.post('/v1/jobs/hooks/h-1', { status: 'succeeded', attempt: 1 });
+
+    expect(response.status).toBe(200);
+    expect(response.body.status).toBe('succeeded');
+    expect(loggedHistoryFailures()).toBe(1);
+  });
+
+  test('flushSoon writes counts held back by the interval once it is over, and only once', async () => {
+    const { ctx, historyWrites } = watchedContext();
+    const recorder = createMetricsRecorder(ctx, () => undefined);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      recorder.recordFinished('emails', 'succeeded', T0);
+      recorder.flushSoon();
+      recorder.recordFinished('emails', 'failed', T0);
+      recorder.flushSoon();
+      recorder.flushSoon();
+      expect(historyWrites()).toBe(1);
+      queue.clock.advance(METRICS_FLUSH_INTERVAL_MS);
+      vi.advanceTimersByTime(METRICS_FLUSH_INTERVAL_MS);
+      expect(historyWrites()).toBe(2);
+      vi.advanceTimersByTime(10 * METRICS_FLUSH_INTERVAL_MS);
+      expect(historyWrites()).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
+    await recorder.settled();
+    const { body } = await admin.get('/v1/metrics?minutes=1');
+    expect(body.minutes[0].finished).toEqual({ ...NOTHING, succeeded: 1, failed: 1 });
   });
 
   test('the item expires a few hours after its minute', async () => {

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import {
   finishedOutcomeOf,
+  finishedOutcomeOfStatus,
   LAG_BUCKET_COUNT,
   lagBucketOf,
   lagBucketValueMs,
@@ -99,5 +100,15 @@ describe('finished outcomes', () => {
     for (const outcome of ['awaiting_callback', 'rescheduled', 'claim_lapsed', 'already_started', 'stale'] as const) {
       expect(finishedOutcomeOf(outcome)).toBeUndefined();
     }
+  });
+});
+
+describe('finished outcomes of a status callback', () => {
+  test('a terminal status counts as itself, queued again as retried, the rest not at all', () => {
+    expect(finishedOutcomeOfStatus('succeeded')).toBe('succeeded');
+    expect(finishedOutcomeOfStatus('failed')).toBe('failed');
+    expect(finishedOutcomeOfStatus('expired')).toBe('expired');
+    expect(finishedOutcomeOfStatus('queued')).toBe('retried');
+    for (const status of ['running', 'awaiting_callback', 'cancelled'] as const) expect(finishedOutcomeOfStatus(status)).toBeUndefined();
   });
 });
