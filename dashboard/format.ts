@@ -16,8 +16,10 @@ export function duration(ms: number | null | undefined): string {
 }
 
 /** `in_flight_weight / concurrency`, ∞ for a type without a limit. */
-export function concurrencyInUse(inFlightWeight: number | undefined, concurrency: number | null | undefined): string {
-  if (inFlightWeight === undefined) return ABSENT;
+export function concurrencyInUse(inFlightWeight: number | null | undefined, concurrency: number | null | undefined): string {
+  // A type without a limit keeps no counter: there is nothing in use to show against ∞.
+  if (concurrency === null && inFlightWeight === null) return '∞';
+  if (inFlightWeight === undefined || inFlightWeight === null) return ABSENT;
   if (concurrency === undefined) return `${inFlightWeight} / ${ABSENT}`;
   return `${inFlightWeight} / ${concurrency === null ? '∞' : concurrency}`;
 }

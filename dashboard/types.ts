@@ -11,7 +11,8 @@ export interface JobTypeStats {
   running?: number;
   awaiting_callback?: number;
   oldest_due_lag_ms?: number;
-  in_flight_weight?: number;
+  /** null: the type has no concurrency limit, so no counter. */
+  in_flight_weight?: number | null;
   /** null: no limit. */
   concurrency?: number | null;
   paused?: boolean;

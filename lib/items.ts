@@ -33,7 +33,8 @@ export function itemToJob(item: Item): Job {
 }
 
 /** Types stored before a setting existed read as if it had its default. */
-const JOB_TYPE_DEFAULTS: Pick<JobType, 'rateLimitPerS' | 'priorityOrder' | 'throttle' | 'listSucceeded'> = {
+const JOB_TYPE_DEFAULTS: Pick<JobType, 'paused' | 'rateLimitPerS' | 'priorityOrder' | 'throttle' | 'listSucceeded'> = {
+  paused: false,
   rateLimitPerS: null,
   priorityOrder: 'time_first',
   throttle: null,

@@ -1,7 +1,8 @@
 /** Job types: stored as `TYPE#<name>` items and listed through one due-index partition. */
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './config.js';
-import { NotFoundError } from './errors.js';
+import { ConflictError, NotFoundError } from './errors.js';
 import { itemToJobType } from './items.js';
 import { listIndexedItems } from './listing.js';
 import { JOB_TYPES_PARTITION, jobTypeKey } from './keys.js';
@@ -21,32 +22,77 @@ export async function requireJobType(ctx: QueueContext, name: string): Promise<J
   return jobType;
 }
 
+/** A replacement that raced another change of the type reads the type again and retries, at most this often. */
+const PUT_JOB_TYPE_TRIES = 5;
+
 /**
  * Creates or replaces a job type; `created` tells which. Jobs already enqueued keep the attempts and strategy
  * they were enqueued with. An http target keeps the type's signing secret; `newSigningSecret` is set only when
- * this call generated one, the one time the caller gets to see it.
+ * this call generated one, the one time the caller gets to see it. A paused type stays paused unless the body
+ * says `paused`. The write is conditional on the type being as it was read (its `updatedAtMs`), so a pause
+ * or another replacement landing in between is never silently undone.
  */
 export async function putJobType(
   ctx: QueueContext,
   name: string,
   input: JobTypeInput,
 ): Promise<{ jobType: JobType; created: boolean; newSigningSecret?: string }> {
-  const nowMs = ctx.nowMs();
-  const existing = await getJobType(ctx, name);
-  const jobType = jobTypeFromInput(name, input, {
-    createdAtMs: existing?.createdAtMs ?? nowMs,
-    updatedAtMs: nowMs,
-  });
-  let generated: string | undefined;
-  if (existing?.signingSecret !== undefined) jobType.signingSecret = existing.signingSecret;
-  else if (jobType.target.kind === 'http') jobType.signingSecret = generated = newSigningSecret();
-  await ctx.db.send(
-    new PutCommand({
-      TableName: ctx.settings.tableName,
-      Item: { ...jobTypeKey(name), gsi1pk: JOB_TYPES_PARTITION, gsi1sk: name, ...jobType },
-    }),
-  );
-  return { jobType, created: existing === undefined, ...(generated !== undefined ? { newSigningSecret: generated } : {}) };
+  for (let tries = 1; ; tries++) {
+    const nowMs = ctx.nowMs();
+    const existing = await getJobType(ctx, name);
+    const jobType = jobTypeFromInput(
+      name,
+      input,
+      { createdAtMs: existing?.createdAtMs ?? nowMs, updatedAtMs: nowMs },
+      existing?.paused ?? false,
+    );
+    let generated: string | undefined;
+    if (existing?.signingSecret !== undefined) jobType.signingSecret = existing.signingSecret;
+    else if (jobType.target.kind === 'http') jobType.signingSecret = generated = newSigningSecret();
+    try {
+      await ctx.db.send(
+        new PutCommand({
+          TableName: ctx.settings.tableName,
+          Item: { ...jobTypeKey(name), gsi1pk: JOB_TYPES_PARTITION, gsi1sk: name, ...jobType },
+          ...(existing
+            ? {
+                // The paused state too: a pause within the same millisecond as the replacement read leaves updatedAtMs as it was.
+                ConditionExpression: 'updatedAtMs = :readUpdatedAtMs AND (paused = :readPaused OR attribute_not_exists(paused))',
+                ExpressionAttributeValues: { ':readUpdatedAtMs': existing.updatedAtMs, ':readPaused': existing.paused },
+              }
+            : { ConditionExpression: 'attribute_not_exists(pk)' }),
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      if (tries >= PUT_JOB_TYPE_TRIES) throw new ConflictError(`job type "${name}" kept changing while it was replaced; try again`);
+      continue;
+    }
+    return { jobType, created: existing === undefined, ...(generated !== undefined ? { newSigningSecret: generated } : {}) };
+  }
+}
+
+/**
+ * Pauses or resumes a type: one UpdateItem, so nothing else about the type changes. Pollers read types
+ * every few seconds (`jobTypesRefreshMs`), so a pause stops new claims within that; claims already made run on.
+ */
+export async function setJobTypePaused(ctx: QueueContext, name: string, paused: boolean): Promise<JobType> {
+  try {
+    const { Attributes } = await ctx.db.send(
+      new UpdateCommand({
+        TableName: ctx.settings.tableName,
+        Key: jobTypeKey(name),
+        UpdateExpression: 'SET paused = :paused, updatedAtMs = :now',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: { ':paused': paused, ':now': ctx.nowMs() },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return itemToJobType(Attributes!);
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) throw new NotFoundError(`job type "${name}" does not exist`);
+    throw error;
+  }
 }
 
 export async function listJobTypes(ctx: QueueContext): Promise<JobType[]> {

@@ -61,6 +61,15 @@ export function rosterKey(entryName: string): ItemKey {
 /** The roster sits in the due index under one partition, each entry under `<role>#<id>`, listed without a scan. */
 export const ROSTER_PARTITION = 'ROSTER';
 
+/** One job type's counts for one minute (epoch minutes), written by every poller and worker with ADD. */
+export function metricsKey(type: string, epochMinute: number): ItemKey {
+  return { pk: `METRICS#${type}`, sk: metricsMinuteSortKey(epochMinute) };
+}
+
+export function metricsMinuteSortKey(epochMinute: number): string {
+  return `MINUTE#${padEpochMs(epochMinute)}`;
+}
+
 /**
  * A lane is a family of due-index partitions walked bucket by bucket:
  * the waiting jobs of one type, or the claims of every type.

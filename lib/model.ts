@@ -77,6 +77,11 @@ export interface JobType {
   attempts: number;
   /** null: unlimited; 0: paused. Bounds the summed weight of the type's claimed jobs. */
   concurrency: number | null;
+  /**
+   * Set by `POST /v1/job-types/{name}/pause`: pollers claim none of the type's jobs, which wait queued.
+   * Kept apart from `concurrency`, so resuming gives back the limit the type had.
+   */
+  paused: boolean;
   /** Claims per second, shared by every poller; null: unlimited. */
   rateLimitPerS: number | null;
   priorityOrder: PriorityOrder;
@@ -279,6 +284,8 @@ export const jobTypeInputSchema = z
     retry: retrySchema.optional(),
     target: targetSchema,
     time_windows: timeWindowsSchema.nullable().optional(),
+    /** Absent: a new type runs and an existing one keeps its paused state. */
+    paused: z.boolean().optional(),
   })
   .superRefine((body, ctx) => {
     if (body.delivery_strategy === 'at_most_once' && body.attempts !== undefined && body.attempts !== 1) {
@@ -348,6 +355,7 @@ export function jobTypeFromInput(
   name: string,
   input: JobTypeInput,
   times: { createdAtMs: number; updatedAtMs: number },
+  pausedBefore = false,
 ): JobType {
   const atMostOnce = input.delivery_strategy === 'at_most_once';
   return {
@@ -355,6 +363,7 @@ export function jobTypeFromInput(
     deliveryStrategy: input.delivery_strategy,
     attempts: atMostOnce ? 1 : (input.attempts ?? 3),
     concurrency: input.concurrency,
+    paused: input.paused ?? pausedBefore,
     rateLimitPerS: input.rate_limit_per_s,
     priorityOrder: input.priority_order,
     listSucceeded: input.list_succeeded,
@@ -399,6 +408,7 @@ export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
     delivery_strategy: jobType.deliveryStrategy,
     attempts: jobType.attempts,
     concurrency: jobType.concurrency,
+    paused: jobType.paused,
     rate_limit_per_s: jobType.rateLimitPerS,
     priority_order: jobType.priorityOrder,
     list_succeeded: jobType.listSucceeded,

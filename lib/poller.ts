@@ -236,8 +236,8 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
     throwFirstRejection(scans);
   };
 
-  // A paused type (concurrency 0) keeps its jobs queued; nothing is claimed.
-  const activeTypes = options.jobTypes.filter((jobType) => jobType.concurrency !== 0);
+  // A paused type (paused, or concurrency 0) keeps its jobs queued; nothing is claimed.
+  const activeTypes = options.jobTypes.filter((jobType) => jobType.concurrency !== 0 && !jobType.paused);
   // Settled too: what one type claimed is dispatched whatever happened to another.
   const typeOutcomes = await Promise.allSettled(activeTypes.map(pollType));
 

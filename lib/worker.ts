@@ -153,7 +153,11 @@ export type BatchResult = Record<JobRunOutcome | 'error', number>;
 export async function runWorkerBatch(
   ctx: QueueContext,
   batch: WorkerBatch,
-  options: WorkerOptions & { onError?: (job: Job, error: unknown) => void },
+  options: WorkerOptions & {
+    onError?: (job: Job, error: unknown) => void;
+    /** Each job's outcome as it is recorded, for what needs it per type (the counts are per batch). */
+    onOutcome?: (job: Job, outcome: JobRunOutcome) => void;
+  },
 ): Promise<BatchResult> {
   const counts: BatchResult = {
     succeeded: 0,
@@ -174,7 +178,9 @@ export async function runWorkerBatch(
         const jobType = batch.jobTypes[job.type];
         try {
           if (!jobType) throw new Error(`batch carries no configuration for job type "${job.type}"`);
-          counts[await runClaimedJob(ctx, job, jobType, options)]++;
+          const outcome = await runClaimedJob(ctx, job, jobType, options);
+          counts[outcome]++;
+          options.onOutcome?.(job, outcome);
         } catch (error) {
           // Recording the outcome failed (the store is unreachable): the claim runs out and the sweeper decides.
           counts.error++;

@@ -36,7 +36,10 @@ export function createApiHandler(deps: ApiDeps) {
       route('GET', '/v1/job-types', { kind: 'any_type', action: 'read' }, routes.listJobTypes),
       route('GET', '/v1/job-types/{name}', typeScope('read', 'name'), routes.getJobType),
       route('PUT', '/v1/job-types/{name}', ADMIN, routes.putJobType),
+      route('POST', '/v1/job-types/{name}/pause', ADMIN, routes.pauseJobType),
+      route('POST', '/v1/job-types/{name}/resume', ADMIN, routes.resumeJobType),
       route('GET', '/v1/stats', { kind: 'any_type', action: 'read' }, routes.stats),
+      route('GET', '/v1/metrics', { kind: 'any_type', action: 'read' }, routes.metrics),
       route('POST', '/v1/jobs/{type}', typeScope('enqueue'), routes.enqueueWithServerId),
       route('GET', '/v1/jobs/{type}', typeScope('read'), routes.listJobs),
       // Before the status callback's `/v1/jobs/{type}/{id}`: dynamic routes match in this order.

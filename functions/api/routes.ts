@@ -6,7 +6,7 @@ import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, h
 import type { QueueContext } from '../../lib/config.js';
 import { ForbiddenError, NotFoundError, ValidationError, type FieldIssue } from '../../lib/errors.js';
 import { DEFAULT_PAGE_SIZE, listJobs, MAX_PAGE_SIZE } from '../../lib/job-listing.js';
-import { listJobTypes, putJobType, requireJobType } from '../../lib/job-types.js';
+import { listJobTypes, putJobType, requireJobType, setJobTypePaused } from '../../lib/job-types.js';
 import { assertJsonSize, cancelJob, enqueueJob, newJobId, replayJob, requireJob } from '../../lib/jobs.js';
 import {
   CORRELATION_KEY_PATTERN,
@@ -21,7 +21,15 @@ import {
   jobTypeInputSchema,
   jobTypeToApi,
   parseWith,
+  type Job,
 } from '../../lib/model.js';
+import {
+  createMetricsRecorder,
+  finishedOutcomeOfStatus,
+  MAX_METRICS_MINUTES,
+  metricsHistoryToApi,
+  readMetricsHistory,
+} from '../../lib/metrics-history.js';
 import { listRoster, rosterEntryToApi } from '../../lib/roster.js';
 import { statsOfType, statsOfTypes, typeStatsToApi } from '../../lib/stats.js';
 import { isLinkLocalAddress, literalAddressOf } from '../../lib/targets/addresses.js';
@@ -133,6 +141,19 @@ const listQuerySchema = z.strictObject({
   cursor: z.string().min(1).max(2_000).optional(),
 });
 
+const DEFAULT_METRICS_MINUTES = 60;
+
+/** `?minutes=`: 1 to MAX_METRICS_MINUTES, 60 when absent; anything else is a 400 naming `minutes`. */
+function metricsMinutes(event: HttpEvent): number {
+  const raw = event.queryStringParameters?.minutes;
+  if (raw === undefined || raw === '') return DEFAULT_METRICS_MINUTES;
+  const minutes = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+  if (!(minutes >= 1 && minutes <= MAX_METRICS_MINUTES)) {
+    throw new ValidationError([{ field: 'minutes', message: `must be an integer from 1 to ${MAX_METRICS_MINUTES}` }]);
+  }
+  return minutes;
+}
+
 const heartbeatSchema = z.strictObject({
   attempt: z.number().int().min(1).max(1000),
   extend_s: z.number().int().min(1).max(43_200).optional(),
@@ -157,6 +178,19 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
     return json(created ? 201 : 200, body);
   };
 
+  // Attempts ended by a status callback never pass through a worker: the api counts them in the history. Its
+  // write is awaited in the request that makes it (one request per container every 10 s at most), as Lambda
+  // may freeze the container as soon as the answer is out; counts held back go out with a trailing write.
+  // A write that fails is logged and fails nothing.
+  const history = createMetricsRecorder(ctx, (error) => log('warn', 'could not write the metrics history', { error }));
+  const counted = async (job: Job): Promise<HttpResponse> => {
+    const finished = finishedOutcomeOfStatus(job.status);
+    if (finished) history.recordFinished(job.type, finished, ctx.nowMs());
+    history.flushSoon();
+    await history.settled();
+    return json(200, jobToApi(job));
+  };
+
   const enqueue = async (event: HttpEvent, id: string): Promise<HttpResponse> => {
     if (id === BATCH_PATH_SEGMENT) throw new ValidationError([{ field: 'id', message: RESERVED_ID }]);
     const jobType = await requireJobType(ctx, typeName(event));
@@ -176,6 +210,8 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
       const jobType = await requireJobType(ctx, typeName(event, 'name'));
       return json(200, { ...jobTypeToApi(jobType), stats: typeStatsToApi(await statsOfType(ctx, jobType)) });
     },
+    pauseJobType: async (event) => json(200, jobTypeToApi(await setJobTypePaused(ctx, typeName(event, 'name'), true))),
+    resumeJobType: async (event) => json(200, jobTypeToApi(await setJobTypePaused(ctx, typeName(event, 'name'), false))),
     stats: async (_event, principal) => {
       const readable = (await listJobTypes(ctx)).filter((jobType) => readableBy(principal, jobType.name));
       const [stats, roster] = await Promise.all([statsOfTypes(ctx, readable), listRoster(ctx)]);
@@ -184,10 +220,16 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
           name: jobType.name,
           ...typeStatsToApi(typeStats),
           concurrency: jobType.concurrency,
+          paused: jobType.paused,
         })),
         pollers: roster.poller.map(rosterEntryToApi),
         workers: roster.worker.map(rosterEntryToApi),
       });
+    },
+    metrics: async (event, principal) => {
+      const minutes = metricsMinutes(event);
+      const readable = (await listJobTypes(ctx)).filter((jobType) => readableBy(principal, jobType.name));
+      return json(200, metricsHistoryToApi(await readMetricsHistory(ctx, readable.map((jobType) => jobType.name), minutes)));
     },
     enqueueWithId: async (event) => enqueue(event, jobId(event)),
     enqueueWithServerId: async (event) => enqueue(event, newJobId(ctx.nowMs())),
@@ -235,8 +277,7 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
       const body = parseWith(callbackSchema, parseJsonBody(event));
       assertCallbackAttempt(principal, body.attempt);
       const jobType = await requireJobType(ctx, typeName(event));
-      const job = await completeFromCallback(ctx, jobType, id, callbackInputOf(body), registry.retryPolicies);
-      return json(200, jobToApi(job));
+      return counted(await completeFromCallback(ctx, jobType, id, callbackInputOf(body), registry.retryPolicies));
     },
     callbackByCorrelationKey: async (event, principal) => {
       const correlationKey = pathParam(event, 'correlation_key', CORRELATION_KEY_PATTERN);
@@ -248,8 +289,7 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
         throw new NotFoundError(`no job that has not finished holds correlation_key "${correlationKey}"`);
       }
       const jobType = await requireJobType(ctx, found.job.type);
-      const job = await completeCorrelatedJob(ctx, jobType, found, callbackInputOf(body), registry.retryPolicies);
-      return json(200, jobToApi(job));
+      return counted(await completeCorrelatedJob(ctx, jobType, found, callbackInputOf(body), registry.retryPolicies));
     },
     heartbeat: async (event, principal) => {
       const body = parseWith(heartbeatSchema, parseJsonBody(event));

@@ -3,6 +3,7 @@ import type { Context } from 'aws-lambda';
 import type { QueueContext } from '../../lib/config.js';
 import { ConfigError } from '../../lib/errors.js';
 import type { WorkerIdentity } from '../../lib/model.js';
+import { createMetricsRecorder, type MetricsRecorder } from '../../lib/metrics-history.js';
 import { runPollerLoop, type PollResult, type WorkerInvoker } from '../../lib/poller.js';
 import { createRosterHeartbeat } from '../../lib/roster.js';
 import { log } from '../shared/log.js';
@@ -47,6 +48,19 @@ function recordPollMetrics(metrics: QueueMetrics, totals: PollResult): void {
   metrics.count('Released', totals.released);
 }
 
+/** The invoker, counting the scheduling lag of each job it handed to a worker (claim time minus ready time). */
+function lagRecordingInvoker(invoker: WorkerInvoker, history: MetricsRecorder): WorkerInvoker {
+  return {
+    async invoke(batch) {
+      await invoker.invoke(batch);
+      // Counted once handed over: a batch that fails is released and counted when it is claimed again.
+      for (const job of batch.jobs) {
+        if (job.claimedAtMs !== undefined) history.recordLag(job.type, Math.max(0, job.claimedAtMs - job.runAfterMs), job.claimedAtMs);
+      }
+    },
+  };
+}
+
 export function createPollerHandler(deps: PollerDeps) {
   const metrics = deps.metrics ?? noMetrics;
   const allShards = Array.from({ length: deps.ctx.settings.shards }, (_, shard) => shard);
@@ -54,6 +68,9 @@ export function createPollerHandler(deps: PollerDeps) {
   const roster = createRosterHeartbeat(deps.ctx, { role: 'poller', ...deps.identity, startedAtMs: deps.ctx.nowMs(), shards: allShards }, (error) =>
     log('warn', 'could not refresh the roster entry', { error }),
   );
+  // The history is for charts: a write that fails is logged and never fails a poll.
+  const history = createMetricsRecorder(deps.ctx, (error) => log('warn', 'could not write the metrics history', { error }));
+  const invoker = lagRecordingInvoker(deps.invoker, history);
   return async (event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<PollResult> => {
     const shards = shardsFromEvent(event, deps.ctx.settings.shards);
     const runForMs = Math.min(deps.ctx.settings.pollerRunMs, context.getRemainingTimeInMillis() - INVOCATION_HEADROOM_MS);
@@ -61,13 +78,17 @@ export function createPollerHandler(deps: PollerDeps) {
     roster.refresh({ shards: shards ?? allShards });
     try {
       const totals = await runPollerLoop(deps.ctx, {
-        invoker: deps.invoker,
+        invoker,
         runForMs,
         ...(shards ? { shards } : {}),
         ...(deps.signal ? { signal: deps.signal } : {}),
-        onPoll: () => roster.beat(),
+        onPoll: () => {
+          roster.beat();
+          history.flushIfDue();
+        },
         onError: (error) => {
           roster.beat();
+          history.flushIfDue();
           metrics.count('PollErrors', 1);
           log('error', 'poll failed', { error, shards });
         },
@@ -76,7 +97,8 @@ export function createPollerHandler(deps: PollerDeps) {
       log('info', 'poller run done', { ...totals, shards });
       return totals;
     } finally {
-      await roster.settled();
+      history.flush();
+      await Promise.all([roster.settled(), history.settled()]);
       metrics.flush();
     }
   };

@@ -1,6 +1,7 @@
 /** The worker function: runs one batch of claimed jobs. */
 import type { QueueContext } from '../../lib/config.js';
 import type { WorkerIdentity } from '../../lib/model.js';
+import { createMetricsRecorder, finishedOutcomeOf } from '../../lib/metrics-history.js';
 import type { WorkerBatch } from '../../lib/poller.js';
 import { createRosterHeartbeat, ROSTER_REFRESH_MS } from '../../lib/roster.js';
 import type { TargetClients } from '../../lib/targets/index.js';
@@ -71,6 +72,8 @@ export function createWorkerHandler(deps: {
   const roster = createRosterHeartbeat(deps.ctx, { role: 'worker', ...deps.worker, startedAtMs: deps.ctx.nowMs() }, (error) =>
     log('warn', 'could not refresh the roster entry', { error }),
   );
+  // The history is for charts: a write that fails is logged and never fails a job.
+  const history = createMetricsRecorder(deps.ctx, (error) => log('warn', 'could not write the metrics history', { error }));
   return async (batch: WorkerBatch): Promise<BatchResult> => {
     roster.beat();
     // A batch of long jobs keeps the worker listed while it runs.
@@ -81,13 +84,19 @@ export function createWorkerHandler(deps: {
         worker: deps.worker,
         ...(deps.targets ? { targets: deps.targets } : {}),
         onError: (job, error) => log('error', 'could not record the outcome of a job', { type: job.type, id: job.id, attempt: job.attempt, error }),
+        onOutcome: (job, outcome) => {
+          const finished = finishedOutcomeOf(outcome);
+          if (finished) history.recordFinished(job.type, finished, deps.ctx.nowMs());
+        },
       });
       for (const [outcome, count] of Object.entries(counts) as [keyof BatchResult, number][]) metrics.count(OUTCOME_METRICS[outcome], count);
       log('info', 'worker batch done', { jobs: batch.jobs.length, ...counts });
       return counts;
     } finally {
       clearInterval(beating);
-      await roster.settled();
+      // Counts held back because a write went out lately still go out, even when no batch follows.
+      history.flushSoon();
+      await Promise.all([roster.settled(), history.settled()]);
       metrics.flush();
     }
   };

@@ -50,7 +50,7 @@ test('GET /v1/stats shows the runtime as a live poller of every shard and, once 
   expect(stats.status).toBe(200);
   expect(stats.body.pollers).toEqual([expect.objectContaining({ shards: [0, 1, 2, 3], host: expect.any(String) })]);
   expect(stats.body.workers).toEqual([expect.objectContaining({ id: stats.body.pollers[0].id })]);
-  expect(stats.body.job_types).toContainEqual(expect.objectContaining({ name: 'roster-check', due: 0, running: 0, oldest_due_lag_ms: 0 }));
+  expect(stats.body.job_types).toContainEqual(expect.objectContaining({ name: 'roster-check', due: 0, running: 0, oldest_due_lag_ms: 0, paused: false }));
 });
 
 test('a failing job is retried until its attempts are used up, each attempt in its history', async () => {

@@ -48,8 +48,8 @@ describe('GET /v1/stats', () => {
 
     expect(response.status).toBe(200);
     expect(response.body.job_types).toEqual([
-      { name: 'emails', due: 2, scheduled: 1, running: 0, awaiting_callback: 0, oldest_due_lag_ms: 2_500, in_flight_weight: null, concurrency: null },
-      { name: 'invoices', due: 0, scheduled: 0, running: 0, awaiting_callback: 0, oldest_due_lag_ms: 0, in_flight_weight: null, concurrency: null },
+      { name: 'emails', due: 2, scheduled: 1, running: 0, awaiting_callback: 0, oldest_due_lag_ms: 2_500, in_flight_weight: null, concurrency: null, paused: false },
+      { name: 'invoices', due: 0, scheduled: 0, running: 0, awaiting_callback: 0, oldest_due_lag_ms: 0, in_flight_weight: null, concurrency: null, paused: false },
     ]);
   });
 
@@ -88,7 +88,7 @@ describe('scopes', () => {
     const response = await reader.get('/v1/stats');
     expect(response.status).toBe(200);
     expect(response.body).toEqual({
-      job_types: [{ name: 'emails', due: 0, scheduled: 0, running: 0, awaiting_callback: 0, oldest_due_lag_ms: 0, in_flight_weight: null, concurrency: null }],
+      job_types: [{ name: 'emails', due: 0, scheduled: 0, running: 0, awaiting_callback: 0, oldest_due_lag_ms: 0, in_flight_weight: null, concurrency: null, paused: false }],
       pollers: [],
       workers: [],
     });

@@ -28,6 +28,10 @@ describe('fields a server does not send yet', () => {
     expect(concurrencyInUse(3, undefined)).toBe(`3 / ${ABSENT}`);
   });
 
+  test('a type without a limit, which keeps no counter, reads ∞', () => {
+    expect(concurrencyInUse(null, null)).toBe('∞');
+  });
+
   test('durations read in the unit that fits', () => {
     expect([duration(840), duration(2_340), duration(42_000), duration(150_000), duration(7_200_000)]).toEqual(['840 ms', '2.3 s', '42 s', '2.5 min', '2.0 h']);
   });

@@ -140,13 +140,14 @@ describe('job validation names the offending field', () => {
 });
 
 describe('defaults', () => {
-  test('a job type with only a target gets at_least_once, 3 attempts, the default retry and no limits', () => {
+  test('a job type with only a target gets at_least_once, 3 attempts, the default retry, no limits and is not paused', () => {
     const jobType = jobTypeFromInput('emails', parseWith(jobTypeInputSchema, { target: TARGET }), TIMES);
     expect(jobType).toEqual({
       name: 'emails',
       deliveryStrategy: 'at_least_once',
       attempts: 3,
       concurrency: null,
+      paused: false,
       rateLimitPerS: null,
       priorityOrder: 'time_first',
       throttle: null,

@@ -1,0 +1,235 @@
+/**
+ * The API's request and response bodies as they are on the wire (snake_case).
+ * Written out here rather than imported from the server's zod schemas, so the
+ * client and its declarations depend on nothing but `fetch`; a type test
+ * (test/unit/client-types.test.ts) keeps them in step with lib/model.ts.
+ */
+
+export const JOB_STATUSES = ['queued', 'running', 'awaiting_callback', 'succeeded', 'failed', 'expired', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export type AttemptOutcome = 'succeeded' | 'failed' | 'timed_out' | 'expired';
+export type DeliveryStrategy = 'at_least_once' | 'at_most_once';
+export type PriorityOrder = 'time_first' | 'priority_first';
+
+/** Any JSON value. */
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+export interface TimeWindow {
+  /** Local opening time, `HH:MM`. */
+  start: string;
+  /** Local closing time, `HH:MM`; before `start` when the window crosses midnight. */
+  end: string;
+  /** An IANA time zone, e.g. `America/New_York`. */
+  tz: string;
+}
+
+/** Error classes (strings) or HTTP statuses (numbers) that may be retried. */
+export type RetryOn = (string | number)[];
+
+export type RetryPolicyBody =
+  | { kind: 'none' }
+  | { kind: 'fixed'; delay_s: number; retry_on?: RetryOn | undefined }
+  | { kind: 'exponential'; base_s: number; factor?: number | undefined; max_s: number; jitter?: number | undefined; retry_on?: RetryOn | undefined }
+  | { kind: 'custom'; name: string };
+
+export type TargetBody =
+  | { kind: 'handler'; name: string }
+  | { kind: 'http'; url: string; request_timeout_s?: number | undefined; allow_link_local?: boolean | undefined }
+  | { kind: 'lambda'; function: string }
+  | { kind: 'eventbridge'; bus: string; detail_type: string; source?: string | undefined };
+
+export interface ThrottleBody {
+  /** A dotted path into a job's data its throttle key is taken from. */
+  key_field?: string | undefined;
+  /** Per key: a limit in weight units, or a share of the type's concurrency; `*` for every key not named. */
+  limits: Record<string, { limit: number } | { share: number }>;
+}
+
+/** `PUT /v1/job-types/{name}`: everything but `target` has a default. */
+export interface JobTypeBody {
+  target: TargetBody;
+  delivery_strategy?: DeliveryStrategy | undefined;
+  attempts?: number | undefined;
+  /** null: unlimited; 0 holds every job. */
+  concurrency?: number | null | undefined;
+  rate_limit_per_s?: number | null | undefined;
+  priority_order?: PriorityOrder | undefined;
+  throttle?: ThrottleBody | null | undefined;
+  /** List succeeded jobs by status too (a write unit more per job). */
+  list_succeeded?: boolean | undefined;
+  visibility_timeout_s?: number | undefined;
+  timeout_s?: number | undefined;
+  retry?: RetryPolicyBody | undefined;
+  time_windows?: TimeWindow[] | null | undefined;
+  /** Absent: a new type runs, an existing one keeps its paused state. */
+  paused?: boolean | undefined;
+}
+
+/** A job type as the API returns it. */
+export interface JobType {
+  name: string;
+  delivery_strategy: DeliveryStrategy;
+  attempts: number;
+  concurrency: number | null;
+  paused: boolean;
+  rate_limit_per_s: number | null;
+  priority_order: PriorityOrder;
+  throttle: { key_field: string | null; limits: ThrottleBody['limits'] } | null;
+  list_succeeded: boolean;
+  visibility_timeout_s: number;
+  timeout_s: number;
+  retry:
+    | { kind: 'none' }
+    | { kind: 'fixed'; delay_s: number; retry_on: RetryOn | null }
+    | { kind: 'exponential'; base_s: number; factor: number; max_s: number; jitter: number; retry_on: RetryOn | null }
+    | { kind: 'custom'; name: string };
+  target:
+    | { kind: 'handler'; name: string }
+    | { kind: 'http'; url: string; request_timeout_s: number; allow_link_local: boolean }
+    | { kind: 'lambda'; function: string }
+    | { kind: 'eventbridge'; bus: string; detail_type: string; source: string };
+  time_windows: TimeWindow[] | null;
+  created_at: string;
+  updated_at: string;
+  /** Only in the answer that generated it: the HMAC key of an http target's requests. */
+  signing_secret?: string;
+}
+
+/** A job to enqueue. Times are a `Date` or an ISO 8601 string with an offset. */
+export interface EnqueueJob {
+  data?: Json | undefined;
+  /** When it is due; absent: now. */
+  run_after?: Date | string | undefined;
+  /** It never starts after this. */
+  expires_at?: Date | string | null | undefined;
+  /** 0 to 1000, lower first; default 100. */
+  priority?: number | undefined;
+  /** Its share of the type's concurrency; default 1, 0 for a critical job. */
+  weight?: number | undefined;
+  throttle_key?: string | null | undefined;
+  time_windows?: TimeWindow[] | null | undefined;
+  correlation_key?: string | undefined;
+}
+
+export interface AttemptError {
+  class: string;
+  message: string;
+  trace?: string;
+}
+
+export interface Attempt {
+  attempt: number;
+  claimed_at: string | null;
+  started_at: string | null;
+  ended_at: string | null;
+  outcome: AttemptOutcome;
+  error: AttemptError | null;
+  worker: { id: string; host: string } | null;
+}
+
+/** A job as the API returns it, with its attempt history (oldest first). */
+export interface Job {
+  id: string;
+  type: string;
+  status: JobStatus;
+  data: Json;
+  attempt: number;
+  max_attempts: number;
+  delivery_strategy: DeliveryStrategy;
+  run_after: string | null;
+  expires_at: string | null;
+  priority: number;
+  weight: number;
+  time_windows: TimeWindow[] | null;
+  throttle_key: string | null;
+  correlation_key: string | null;
+  created_at: string | null;
+  updated_at: string | null;
+  finished_at: string | null;
+  result: Json;
+  claimed_until: string | null;
+  history: Attempt[];
+  history_dropped: number;
+}
+
+export interface FieldIssue {
+  /** Dotted path of the field, e.g. `retry.delay_s`, `jobs.3.priority` or `body`. */
+  field: string;
+  message: string;
+}
+
+/** The body of every error answer. */
+export interface ErrorBody {
+  error: { code: string; message: string; details: FieldIssue[]; request_id: string | null };
+}
+
+/** One item of a batch's answer: the job, or why it was refused (fields named from the body's root). */
+export type BatchItemResult =
+  | { index: number; id: string; status: 200 | 201; job: Job }
+  | ({ index: number; id: string | null; status: number } & ErrorBody);
+
+export interface BatchResult {
+  results: BatchItemResult[];
+}
+
+export interface JobPage {
+  jobs: Job[];
+  /** Pass it as `cursor` for the next page; null on the last. */
+  next_cursor: string | null;
+}
+
+export interface JobTypeStats {
+  name: string;
+  due: number;
+  scheduled: number;
+  running: number;
+  awaiting_callback: number;
+  oldest_due_lag_ms: number;
+  /** The weight the type's concurrency counter holds; null without a concurrency limit. */
+  in_flight_weight: number | null;
+  concurrency: number | null;
+  paused: boolean;
+}
+
+export interface RosterEntry {
+  id: string;
+  host: string;
+  shards?: number[];
+  started_at: string;
+  last_seen_at: string;
+}
+
+export interface Stats {
+  job_types: JobTypeStats[];
+  pollers: RosterEntry[];
+  workers: RosterEntry[];
+}
+
+export interface MetricsMinute {
+  /** The minute's start, ISO 8601. */
+  at: string;
+  finished: { succeeded: number; failed: number; expired: number; retried: number };
+  /** null in a minute without claims. */
+  lag_p50_ms: number | null;
+  lag_p99_ms: number | null;
+}
+
+export interface Metrics {
+  /** Oldest first; the last is the current, running minute. */
+  minutes: MetricsMinute[];
+  job_types: { name: string; minutes: MetricsMinute[] }[];
+}
+
+/** A status callback's body: the attempt it reports on, and its result or error. */
+export interface CompleteBody {
+  attempt: number;
+  result?: Json | undefined;
+}
+
+export interface FailBody {
+  attempt: number;
+  error?: { class?: string | undefined; message?: string | undefined; trace?: string | undefined } | undefined;
+  /** false: no further attempt, whatever attempts remain. */
+  retryable?: boolean | undefined;
+}

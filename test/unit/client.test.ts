@@ -1,0 +1,94 @@
+/**
+ * The typed client's requests and answers, with a stub `fetch`: what goes on
+ * the wire, paging, and errors from answers that are not the API's own.
+ * (test/integration/client.test.ts runs it against the real api.)
+ */
+import { describe, expect, test } from 'vitest';
+import { createClient, NotFoundError, QueueApiError, ServerError, type Job } from '../../lib/client/index.js';
+
+interface Sent {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** A fetch that records each request and answers with the next of `answers`. */
+function stubFetch(...answers: (() => Response)[]) {
+  const sent: Sent[] = [];
+  const fetchImpl: typeof fetch = async (input, init) => {
+    sent.push({
+      method: init?.method ?? 'GET',
+      url: String(input),
+      headers: init?.headers as Record<string, string>,
+      body: typeof init?.body === 'string' ? JSON.parse(init.body) : undefined,
+    });
+    const answer = answers.shift();
+    if (!answer) throw new Error('no answer left');
+    return answer();
+  };
+  return { fetchImpl, sent };
+}
+
+const ok = (body: unknown) => () => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
+const job = (id: string) => ({ id }) as Job;
+
+describe('requests', () => {
+  test('path segments are encoded, the token is a bearer token, and a trailing slash of the url is dropped', async () => {
+    const { fetchImpl, sent } = stubFetch(ok(job('a b')));
+    await createClient({ url: 'https://queue.example/', token: 'k-1', fetch: fetchImpl }).get('emails', 'a b/c');
+    expect(sent[0]!.url).toBe('https://queue.example/v1/jobs/emails/a%20b%2Fc');
+    expect(sent[0]!.headers.authorization).toBe('Bearer k-1');
+  });
+
+  test('enqueue sends Dates as ISO strings, leaves out what is not given, and JSON with its content type', async () => {
+    const { fetchImpl, sent } = stubFetch(ok(job('x')));
+    await createClient({ url: 'http://q', token: 't', fetch: fetchImpl }).enqueue(
+      'emails',
+      { data: { a: 1 }, run_after: new Date(Date.UTC(2027, 0, 2, 3, 4, 5)), priority: undefined },
+      { id: 'x' },
+    );
+    expect(sent[0]).toMatchObject({ method: 'PUT', url: 'http://q/v1/jobs/emails/x', body: { data: { a: 1 }, run_after: '2027-01-02T03:04:05.000Z' } });
+    expect(sent[0]!.headers['content-type']).toBe('application/json');
+  });
+
+  test('list sends status, limit and cursor as query parameters', async () => {
+    const { fetchImpl, sent } = stubFetch(ok({ jobs: [], next_cursor: null }));
+    await createClient({ url: 'http://q', token: 't', fetch: fetchImpl }).list('emails', { status: 'failed', limit: 20, cursor: 'c/1' });
+    expect(sent[0]!.url).toBe('http://q/v1/jobs/emails?status=failed&limit=20&cursor=c%2F1');
+  });
+
+  test('listAll follows next_cursor until it is null', async () => {
+    const { fetchImpl, sent } = stubFetch(
+      ok({ jobs: [job('1'), job('2')], next_cursor: 'p2' }),
+      ok({ jobs: [job('3')], next_cursor: null }),
+    );
+    const ids: string[] = [];
+    for await (const found of createClient({ url: 'http://q', token: 't', fetch: fetchImpl }).listAll('emails', { status: 'queued' })) ids.push(found.id);
+    expect(ids).toEqual(['1', '2', '3']);
+    expect(sent.map((request) => request.url)).toEqual(['http://q/v1/jobs/emails?status=queued', 'http://q/v1/jobs/emails?status=queued&cursor=p2']);
+  });
+});
+
+describe('errors from answers that are not the API\'s error body', () => {
+  test("API Gateway's own 502 is a ServerError with its message and code internal", async () => {
+    const { fetchImpl } = stubFetch(() => new Response('{"message":"Internal Server Error"}', { status: 502 }));
+    const error = await createClient({ url: 'http://q', token: 't', fetch: fetchImpl, retries: 0 }).stats().catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(ServerError);
+    expect(error).toMatchObject({ status: 502, code: 'internal', message: 'Internal Server Error', details: [] });
+  });
+
+  test('an HTML 404 from a proxy is a NotFoundError, its request id from x-request-id', async () => {
+    const { fetchImpl } = stubFetch(() => new Response('<html>not here</html>', { status: 404, headers: { 'x-request-id': 'r-9' } }));
+    const error = await createClient({ url: 'http://q', token: 't', fetch: fetchImpl }).stats().catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect(error).toMatchObject({ code: 'http_404', requestId: 'r-9' });
+  });
+
+  test('a status without a class of its own is a QueueApiError with kind client_error', async () => {
+    const { fetchImpl } = stubFetch(() => new Response('', { status: 418 }));
+    const error = await createClient({ url: 'http://q', token: 't', fetch: fetchImpl }).stats().catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(QueueApiError);
+    expect(error).toMatchObject({ kind: 'client_error', status: 418 });
+  });
+});
