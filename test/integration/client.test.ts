@@ -169,6 +169,17 @@ describe('jobs', () => {
     expect(error).toMatchObject({ status: 404, code: 'not_found' });
   });
 
+  test('list pages through a status and listAll walks every page', async () => {
+    await client.defineType('listed', ECHO);
+    for (const id of ['l-1', 'l-2', 'l-3']) await client.enqueue('listed', {}, { id });
+    const first = await client.list('listed', { status: 'queued', limit: 2 });
+    expect(first.jobs.map((job) => job.id)).toEqual(['l-1', 'l-2']);
+    expect(first.next_cursor).toEqual(expect.any(String));
+    const ids: string[] = [];
+    for await (const job of client.listAll('listed', { status: 'queued', limit: 2 })) ids.push(job.id);
+    expect(ids).toEqual(['l-1', 'l-2', 'l-3']);
+  });
+
   test('cancel cancels a queued job; a second cancel is a ConflictError', async () => {
     await client.enqueue('emails', {}, { id: 'c-1' });
     expect((await client.cancel('emails', 'c-1')).status).toBe('cancelled');
