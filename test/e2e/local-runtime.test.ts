@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { freePort } from '../../infra/local/dynamodb-local.js';
+import { createClient } from '../../lib/client/index.js';
 import { call, npmStart, stop, waitForStatus, type Started } from '../support/npm-start.js';
 
 let dataDir: string;
@@ -40,6 +41,22 @@ test('the README walk-through runs: a job enqueued 2 s ahead runs once, with its
   expect(job.history[0].outcome).toBe('succeeded');
   expect(Date.parse(job.history[0].started_at)).toBeGreaterThanOrEqual(Date.parse(runAfter));
   expect(job.history[0].worker.host).toEqual(expect.any(String));
+});
+
+test('the typed client, pointed at npm start, defines a type, enqueues with a Date, and reads the job it ran', async () => {
+  const client = createClient({ url: runtime.url, token: runtime.token });
+  await client.defineType('client-check', { target: { kind: 'handler', name: 'echo' } });
+  const runAfter = new Date(Date.now() + 500);
+  const enqueued = await client.enqueue('client-check', { data: { n: 1 }, run_after: runAfter }, { id: 'c1' });
+  expect(enqueued.run_after).toBe(runAfter.toISOString());
+  await waitForStatus(runtime, '/v1/jobs/client-check/c1', 'succeeded', 20_000);
+  expect(await client.get('client-check', 'c1')).toMatchObject({ status: 'succeeded', result: { n: 1 } });
+  const [stats, failedPage] = await Promise.all([
+    client.stats(),
+    client.list('client-check', { status: 'failed' }),
+  ]);
+  expect(stats.job_types.map((type) => type.name)).toContain('client-check');
+  expect(failedPage.jobs).toEqual([]);
 });
 
 test('GET /v1/stats shows the runtime as a live poller of every shard and, once it ran a job, a live worker', async () => {
