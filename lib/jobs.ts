@@ -1,13 +1,14 @@
 /** Enqueue, read, cancel and replay: the producer's side of the job store. */
 import { createHash, randomUUID } from 'node:crypto';
-import { ConditionalCheckFailedException, TransactionCanceledException, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { GetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import stringify from 'safe-stable-stringify';
 import { monotonicFactory } from 'ulid';
 import type { QueueContext } from './config.js';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from './errors.js';
 import { eventForUnstartedJob } from './events.js';
 import { itemToJob, jobToItem, unmarshallItem } from './items.js';
+import { transactWrite, type TransactionResult } from './transactions.js';
 import { recordLaneBucket } from './directory.js';
 import { bucketOf, correlationItemKey, finishedPartition, finishedSortKey, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
 import { isTerminal, MAX_DATA_BYTES, type Job, type JobInput, type JobStatus, type JobType } from './model.js';
@@ -166,7 +167,7 @@ export async function enqueueJob(
     return { job, created: true };
   } catch (error) {
     if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    return sameJobOrConflict(ctx, job, error.Item);
+    return sameJobOrConflict(ctx, job, error.Item ? unmarshallItem(error.Item) : undefined);
   }
 }
 
@@ -174,9 +175,9 @@ export async function enqueueJob(
 async function sameJobOrConflict(
   ctx: QueueContext,
   job: Job,
-  storedItem: Record<string, AttributeValue> | undefined,
+  storedItem: Record<string, unknown> | undefined,
 ): Promise<{ job: Job; created: false }> {
-  const existing = storedItem ? itemToJob(unmarshallItem(storedItem)) : await getJob(ctx, job.type, job.id);
+  const existing = storedItem ? itemToJob(storedItem) : await getJob(ctx, job.type, job.id);
   if (existing?.requestHash === job.requestHash) return { job: existing, created: false };
   throw new ConflictError(`job "${job.id}" already exists with a different body`);
 }
@@ -200,7 +201,7 @@ export async function getCorrelationPointer(ctx: QueueContext, correlationKey: s
   return pointerOf(Item);
 }
 
-/** Two enqueues racing for one correlation key, or a take-over meeting another, retry this often before giving up. */
+/** Take-overs of a pointer that keeps changing under them are tried this often; conflicts between transactions are retried inside transactWrite. */
 const MAX_CORRELATION_TRIES = 5;
 
 /**
@@ -216,70 +217,63 @@ async function enqueueCorrelatedJob(
   item: Record<string, unknown>,
   correlationKey: string,
 ): Promise<{ job: Job; created: boolean }> {
+  const contended = () =>
+    new ConflictError(`correlation_key "${correlationKey}" is contended by other enqueues; try again`, [
+      { field: 'correlation_key', message: 'is contended by other enqueues' },
+    ]);
   /** The hold token of a stale pointer to replace; undefined: no pointer may exist. */
   let replacing: string | undefined;
   for (let tries = 1; ; tries++) {
     const pointerItem = { ...correlationItemKey(correlationKey), jobType: job.type, jobId: job.id, holdToken: randomUUID() };
+    let result: TransactionResult;
     try {
-      await ctx.db.send(
-        new TransactWriteCommand({
-          // The SDK sends a retry with the same token: a first try that was applied but whose answer was lost succeeds again.
-          ClientRequestToken: randomUUID(),
-          TransactItems: [
-            {
-              Put: {
-                TableName: ctx.settings.tableName,
-                Item: item,
-                ConditionExpression: 'attribute_not_exists(pk)',
-                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-              },
-            },
-            {
-              Put: {
-                TableName: ctx.settings.tableName,
-                Item: pointerItem,
-                ...(replacing === undefined
-                  ? { ConditionExpression: 'attribute_not_exists(pk)' }
-                  : { ConditionExpression: 'holdToken = :seen', ExpressionAttributeValues: { ':seen': replacing } }),
-                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-              },
-            },
-          ],
-        }),
-      );
-      return { job, created: true };
+      // The SDK gives the transaction a client request token and sends its retries with it: a first try that was
+      // applied but whose answer was lost succeeds again rather than failing its conditions.
+      result = await transactWrite(ctx, [
+        {
+          Put: {
+            TableName: ctx.settings.tableName,
+            Item: item,
+            ConditionExpression: 'attribute_not_exists(pk)',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
+        {
+          Put: {
+            TableName: ctx.settings.tableName,
+            Item: pointerItem,
+            ...(replacing === undefined
+              ? { ConditionExpression: 'attribute_not_exists(pk)' }
+              : { ConditionExpression: 'holdToken = :seen', ExpressionAttributeValues: { ':seen': replacing } }),
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
+      ]);
     } catch (error) {
-      if (!(error instanceof TransactionCanceledException)) throw error;
-      const [jobReason, pointerReason] = error.CancellationReasons ?? [];
-      if (jobReason?.Code === 'ConditionalCheckFailed') return sameJobOrConflict(ctx, job, jobReason.Item);
-      if (tries >= MAX_CORRELATION_TRIES) {
-        throw new ConflictError(`correlation_key "${correlationKey}" is contended by other enqueues; try again`, [
-          { field: 'correlation_key', message: 'is contended by other enqueues' },
-        ]);
-      }
-      if (pointerReason?.Code !== 'ConditionalCheckFailed') {
-        // A TransactionConflict: another transaction was writing the same item; the next try sees its outcome.
-        await sleepMs(10 + ctx.random() * 40);
-        continue;
-      }
-      const holder = pointerReason.Item ? pointerOf(unmarshallItem(pointerReason.Item)) : await getCorrelationPointer(ctx, correlationKey);
-      if (holder === undefined) {
-        replacing = undefined;
-        continue;
-      }
-      const holderJob = await getJob(ctx, holder.type, holder.id);
-      if (holderJob !== undefined && !isTerminal(holderJob.status)) {
-        // The holder is not named: the caller may have no right to see jobs of its type.
-        throw new ConflictError(`correlation_key "${correlationKey}" is held by a job that has not finished`, [
-          { field: 'correlation_key', message: 'is held by a job that has not finished' },
-        ]);
-      }
-      replacing = holder.holdToken;
+      // Conflicts with other transactions on the same items did not clear.
+      if (error instanceof TransactionCanceledException) throw contended();
+      throw error;
     }
+    if (result.ok) return { job, created: true };
+    const [jobReason, pointerReason] = result.reasons;
+    if (jobReason?.code === 'ConditionalCheckFailed') return sameJobOrConflict(ctx, job, jobReason.item);
+    if (tries >= MAX_CORRELATION_TRIES) throw contended();
+    const holder = pointerReason?.item ? pointerOf(pointerReason.item) : await getCorrelationPointer(ctx, correlationKey);
+    if (holder === undefined) {
+      replacing = undefined;
+      continue;
+    }
+    const holderJob = await getJob(ctx, holder.type, holder.id);
+    if (holderJob !== undefined && !isTerminal(holderJob.status)) {
+      // The holder is not named: the caller may have no right to see jobs of its type.
+      throw new ConflictError(`correlation_key "${correlationKey}" is held by a job that has not finished`, [
+        { field: 'correlation_key', message: 'is held by a job that has not finished' },
+      ]);
+    }
+    replacing = holder.holdToken;
   }
 }
 
-const sleepMs = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function getJob(ctx: QueueContext, type: string, id: string): Promise<Job | undefined> {
   const { Item } = await ctx.db.send(
