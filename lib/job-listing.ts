@@ -11,7 +11,7 @@ import { laneBuckets } from './directory.js';
 import { ValidationError } from './errors.js';
 import { itemToJob } from './items.js';
 import { bucketOf, DUE_INDEX, finishedPartition, jobKey, lanePartition, parseJobPk, type Lane } from './keys.js';
-import { readCursor } from './lanes.js';
+import { oldestCursorBucket } from './lanes.js';
 import { batchGetItems, queryPages } from './listing.js';
 import { isTerminal, type Job, type JobStatus, type JobType } from './model.js';
 
@@ -121,12 +121,8 @@ async function laneEntries(
           ExpressionAttributeValues: { ':type': jobType.name, ':status': status },
         }
       : undefined;
-  let fromBucket = after?.bucket;
-  if (fromBucket === undefined) {
-    const typeBucket = bucketOf(jobType.createdAtMs, ctx.settings.bucketMs);
-    const cursors = await Promise.all(shardsOf(ctx).map((shard) => readCursor(ctx, lane, shard)));
-    fromBucket = Math.max(typeBucket, Math.min(...cursors.map((cursor) => cursor ?? typeBucket)));
-  }
+  // Neither the type's jobs nor its claims are older than the type.
+  const fromBucket = after?.bucket ?? (await oldestCursorBucket(ctx, lane, bucketOf(jobType.createdAtMs, ctx.settings.bucketMs)));
   const entries: IndexEntry[] = [];
   let queries = 0;
   for (const bucket of await laneBuckets(ctx, lane, fromBucket)) {

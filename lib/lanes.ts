@@ -27,6 +27,21 @@ export async function readCursor(ctx: QueueContext, lane: Lane, shard: number): 
   return typeof Item?.bucket === 'number' ? Item.bucket : undefined;
 }
 
+/**
+ * The oldest bucket any shard's cursor of the lane still holds, never before `floorBucket`, which is also where a
+ * shard without a cursor starts. `run` wraps each read, so a caller can bound the calls it has in flight.
+ */
+export async function oldestCursorBucket(
+  ctx: QueueContext,
+  lane: Lane,
+  floorBucket: number,
+  run: <T>(call: () => Promise<T>) => Promise<T> = (call) => call(),
+): Promise<number> {
+  const shards = Array.from({ length: ctx.settings.shards }, (_, shard) => shard);
+  const cursors = await Promise.all(shards.map((shard) => run(() => readCursor(ctx, lane, shard))));
+  return Math.max(floorBucket, Math.min(...cursors.map((cursor) => cursor ?? floorBucket)));
+}
+
 /** Compare-and-set, so two pollers advancing at once cannot move it past a bucket neither scanned. */
 export async function advanceCursor(
   ctx: QueueContext,

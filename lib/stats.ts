@@ -15,7 +15,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import type { QueueContext } from './config.js';
 import { laneBuckets } from './directory.js';
 import { bucketOf, DUE_INDEX, dueUpToSortKey, lanePartition, type Lane } from './keys.js';
-import { readCursor } from './lanes.js';
+import { oldestCursorBucket, readCursor } from './lanes.js';
 import type { JobType } from './model.js';
 import { queryPages } from './listing.js';
 import { readInFlight } from './slots.js';
@@ -118,9 +118,8 @@ async function typeStats(ctx: QueueContext, jobType: JobType, nowMs: number, lim
       return Array.from({ length: Math.max(0, currentBucket - firstBucket + 1) }, (_, i) => lanePartition(lane, firstBucket + i, shard));
     }),
   );
-  const claimCursors = await Promise.all(shardList.map((shard) => limit(() => readCursor(ctx, claims, shard))));
   // Claims of this type cannot be older than the type.
-  const firstClaimBucket = Math.max(typeBucket, Math.min(...claimCursors.map((cursor) => cursor ?? typeBucket)));
+  const firstClaimBucket = await oldestCursorBucket(ctx, claims, typeBucket, limit);
   const [aheadBuckets, claimBuckets, inFlight] = await Promise.all([
     limit(() => laneBuckets(ctx, lane, currentBucket + 1)),
     limit(() => laneBuckets(ctx, claims, firstClaimBucket)),
