@@ -26,6 +26,11 @@ export type RateBucketCache = Map<string, RateBucketState | undefined>;
 /** A compare-and-set that keeps losing to other pollers gives up for this poll; the next one tries again. */
 const TAKE_TRIES = 5;
 
+/** Token counts are kept to a millionth, so a value written compares equal when read back for the next compare-and-set. */
+function roundedTokens(tokens: number): number {
+  return Math.round(tokens * 1e6) / 1e6;
+}
+
 /** One second of the rate, so no burst passes what a second allows. */
 export function bucketCapacity(ratePerS: number): number {
   return Math.max(1, ratePerS);
@@ -62,8 +67,7 @@ export async function takeRateTokens(
     const available = availableTokens(seen, ratePerS, nowMs);
     const granted = Math.min(wanted, Math.floor(available));
     if (granted <= 0) return 0;
-    // Rounded so the value read back compares equal in the next compare-and-set.
-    const left = Math.round((available - granted) * 1e6) / 1e6;
+    const left = roundedTokens(available - granted);
     try {
       await ctx.db.send(
         new UpdateCommand({
@@ -102,7 +106,7 @@ export async function returnRateTokens(ctx: QueueContext, type: string, unused: 
   const seen = cache.get(type);
   // What the bucket holds after the addition, if no other poller wrote in between; if one did, the next take's
   // compare-and-set fails and reads the bucket back.
-  if (seen) cache.set(type, { tokens: Math.round((seen.tokens + unused) * 1e6) / 1e6, refilledAtMs: seen.refilledAtMs });
+  if (seen) cache.set(type, { tokens: roundedTokens(seen.tokens + unused), refilledAtMs: seen.refilledAtMs });
   await ctx.db.send(
     new UpdateCommand({
       TableName: ctx.settings.tableName,
