@@ -27,7 +27,12 @@ export interface DynamoClients {
  * `endpoint` may point at DynamoDB Local, which takes any credentials, so fixed
  * ones are supplied for a loopback endpoint; the default chain is used everywhere else.
  */
-export function createDynamoClients(options: { endpoint?: string; region?: string } = {}): DynamoClients {
+export interface DynamoClientOptions {
+  endpoint?: string;
+  region?: string;
+}
+
+export function createDynamoClients(options: DynamoClientOptions = {}): DynamoClients {
   const config: DynamoDBClientConfig = {
     region: options.region ?? process.env.AWS_REGION ?? 'us-east-1',
     ...DYNAMODB_CALL_LIMITS,

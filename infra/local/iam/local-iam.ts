@@ -1,0 +1,52 @@
+/**
+ * What a function's code is handed here so that each of its AWS calls meets
+ * its role: DynamoDB clients, SDK clients for targets, the lifecycle publisher
+ * and the worker invoker, each checked against that function's policy. The
+ * in-memory publisher and the in-process invoker reach no AWS service, but on
+ * AWS they are `events:PutEvents` and `lambda:InvokeFunction` calls, so they
+ * are checked as those.
+ */
+import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../lib/dynamodb.js';
+import type { LifecyclePublisher } from '../../../lib/events.js';
+import type { WorkerInvoker } from '../../../lib/poller.js';
+import { checkCallsOf, createIamCheck, type IamCheck, type IamDecision } from './iam-check.js';
+import { localPolicies, type LocalAccount } from './local-policies.js';
+import { lambdaInvokeRequests, putEventsRequests } from './requests.js';
+import type { QueueFunctionName, StackPolicies } from './stack-policies.js';
+
+export interface LocalIam {
+  check: IamCheck;
+  dynamoClientsFor(fn: QueueFunctionName, options: DynamoClientOptions): DynamoClients;
+  /** `client` (Lambda, EventBridge, Secrets Manager) with every command checked against `fn`'s role. */
+  sdkClientFor<Client extends Parameters<typeof checkCallsOf>[0]>(fn: QueueFunctionName, client: Client, service: string): Client;
+  /** `publisher` as the lifecycle bus `fn` sends to on AWS. */
+  publisherFor(fn: QueueFunctionName, publisher: LifecyclePublisher): LifecyclePublisher;
+  /** `invoker` as the asynchronous invoke of the worker function `fn` makes on AWS. */
+  invokerFor(fn: QueueFunctionName, invoker: WorkerInvoker): WorkerInvoker;
+}
+
+export function createLocalIam(stack: StackPolicies, account: LocalAccount, options: { onDecision?: (decision: IamDecision) => void } = {}): LocalIam {
+  const check = createIamCheck(localPolicies(stack, account), options);
+  const { arns } = check.policies;
+  return {
+    check,
+    dynamoClientsFor(fn, clientOptions) {
+      const clients = createDynamoClients(clientOptions);
+      checkCallsOf(clients.base, 'DynamoDB', check.forFunction(fn));
+      return clients;
+    },
+    sdkClientFor: (fn, client, service) => checkCallsOf(client, service, check.forFunction(fn)),
+    publisherFor: (fn, publisher) => ({
+      publish: async (events) => {
+        if (events.length > 0) await check.forFunction(fn).authorize(putEventsRequests([arns.lifecycleBus], account));
+        await publisher.publish(events);
+      },
+    }),
+    invokerFor: (fn, invoker) => ({
+      invoke: async (batch) => {
+        await check.forFunction(fn).authorize(lambdaInvokeRequests(arns.workerFunction, account));
+        await invoker.invoke(batch);
+      },
+    }),
+  };
+}

@@ -1,0 +1,100 @@
+/**
+ * The stack's policies with every CloudFormation reference replaced by the ARN
+ * of what stands in for that resource on this machine: the local table, the
+ * in-memory lifecycle bus, the in-process worker. A reference this cannot
+ * resolve is an error, never a guess, so a new kind of grant is noticed here.
+ */
+import type { PolicyDocument, QueueFunctionName, StackPolicies } from './stack-policies.js';
+
+/** Where the local resources live in ARN terms; nothing here reaches AWS, the ARNs only have to match the policies. */
+export interface LocalAccount {
+  region: string;
+  accountId: string;
+  tableName: string;
+}
+
+export const LOCAL_ACCOUNT_ID = '000000000000';
+
+export interface LocalPolicies {
+  functions: Record<QueueFunctionName, PolicyDocument>;
+  account: LocalAccount;
+  arns: { table: string; lifecycleBus: string; workerFunction: string };
+}
+
+interface ResourceIdentity {
+  ref: string;
+  arn: string;
+}
+
+/** What `Ref` and `Fn::GetAtt Arn` give for each kind of resource a policy may name, with the logical id as its local name. */
+function identityOf(type: string, logicalId: string, account: LocalAccount): ResourceIdentity {
+  const { region, accountId } = account;
+  const arn = (service: string, resource: string): string => `arn:aws:${service}:${region}:${accountId}:${resource}`;
+  switch (type) {
+    case 'AWS::DynamoDB::Table':
+      return { ref: account.tableName, arn: arn('dynamodb', `table/${account.tableName}`) };
+    case 'AWS::Events::EventBus':
+      return { ref: logicalId, arn: arn('events', `event-bus/${logicalId}`) };
+    case 'AWS::Lambda::Function':
+      return { ref: logicalId, arn: arn('lambda', `function:${logicalId}`) };
+    case 'AWS::SQS::Queue':
+      return { ref: `https://sqs.${region}.amazonaws.com/${accountId}/${logicalId}`, arn: arn('sqs', logicalId) };
+    case 'AWS::Logs::LogGroup':
+      return { ref: logicalId, arn: arn('logs', `log-group:${logicalId}:*`) };
+    case 'AWS::SecretsManager::Secret': {
+      // A secret's Ref is its ARN, which ends in six random characters.
+      const secretArn = arn('secretsmanager', `secret:${logicalId}-local0`);
+      return { ref: secretArn, arn: secretArn };
+    }
+    default:
+      throw new Error(`the local IAM check cannot stand in for a ${type} (${logicalId}); teach infra/local/iam/local-policies.ts its ARN`);
+  }
+}
+
+function resolveValue(value: unknown, lookup: (logicalId: string) => ResourceIdentity, account: LocalAccount): unknown {
+  if (Array.isArray(value)) return value.map((item) => resolveValue(item, lookup, account));
+  if (typeof value !== 'object' || value === null) return value;
+  const entries = Object.entries(value);
+  const [intrinsic, argument] = entries[0] ?? [];
+  if (entries.length === 1 && intrinsic === 'Ref') {
+    const name = String(argument);
+    if (name === 'AWS::Partition') return 'aws';
+    if (name === 'AWS::Region') return account.region;
+    if (name === 'AWS::AccountId') return account.accountId;
+    if (name === 'AWS::URLSuffix') return 'amazonaws.com';
+    return lookup(name).ref;
+  }
+  if (entries.length === 1 && intrinsic === 'Fn::GetAtt') {
+    const [logicalId, attribute] = argument as [string, string];
+    if (attribute !== 'Arn') throw new Error(`the local IAM check cannot resolve Fn::GetAtt ${logicalId}.${attribute}`);
+    return lookup(logicalId).arn;
+  }
+  if (entries.length === 1 && intrinsic === 'Fn::Join') {
+    const [separator, parts] = argument as [string, unknown[]];
+    return parts.map((part) => String(resolveValue(part, lookup, account))).join(separator);
+  }
+  if (entries.length === 1 && intrinsic?.startsWith('Fn::')) {
+    throw new Error(`the local IAM check cannot resolve ${intrinsic}; teach infra/local/iam/local-policies.ts`);
+  }
+  return Object.fromEntries(entries.map(([key, item]) => [key, resolveValue(item, lookup, account)]));
+}
+
+export function localPolicies(stack: StackPolicies, account: LocalAccount): LocalPolicies {
+  const lookup = (logicalId: string): ResourceIdentity => {
+    const type = stack.resourceTypes[logicalId];
+    if (type === undefined) throw new Error(`a policy refers to ${logicalId}, which is not a resource of the stack`);
+    return identityOf(type, logicalId, account);
+  };
+  const functions = Object.fromEntries(
+    Object.entries(stack.functions).map(([name, document]) => [name, resolveValue(document, lookup, account)]),
+  ) as Record<QueueFunctionName, PolicyDocument>;
+  return {
+    functions,
+    account,
+    arns: {
+      table: lookup(stack.logicalIds.table).arn,
+      lifecycleBus: lookup(stack.logicalIds.lifecycleBus).arn,
+      workerFunction: lookup(stack.logicalIds.workerFunction).arn,
+    },
+  };
+}

@@ -1,0 +1,127 @@
+/**
+ * What IAM evaluates for one SDK call: the actions, the resource ARNs and the
+ * condition keys, as AWS documents them. A transaction is authorized item by
+ * item as the item's own action (DynamoDB has no TransactWriteItems action);
+ * a batch as the batch action on each table, with every key it touches.
+ */
+import { TABLE_SCHEMA } from '../../../lib/table.js';
+import type { LocalAccount } from './local-policies.js';
+
+export interface IamRequest {
+  action: string;
+  resource: string;
+  context: Record<string, string | string[]>;
+}
+
+/** The condition keys these requests carry; a policy conditioned on any other cannot be checked here. */
+export const SUPPLIED_CONDITION_KEYS = ['dynamodb:leadingkeys', 'dynamodb:enclosingoperation'];
+
+type Input = Record<string, any>;
+
+/** A key attribute as the document client passes it (a string) or as the wire carries it (`{ S: … }`). */
+function stringOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'object' && value !== null && typeof (value as { S?: unknown }).S === 'string') return (value as { S: string }).S;
+  throw new Error(`the local IAM check expected a string key attribute, got ${JSON.stringify(value)}`);
+}
+
+function tableArn(account: LocalAccount, tableName: string): string {
+  return tableName.startsWith('arn:') ? tableName : `arn:aws:dynamodb:${account.region}:${account.accountId}:table/${tableName}`;
+}
+
+const leadingKeyOf = (key: Input | undefined): string => stringOf(key?.[TABLE_SCHEMA.partitionKey]);
+
+/** The partition key value a query's key condition names (`pk = :v`, `#n = :v`), on the table or its index. */
+function queriedPartition(input: Input): string {
+  const keyAttribute = input.IndexName ? TABLE_SCHEMA.dueIndex.partitionKey : TABLE_SCHEMA.partitionKey;
+  const names: Record<string, string> = input.ExpressionAttributeNames ?? {};
+  for (const match of String(input.KeyConditionExpression ?? '').matchAll(/(#?[\w.]+)\s*=\s*(:\w+)/g)) {
+    const [, name, placeholder] = match as unknown as [string, string, string];
+    if ((names[name] ?? name) === keyAttribute) return stringOf(input.ExpressionAttributeValues?.[placeholder]);
+  }
+  throw new Error(`the local IAM check found no "${keyAttribute} = :value" in KeyConditionExpression "${input.KeyConditionExpression}"`);
+}
+
+const TRANSACT_WRITE_ACTIONS: Record<string, string> = {
+  Put: 'dynamodb:PutItem',
+  Update: 'dynamodb:UpdateItem',
+  Delete: 'dynamodb:DeleteItem',
+  ConditionCheck: 'dynamodb:ConditionCheckItem',
+};
+
+export function dynamoDbRequests(operation: string, input: Input, account: LocalAccount): IamRequest[] {
+  const action = `dynamodb:${operation}`;
+  switch (operation) {
+    case 'GetItem':
+    case 'UpdateItem':
+    case 'DeleteItem':
+      return [{ action, resource: tableArn(account, input.TableName), context: { 'dynamodb:LeadingKeys': [leadingKeyOf(input.Key)] } }];
+    case 'PutItem':
+      return [{ action, resource: tableArn(account, input.TableName), context: { 'dynamodb:LeadingKeys': [leadingKeyOf(input.Item)] } }];
+    case 'Query': {
+      const table = tableArn(account, input.TableName);
+      const resource = input.IndexName ? `${table}/index/${input.IndexName}` : table;
+      return [{ action, resource, context: { 'dynamodb:LeadingKeys': [queriedPartition(input)] } }];
+    }
+    case 'BatchGetItem':
+    case 'BatchWriteItem':
+      return Object.entries<Input>(input.RequestItems ?? {}).map(([tableName, request]) => {
+        const keys: Input[] = Array.isArray(request)
+          ? request.map((write: Input) => write.PutRequest?.Item ?? write.DeleteRequest?.Key)
+          : (request.Keys ?? []);
+        return { action, resource: tableArn(account, tableName), context: { 'dynamodb:LeadingKeys': [...new Set(keys.map(leadingKeyOf))] } };
+      });
+    case 'TransactWriteItems':
+    case 'TransactGetItems':
+      return (input.TransactItems as Input[]).map((item) => {
+        const [kind, request] = Object.entries<Input>(item)[0]!;
+        const itemAction = kind === 'Get' ? 'dynamodb:GetItem' : TRANSACT_WRITE_ACTIONS[kind];
+        if (!itemAction) throw new Error(`the local IAM check does not know transaction item "${kind}"`);
+        return {
+          action: itemAction,
+          resource: tableArn(account, request.TableName),
+          context: { 'dynamodb:LeadingKeys': [leadingKeyOf(request.Key ?? request.Item)], 'dynamodb:EnclosingOperation': operation },
+        };
+      });
+    default:
+      // Table-level calls (Scan, DescribeTable, …) carry no item keys.
+      return [{ action, resource: tableArn(account, String(input.TableName)), context: {} }];
+  }
+}
+
+export function lambdaInvokeRequests(functionName: string, account: LocalAccount): IamRequest[] {
+  const resource = functionName.startsWith('arn:')
+    ? functionName
+    : `arn:aws:lambda:${account.region}:${account.accountId}:function:${functionName}`;
+  return [{ action: 'lambda:InvokeFunction', resource, context: {} }];
+}
+
+export function putEventsRequests(busNames: (string | undefined)[], account: LocalAccount): IamRequest[] {
+  const arns = new Set(
+    busNames.map((bus = 'default') => (bus.startsWith('arn:') ? bus : `arn:aws:events:${account.region}:${account.accountId}:event-bus/${bus}`)),
+  );
+  return [...arns].map((resource) => ({ action: 'events:PutEvents', resource, context: {} }));
+}
+
+export function getSecretValueRequests(secretId: string, account: LocalAccount): IamRequest[] {
+  const resource = secretId.startsWith('arn:') ? secretId : `arn:aws:secretsmanager:${account.region}:${account.accountId}:secret:${secretId}`;
+  return [{ action: 'secretsmanager:GetSecretValue', resource, context: {} }];
+}
+
+/** The IAM requests of an SDK command, by the client's service and the command's operation name. */
+export function requestsOfCommand(service: string, operation: string, input: Input, account: LocalAccount): IamRequest[] {
+  switch (service) {
+    case 'DynamoDB':
+      return dynamoDbRequests(operation, input, account);
+    case 'Lambda':
+      if (operation === 'Invoke') return lambdaInvokeRequests(String(input.FunctionName), account);
+      break;
+    case 'EventBridge':
+      if (operation === 'PutEvents') return putEventsRequests((input.Entries as Input[]).map((entry) => entry.EventBusName), account);
+      break;
+    case 'Secrets Manager':
+      if (operation === 'GetSecretValue') return getSecretValueRequests(String(input.SecretId), account);
+      break;
+  }
+  throw new Error(`the local IAM check does not know what ${service} ${operation} asks of IAM; teach infra/local/iam/requests.ts`);
+}
