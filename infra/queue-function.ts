@@ -13,9 +13,14 @@ import { Architecture, Runtime, type IFunction } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type CfnLogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { DUE_INDEX } from '../lib/keys.js';
+import { DUE_INDEX, PARTITION_PREFIX, type PartitionFamily } from '../lib/keys.js';
+import type { TableGrants } from './table-grants.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The functions of the stack, each with a role of its own. */
+export const QUEUE_FUNCTIONS = ['api', 'authorizer', 'poller', 'worker', 'sweeper'] as const;
+export type QueueFunctionName = (typeof QUEUE_FUNCTIONS)[number];
 
 export interface QueueFunctionProps {
   /** The directory under functions/ whose index.ts is the Lambda entry. */
@@ -30,8 +35,12 @@ export interface QueueFunctionProps {
   reservedConcurrentExecutions?: number;
 }
 
-/** The DynamoDB calls lib/ makes. Query is granted on the due index only: the code never queries the base table. */
-export type TableCall = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'BatchGetItem' | 'Query';
+/**
+ * The DynamoDB calls lib/ makes on items of the base table. A transaction is
+ * authorized item by item as these (ConditionCheckItem for a condition check);
+ * Query here means a query of the base table's own partitions.
+ */
+export type ItemCall = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'BatchGetItem' | 'ConditionCheckItem' | 'Query';
 
 export class QueueFunction extends Construct {
   readonly function: NodejsFunction;
@@ -91,15 +100,32 @@ export class QueueFunction extends Construct {
     });
   }
 
-  /** Exactly `calls` on the table (and Query on its due index). */
-  allowTable(table: ITable, calls: TableCall[]): this {
-    const itemCalls = calls.filter((call) => call !== 'Query');
-    if (itemCalls.length > 0) {
-      this.role.addToPolicy(new PolicyStatement({ actions: itemCalls.map((call) => `dynamodb:${call}`), resources: [table.tableArn] }));
-    }
-    if (calls.includes('Query')) {
-      this.role.addToPolicy(new PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${table.tableArn}/index/${DUE_INDEX}`] }));
-    }
+  /**
+   * Exactly `calls`, on the items of the partition families `families` only.
+   * Every call granted here names its partitions, so `ForAllValues` never
+   * meets the empty set that would make it true for any item.
+   */
+  allowItems(table: ITable, calls: ItemCall[], families: PartitionFamily[]): this {
+    this.role.addToPolicy(
+      new PolicyStatement({
+        actions: calls.map((call) => `dynamodb:${call}`),
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': families.map((family) => `${PARTITION_PREFIX[family]}*`) } },
+      }),
+    );
+    return this;
+  }
+
+  /** Queries of the due index (lanes, listings). Its partitions are lanes, not items, so no key condition applies. */
+  allowDueIndexQuery(table: ITable): this {
+    this.role.addToPolicy(new PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${table.tableArn}/index/${DUE_INDEX}`] }));
+    return this;
+  }
+
+  /** Every grant of `grants`: one statement per call, naming the families that call may touch. */
+  allowTable(table: ITable, grants: TableGrants): this {
+    for (const [call, families] of Object.entries(grants.items) as [ItemCall, PartitionFamily[]][]) this.allowItems(table, [call], families);
+    if (grants.queriesDueIndex) this.allowDueIndexQuery(table);
     return this;
   }
 

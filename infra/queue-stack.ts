@@ -23,6 +23,7 @@ import type { Construct } from 'constructs';
 import { DASHBOARD_PATHS } from '../functions/api/dashboard.js';
 import { TABLE_SCHEMA } from '../lib/table.js';
 import { QueueFunction } from './queue-function.js';
+import { TABLE_GRANTS } from './table-grants.js';
 import { shardsOfPartition, type StackSettings } from './settings.js';
 
 export interface QueueStackProps extends StackProps {
@@ -103,7 +104,7 @@ export class QueueStack extends Stack {
       timeout: Duration.minutes(15),
       memorySizeMb: 1024,
     })
-      .allowTable(this.table, ['UpdateItem'])
+      .allowTable(this.table, TABLE_GRANTS.worker)
       .allowPutEvents(this.eventBus, ...settings.targetEventBusArns)
       .allowInvoke(...settings.targetFunctionArns);
     worker.function.configureAsyncInvoke({
@@ -125,7 +126,7 @@ export class QueueStack extends Stack {
       // Each partition's poller may overlap its successor by a moment, never more: a slow minute cannot pile up.
       reservedConcurrentExecutions: 2 * settings.pollerPartitions,
     })
-      .allowTable(this.table, ['Query', 'GetItem', 'UpdateItem', 'BatchGetItem'])
+      .allowTable(this.table, TABLE_GRANTS.poller)
       .allowInvoke(worker.function)
       .allowPutEvents(this.eventBus);
     poller.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: SCHEDULED_EVENT_MAX_AGE });
@@ -151,7 +152,7 @@ export class QueueStack extends Stack {
       memorySizeMb: 256,
       reservedConcurrentExecutions: 2,
     })
-      .allowTable(this.table, ['Query', 'GetItem', 'UpdateItem', 'BatchGetItem'])
+      .allowTable(this.table, TABLE_GRANTS.sweeper)
       .allowPutEvents(this.eventBus);
     sweeper.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: SCHEDULED_EVENT_MAX_AGE });
     new Rule(this, 'SweeperSchedule', {
@@ -168,9 +169,7 @@ export class QueueStack extends Stack {
       timeout: Duration.seconds(29),
       memorySizeMb: 512,
     })
-      // A job with a correlation key is written in a transaction with its CORR item (PutItem each), and the
-      // correlation callback deletes that item once the job is finished.
-      .allowTable(this.table, ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query', 'BatchGetItem'])
+      .allowTable(this.table, TABLE_GRANTS.api)
       .allowPutEvents(this.eventBus);
 
     // The same authorizer code the local runtime runs in front of the api: API keys from the table.
@@ -181,7 +180,7 @@ export class QueueStack extends Stack {
       environment: { ...queueEnvironment, CALLBACK_TOKEN_SECRET: callbackTokenSecretValue },
       timeout: Duration.seconds(10),
       memorySizeMb: 256,
-    }).allowTable(this.table, ['GetItem', 'UpdateItem']);
+    }).allowTable(this.table, TABLE_GRANTS.authorizer);
     const authorizer = new HttpLambdaAuthorizer('ApiKeyAuthorizer', authorizerFunction.function, {
       responseTypes: [HttpLambdaResponseType.SIMPLE],
       identitySource: ['$request.header.Authorization'],

@@ -10,14 +10,14 @@
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './config.js';
-import { bucketOf, laneName, padEpochMs, type ItemKey, type Lane } from './keys.js';
+import { bucketOf, laneName, padEpochMs, PARTITION_PREFIX, type ItemKey, type Lane } from './keys.js';
 import { queryPages } from './listing.js';
 
 /** Buckets up to this many past the current one are walked, never looked up: writers skip recording them. */
 export const WALKED_BUCKETS_AHEAD = 1;
 
 export function directoryKey(lane: Lane, bucket: number): ItemKey {
-  return { pk: `DIR#${laneName(lane)}`, sk: padEpochMs(bucket) };
+  return { pk: `${PARTITION_PREFIX.directory}${laneName(lane)}`, sk: padEpochMs(bucket) };
 }
 
 /** Buckets this process recorded already, per table; bounded, since forgetting one only costs a repeated write. */

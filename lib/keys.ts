@@ -31,19 +31,37 @@ export function shardOf(id: string, shards: number): number {
 
 export type ItemKey = { pk: string; sk: string };
 
+/**
+ * The first segment of every base-table partition key, by family. The stack
+ * grants each function only the families it touches (`dynamodb:LeadingKeys`),
+ * so every key builder starts with one of these.
+ */
+export const PARTITION_PREFIX = {
+  job: 'JOB#',
+  jobType: 'TYPE#',
+  apiKey: 'KEY#',
+  roster: 'ROSTER#',
+  metrics: 'METRICS#',
+  cursor: 'CURSOR#',
+  correlation: 'CORR#',
+  directory: 'DIR#',
+} as const;
+
+export type PartitionFamily = keyof typeof PARTITION_PREFIX;
+
 export function jobKey(type: string, id: string): ItemKey {
-  return { pk: `JOB#${type}#${id}`, sk: 'JOB' };
+  return { pk: `${PARTITION_PREFIX.job}${type}#${id}`, sk: 'JOB' };
 }
 
 export function jobTypeKey(name: string): ItemKey {
-  return { pk: `TYPE#${name}`, sk: 'TYPE' };
+  return { pk: `${PARTITION_PREFIX.jobType}${name}`, sk: 'TYPE' };
 }
 
 /** Job types also sit in the due index under one partition, so a poller lists them with a query, never a scan. */
 export const JOB_TYPES_PARTITION = 'TYPES';
 
 export function apiKeyKey(id: string): ItemKey {
-  return { pk: `KEY#${id}`, sk: 'KEY' };
+  return { pk: `${PARTITION_PREFIX.apiKey}${id}`, sk: 'KEY' };
 }
 
 /** API keys sit in the due index under one partition too, so they are listed without a scan. */
@@ -55,7 +73,7 @@ export function rosterEntryName(role: string, id: string): string {
 }
 
 export function rosterKey(entryName: string): ItemKey {
-  return { pk: `ROSTER#${entryName}`, sk: 'ROSTER' };
+  return { pk: `${PARTITION_PREFIX.roster}${entryName}`, sk: 'ROSTER' };
 }
 
 /** The roster sits in the due index under one partition, each entry under `<role>#<id>`, listed without a scan. */
@@ -63,7 +81,7 @@ export const ROSTER_PARTITION = 'ROSTER';
 
 /** One job type's counts for one minute (epoch minutes), written by every poller and worker with ADD. */
 export function metricsKey(type: string, epochMinute: number): ItemKey {
-  return { pk: `METRICS#${type}`, sk: metricsMinuteSortKey(epochMinute) };
+  return { pk: `${PARTITION_PREFIX.metrics}${type}`, sk: metricsMinuteSortKey(epochMinute) };
 }
 
 export function metricsMinuteSortKey(epochMinute: number): string {
@@ -126,10 +144,10 @@ export function parseClaimSortKey(sk: string): { claimedUntilMs: number; type: s
 }
 
 export function cursorKey(lane: Lane, shard: number): ItemKey {
-  return { pk: `CURSOR#${laneName(lane)}#${shard}`, sk: 'CURSOR' };
+  return { pk: `${PARTITION_PREFIX.cursor}${laneName(lane)}#${shard}`, sk: 'CURSOR' };
 }
 
 /** Points at the job that holds a correlation key (see `enqueueJob`). */
 export function correlationItemKey(correlationKey: string): ItemKey {
-  return { pk: `CORR#${correlationKey}`, sk: 'CORR' };
+  return { pk: `${PARTITION_PREFIX.correlation}${correlationKey}`, sk: 'CORR' };
 }

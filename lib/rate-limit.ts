@@ -8,11 +8,11 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './config.js';
 import { unmarshallItem } from './items.js';
-import type { ItemKey } from './keys.js';
+import { PARTITION_PREFIX, type ItemKey } from './keys.js';
 import type { JobType } from './model.js';
 
 export function rateBucketKey(type: string): ItemKey {
-  return { pk: `TYPE#${type}`, sk: 'RATE' };
+  return { pk: `${PARTITION_PREFIX.jobType}${type}`, sk: 'RATE' };
 }
 
 export interface RateBucketState {

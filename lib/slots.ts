@@ -8,18 +8,18 @@
  * dispatch), the counters stay exact, so a crashed worker never leaks capacity.
  */
 import type { QueueContext } from './config.js';
-import type { ItemKey } from './keys.js';
+import { PARTITION_PREFIX, type ItemKey } from './keys.js';
 import { batchGetItems } from './listing.js';
 import { OTHER_THROTTLE_KEYS, type HeldSlots, type Job, type JobType } from './model.js';
 import type { TransactItem } from './transactions.js';
 
 /** Kept apart from the type's own item, which a PUT of the type replaces whole. */
 export function typeCounterKey(type: string): ItemKey {
-  return { pk: `TYPE#${type}`, sk: 'INFLIGHT' };
+  return { pk: `${PARTITION_PREFIX.jobType}${type}`, sk: 'INFLIGHT' };
 }
 
 export function keyCounterKey(type: string, throttleKey: string): ItemKey {
-  return { pk: `TYPE#${type}`, sk: `KEY#${throttleKey}` };
+  return { pk: `${PARTITION_PREFIX.jobType}${type}`, sk: `KEY#${throttleKey}` };
 }
 
 /** The in-flight weight limit of one throttle key, or undefined when the key is not limited. */

@@ -1,17 +1,29 @@
 import { describe, expect, test } from 'vitest';
+import { directoryKey } from '../../lib/directory.js';
 import {
+  apiKeyKey,
   bucketOf,
   bucketStartMs,
   claimSortKey,
+  correlationItemKey,
+  cursorKey,
   dueUpToSortKey,
   jobKey,
+  jobTypeKey,
   lanePartition,
+  metricsKey,
   padEpochMs,
+  PARTITION_PREFIX,
   parseClaimSortKey,
   parseJobPk,
   queuedSortKey,
+  rosterKey,
   shardOf,
+  type ItemKey,
+  type PartitionFamily,
 } from '../../lib/keys.js';
+import { rateBucketKey } from '../../lib/rate-limit.js';
+import { keyCounterKey, typeCounterKey } from '../../lib/slots.js';
 
 const BUCKET_MS = 60_000;
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
@@ -144,5 +156,30 @@ describe('claim sort keys', () => {
   test('parseClaimSortKey rejects malformed keys', () => {
     expect(() => parseClaimSortKey('000000000000001')).toThrow(/not a claim sort key/);
     expect(() => parseClaimSortKey('000000000000001#emails')).toThrow(/not a claim sort key/);
+  });
+});
+
+describe('partition families', () => {
+  const built: [PartitionFamily, ItemKey][] = [
+    ['job', jobKey('emails', 'a#b')],
+    ['jobType', jobTypeKey('emails')],
+    ['jobType', typeCounterKey('emails')],
+    ['jobType', keyCounterKey('emails', 'eu')],
+    ['jobType', rateBucketKey('emails')],
+    ['apiKey', apiKeyKey('k1')],
+    ['roster', rosterKey('poller#p1')],
+    ['metrics', metricsKey('emails', 29_000_000)],
+    ['cursor', cursorKey({ kind: 'claims' }, 0)],
+    ['correlation', correlationItemKey('order-7')],
+    ['directory', directoryKey({ kind: 'queued', type: 'emails' }, 100)],
+  ];
+
+  test.each(built)('a %s key starts with its family prefix, which the stack grants by', (family, key) => {
+    expect(key.pk.startsWith(PARTITION_PREFIX[family])).toBe(true);
+  });
+
+  test('no family prefix is a prefix of another, so a grant of one never covers another', () => {
+    const prefixes = Object.values(PARTITION_PREFIX);
+    for (const a of prefixes) for (const b of prefixes) if (a !== b) expect(b.startsWith(a)).toBe(false);
   });
 });

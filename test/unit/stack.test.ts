@@ -12,8 +12,10 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { DASHBOARD_PATHS } from '../../functions/api/dashboard.js';
 import { createQueueApp } from '../../infra/queue-app.js';
+import { QUEUE_FUNCTIONS } from '../../infra/queue-function.js';
 import type { QueueStack } from '../../infra/queue-stack.js';
-import { DUE_INDEX, TTL_ATTRIBUTE } from '../../lib/keys.js';
+import { TABLE_GRANTS } from '../../infra/table-grants.js';
+import { DUE_INDEX, PARTITION_PREFIX, TTL_ATTRIBUTE } from '../../lib/keys.js';
 import { TABLE_SCHEMA } from '../../lib/table.js';
 
 // A synth without bundling takes about a second, several on a busy machine: more than the unit default of 5 s.
@@ -41,7 +43,7 @@ afterAll(() => {
   for (const outdir of outdirs) rmSync(outdir, { recursive: true, force: true });
 });
 
-type Statement = { Action: string | string[]; Resource: unknown };
+type Statement = { Action: string | string[]; Resource: unknown; Condition?: Record<string, Record<string, string[]>> };
 
 function logicalIdOf(construct: { node: { defaultChild?: unknown } }): string {
   return stack.getLogicalId(construct.node.defaultChild as never);
@@ -58,10 +60,6 @@ function actionsOf(name: keyof QueueStack['functions']): string[] {
   return statementsOf(name)
     .flatMap((statement) => [statement.Action].flat())
     .sort();
-}
-
-function dynamoActionsOf(name: keyof QueueStack['functions']): string[] {
-  return actionsOf(name).filter((action) => action.startsWith('dynamodb:'));
 }
 
 const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
@@ -122,36 +120,71 @@ describe('table', () => {
   });
 });
 
+/** A function's DynamoDB grants as the template has them: each item call with the families its condition allows, and due-index queries. */
+function tableGrantsOf(name: keyof QueueStack['functions']): { items: Record<string, string[]>; queriesDueIndex: boolean } {
+  const tableArn = { 'Fn::GetAtt': [logicalIdOf(stack.table), 'Arn'] };
+  const indexArn = { 'Fn::Join': ['', [tableArn, `/index/${DUE_INDEX}`]] };
+  const familyOf = Object.fromEntries(Object.entries(PARTITION_PREFIX).map(([family, prefix]) => [`${prefix}*`, family]));
+  const grants = { items: {} as Record<string, string[]>, queriesDueIndex: false };
+  for (const statement of statementsOf(name)) {
+    const actions = [statement.Action].flat().filter((action) => action.startsWith('dynamodb:'));
+    if (actions.length === 0) continue;
+    if (JSON.stringify(statement.Resource) === JSON.stringify(indexArn)) {
+      expect(actions).toEqual(['dynamodb:Query']);
+      grants.queriesDueIndex = true;
+      continue;
+    }
+    expect(statement.Resource).toEqual(tableArn);
+    const patterns: string[] = statement.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'] ?? [];
+    for (const action of actions) grants.items[action.slice('dynamodb:'.length)] = patterns.map((pattern) => familyOf[pattern] ?? pattern);
+  }
+  return grants;
+}
+
 describe('least privilege', () => {
-  test('the api may get, put, update, delete (a finished job\'s correlation item) and batch-get items and query the due index', () => {
-    expect(dynamoActionsOf('api')).toEqual([
-      'dynamodb:BatchGetItem',
-      'dynamodb:DeleteItem',
-      'dynamodb:GetItem',
-      'dynamodb:PutItem',
-      'dynamodb:Query',
-      'dynamodb:UpdateItem',
-    ]);
-    expect(actionsOf('api')).toEqual([...dynamoActionsOf('api'), 'events:PutEvents', ...LOGS].sort());
+  test.each(QUEUE_FUNCTIONS)('the %s may make exactly the table calls infra/table-grants.ts lists, each on its partition families only', (name) => {
+    expect(tableGrantsOf(name)).toEqual({ items: TABLE_GRANTS[name].items, queriesDueIndex: TABLE_GRANTS[name].queriesDueIndex });
   });
 
-  test('the poller may query, get, update and batch-get, invoke the worker, publish lifecycle events and nothing else', () => {
-    expect(dynamoActionsOf('poller')).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
-    expect(actionsOf('poller')).toEqual([...dynamoActionsOf('poller'), 'events:PutEvents', 'lambda:InvokeFunction', ...LOGS].sort());
+  test('every statement on the table names the partitions it covers, so no grant reaches every item', () => {
+    for (const name of QUEUE_FUNCTIONS) {
+      for (const [call, families] of Object.entries(tableGrantsOf(name).items)) expect(families, `${name} ${call}`).not.toEqual([]);
+    }
+  });
+
+  test('the api may query the bucket directory and the metrics history, the base table partitions stats and the dashboard read', () => {
+    expect(tableGrantsOf('api').items.Query).toEqual(['directory', 'metrics']);
+  });
+
+  test('the poller, worker and sweeper may put bucket directory entries and no other item', () => {
+    for (const name of ['poller', 'worker', 'sweeper'] as const) expect(tableGrantsOf(name).items.PutItem).toEqual(['directory']);
+  });
+
+  test('the authorizer reads keys and records their last use, nothing more', () => {
+    expect(tableGrantsOf('authorizer')).toEqual({ items: { GetItem: ['apiKey'], UpdateItem: ['apiKey'] }, queriesDueIndex: false });
+  });
+
+  test('the api deletes correlation pointers and nothing else', () => {
+    expect(tableGrantsOf('api').items.DeleteItem).toEqual(['correlation']);
+  });
+
+  test('the poller may also invoke the worker and publish lifecycle events', () => {
+    expect(actionsOf('poller').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', ...LOGS].sort());
     const invoke = statementsOf('poller').find((statement) => statement.Action === 'lambda:InvokeFunction');
     expect(invoke?.Resource).toEqual({ 'Fn::GetAtt': [logicalIdOf(stack.functions.worker.function), 'Arn'] });
   });
 
-  test('the worker may only update items, publish lifecycle events and send to its dead-letter queue', () => {
-    expect(dynamoActionsOf('worker')).toEqual(['dynamodb:UpdateItem']);
-    expect(actionsOf('worker')).toEqual(
-      ['dynamodb:UpdateItem', 'events:PutEvents', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
+  test('the worker may also publish lifecycle events and send to its dead-letter queue', () => {
+    expect(actionsOf('worker').filter((action) => !action.startsWith('dynamodb:'))).toEqual(
+      ['events:PutEvents', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
     );
   });
 
-  test('the sweeper may query, get, update and batch-get, and publish lifecycle events', () => {
-    expect(dynamoActionsOf('sweeper')).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
-    expect(actionsOf('sweeper')).toEqual([...dynamoActionsOf('sweeper'), 'events:PutEvents', ...LOGS].sort());
+  test('the api and the sweeper may also publish lifecycle events, the authorizer nothing but its logs', () => {
+    for (const name of ['api', 'sweeper'] as const) {
+      expect(actionsOf(name).filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', ...LOGS].sort());
+    }
+    expect(actionsOf('authorizer').filter((action) => !action.startsWith('dynamodb:'))).toEqual(LOGS);
   });
 
   test('the worker may invoke and send to exactly the target functions and buses given in context', () => {
@@ -169,20 +202,10 @@ describe('least privilege', () => {
   });
 
   test('no function may scan, use a DynamoDB wildcard, or act on every resource', () => {
-    for (const name of ['api', 'authorizer', 'poller', 'worker', 'sweeper'] as const) {
+    for (const name of QUEUE_FUNCTIONS) {
       expect(actionsOf(name)).not.toContain('dynamodb:Scan');
       expect(actionsOf(name).filter((action) => action.includes('*'))).toEqual([]);
       expect(statementsOf(name).map((statement) => statement.Resource)).not.toContain('*');
-    }
-  });
-
-  test('queries reach the due index only, never the base table', () => {
-    const tableId = logicalIdOf(stack.table);
-    for (const name of ['api', 'poller', 'sweeper'] as const) {
-      const queries = statementsOf(name).filter((statement) => [statement.Action].flat().includes('dynamodb:Query'));
-      expect(queries.map((statement) => statement.Resource)).toEqual([
-        { 'Fn::Join': ['', [{ 'Fn::GetAtt': [tableId, 'Arn'] }, `/index/${DUE_INDEX}`]] },
-      ]);
     }
   });
 });
@@ -268,10 +291,6 @@ describe('API', () => {
     for (const routeKey of ['POST /v1/jobs/{type}/batch', 'POST /v1/callbacks/{correlation_key}', 'POST /jobber/queue']) {
       template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: routeKey, AuthorizationType: 'CUSTOM', AuthorizerId: { Ref: keyAuthorizerId } });
     }
-  });
-
-  test('the authorizer reads keys and records their last use, nothing more', () => {
-    expect(dynamoActionsOf('authorizer').sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
   });
 });
 

@@ -1,0 +1,67 @@
+/**
+ * What each function may do to the table, by partition family: what its code
+ * does and nothing more. Kept by hand so a reviewer reads the whole surface in
+ * one place; drift is caught both ways by the tests. Every call a function
+ * makes under test meets these grants through the local IAM check (a missing
+ * grant fails that test), and test/integration/iam-grants.test.ts makes each
+ * function use every grant it has here (an unneeded grant fails it).
+ */
+import type { PartitionFamily } from '../lib/keys.js';
+import type { ItemCall, QueueFunctionName } from './queue-function.js';
+
+export interface TableGrants {
+  /** Calls on base-table items, each limited to the partition families listed. */
+  items: Partial<Record<ItemCall, PartitionFamily[]>>;
+  /** Queries of the due index: lanes, listings of types, keys and the roster. */
+  queriesDueIndex: boolean;
+}
+
+export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
+  api: {
+    items: {
+      GetItem: ['job', 'jobType', 'correlation', 'cursor'],
+      // A correlated enqueue writes the job and its CORR pointer in one transaction; a far run_after records its bucket.
+      PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory'],
+      // Callbacks end attempts (and give back a type's slots); key revocation; the metrics history.
+      UpdateItem: ['job', 'jobType', 'apiKey', 'metrics'],
+      // The correlation callback drops the pointer of the job it finished.
+      DeleteItem: ['correlation'],
+      BatchGetItem: ['job', 'jobType', 'apiKey', 'roster'],
+      // Stats and listings look ahead through the bucket directory; the dashboard reads the metrics history.
+      Query: ['directory', 'metrics'],
+    },
+    queriesDueIndex: true,
+  },
+  authorizer: {
+    items: { GetItem: ['apiKey'], UpdateItem: ['apiKey'] },
+    queriesDueIndex: false,
+  },
+  poller: {
+    items: {
+      GetItem: ['job', 'cursor'],
+      // A claim whose visibility timeout ends beyond the next bucket records that bucket first.
+      PutItem: ['directory'],
+      UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster'],
+      BatchGetItem: ['jobType'],
+    },
+    queriesDueIndex: true,
+  },
+  worker: {
+    items: {
+      // A heartbeat, callback wait or retry that moves a job beyond the next bucket records that bucket first.
+      PutItem: ['directory'],
+      UpdateItem: ['job', 'jobType', 'metrics', 'roster'],
+    },
+    queriesDueIndex: false,
+  },
+  sweeper: {
+    items: {
+      GetItem: ['job', 'cursor'],
+      // A reclaimed job whose retry waits beyond the next bucket records that bucket first.
+      PutItem: ['directory'],
+      UpdateItem: ['job', 'jobType', 'cursor'],
+      BatchGetItem: ['jobType'],
+    },
+    queriesDueIndex: true,
+  },
+};
