@@ -16,6 +16,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/faults/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
+          setupFiles: ['test/support/iam-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },

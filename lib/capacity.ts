@@ -26,9 +26,12 @@ const WRITE_COMMANDS = new Set([
   'TransactWriteItemsCommand',
 ]);
 
-/** Adds the counting middleware to `client` (the base client the document client wraps); returns the live totals. */
-export function trackConsumedCapacity(client: DynamoDBClient): CapacityTotals {
-  const totals: CapacityTotals = { writeUnits: 0, readUnits: 0, byCommand: {} };
+/**
+ * Adds the counting middleware to `client` (the base client the document client wraps); returns the live totals,
+ * `into` when given, so one tally can count the calls of several clients (each function has its own).
+ */
+export function trackConsumedCapacity(client: DynamoDBClient, into?: CapacityTotals): CapacityTotals {
+  const totals: CapacityTotals = into ?? { writeUnits: 0, readUnits: 0, byCommand: {} };
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as Record<string, unknown>;

@@ -25,7 +25,12 @@ import { createMemoryPublisher, type LifecycleEvent } from '../../lib/events.js'
 import type { WorkerBatch, WorkerInvoker } from '../../lib/poller.js';
 import { ensureTable } from '../../lib/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
+import { deployContext } from '../cdk-context.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
+import type { IamDecision } from './iam/iam-check.js';
+import { createLocalIam } from './iam/local-iam.js';
+import { LOCAL_ACCOUNT_ID } from './iam/local-policies.js';
+import { QUEUE_FUNCTIONS, readStackPolicies, type QueueFunctionName } from './iam/stack-policies.js';
 import { createLocalGateway } from './gateway.js';
 import { createHttpServer } from './http-server.js';
 
@@ -108,29 +113,42 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
     dynamo = await startDynamoDbLocal({ dbPath: await ensureDir(join(dataDir, 'dynamodb')) });
     endpoint = dynamo.endpoint;
   }
-  const clients = createDynamoClients(endpoint ? { endpoint } : {});
+  const clientOptions = endpoint ? { endpoint } : {};
+  // The operator's own access, as `npm run keys` has it: creating the table and the admin key.
+  const clients = createDynamoClients(clientOptions);
   await ensureTable(clients.base, tableName);
 
   const settings = readQueueSettings({ ...env, TABLE_NAME: tableName });
   const events = createMemoryPublisher(logLifecycleEvent);
-  const ctx = createQueueContext(clients.db, settings, { events });
-  const adminKey = env.API_TOKEN || (await localAdminKey(ctx, dataDir));
+  const adminKey = env.API_TOKEN || (await localAdminKey(createQueueContext(clients.db, settings, { events }), dataDir));
+
+  // Each function runs under its role as the stack deploys it, with the deployer's own context (cdk.json).
+  const iam = createLocalIam(
+    readStackPolicies(deployContext()),
+    { region: await clients.base.config.region(), accountId: LOCAL_ACCOUNT_ID, tableName },
+    { onDecision: logDenial },
+  );
+  const functionClients = QUEUE_FUNCTIONS.map((fn) => [fn, iam.dynamoClientsFor(fn, clientOptions)] as const);
+  const contexts = Object.fromEntries(
+    functionClients.map(([fn, { db }]) => [fn, createQueueContext(db, settings, { events: iam.publisherFor(fn, events) })]),
+  ) as Record<QueueFunctionName, QueueContext>;
+
   const callbackTokenSecret = await keptSecret(env.CALLBACK_TOKEN_SECRET, join(dataDir, 'callback-token-secret'), 'cbs_');
   const url = env.PUBLIC_API_URL ?? `http://localhost:${port}`;
   const targets: TargetClients = {
     http: { apiBaseUrl: url, callbackTokenSecret },
-    lambda: new LambdaClient({}),
-    eventBridge: new EventBridgeClient({}),
+    lambda: iam.sdkClientFor('worker', new LambdaClient({}), 'Lambda'),
+    eventBridge: iam.sdkClientFor('worker', new EventBridgeClient({}), 'EventBridge'),
   };
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
 
   // One process runs both, so the roster shows it once as a poller and once as a worker, under one id.
   const identity = processIdentity();
-  const workerHandler = createWorkerHandler({ ctx, registry, worker: identity, targets });
-  const invoker = createInProcessInvoker(workerHandler, inFlight);
-  const pollerHandler = createPollerHandler({ ctx, invoker, identity, signal: shutdown.signal });
-  const sweeperHandler = createSweeperHandler({ ctx, registry, signal: shutdown.signal });
+  const workerHandler = createWorkerHandler({ ctx: contexts.worker, registry, worker: identity, targets });
+  const invoker = iam.invokerFor('poller', createInProcessInvoker(workerHandler, inFlight));
+  const pollerHandler = createPollerHandler({ ctx: contexts.poller, invoker, identity, signal: shutdown.signal });
+  const sweeperHandler = createSweeperHandler({ ctx: contexts.sweeper, registry, signal: shutdown.signal });
 
   // EventBridge starts a poller and a sweeper every minute; locally each next invocation starts as the last one ends.
   const loop = async (invoke: () => Promise<unknown>): Promise<void> => {
@@ -148,11 +166,11 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   ];
 
   const authorizer = createAuthorizer({
-    ctx,
+    ctx: contexts.authorizer,
     ...(env.API_TOKEN ? { staticAdminToken: env.API_TOKEN } : {}),
     callbackTokenSecret,
   });
-  const server = createHttpServer(createLocalGateway({ authorizer, api: createApiHandler({ ctx, registry }) }));
+  const server = createHttpServer(createLocalGateway({ authorizer, api: createApiHandler({ ctx: contexts.api, registry }) }));
   await listen(server, port);
 
   return {
@@ -168,11 +186,19 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
       await Promise.all(loops);
       await Promise.allSettled([...inFlight]);
       clients.base.destroy();
+      for (const [, { base }] of functionClients) base.destroy();
       targets.lambda?.destroy();
       targets.eventBridge?.destroy();
       await dynamo?.stop();
     },
   };
+}
+
+/** A call the stack's policies would refuse on AWS: refused here too, and said loudly, whoever catches the error. */
+function logDenial(decision: IamDecision): void {
+  if (decision.allowed) return;
+  const { fn, request } = decision;
+  log('error', 'IAM check denied a call', { function: fn, action: request.action, resource: request.resource, context: request.context });
 }
 
 /** DESIGN §7: with AWS credentials and a table name, run against that table in the cloud. */

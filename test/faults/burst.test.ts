@@ -34,7 +34,7 @@ test(`${JOBS} jobs due in the same second all run once`, async () => {
 
   const counter = countingHandler(0);
   const outcome = await runUntilSettled({
-    components: { pollers: [contextWith(queue.ctx, {}), contextWith(queue.ctx, {})], sweepers: [queue.ctx], workers: queue.ctx },
+    components: { pollers: [contextWith(queue.as('poller'), {}), contextWith(queue.as('poller'), {})], sweepers: [queue.as('sweeper')], workers: queue.as('worker') },
     registry: { handlers: { count: counter.handler }, retryPolicies: {} },
     auditor: queue.ctx,
     jobs,

@@ -4,17 +4,35 @@
  * - `slow-worker`: runs every job it claims with a handler that never ends,
  *   printing `started <id>` as each starts;
  * - `crash-before-dispatch`: claims due jobs, then dies as it hands the first batch over.
+ * Each runs under its role in the stack (STACK_POLICIES, from the test run); a
+ * denied call ends the process with a message, so the test cannot pass.
  */
+import { createLocalIam } from '../../infra/local/iam/local-iam.js';
+import { LOCAL_ACCOUNT_ID } from '../../infra/local/iam/local-policies.js';
+import type { StackPolicies } from '../../infra/local/iam/stack-policies.js';
 import { createQueueContext, readQueueSettings } from '../../lib/config.js';
-import { createDynamoClients } from '../../lib/dynamodb.js';
 import { runPollerLoop, type WorkerInvoker } from '../../lib/poller.js';
 import { runWorkerBatch } from '../../lib/worker.js';
 
 const mode = process.argv[2];
-const { db } = createDynamoClients({ endpoint: process.env.DYNAMODB_ENDPOINT });
-const ctx = createQueueContext(db, readQueueSettings(process.env));
+const settings = readQueueSettings(process.env);
+const iam = createLocalIam(
+  JSON.parse(process.env.STACK_POLICIES ?? '') as StackPolicies,
+  { region: 'us-east-1', accountId: LOCAL_ACCOUNT_ID, tableName: settings.tableName },
+  {
+    onDecision: ({ fn, request, allowed }) => {
+      if (allowed) return;
+      process.stderr.write(`denied by the stack's IAM policies: ${fn} ${request.action} on ${request.resource} ${JSON.stringify(request.context)}\n`);
+      process.exit(3);
+    },
+  },
+);
+const contextOf = (fn: 'poller' | 'worker') =>
+  createQueueContext(iam.dynamoClientsFor(fn, { endpoint: process.env.DYNAMODB_ENDPOINT }).db, settings);
 
-const invoker: WorkerInvoker =
+const worker = contextOf('worker');
+const invoker: WorkerInvoker = iam.invokerFor(
+  'poller',
   mode === 'crash-before-dispatch'
     ? {
         invoke: async () => {
@@ -24,7 +42,7 @@ const invoker: WorkerInvoker =
       }
     : {
         invoke: async (batch) => {
-          void runWorkerBatch(ctx, batch, {
+          void runWorkerBatch(worker, batch, {
             registry: {
               handlers: {
                 count: async (_data, { job }) => {
@@ -37,6 +55,7 @@ const invoker: WorkerInvoker =
             worker: { id: `child-${process.pid}`, host: 'child' },
           });
         },
-      };
+      },
+);
 
-await runPollerLoop(ctx, { invoker, runForMs: 120_000, jobTypesRefreshMs: 500 });
+await runPollerLoop(contextOf('poller'), { invoker, runForMs: 120_000, jobTypesRefreshMs: 500 });

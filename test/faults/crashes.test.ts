@@ -29,7 +29,13 @@ afterAll(() => queue.drop());
 
 function startChild(mode: string): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/faults/child-process.ts', mode], {
-    env: { ...process.env, DYNAMODB_ENDPOINT: inject('dynamoEndpoint'), TABLE_NAME: queue.tableName, POLL_INTERVAL_MS: '50' },
+    env: {
+      ...process.env,
+      DYNAMODB_ENDPOINT: inject('dynamoEndpoint'),
+      TABLE_NAME: queue.tableName,
+      POLL_INTERVAL_MS: '50',
+      STACK_POLICIES: JSON.stringify(inject('stackPolicies')),
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let output = '';

@@ -63,7 +63,7 @@ async function run(real: Real, job: Job, succeeds: boolean): Promise<void> {
     if (!succeeds) throw new Error('failing on purpose');
     return 'ok';
   };
-  await runClaimedJob(real.queue.ctx, job, real.types[job.type as TypeName], {
+  await runClaimedJob(real.queue.as('worker'), job, real.types[job.type as TypeName], {
     registry: { handlers: { run: handler }, retryPolicies: {} },
     worker: { id: 'w', host: 'h' },
   });
@@ -110,7 +110,7 @@ const allCommands = [
   fc.constant(
     command('poll: claim every due job', async (_model, real) => {
       const invoker = { invoke: async (batch: WorkerBatch) => batch.jobs.forEach((job) => real.held.set(keyOf(job.type, job.id), job)) };
-      await pollOnce(real.queue.ctx, { jobTypes: Object.values(real.types), invoker, cursors: new Map() });
+      await pollOnce(real.queue.as('poller'), { jobTypes: Object.values(real.types), invoker, cursors: new Map() });
     }),
   ),
   fc.boolean().map((succeeds) =>
@@ -160,7 +160,7 @@ const allCommands = [
   fc.integer({ min: 1_000, max: 60_000 }).map((ms) =>
     command(`advance ${ms}ms and sweep`, async (_model, real) => {
       real.queue.clock.advance(ms);
-      await sweepOnce(real.queue.ctx, { customPolicies: {} });
+      await sweepOnce(real.queue.as('sweeper'), { customPolicies: {} });
     }),
   ),
   fc.constant(

@@ -48,7 +48,7 @@ async function enqueueSpread(count: number, spreadMs: number) {
 async function runAndAudit(pollers: QueueContext[], sweepers: QueueContext[], jobs: { type: string; id: string }[]) {
   const counter = countingHandler();
   const outcome = await runUntilSettled({
-    components: { pollers, sweepers, workers: queue.ctx },
+    components: { pollers, sweepers, workers: queue.as('worker') },
     registry: { handlers: { count: counter.handler }, retryPolicies: {} },
     auditor: queue.ctx,
     jobs,
@@ -60,8 +60,8 @@ async function runAndAudit(pollers: QueueContext[], sweepers: QueueContext[], jo
 
 test(`four pollers and two sweepers racing over the same shards run each of ${JOBS} jobs, at_most_once ones exactly once`, async () => {
   const jobs = await enqueueSpread(JOBS, 3_000);
-  const pollers = Array.from({ length: 4 }, () => contextWith(queue.ctx, {}));
-  const { outcome, audit, counter } = await runAndAudit(pollers, [contextWith(queue.ctx, {}), contextWith(queue.ctx, {})], jobs);
+  const pollers = Array.from({ length: 4 }, () => contextWith(queue.as('poller'), {}));
+  const { outcome, audit, counter } = await runAndAudit(pollers, [contextWith(queue.as('sweeper'), {}), contextWith(queue.as('sweeper'), {})], jobs);
   expect(outcome.settled).toBe(true);
   expect(audit.findings).toEqual([]);
   expect(audit.byStatus).toEqual({ succeeded: JOBS });
@@ -72,9 +72,9 @@ test('pollers and sweepers whose clocks are ± 2 s apart, one jumping back 30 s,
   const jobs = await enqueueSpread(JOBS, 3_000);
   let jumpedBackMs = 0;
   setTimeout(() => (jumpedBackMs = -30_000), 1_000);
-  const jumping = createQueueContext(queue.ctx.db, queue.ctx.settings, { nowMs: () => Date.now() + jumpedBackMs });
-  const pollers = [contextWith(queue.ctx, { skewMs: 2_000 }), contextWith(queue.ctx, { skewMs: -2_000 }), jumping];
-  const sweepers = [contextWith(queue.ctx, { skewMs: 2_000 }), contextWith(queue.ctx, { skewMs: -2_000 })];
+  const jumping = createQueueContext(queue.as('poller').db, queue.ctx.settings, { nowMs: () => Date.now() + jumpedBackMs });
+  const pollers = [contextWith(queue.as('poller'), { skewMs: 2_000 }), contextWith(queue.as('poller'), { skewMs: -2_000 }), jumping];
+  const sweepers = [contextWith(queue.as('sweeper'), { skewMs: 2_000 }), contextWith(queue.as('sweeper'), { skewMs: -2_000 })];
   const { outcome, audit } = await runAndAudit(pollers, sweepers, jobs);
   expect(outcome.settled).toBe(true);
   expect(audit.findings).toEqual([]);

@@ -4,11 +4,14 @@
  * producers, pollers, workers and sweepers: nothing is lost, nothing finishes twice.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createDynamoClients } from '../../lib/dynamodb.js';
+import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import type { QueueContext } from '../../lib/config.js';
+import type { DynamoClients } from '../../lib/dynamodb.js';
 import { putJobType } from '../../lib/job-types.js';
 import { enqueueJob } from '../../lib/jobs.js';
 import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
-import { injectFaults, seededRandom } from '../support/faults.js';
+import { injectFaults, seededRandom, type FaultCounts } from '../support/faults.js';
+import { localIamFor } from '../support/iam.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
 import { inject } from 'vitest';
@@ -28,9 +31,18 @@ beforeAll(async () => {
 afterAll(() => queue.drop());
 
 test(`${JOBS} jobs under ${FAULT_RATE * 100} % injected faults all end terminal, each explained, none started twice when at_most_once`, async () => {
-  const faulty = createDynamoClients({ endpoint: inject('dynamoEndpoint') });
-  const faults = injectFaults(faulty.base, { rate: FAULT_RATE, random: seededRandom(42) });
-  const faultyCtx = contextWith(queue.ctx, { db: faulty.db });
+  // Each function's own client, limited to its role, with faults injected under it.
+  const iam = localIamFor(queue.tableName);
+  const random = seededRandom(42);
+  const faultyClients: DynamoClients[] = [];
+  const faultCounts: FaultCounts[] = [];
+  const faultyAs = (fn: QueueFunctionName): QueueContext => {
+    const clients = iam.dynamoClientsFor(fn, { endpoint: inject('dynamoEndpoint') });
+    faultyClients.push(clients);
+    faultCounts.push(injectFaults(clients.base, { rate: FAULT_RATE, random }));
+    return contextWith(queue.as(fn), { db: clients.db });
+  };
+  const producer = faultyAs('api');
 
   const types = new Map<string, JobType>();
   for (const [name, body] of [
@@ -48,7 +60,7 @@ test(`${JOBS} jobs under ${FAULT_RATE * 100} % injected faults all end terminal,
         const type = i % 2 === 0 ? 'alo' : 'amo';
         const id = `job-${i}`;
         try {
-          await enqueueJob(faultyCtx, types.get(type)!, id, { data: { i }, priority: 100, weight: 1, runAfterMs: Date.now() + (i % 20) * 100 });
+          await enqueueJob(producer, types.get(type)!, id, { data: { i }, priority: 100, weight: 1, runAfterMs: Date.now() + (i % 20) * 100 });
           accepted.push({ type, id });
         } catch {
           refused++;
@@ -59,15 +71,19 @@ test(`${JOBS} jobs under ${FAULT_RATE * 100} % injected faults all end terminal,
 
   const counter = countingHandler();
   const outcome = await runUntilSettled({
-    components: { pollers: [faultyCtx, contextWith(queue.ctx, { db: faulty.db })], sweepers: [faultyCtx], workers: faultyCtx },
+    components: { pollers: [faultyAs('poller'), faultyAs('poller')], sweepers: [faultyAs('sweeper')], workers: faultyAs('worker') },
     registry: { handlers: { count: counter.handler }, retryPolicies: {} },
     auditor: queue.ctx,
     jobs: accepted,
     timeoutMs: 90_000,
   });
   const audit = await auditJobs(queue.ctx, accepted, counter.starts, types);
+  const faults = {
+    calls: faultCounts.reduce((sum, counts) => sum + counts.calls, 0),
+    injected: faultCounts.reduce((sum, counts) => sum + counts.injected, 0),
+  };
   console.log('transient faults', { accepted: accepted.length, refused, faults, ...outcome, byStatus: audit.byStatus });
-  faulty.base.destroy();
+  for (const clients of faultyClients) clients.base.destroy();
 
   expect(faults.injected).toBeGreaterThan(0);
   expect(audit.findings).toEqual([]);

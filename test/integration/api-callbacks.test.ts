@@ -7,6 +7,7 @@ import type { Job } from '../../lib/model.js';
 import { pollOnce } from '../../lib/poller.js';
 import { runClaimedJob, runWorkerBatch } from '../../lib/worker.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
+import { asFunction } from '../support/queue.js';
 
 const api = freshApiPerTest();
 
@@ -37,7 +38,7 @@ async function claim(type: string, id: string): Promise<Job> {
 async function claimAndRun(type: string, id: string): Promise<string> {
   const { ctx } = api().queue;
   const job = await claim(type, id);
-  return runClaimedJob(ctx, job, await requireJobType(ctx, type), { registry, worker: WORKER });
+  return runClaimedJob(asFunction(ctx, 'worker'), job, await requireJobType(ctx, type), { registry, worker: WORKER });
 }
 
 /** A `hooks` job whose handler returned AWAIT_CALLBACK: awaiting_callback at attempt 1. */
@@ -72,10 +73,10 @@ describe('POST /v1/jobs/{type}/{id} (status callback)', () => {
     const { ctx } = queue;
     const created = await client.post('/v1/jobs/hooks', { data: { order: 7 } });
     const counts: Record<string, number>[] = [];
-    const polled = await pollOnce(ctx, {
+    const polled = await pollOnce(asFunction(ctx, 'poller'), {
       jobTypes: await listJobTypes(ctx),
       cursors: new Map(),
-      invoker: { invoke: async (batch) => void counts.push(await runWorkerBatch(ctx, batch, { registry, worker: WORKER })) },
+      invoker: { invoke: async (batch) => void counts.push(await runWorkerBatch(asFunction(ctx, 'worker'), batch, { registry, worker: WORKER })) },
     });
     expect(polled).toMatchObject({ claimed: 1, dispatched: 1 });
     expect(counts).toEqual([expect.objectContaining({ awaiting_callback: 1, error: 0 })]);

@@ -15,7 +15,7 @@ let api: ApiClient;
 
 beforeAll(async () => {
   queue = await createTestQueue();
-  api = createTestApi(queue.ctx);
+  api = createTestApi(queue);
 });
 afterAll(async () => {
   await queue.drop();

@@ -27,7 +27,7 @@ beforeEach(() => {
     nowMs: () => Date.parse('2026-11-21T10:00:00.000Z'),
     random: () => 0.5,
   });
-  api = createTestApi(ctx);
+  api = createTestApi({ as: () => ctx });
   consoleError = vi.spyOn(console, 'error').mockImplementation(() => undefined);
 });
 

@@ -22,7 +22,7 @@ let admin: ApiClient;
 
 beforeEach(async () => {
   queue = await createTestQueue();
-  admin = createTestApi(queue.ctx, { callbackTokenSecret: CALLBACK_SECRET });
+  admin = createTestApi(queue, { callbackTokenSecret: CALLBACK_SECRET });
   for (const type of ['emails', 'invoices']) expect((await admin.put(`/v1/job-types/${type}`, ECHO_TYPE)).status).toBe(201);
 });
 afterEach(async () => {
@@ -201,7 +201,7 @@ describe('callback tokens', () => {
 
   test('without the callback secret a token admits nothing', async () => {
     await runningJob('j1');
-    const plain = createTestApi(queue.ctx);
+    const plain = createTestApi(queue);
     const response = await plain.post(`/v1/jobs/emails/j1?token=${tokenFor('j1', 1)}`, { status: 'succeeded', attempt: 1 }, { token: null });
     expect(response.status).toBe(401);
   });
@@ -209,7 +209,7 @@ describe('callback tokens', () => {
 
 describe('the authorizer', () => {
   const authorize = (authorization: string | null) =>
-    createAuthorizer({ ctx: queue.ctx, staticAdminToken: ADMIN_TOKEN })(
+    createAuthorizer({ ctx: queue.as('authorizer'), staticAdminToken: ADMIN_TOKEN })(
       toAuthorizerEvent(buildHttpApiEvent('GET', '/v1/job-types', { token: authorization })),
     );
 
@@ -235,7 +235,7 @@ describe('the authorizer', () => {
 
   test('its answer does not depend on the route, since API Gateway caches it per Authorization header', async () => {
     const created = await admin.post('/v1/keys', { scopes: ['read:emails'] });
-    const authorizer = createAuthorizer({ ctx: queue.ctx });
+    const authorizer = createAuthorizer({ ctx: queue.as('authorizer') });
     const answers = await Promise.all(
       ['/v1/keys', '/v1/jobs/invoices/x', '/v1/job-types'].map((path) =>
         authorizer(toAuthorizerEvent(buildHttpApiEvent('POST', path, { token: created.body.key }))),

@@ -24,7 +24,7 @@ let consoleLog: MockInstance<typeof console.log>;
 beforeEach(async () => {
   consoleLog = vi.spyOn(console, 'log').mockImplementation(() => undefined);
   queue = await createTestQueue({ clock: manualClock(T0), settings: { pollerRunMs: 0 } });
-  admin = createTestApi(queue.ctx);
+  admin = createTestApi(queue);
   for (const type of ['emails', 'invoices']) expect((await admin.put(`/v1/job-types/${type}`, ECHO_TYPE)).status).toBe(201);
 });
 afterEach(async () => {
@@ -54,10 +54,10 @@ describe('GET /v1/stats', () => {
   });
 
   test('lists the live pollers with their shards and the live workers, snake_case', async () => {
-    const poller = createPollerHandler({ ctx: queue.ctx, invoker: new RecordingInvoker(), identity: { id: 'p-1', host: 'host-a' } });
+    const poller = createPollerHandler({ ctx: queue.as('poller'), invoker: new RecordingInvoker(), identity: { id: 'p-1', host: 'host-a' } });
     await poller({ shards: [1, 3] }, { getRemainingTimeInMillis: () => 60_000 });
     queue.clock.advance(1_000);
-    await createWorkerHandler({ ctx: queue.ctx, registry, worker: { id: 'w-1', host: 'host-b' } })({ jobs: [], jobTypes: {} });
+    await createWorkerHandler({ ctx: queue.as('worker'), registry, worker: { id: 'w-1', host: 'host-b' } })({ jobs: [], jobTypes: {} });
 
     const { body } = await admin.get('/v1/stats');
 
@@ -66,7 +66,7 @@ describe('GET /v1/stats', () => {
   });
 
   test('leaves out a poller not seen for over a minute', async () => {
-    await createPollerHandler({ ctx: queue.ctx, invoker: new RecordingInvoker(), identity: { id: 'p-1', host: 'host-a' } })({}, { getRemainingTimeInMillis: () => 60_000 });
+    await createPollerHandler({ ctx: queue.as('poller'), invoker: new RecordingInvoker(), identity: { id: 'p-1', host: 'host-a' } })({}, { getRemainingTimeInMillis: () => 60_000 });
     queue.clock.advance(60_001);
     expect((await admin.get('/v1/stats')).body.pollers).toEqual([]);
   });

@@ -168,8 +168,8 @@ describe('an invalid envelope enqueues nothing', () => {
 
 test('a dependency failure on one item is a 500 for that item alone, and the others are enqueued', async () => {
   const { api: client, queue } = api();
-  // DynamoDB refuses the write of job `doomed` with an error the SDK does not retry.
-  queue.clients.base.middlewareStack.addRelativeTo(
+  // DynamoDB refuses the api's write of job `doomed` with an error the SDK does not retry.
+  queue.clientsOf('api').base.middlewareStack.addRelativeTo(
     (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
       const input = args.input as { Item?: { pk?: { S?: string } } };
       if (context.commandName === 'PutItemCommand' && input.Item?.pk?.S === 'JOB#emails#doomed') {

@@ -17,7 +17,9 @@ let capacity: CapacityTotals;
 
 beforeAll(async () => {
   queue = await createTestQueue();
-  capacity = trackConsumedCapacity(queue.clients.base);
+  // One tally over the whole path: each function's calls go through a client of its own.
+  capacity = trackConsumedCapacity(queue.clientsOf('api').base);
+  for (const fn of ['poller', 'worker'] as const) trackConsumedCapacity(queue.clientsOf(fn).base, capacity);
 });
 afterAll(() => queue.drop());
 
@@ -26,13 +28,13 @@ async function unitsPerJob(jobType: JobType): Promise<{ writeUnits: number; read
   const registry = { handlers: { echo: (data: unknown) => data }, retryPolicies: {} };
   const before = { writeUnits: capacity.writeUnits, readUnits: capacity.readUnits };
   for (let i = 0; i < JOBS; i++) {
-    await enqueueJob(queue.ctx, jobType, `job-${i}`, { data: { i, text: 'x'.repeat(150) }, priority: 100, weight: 1 });
+    await enqueueJob(queue.as('api'), jobType, `job-${i}`, { data: { i, text: 'x'.repeat(150) }, priority: 100, weight: 1 });
   }
   const batches: WorkerBatch[] = [];
   const invoker = { invoke: async (batch: WorkerBatch) => void batches.push(batch) };
-  while ((await pollOnce(queue.ctx, { jobTypes: [jobType], invoker, cursors: new Map() })).claimed > 0);
+  while ((await pollOnce(queue.as('poller'), { jobTypes: [jobType], invoker, cursors: new Map() })).claimed > 0);
   for (const batch of batches) {
-    await runWorkerBatch(queue.ctx, batch, { registry, worker: { id: 'w', host: 'h' } });
+    await runWorkerBatch(queue.as('worker'), batch, { registry, worker: { id: 'w', host: 'h' } });
   }
   for (let i = 0; i < JOBS; i++) expect((await getJob(queue.ctx, jobType.name, `job-${i}`))?.status).toBe('succeeded');
   return { writeUnits: (capacity.writeUnits - before.writeUnits) / JOBS, readUnits: (capacity.readUnits - before.readUnits) / JOBS };

@@ -23,7 +23,7 @@ import { claimJob } from '../../lib/claims.js';
 import { requireJobType } from '../../lib/job-types.js';
 import { runClaimedJob } from '../../lib/worker.js';
 import { serveTestApi, type HttpTestApi } from '../support/http-api.js';
-import { createTestQueue, manualClock, type TestQueue } from '../support/queue.js';
+import { asFunction, createTestQueue, manualClock, type TestQueue } from '../support/queue.js';
 import { tableItems } from '../support/api.js';
 
 const T0 = Math.floor(Date.now() / 60_000) * 60_000;
@@ -47,7 +47,7 @@ beforeEach(async () => {
   consoleError = vi.spyOn(console, 'error').mockImplementation(() => undefined);
   consoleLog = vi.spyOn(console, 'log').mockImplementation(() => undefined);
   queue = await createTestQueue({ clock: manualClock(T0) });
-  server = await serveTestApi(queue.ctx);
+  server = await serveTestApi(queue);
   client = clientWith();
   await client.defineType('emails', ECHO);
   await client.defineType('hooks', HOOKS);
@@ -65,7 +65,7 @@ async function runAttempt(type: string, id: string): Promise<string> {
   const jobType = await requireJobType(ctx, type);
   const claimed = await claimJob(ctx, { type, id }, jobType);
   if (claimed.kind !== 'claimed') throw new Error(`could not claim ${type}/${id}: ${claimed.kind}`);
-  return runClaimedJob(ctx, claimed.job, jobType, { registry, worker: { id: 'w-1', host: 'host' } });
+  return runClaimedJob(asFunction(ctx, 'worker'), claimed.job, jobType, { registry, worker: { id: 'w-1', host: 'host' } });
 }
 
 /**

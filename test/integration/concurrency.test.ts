@@ -11,7 +11,7 @@ import { readInFlight } from '../../lib/slots.js';
 import { sweepOnce } from '../../lib/sweeper.js';
 import { runWorkerBatch } from '../../lib/worker.js';
 import { watchInFlight, sleepMs } from '../support/in-flight.js';
-import { createTestQueue, realClock } from '../support/queue.js';
+import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import { auditJobs, contextWith, runUntilSettled } from '../support/scenario.js';
 import { defineType, enqueue, FailingInvoker, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
 
@@ -92,7 +92,7 @@ describe('slots', () => {
     const invoker = new RecordingInvoker();
     await poll(ctx, [limited], invoker);
     expect((await readInFlight(ctx, 'limited', [])).type).toBe(3);
-    await runWorkerBatch(ctx, invoker.batches[0]!, { registry, worker: WORKER });
+    await runWorkerBatch(asFunction(ctx, 'worker'), invoker.batches[0]!, { registry, worker: WORKER });
     expect((await getJob(ctx, 'limited', 'a'))?.status).toBe('succeeded');
     expect((await readInFlight(ctx, 'limited', [])).type).toBe(0);
   });
@@ -130,7 +130,7 @@ describe('slots', () => {
     expect(dead.jobs).toHaveLength(2);
     expect((await poll(ctx, [limited], dead)).claimed).toBe(0);
     clock.advance(31_000);
-    const swept = await sweepOnce(ctx, { customPolicies: {} });
+    const swept = await sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} });
     expect(swept.requeued).toBe(2);
     expect((await readInFlight(ctx, 'limited', [])).type).toBe(0);
     clock.advance(2_000);
@@ -154,7 +154,7 @@ describe('slots', () => {
     const invoker = new RecordingInvoker();
     await poll(ctx, [limited], invoker);
     clock.advance(2_000);
-    await runWorkerBatch(ctx, invoker.batches[0]!, { registry, worker: WORKER });
+    await runWorkerBatch(asFunction(ctx, 'worker'), invoker.batches[0]!, { registry, worker: WORKER });
     expect((await getJob(ctx, 'limited', 'a'))?.status).toBe('expired');
     expect((await readInFlight(ctx, 'limited', [])).type).toBe(0);
   });
@@ -166,7 +166,7 @@ describe('slots', () => {
     const invoker = new RecordingInvoker();
     await poll(ctx, [limited], invoker);
     const failing = { handlers: { limited: () => Promise.reject(new Error('downstream down')) }, retryPolicies: {} };
-    await runWorkerBatch(ctx, invoker.batches[0]!, { registry: failing, worker: WORKER });
+    await runWorkerBatch(asFunction(ctx, 'worker'), invoker.batches[0]!, { registry: failing, worker: WORKER });
     expect((await getJob(ctx, 'limited', 'a'))?.status).toBe('queued');
     expect((await readInFlight(ctx, 'limited', [])).type).toBe(0);
   });

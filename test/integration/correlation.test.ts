@@ -19,7 +19,7 @@ import type { Job } from '../../lib/model.js';
 import { pollOnce, type CursorCache } from '../../lib/poller.js';
 import { runClaimedJob, runWorkerBatch } from '../../lib/worker.js';
 import { createApiClient, createTestApi, freshApiPerTest, itemsWithPk, tableItems, type ApiClient } from '../support/api.js';
-import { createTestQueue, type TestClock, type TestQueue } from '../support/queue.js';
+import { asFunction, createTestQueue, type TestClock, type TestQueue } from '../support/queue.js';
 
 const api = freshApiPerTest();
 const WORKER = { id: 'worker-1', host: 'host-a' };
@@ -42,7 +42,7 @@ async function claimAndRun(type: string, id: string): Promise<string> {
   const jobType = await requireJobType(ctx, type);
   const claimed = await claimJob(ctx, { type, id }, jobType);
   if (claimed.kind !== 'claimed') throw new Error(`could not claim ${type}/${id}: ${claimed.kind}`);
-  return runClaimedJob(ctx, claimed.job, jobType, { registry, worker: WORKER });
+  return runClaimedJob(asFunction(ctx, 'worker'), claimed.job, jobType, { registry, worker: WORKER });
 }
 
 /** A job holding `key`, awaiting its callback at attempt 1. */
@@ -199,7 +199,7 @@ describe('enqueues racing for one key', () => {
 test('an enqueue whose transaction was applied but whose answer was lost is still answered 201, once', async () => {
   const { api: client, queue } = api();
   let lost = 0;
-  queue.clients.base.middlewareStack.addRelativeTo(
+  queue.clientsOf('api').base.middlewareStack.addRelativeTo(
     (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
       if (context.commandName !== 'TransactWriteItemsCommand' || lost > 0) return next(args);
       await next(args);
@@ -296,7 +296,7 @@ describe('who may call back by correlation key', () => {
   let admin: ApiClient;
 
   beforeEach(() => {
-    admin = createTestApi(api().queue.ctx, { callbackTokenSecret: CALLBACK_SECRET });
+    admin = createTestApi(api().queue, { callbackTokenSecret: CALLBACK_SECRET });
   });
 
   async function clientWith(...scopes: string[]): Promise<ApiClient> {
@@ -371,7 +371,7 @@ describe('with two pollers and workers running', () => {
 
   test('each correlation callback completes exactly the job holding its key', async () => {
     queue = await createTestQueue({ clock: realClock() });
-    const client = createTestApi(queue.ctx);
+    const client = createTestApi(queue);
     expect((await client.put('/v1/job-types/hooks', HOOKS_TYPE)).status).toBe(201);
     const JOBS = 20;
     const keys = Array.from({ length: JOBS }, (_, i) => `reply-${i}`);
@@ -389,7 +389,7 @@ describe('with two pollers and workers running', () => {
       const cursors: CursorCache = new Map();
       const invoker = {
         invoke: async (batch: Parameters<typeof runWorkerBatch>[1]) =>
-          void (await runWorkerBatch(queue.ctx, batch, {
+          void (await runWorkerBatch(queue.as('worker'), batch, {
             registry,
             worker: { id: `worker-${name}`, host: `host-${name}` },
             onError: (_job, error) => workerErrors.push(error),
@@ -397,7 +397,7 @@ describe('with two pollers and workers running', () => {
       };
       let claimed = 0;
       while (!stop.signal.aborted) {
-        const result = await pollOnce(queue.ctx, { jobTypes: [jobType], invoker, cursors });
+        const result = await pollOnce(queue.as('poller'), { jobTypes: [jobType], invoker, cursors });
         claimed += result.claimed;
         if (result.claimed === 0) await delay(20);
       }
@@ -441,9 +441,9 @@ describe('capacity', () => {
   // A transaction bills each write twice: the job, its index entry and the pointer, 6 units where a plain put costs 2.
   test('a correlation key costs 4 more write units to enqueue, and its callback 1 more write and 1 more read', async () => {
     queue = await createTestQueue();
-    const client = createTestApi(queue.ctx);
+    const client = createTestApi(queue);
     expect((await client.put('/v1/job-types/hooks', HOOKS_TYPE)).status).toBe(201);
-    const capacity = trackConsumedCapacity(queue.clients.base);
+    const capacity = trackConsumedCapacity(queue.clientsOf('api').base);
     const JOBS = 20;
     const data = { text: 'x'.repeat(150) };
     const measure = async (run: () => Promise<void>): Promise<{ writeUnits: number; readUnits: number }> => {
@@ -464,7 +464,7 @@ describe('capacity', () => {
       for (const prefix of ['plain', 'corr']) {
         const claimed = await claimJob(queue.ctx, { type: 'hooks', id: `${prefix}-${i}` }, jobType);
         if (claimed.kind !== 'claimed') throw new Error('not claimed');
-        await runClaimedJob(queue.ctx, claimed.job, jobType, { registry, worker: WORKER });
+        await runClaimedJob(queue.as('worker'), claimed.job, jobType, { registry, worker: WORKER });
       }
     }
     const statusCallback = await measure(async () => {

@@ -11,6 +11,7 @@ import { readCursor } from '../../lib/lanes.js';
 import type { JobType } from '../../lib/model.js';
 import { sweepOnce } from '../../lib/sweeper.js';
 import { FailingInvoker, RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
+import { asFunction } from '../support/queue.js';
 
 const MINUTE = 60_000;
 const SETTINGS = { shards: 1, bucketMs: MINUTE, cursorSafetyMarginMs: MINUTE };
@@ -94,7 +95,7 @@ describe('with the default page size', () => {
     await enqueue(staleWriter, emails, 'straggler');
     expect((await poll(ctx, [emails], new RecordingInvoker())).claimed).toBe(0);
 
-    expect(await sweepOnce(ctx, { customPolicies: {} })).toMatchObject({ stragglers: 1 });
+    expect(await sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} })).toMatchObject({ stragglers: 1 });
     expect((await readItem(q, 'emails', 'straggler'))?.gsi1pk).toBe(
       lanePartition({ kind: 'queued', type: 'emails' }, b0 + 10, 0),
     );
@@ -125,7 +126,7 @@ describe('with the default page size', () => {
     clock.set(T0 + 10 * MINUTE);
     await poll(ctx, [emails], new RecordingInvoker());
     clock.set(T0 + 10 * MINUTE + 30_000);
-    expect(await sweepOnce(ctx, { customPolicies: {} })).toMatchObject({ requeued: 1 });
+    expect(await sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} })).toMatchObject({ requeued: 1 });
     const item = await readItem(q, 'emails', 'e-1');
     expect(item?.gsi1pk).toBe(lanePartition({ kind: 'queued', type: 'emails' }, b0 + 10, 0));
 

@@ -112,8 +112,8 @@ beforeEach(async () => {
   // The worker signs with the queue's clock and downstreams check it against theirs: start at the real time.
   queue = await createTestQueue({ clock: manualClock(Date.now()), events });
   // The api behind the authorizer, as API Gateway runs them: callback tokens are checked there.
-  const authorizer = createAuthorizer({ ctx: queue.ctx, staticAdminToken: ADMIN_TOKEN, callbackTokenSecret: CALLBACK_SECRET });
-  setApiHandler(createLocalGateway({ authorizer, api: createApiHandler({ ctx: queue.ctx, registry }) as ApiHandler }));
+  const authorizer = createAuthorizer({ ctx: queue.as('authorizer'), staticAdminToken: ADMIN_TOKEN, callbackTokenSecret: CALLBACK_SECRET });
+  setApiHandler(createLocalGateway({ authorizer, api: createApiHandler({ ctx: queue.as('api'), registry }) as ApiHandler }));
   scripted.received = [];
   example.callbacks = [];
   fakeDns.clear();
@@ -140,7 +140,7 @@ async function runDue(): Promise<BatchResult[]> {
   const invoker = {
     invoke: async (batch: WorkerBatch) => {
       results.push(
-        await runWorkerBatch(queue.ctx, structuredClone(batch), {
+        await runWorkerBatch(queue.as('worker'), structuredClone(batch), {
           registry,
           worker: WORKER,
           targets: {
@@ -157,7 +157,7 @@ async function runDue(): Promise<BatchResult[]> {
       );
     },
   };
-  await pollOnce(queue.ctx, { jobTypes: await listJobTypes(queue.ctx), invoker, cursors: new Map() });
+  await pollOnce(queue.as('poller'), { jobTypes: await listJobTypes(queue.ctx), invoker, cursors: new Map() });
   return results;
 }
 
@@ -214,11 +214,11 @@ test('a 202 without a callback times out after timeout_s, is retried, and ends d
   await enqueue(type, 'j1');
   expect(await runDue()).toMatchObject([{ awaiting_callback: 1 }]);
   queue.clock.advance(5_000);
-  expect(await sweepOnce(queue.ctx, { customPolicies: {} })).toMatchObject({ requeued: 1 });
+  expect(await sweepOnce(queue.as('sweeper'), { customPolicies: {} })).toMatchObject({ requeued: 1 });
   queue.clock.advance(1_000);
   expect(await runDue()).toMatchObject([{ awaiting_callback: 1 }]);
   queue.clock.advance(5_000);
-  expect(await sweepOnce(queue.ctx, { customPolicies: {} })).toMatchObject({ ended: 1 });
+  expect(await sweepOnce(queue.as('sweeper'), { customPolicies: {} })).toMatchObject({ ended: 1 });
   const dead = await job('silent', 'j1');
   expect(dead.status).toBe('failed');
   expect(dead.history.map((entry) => [entry.attempt, entry.outcome, entry.error?.class])).toEqual([
@@ -315,7 +315,7 @@ test('a callback token for attempt 1 cannot complete attempt 2 (409); the attemp
   await enqueue(type, 'j1');
   await runDue();
   queue.clock.advance(5_000);
-  await sweepOnce(queue.ctx, { customPolicies: {} });
+  await sweepOnce(queue.as('sweeper'), { customPolicies: {} });
   queue.clock.advance(1_000);
   await runDue();
   const [first, second] = scripted.received.map((request) => request.job.callback_url);
@@ -377,7 +377,7 @@ test('a literal IPv6 metadata address stored on a type is refused at run time to
 });
 
 test('the api refuses a job type whose URL is a metadata address unless allow_link_local is set', async () => {
-  const client = createTestApi(queue.ctx);
+  const client = createTestApi(queue);
   const refused = await client.put('/v1/job-types/meta', { target: { kind: 'http', url: 'http://169.254.169.254/latest' } });
   expect(refused.status).toBe(400);
   expect(refused.body.error.details).toEqual([{ field: 'target.url', message: expect.stringContaining('link-local') }]);
@@ -386,7 +386,7 @@ test('the api refuses a job type whose URL is a metadata address unless allow_li
 });
 
 test('the signing secret is returned once, when the type is created, and kept when it is replaced', async () => {
-  const client = createTestApi(queue.ctx);
+  const client = createTestApi(queue);
   const body = { target: { kind: 'http', url: scripted.url } };
   const created = await client.put('/v1/job-types/secretive', body);
   expect(created.status).toBe(201);

@@ -11,6 +11,7 @@ import type { JobStatus, JobType } from '../../lib/model.js';
 import { AWAIT_CALLBACK, runWorkerBatch } from '../../lib/worker.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
+import { asFunction } from '../support/queue.js';
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
@@ -80,7 +81,7 @@ describe('listing jobs by status', () => {
     const invoker = new RecordingInvoker();
     await poll(ctx, [waiting, other], invoker);
     const [first] = invoker.batches.flatMap((batch) => batch.jobs).filter((job) => job.id === 'a');
-    await runWorkerBatch(ctx, { jobs: [first!], jobTypes: { waiting } }, {
+    await runWorkerBatch(asFunction(ctx, 'worker'), { jobs: [first!], jobTypes: { waiting } }, {
       registry: { handlers: { waiting: () => AWAIT_CALLBACK }, retryPolicies: {} },
       worker: WORKER,
     });
@@ -111,7 +112,7 @@ describe('listing jobs by status', () => {
     const invoker = new RecordingInvoker();
     await poll(ctx, [plain, listed], invoker);
     const handlers = { plain: (data: unknown) => ((data as { id: string }).id === 'fails' ? Promise.reject(new Error('no')) : 'ok'), listed: () => 'ok' };
-    for (const batch of invoker.batches) await runWorkerBatch(ctx, batch, { registry: { handlers, retryPolicies: {} }, worker: WORKER });
+    for (const batch of invoker.batches) await runWorkerBatch(asFunction(ctx, 'worker'), batch, { registry: { handlers, retryPolicies: {} }, worker: WORKER });
     expect((await allPages(ctx, plain, 'failed', 10)).flat()).toEqual(['fails']);
     expect((await allPages(ctx, listed, 'succeeded', 10)).flat()).toEqual(['works']);
     await expect(listJobs(ctx, plain, { status: 'succeeded', limit: 10 })).rejects.toMatchObject({

@@ -12,7 +12,7 @@ import { jobTypeInputSchema, parseWith, type Job, type JobInput, type JobType, t
 import { pollOnce, type CursorCache, type PollResult, type WorkerBatch, type WorkerInvoker } from '../../lib/poller.js';
 import type { CustomRetryPolicies } from '../../lib/retry.js';
 import { runWorkerBatch, type BatchResult, type JobHandler } from '../../lib/worker.js';
-import { createTestQueue, type TestClock, type TestQueue } from '../support/queue.js';
+import { asFunction, createTestQueue, type TestClock, type TestQueue } from '../support/queue.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00.000Z');
 export const WORKER: WorkerIdentity = { id: 'worker-1', host: 'host-a' };
@@ -88,7 +88,7 @@ export class RunningInvoker implements WorkerInvoker {
   async invoke(batch: WorkerBatch): Promise<void> {
     this.batches.push(structuredClone(batch));
     this.results.push(
-      await runWorkerBatch(this.ctx, batch, {
+      await runWorkerBatch(asFunction(this.ctx, 'worker'), batch, {
         registry: { handlers: this.handlers, retryPolicies: this.retryPolicies },
         worker: this.worker,
         onError: (_job, error) => this.errors.push(error),
@@ -107,5 +107,5 @@ export class FailingInvoker implements WorkerInvoker {
 
 /** One poll of the given types with a fresh cursor cache (cursors are then read from the table). */
 export function poll(ctx: QueueContext, jobTypes: JobType[], invoker: WorkerInvoker, cursors: CursorCache = new Map()): Promise<PollResult> {
-  return pollOnce(ctx, { jobTypes, invoker, cursors });
+  return pollOnce(asFunction(ctx, 'poller'), { jobTypes, invoker, cursors });
 }

@@ -21,6 +21,8 @@ import {
   poll,
   readItem,
 } from './lib-fixtures.js';
+import { pollOnce } from '../../lib/poller.js';
+import { asFunction } from '../support/queue.js';
 
 const RETENTION_DAYS = 7;
 const queue = freshQueuePerTest({ settings: { retentionDays: RETENTION_DAYS } });
@@ -153,7 +155,7 @@ describe('claim, run, finish', () => {
     expect((await readItem(q, 'emails', 'ok'))?.purgeAtS).toBeUndefined();
 
     q.clock.advance(12_345);
-    await runWorkerBatch(q.ctx, recording.batches[0]!, {
+    await runWorkerBatch(q.as('worker'), recording.batches[0]!, {
       registry: {
         handlers: {
           emails: (data) => {
@@ -205,7 +207,7 @@ describe('expires_at (invariant 7: never after expires_at)', () => {
 
     clock.set(T0 + 10_000);
     const handler = vi.fn();
-    const counts = await runWorkerBatch(ctx, recording.batches[0]!, {
+    const counts = await runWorkerBatch(asFunction(ctx, 'worker'), recording.batches[0]!, {
       registry: { handlers: { emails: handler }, retryPolicies: {} },
       worker: WORKER,
     });
@@ -258,12 +260,12 @@ describe('deferred outcome (AWAIT_CALLBACK)', () => {
 
     for (const at of [31_000, 119_999]) {
       clock.set(T0 + at);
-      expect(await sweepOnce(ctx, { customPolicies: {} }), `sweep at +${at} ms`).toMatchObject({ requeued: 0, ended: 0 });
+      expect(await sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} }), `sweep at +${at} ms`).toMatchObject({ requeued: 0, ended: 0 });
       expect((await getJob(ctx, 'hooks', 'h-1'))?.status).toBe('awaiting_callback');
     }
 
     clock.set(T0 + 120_000);
-    expect(await sweepOnce(ctx, { customPolicies: {} })).toMatchObject({ ended: 1 });
+    expect(await sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} })).toMatchObject({ ended: 1 });
     const job = await getJob(ctx, 'hooks', 'h-1');
     expect(job).toMatchObject({ status: 'failed', finishedAtMs: T0 + 120_000 });
     expect(job?.history).toEqual([
@@ -283,7 +285,7 @@ describe('deferred outcome (AWAIT_CALLBACK)', () => {
     await enqueue(ctx, hooks, 'h-1');
     await poll(ctx, [hooks], new RunningInvoker(ctx, { hooks: () => AWAIT_CALLBACK }));
     clock.set(T0 + 120_000);
-    expect(await sweepOnce(ctx, { customPolicies: {} })).toMatchObject({ requeued: 1 });
+    expect(await sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} })).toMatchObject({ requeued: 1 });
     expect(await getJob(ctx, 'hooks', 'h-1')).toMatchObject({ status: 'queued', attempt: 1, runAfterMs: T0 + 125_000 });
   });
 });
@@ -341,13 +343,13 @@ describe('a poll that fails part-way', () => {
           await Promise.race([othersClaimed, new Promise((resolve) => setTimeout(resolve, 5_000))]);
           throw new Error('ProvisionedThroughputExceededException');
         }
-        const output = await ctx.db.send(command as UpdateCommand);
+        const output = await asFunction(ctx, 'poller').db.send(command as UpdateCommand);
         if (command instanceof UpdateCommand && ++claimsDone === healthyClaims) allClaimed();
         return output;
       },
     } as unknown as DynamoDBDocumentClient;
     const invoker = new RecordingInvoker();
-    await poll({ ...ctx, db: faultyDb }, [charge], invoker).catch(() => undefined);
+    await pollOnce({ ...asFunction(ctx, 'poller'), db: faultyDb }, { jobTypes: [charge], invoker, cursors: new Map() }).catch(() => undefined);
 
     const handedOver = new Set(invoker.jobs.map((job) => job.id));
     const stranded: string[] = [];
@@ -369,7 +371,7 @@ describe('stale writers (invariant 3)', () => {
     const staleJob = first.jobs[0]!;
 
     q.clock.advance(31_000);
-    expect(await sweepOnce(q.ctx, { customPolicies: {} })).toMatchObject({ requeued: 1 });
+    expect(await sweepOnce(q.as('sweeper'), { customPolicies: {} })).toMatchObject({ requeued: 1 });
     const second = new RecordingInvoker();
     await poll(q.ctx, [emails], second);
     const liveJob = second.jobs[0]!;
@@ -443,7 +445,7 @@ describe('stale writers (invariant 3)', () => {
 
     clock.advance(30_000);
     const handler = vi.fn(() => 'sent');
-    const counts = await runWorkerBatch(ctx, recording.batches[0]!, {
+    const counts = await runWorkerBatch(asFunction(ctx, 'worker'), recording.batches[0]!, {
       registry: { handlers: { emails: handler }, retryPolicies: {} },
       worker: WORKER,
     });
@@ -460,9 +462,9 @@ describe('stale writers (invariant 3)', () => {
     await poll(ctx, [emails], recording);
 
     clock.advance(30_000);
-    await sweepOnce(ctx, { customPolicies: {} });
+    await sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} });
     const handler = vi.fn();
-    const counts = await runWorkerBatch(ctx, recording.batches[0]!, {
+    const counts = await runWorkerBatch(asFunction(ctx, 'worker'), recording.batches[0]!, {
       registry: { handlers: { emails: handler }, retryPolicies: {} },
       worker: WORKER,
     });

@@ -52,7 +52,7 @@ test('a job with 256 KiB of data and a full history of long errors still fits in
   for (let attempt = 1; attempt <= 30; attempt++) {
     const claim = await claimJob(queue.ctx, { type: 'heavy', id: 'heavy-1' }, jobType);
     if (claim.kind !== 'claimed') throw new Error(`attempt ${attempt} not claimed`);
-    expect(await runClaimedJob(queue.ctx, claim.job, jobType, { registry, worker })).toBe(attempt < 30 ? 'retrying' : 'failed');
+    expect(await runClaimedJob(queue.as('worker'), claim.job, jobType, { registry, worker })).toBe(attempt < 30 ? 'retrying' : 'failed');
   }
   const job = await getJob(queue.ctx, 'heavy', 'heavy-1');
   expect(job?.history).toHaveLength(25);
@@ -63,7 +63,7 @@ test('a handler result over 64 KiB fails the attempt without retry instead of br
   const { jobType } = await putJobType(queue.ctx, 'big-result', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'big' } }));
   const registry = { handlers: { big: () => ({ blob: bigText(70_000) }) }, retryPolicies: {} };
   const job = await claimed(jobType, 'r1', { n: 1 });
-  expect(await runClaimedJob(queue.ctx, job, jobType, { registry, worker })).toBe('failed');
+  expect(await runClaimedJob(queue.as('worker'), job, jobType, { registry, worker })).toBe('failed');
   const stored = await getJob(queue.ctx, 'big-result', 'r1');
   expect(stored?.status).toBe('failed');
   expect(stored?.history[0]?.error?.class).toBe('ResultTooLargeError');
@@ -77,7 +77,7 @@ test('a callback result over 64 KiB is refused with the field named, and the att
   );
   const registry = { handlers: { await_callback: () => AWAIT_CALLBACK }, retryPolicies: {} };
   const job = await claimed(jobType, 'c1', {});
-  expect(await runClaimedJob(queue.ctx, job, jobType, { registry, worker })).toBe('awaiting_callback');
+  expect(await runClaimedJob(queue.as('worker'), job, jobType, { registry, worker })).toBe('awaiting_callback');
   const callback = completeFromCallback(queue.ctx, jobType, 'c1', { status: 'succeeded', attempt: 1, result: bigText(70_000) }, {});
   await expect(callback).rejects.toBeInstanceOf(PayloadTooLargeError);
   expect((await getJob(queue.ctx, 'callback-result', 'c1'))?.status).toBe('awaiting_callback');

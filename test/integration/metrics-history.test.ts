@@ -13,6 +13,7 @@ import type { QueueContext } from '../../lib/config.js';
 import { createMetricsRecorder, lagBucketOf, lagBucketValueMs, METRICS_FLUSH_INTERVAL_MS, METRICS_RETENTION_S } from '../../lib/metrics-history.js';
 import type { WorkerBatch } from '../../lib/poller.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
+import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { createTestQueue, manualClock, type TestQueue } from '../support/queue.js';
 import { RecordingInvoker } from './lib-fixtures.js';
 
@@ -33,7 +34,7 @@ beforeEach(async () => {
   consoleError = vi.spyOn(console, 'error').mockImplementation(() => undefined);
   // One poll per invocation: the manual clock does not move, so a longer run would never end.
   queue = await createTestQueue({ clock: manualClock(T0), settings: { pollerRunMs: 0 } });
-  admin = createTestApi(queue.ctx);
+  admin = createTestApi(queue);
   expect((await admin.put('/v1/job-types/emails', { target: { kind: 'handler', name: 'echo' } })).status).toBe(201);
   const failing = { target: { kind: 'handler', name: 'fail' }, attempts: 2, retry: { kind: 'fixed', delay_s: 0 } };
   expect((await admin.put('/v1/job-types/reports', failing)).status).toBe(201);
@@ -44,12 +45,13 @@ afterEach(async () => {
   await queue.drop();
 });
 
-function poller(id: string, invoker: RecordingInvoker, ctx: QueueContext = queue.ctx) {
+function poller(id: string, invoker: RecordingInvoker, ctx: QueueContext = queue.as('poller')) {
   return createPollerHandler({ ctx, invoker, identity: { id, host: 'host' } });
 }
 
-/** Writes of the history, counted; those that `fail` says so are refused, everything else goes through. */
-function watchedContext(fail: () => boolean = () => false): { ctx: QueueContext; historyWrites: () => number } {
+/** Function `fn`'s writes of the history, counted; those that `fail` says so are refused, everything else goes through. */
+function watchedContext(fn: QueueFunctionName, fail: () => boolean = () => false): { ctx: QueueContext; historyWrites: () => number } {
+  const functionCtx = queue.as(fn);
   let writes = 0;
   const isHistoryWrite = (command: unknown): boolean =>
     command instanceof UpdateCommand && String(command.input.Key?.pk).startsWith('METRICS#');
@@ -59,10 +61,10 @@ function watchedContext(fail: () => boolean = () => false): { ctx: QueueContext;
         writes++;
         if (fail()) return Promise.reject(new Error('ProvisionedThroughputExceededException'));
       }
-      return queue.ctx.db.send(command as UpdateCommand);
+      return functionCtx.db.send(command as UpdateCommand);
     },
   } as unknown as DynamoDBDocumentClient;
-  return { ctx: { ...queue.ctx, db }, historyWrites: () => writes };
+  return { ctx: { ...functionCtx, db }, historyWrites: () => writes };
 }
 
 const loggedHistoryFailures = (): number =>
@@ -120,7 +122,7 @@ describe('finished attempts', () => {
     await admin.put('/v1/jobs/emails/late', { data: {}, expires_at: iso(T0 + 2_000) });
     await admin.put('/v1/jobs/reports/bad', { data: { message: 'no' } });
     await poller('p-1', invoker)({}, lambdaContext);
-    const worker = createWorkerHandler({ ctx: queue.ctx, registry, worker: { id: 'w-1', host: 'host' } });
+    const worker = createWorkerHandler({ ctx: queue.as('worker'), registry, worker: { id: 'w-1', host: 'host' } });
     queue.clock.advance(3_000);
     for (const batch of invoker.batches) await worker(batch);
     // The failing job's second attempt, in a second batch more than the flush interval later.
@@ -143,7 +145,7 @@ describe('finished attempts', () => {
     for (const id of ['h-1', 'h-2']) await admin.put(`/v1/jobs/hooks/${id}`, { data: {} });
     const invoker = new RecordingInvoker();
     await poller('p-1', invoker)({}, lambdaContext);
-    const worker = createWorkerHandler({ ctx: queue.ctx, registry, worker: { id: 'w-1', host: 'host' } });
+    const worker = createWorkerHandler({ ctx: queue.as('worker'), registry, worker: { id: 'w-1', host: 'host' } });
     for (const batch of invoker.batches) await worker(batch);
 
     expect((await admin.post('/v1/jobs/hooks/h-1', { status: 'succeeded', attempt: 1 })).status).toBe(200);
@@ -158,7 +160,7 @@ describe('finished attempts', () => {
 
 describe('writes', () => {
   test('a process writes at most once per flush interval, one item per type and minute', async () => {
-    const { ctx, historyWrites } = watchedContext();
+    const { ctx, historyWrites } = watchedContext('worker');
     const recorder = createMetricsRecorder(ctx, () => undefined);
     recorder.recordLag('emails', 10, T0);
     recorder.recordLag('reports', 10, T0);
@@ -185,8 +187,8 @@ describe('writes', () => {
     await admin.put('/v1/jobs/hooks/h-1', { data: {} });
     const invoker = new RecordingInvoker();
     await poller('p-1', invoker)({}, lambdaContext);
-    await createWorkerHandler({ ctx: queue.ctx, registry, worker: { id: 'w-1', host: 'host' } })(invoker.batches[0] as WorkerBatch);
-    const failingApi = createTestApi(watchedContext(() => true).ctx);
+    await createWorkerHandler({ ctx: queue.as('worker'), registry, worker: { id: 'w-1', host: 'host' } })(invoker.batches[0] as WorkerBatch);
+    const failingApi = createTestApi({ as: (fn) => (fn === 'api' ? watchedContext('api', () => true).ctx : queue.as(fn)) });
 
     const response = await failingApi.post('/v1/jobs/hooks/h-1', { status: 'succeeded', attempt: 1 });
 
@@ -196,7 +198,7 @@ describe('writes', () => {
   });
 
   test('flushSoon writes counts held back by the interval once it is over, and only once', async () => {
-    const { ctx, historyWrites } = watchedContext();
+    const { ctx, historyWrites } = watchedContext('worker');
     const recorder = createMetricsRecorder(ctx, () => undefined);
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
@@ -232,7 +234,7 @@ describe('writes', () => {
   });
 
   test('a history write that fails is logged and the poll claims and dispatches as usual', async () => {
-    const { ctx } = watchedContext(() => true);
+    const { ctx } = watchedContext('poller', () => true);
     await admin.put('/v1/jobs/emails/a', { data: {} });
     const invoker = new RecordingInvoker();
     const result = await poller('p-1', invoker, ctx)({}, lambdaContext);
@@ -242,7 +244,7 @@ describe('writes', () => {
   });
 
   test('a history write that fails is logged and the job succeeds as usual', async () => {
-    const { ctx } = watchedContext(() => true);
+    const { ctx } = watchedContext('worker', () => true);
     await admin.put('/v1/jobs/emails/a', { data: {} });
     const invoker = new RecordingInvoker();
     await poller('p-1', invoker)({}, lambdaContext);

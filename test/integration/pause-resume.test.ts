@@ -24,7 +24,7 @@ beforeEach(async () => {
   consoleLog = vi.spyOn(console, 'log').mockImplementation(() => undefined);
   // One poll per invocation: the manual clock does not move, so a longer run would never end.
   queue = await createTestQueue({ clock: manualClock(T0), settings: { pollerRunMs: 0 } });
-  admin = createTestApi(queue.ctx);
+  admin = createTestApi(queue);
   expect((await admin.put('/v1/job-types/emails', ECHO_TYPE)).status).toBe(201);
 });
 afterEach(async () => {
@@ -35,7 +35,7 @@ afterEach(async () => {
 /** Two pollers, each with its own process state, both over every shard. */
 function twoPollers(): { invokers: RecordingInvoker[]; pollBoth: () => Promise<void> } {
   const invokers = [new RecordingInvoker(), new RecordingInvoker()];
-  const handlers = invokers.map((invoker, i) => createPollerHandler({ ctx: queue.ctx, invoker, identity: { id: `p-${i}`, host: 'host' } }));
+  const handlers = invokers.map((invoker, i) => createPollerHandler({ ctx: queue.as('poller'), invoker, identity: { id: `p-${i}`, host: 'host' } }));
   return {
     invokers,
     pollBoth: async () => {

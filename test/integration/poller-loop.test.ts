@@ -6,6 +6,7 @@ import type { QueueContext } from '../../lib/config.js';
 import { getJob } from '../../lib/jobs.js';
 import { runPollerLoop, type PollResult } from '../../lib/poller.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
+import { asFunction } from '../support/queue.js';
 
 const POLL_INTERVAL_MS = 1_000;
 const queue = freshQueuePerTest({ settings: { pollIntervalMs: POLL_INTERVAL_MS, shards: 1, claimPageSize: 1 } });
@@ -27,7 +28,7 @@ describe('runPollerLoop', () => {
     const sleeps: number[] = [];
     const invoker = new RecordingInvoker();
 
-    const totals = await runPollerLoop(ctx, {
+    const totals = await runPollerLoop(asFunction(ctx, 'poller'), {
       invoker,
       runForMs: 5_000,
       sleep: clockSleep(clock.advance, sleeps),
@@ -51,7 +52,7 @@ describe('runPollerLoop', () => {
     const results: PollResult[] = [];
     const sleeps: number[] = [];
 
-    const totals = await runPollerLoop(ctx, {
+    const totals = await runPollerLoop(asFunction(ctx, 'poller'), {
       invoker: new RecordingInvoker(),
       runForMs: POLL_INTERVAL_MS,
       sleep: clockSleep(clock.advance, sleeps),
@@ -107,7 +108,7 @@ describe('runPollerLoop', () => {
     let created = false;
     const invoker = new RecordingInvoker();
 
-    await runPollerLoop(ctx, {
+    await runPollerLoop(asFunction(ctx, 'poller'), {
       invoker,
       runForMs: 6_000,
       jobTypesRefreshMs: 3_000,

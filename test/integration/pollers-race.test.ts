@@ -8,7 +8,7 @@ import { expect, test } from 'vitest';
 import { getJob } from '../../lib/jobs.js';
 import { pollOnce, type CursorCache } from '../../lib/poller.js';
 import type { JobHandler } from '../../lib/worker.js';
-import type { TestClock } from '../support/queue.js';
+import { asFunction, type TestClock } from '../support/queue.js';
 import { RunningInvoker, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
 
 const JOBS = 1_000;
@@ -52,7 +52,7 @@ test(`two pollers racing over the same shards start each of ${JOBS} jobs exactly
       const cursors: CursorCache = new Map();
       const totals = { claimed: 0, lostRaces: 0, polls: 0 };
       while (succeeded() < JOBS && Date.now() < deadline) {
-        const result = await pollOnce(ctx, { jobTypes: [race], invoker, cursors });
+        const result = await pollOnce(asFunction(ctx, 'poller'), { jobTypes: [race], invoker, cursors });
         totals.claimed += result.claimed;
         totals.lostRaces += result.lostRaces;
         totals.polls++;

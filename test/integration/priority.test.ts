@@ -8,7 +8,7 @@ import { putJobType } from '../../lib/job-types.js';
 import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
 import { runWorkerBatch } from '../../lib/worker.js';
 import { sleepMs, watchInFlight } from '../support/in-flight.js';
-import { createTestQueue, realClock } from '../support/queue.js';
+import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import type { QueueContext } from '../../lib/config.js';
 import { contextWith, runUntilSettled } from '../support/scenario.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
@@ -54,7 +54,7 @@ describe('priority order', () => {
     for (let i = 0; i < count; i++) {
       const invoker = new RecordingInvoker();
       await poll(ctx, [jobType], invoker);
-      for (const batch of invoker.batches) await runWorkerBatch(ctx, batch, { registry, worker: WORKER });
+      for (const batch of invoker.batches) await runWorkerBatch(asFunction(ctx, 'worker'), batch, { registry, worker: WORKER });
     }
     return started;
   }

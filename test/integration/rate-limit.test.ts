@@ -7,7 +7,7 @@ import { putJobType } from '../../lib/job-types.js';
 import { jobTypeInputSchema } from '../../lib/model.js';
 import { pollOnce } from '../../lib/poller.js';
 import { watchInFlight } from '../support/in-flight.js';
-import { createTestQueue, realClock } from '../support/queue.js';
+import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import { contextWith, runUntilSettled } from '../support/scenario.js';
 import { defineType, enqueue, freshQueuePerTest, RecordingInvoker } from './lib-fixtures.js';
 
@@ -53,8 +53,8 @@ describe('the shared token bucket', () => {
     const { ctx } = queue();
     const paced = await defineType(ctx, 'paced', { rate_limit_per_s: 5 });
     for (let i = 0; i < 20; i++) await enqueue(ctx, paced, `job-${i}`);
-    const first = await pollOnce(ctx, { jobTypes: [paced], invoker: new RecordingInvoker(), cursors: new Map(), rateBuckets: new Map() });
-    const second = await pollOnce(ctx, { jobTypes: [paced], invoker: new RecordingInvoker(), cursors: new Map(), rateBuckets: new Map() });
+    const first = await pollOnce(asFunction(ctx, 'poller'), { jobTypes: [paced], invoker: new RecordingInvoker(), cursors: new Map(), rateBuckets: new Map() });
+    const second = await pollOnce(asFunction(ctx, 'poller'), { jobTypes: [paced], invoker: new RecordingInvoker(), cursors: new Map(), rateBuckets: new Map() });
     expect(first.claimed + second.claimed).toBe(5);
   });
 
@@ -63,7 +63,7 @@ describe('the shared token bucket', () => {
     const paced = await defineType(ctx, 'paced', { rate_limit_per_s: 5 });
     for (let i = 0; i < 20; i++) await enqueue(ctx, paced, `job-${i}`);
     const rateBuckets = new Map();
-    const pollNow = () => pollOnce(ctx, { jobTypes: [paced], invoker: new RecordingInvoker(), cursors: new Map(), rateBuckets });
+    const pollNow = () => pollOnce(asFunction(ctx, 'poller'), { jobTypes: [paced], invoker: new RecordingInvoker(), cursors: new Map(), rateBuckets });
     expect((await pollNow()).claimed).toBe(5);
     clock.advance(400);
     expect((await pollNow()).claimed).toBe(2);
@@ -76,7 +76,7 @@ describe('the shared token bucket', () => {
     const paced = await defineType(ctx, 'paced', { rate_limit_per_s: 0.5 });
     for (let i = 0; i < 5; i++) await enqueue(ctx, paced, `job-${i}`);
     const rateBuckets = new Map();
-    const pollNow = () => pollOnce(ctx, { jobTypes: [paced], invoker: new RecordingInvoker(), cursors: new Map(), rateBuckets });
+    const pollNow = () => pollOnce(asFunction(ctx, 'poller'), { jobTypes: [paced], invoker: new RecordingInvoker(), cursors: new Map(), rateBuckets });
     expect((await pollNow()).claimed).toBe(1);
     clock.advance(1_000);
     expect((await pollNow()).claimed).toBe(0);
@@ -92,10 +92,10 @@ describe('the shared token bucket', () => {
     clock.advance(600);
     const rateBuckets = new Map();
     const invoker = new RecordingInvoker();
-    const first = await pollOnce(ctx, { jobTypes: [paced], invoker, cursors: new Map(), rateBuckets });
+    const first = await pollOnce(asFunction(ctx, 'poller'), { jobTypes: [paced], invoker, cursors: new Map(), rateBuckets });
     expect(first).toMatchObject({ claimed: 2, expired: 3 });
     for (let i = 2; i < 10; i++) await enqueue(ctx, paced, `job-${i}`);
     // The bucket held 5: 2 went to claims and the 3 taken for the expired jobs were put back.
-    expect((await pollOnce(ctx, { jobTypes: [paced], invoker, cursors: new Map(), rateBuckets })).claimed).toBe(3);
+    expect((await pollOnce(asFunction(ctx, 'poller'), { jobTypes: [paced], invoker, cursors: new Map(), rateBuckets })).claimed).toBe(3);
   });
 });

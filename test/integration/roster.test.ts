@@ -19,7 +19,8 @@ import {
   ROSTER_REFRESH_MS,
   ROSTER_STALE_AFTER_MS,
 } from '../../lib/roster.js';
-import { manualClock } from '../support/queue.js';
+import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import { asFunction, manualClock } from '../support/queue.js';
 import { RecordingInvoker, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
 
 /**
@@ -46,20 +47,21 @@ afterEach(() => {
   consoleLog.mockRestore();
 });
 
-function pollerHandler(ctx: QueueContext, identity: WorkerIdentity = POLLER, invoker = new RecordingInvoker()) {
-  return createPollerHandler({ ctx, invoker, identity });
+function pollerHandler(pollerCtx: QueueContext, identity: WorkerIdentity = POLLER, invoker = new RecordingInvoker()) {
+  return createPollerHandler({ ctx: pollerCtx, invoker, identity });
 }
 
-/** A context whose roster writes fail, and nothing else does. */
-function failingRosterWrites(ctx: QueueContext): QueueContext {
+/** `fn`'s context, whose roster writes fail, and nothing else does. */
+function failingRosterWrites(ctx: QueueContext, fn: QueueFunctionName): QueueContext {
+  const functionCtx = asFunction(ctx, fn);
   const db = {
     send: (command: unknown) => {
       const pk = command instanceof UpdateCommand ? command.input.Key?.pk : undefined;
       if (typeof pk === 'string' && pk.startsWith('ROSTER#')) return Promise.reject(new Error('ProvisionedThroughputExceededException'));
-      return ctx.db.send(command as UpdateCommand);
+      return functionCtx.db.send(command as UpdateCommand);
     },
   } as unknown as DynamoDBDocumentClient;
-  return { ...ctx, db };
+  return { ...functionCtx, db };
 }
 
 const loggedRosterFailures = (): number =>
@@ -68,7 +70,7 @@ const loggedRosterFailures = (): number =>
 describe('who is listed', () => {
   test('a poller lists itself with its host, the shards it polls, when it started and when it was last seen', async () => {
     const { ctx, clock } = queue();
-    const handler = pollerHandler(ctx);
+    const handler = pollerHandler(asFunction(ctx, 'poller'));
     clock.advance(5_000);
     await handler({ shards: [0, 2] }, lambdaContext);
 
@@ -80,13 +82,13 @@ describe('who is listed', () => {
 
   test('a poller invoked without shards lists every shard', async () => {
     const { ctx } = queue();
-    await pollerHandler(ctx)({}, lambdaContext);
+    await pollerHandler(asFunction(ctx, 'poller'))({}, lambdaContext);
     expect((await listRoster(ctx)).poller[0]?.shards).toEqual([0, 1, 2, 3]);
   });
 
   test("a poller's next invocation for other shards replaces its shards: the partitions' rules share its containers", async () => {
     const { ctx } = queue();
-    const handler = pollerHandler(ctx);
+    const handler = pollerHandler(asFunction(ctx, 'poller'));
     await handler({ shards: [0, 2] }, lambdaContext);
     await handler({ shards: [1, 3] }, lambdaContext);
     const { poller } = await listRoster(ctx);
@@ -98,8 +100,8 @@ describe('who is listed', () => {
     const emails = await defineType(ctx, 'emails', { target: { kind: 'handler', name: 'echo' } });
     await enqueue(ctx, emails, 'e-1');
     const invoker = new RecordingInvoker();
-    await pollerHandler(ctx, POLLER, invoker)({}, lambdaContext);
-    const worker = createWorkerHandler({ ctx, registry, worker: WORKER });
+    await pollerHandler(asFunction(ctx, 'poller'), POLLER, invoker)({}, lambdaContext);
+    const worker = createWorkerHandler({ ctx: asFunction(ctx, 'worker'), registry, worker: WORKER });
     expect((await listRoster(ctx)).worker).toEqual([]);
 
     clock.advance(1_000);
@@ -111,12 +113,12 @@ describe('who is listed', () => {
 
   test('pollers and workers are listed apart, oldest process first', async () => {
     const { ctx, clock } = queue();
-    const second = pollerHandler(ctx, { id: 'poller-2', host: 'host-c' });
+    const second = pollerHandler(asFunction(ctx, 'poller'), { id: 'poller-2', host: 'host-c' });
     clock.advance(1_000);
-    const first = pollerHandler(ctx, { id: 'poller-0', host: 'host-c' });
+    const first = pollerHandler(asFunction(ctx, 'poller'), { id: 'poller-0', host: 'host-c' });
     await first({}, lambdaContext);
     await second({}, lambdaContext);
-    await createWorkerHandler({ ctx, registry, worker: WORKER })({ jobs: [], jobTypes: {} });
+    await createWorkerHandler({ ctx: asFunction(ctx, 'worker'), registry, worker: WORKER })({ jobs: [], jobTypes: {} });
 
     const roster = await listRoster(ctx);
     expect(roster.poller.map((entry) => entry.id)).toEqual(['poller-2', 'poller-0']);
@@ -127,9 +129,9 @@ describe('who is listed', () => {
 describe('stale entries', () => {
   test('an entry not refreshed for a minute is left out, while a fresh one stays', async () => {
     const { ctx, clock } = queue();
-    await pollerHandler(ctx, { id: 'stopped', host: 'host-a' })({}, lambdaContext);
+    await pollerHandler(asFunction(ctx, 'poller'), { id: 'stopped', host: 'host-a' })({}, lambdaContext);
     clock.advance(ROSTER_STALE_AFTER_MS - 10_000);
-    await pollerHandler(ctx, { id: 'running', host: 'host-b' })({}, lambdaContext);
+    await pollerHandler(asFunction(ctx, 'poller'), { id: 'running', host: 'host-b' })({}, lambdaContext);
     expect((await listRoster(ctx)).poller.map((entry) => entry.id)).toEqual(['stopped', 'running']);
 
     clock.advance(10_001);
@@ -138,7 +140,7 @@ describe('stale entries', () => {
 
   test('each write sets the TTL attribute a few minutes after the time it was seen, so DynamoDB deletes a stale entry', async () => {
     const { ctx, clock, clients, tableName } = queue();
-    const handler = pollerHandler(ctx);
+    const handler = pollerHandler(asFunction(ctx, 'poller'));
     await handler({}, lambdaContext);
     clock.advance(30_000);
     await handler({}, lambdaContext);
@@ -174,7 +176,7 @@ describe('when roster writes fail', () => {
     await enqueue(ctx, emails, 'e-1');
     const invoker = new RecordingInvoker();
 
-    const totals = await pollerHandler(failingRosterWrites(ctx), POLLER, invoker)({}, lambdaContext);
+    const totals = await pollerHandler(failingRosterWrites(ctx, 'poller'), POLLER, invoker)({}, lambdaContext);
 
     expect(totals).toMatchObject({ claimed: 1, dispatched: 1 });
     expect(invoker.jobs.map((job) => job.id)).toEqual(['e-1']);
@@ -187,9 +189,9 @@ describe('when roster writes fail', () => {
     const emails = await defineType(ctx, 'emails', { target: { kind: 'handler', name: 'echo' } });
     await enqueue(ctx, emails, 'e-1');
     const invoker = new RecordingInvoker();
-    await pollerHandler(ctx, POLLER, invoker)({}, lambdaContext);
+    await pollerHandler(asFunction(ctx, 'poller'), POLLER, invoker)({}, lambdaContext);
 
-    const worker = createWorkerHandler({ ctx: failingRosterWrites(ctx), registry, worker: WORKER });
+    const worker = createWorkerHandler({ ctx: failingRosterWrites(ctx, 'worker'), registry, worker: WORKER });
     expect(await worker(invoker.batches[0]!)).toMatchObject({ succeeded: 1, error: 0 });
 
     expect((await getJob(ctx, 'emails', 'e-1'))?.status).toBe('succeeded');

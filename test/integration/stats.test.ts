@@ -9,6 +9,7 @@ import type { JobType } from '../../lib/model.js';
 import { statsOfType, statsOfTypes } from '../../lib/stats.js';
 import { sweepOnce } from '../../lib/sweeper.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
+import { asFunction } from '../support/queue.js';
 
 const BUCKET_MS = 60_000;
 const queue = freshQueuePerTest({ settings: { bucketMs: BUCKET_MS, shards: 4 } });
@@ -109,21 +110,21 @@ describe('oldest due lag', () => {
 
 describe('what it reads', () => {
   test("from the pollers' and sweeper's cursors on: once they have moved, an old type costs a few queries per shard, not one per bucket since its creation", async () => {
-    const { ctx, clock, clients } = queue();
+    const { ctx, clock } = queue();
     const emails = await defineType(ctx, 'emails');
     clock.advance(120 * BUCKET_MS);
     await enqueueAll(ctx, emails, ids('e', 4));
-    const capacity = trackConsumedCapacity(clients.base);
+    const capacity = trackConsumedCapacity(queue().clientsOf('api').base);
     const queriesOf = async (): Promise<number> => {
       const before = capacity.byCommand.QueryCommand?.calls ?? 0;
-      expect((await statsOfType(ctx, emails)).due).toBe(4);
+      expect((await statsOfType(asFunction(ctx, 'api'), emails)).due).toBe(4);
       return (capacity.byCommand.QueryCommand?.calls ?? 0) - before;
     };
 
     // Before any poll, every shard is walked from the type's creation: 121 buckets.
     expect(await queriesOf()).toBeGreaterThanOrEqual(4 * 121);
     await poll(ctx, [emails], new RecordingInvoker());
-    await sweepOnce(ctx, { customPolicies: {} });
+    await sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} });
     await enqueueAll(ctx, emails, ids('f', 4));
     // Per shard: due, up to 3 buckets and a first entry; scheduled, the current bucket and the 2 walked ahead;
     // running, the claim lane from the sweeper's cursor (a margin behind) to 2 ahead. Plus 2 directory queries.

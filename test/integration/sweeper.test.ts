@@ -8,11 +8,11 @@ import { getJob } from '../../lib/jobs.js';
 import type { WorkerBatch } from '../../lib/poller.js';
 import { sweepOnce } from '../../lib/sweeper.js';
 import { runWorkerBatch, type JobHandler } from '../../lib/worker.js';
-import { createTestQueue, realClock } from '../support/queue.js';
+import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import { RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest();
-const sweep = (ctx: Parameters<typeof sweepOnce>[0]) => sweepOnce(ctx, { customPolicies: {} });
+const sweep = (ctx: Parameters<typeof sweepOnce>[0]) => sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} });
 
 describe('a dead worker (at_least_once)', () => {
   test('a claim is left alone until its visibility timeout has passed', async () => {
@@ -143,7 +143,7 @@ describe('at_most_once', () => {
     expect((await poll(ctx, [charge], new RunningInvoker(ctx, { charge: handler }))).claimed).toBe(1);
     await vi.waitFor(async () => expect(await getJob(ctx, 'charge', 'c-1')).toMatchObject({ status: 'succeeded', attempt: 1 }));
     // The first delivery, arriving late, finds its claim gone and does not start the job.
-    expect(await runWorkerBatch(ctx, lost.batches[0]!, { registry: { handlers: { charge: handler }, retryPolicies: {} }, worker: WORKER })).toMatchObject({
+    expect(await runWorkerBatch(asFunction(ctx, 'worker'), lost.batches[0]!, { registry: { handlers: { charge: handler }, retryPolicies: {} }, worker: WORKER })).toMatchObject({
       claim_lapsed: 1,
     });
     expect(handler).toHaveBeenCalledTimes(1);
@@ -159,8 +159,8 @@ describe('at_most_once', () => {
     const handler = vi.fn(() => 'charged');
     const options = { registry: { handlers: { charge: handler }, retryPolicies: {} }, worker: WORKER };
 
-    expect(await runWorkerBatch(ctx, batch, options)).toMatchObject({ succeeded: 1 });
-    expect(await runWorkerBatch(ctx, batch, options)).toMatchObject({ succeeded: 0, already_started: 1 });
+    expect(await runWorkerBatch(asFunction(ctx, 'worker'), batch, options)).toMatchObject({ succeeded: 1 });
+    expect(await runWorkerBatch(asFunction(ctx, 'worker'), batch, options)).toMatchObject({ succeeded: 0, already_started: 1 });
     expect(handler).toHaveBeenCalledTimes(1);
     expect(await getJob(ctx, 'charge', 'c-1')).toMatchObject({ status: 'succeeded', result: 'charged' });
   });
@@ -184,10 +184,10 @@ describe('at_most_once', () => {
     });
     const options = { registry: { handlers: { charge: handler }, retryPolicies: {} }, worker: WORKER };
 
-    const first = runWorkerBatch(ctx, batch, options);
+    const first = runWorkerBatch(asFunction(ctx, 'worker'), batch, options);
     await handlerStarted;
     expect(await getJob(ctx, 'charge', 'c-1')).toMatchObject({ status: 'running', startedAtMs: T0, worker: WORKER });
-    const second = await runWorkerBatch(ctx, batch, { ...options, worker: { id: 'worker-2', host: 'host-b' } });
+    const second = await runWorkerBatch(asFunction(ctx, 'worker'), batch, { ...options, worker: { id: 'worker-2', host: 'host-b' } });
     finish();
 
     expect(second).toMatchObject({ already_started: 1, succeeded: 0 });
@@ -280,7 +280,7 @@ describe('heartbeat', () => {
       sweptWhileRunning = await sweep(ctx);
       return 'report ready';
     };
-    const counts = await runWorkerBatch(ctx, recording.batches[0]!, {
+    const counts = await runWorkerBatch(asFunction(ctx, 'worker'), recording.batches[0]!, {
       registry: { handlers: { reports: handler }, retryPolicies: {} },
       worker: WORKER,
     });
@@ -309,7 +309,7 @@ describe('a live worker', () => {
         await new Promise((resolve) => setTimeout(resolve, 2_600));
         return 'charged';
       };
-      const run = runWorkerBatch(q.ctx, recording.batches[0]!, { registry: { handlers: { charge: handler }, retryPolicies: {} }, worker: WORKER });
+      const run = runWorkerBatch(q.as('worker'), recording.batches[0]!, { registry: { handlers: { charge: handler }, retryPolicies: {} }, worker: WORKER });
       await new Promise((resolve) => setTimeout(resolve, 1_800));
       expect(await sweep(q.ctx)).toMatchObject({ requeued: 0, ended: 0, released: 0 });
       expect(await run).toMatchObject({ succeeded: 1 });

@@ -9,7 +9,7 @@ import { jobTypeInputSchema } from '../../lib/model.js';
 import { readInFlight } from '../../lib/slots.js';
 import { runWorkerBatch } from '../../lib/worker.js';
 import { sleepMs, watchInFlight } from '../support/in-flight.js';
-import { createTestQueue, realClock } from '../support/queue.js';
+import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import { auditJobs, contextWith, runUntilSettled } from '../support/scenario.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
 
@@ -119,7 +119,7 @@ describe('throttle keys', () => {
     const invoker = new RecordingInvoker();
     await poll(ctx, [regional], invoker);
     expect(await readInFlight(ctx, 'regional', ['east'])).toEqual({ type: 2, keys: new Map([['east', 2]]) });
-    await runWorkerBatch(ctx, invoker.batches[0]!, { registry: { handlers: { regional: () => 'ok' }, retryPolicies: {} }, worker: WORKER });
+    await runWorkerBatch(asFunction(ctx, 'worker'), invoker.batches[0]!, { registry: { handlers: { regional: () => 'ok' }, retryPolicies: {} }, worker: WORKER });
     expect(await readInFlight(ctx, 'regional', ['east'])).toEqual({ type: 0, keys: new Map([['east', 0]]) });
   });
 });

@@ -13,9 +13,9 @@ import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { createLocalGateway } from '../../infra/local/gateway.js';
 import { httpApiEvent, lambdaContext } from '../../infra/local/http-server.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
-import type { QueueContext, QueueSettings } from '../../lib/config.js';
+import type { QueueSettings } from '../../lib/config.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
-import { createTestQueue, type TestQueue } from './queue.js';
+import { createTestQueue, type FunctionContexts, type TestQueue } from './queue.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -110,21 +110,22 @@ export function createApiClient(handler: ApiHandler, token: string = ADMIN_TOKEN
 }
 
 /**
- * The api handler over `ctx` behind the authorizer, as API Gateway runs them,
- * with the worker's built-in registry unless another is given. `adminToken`
- * is the authorizer's API_TOKEN, so it needs no key in the table.
+ * The api handler behind the authorizer, as API Gateway runs them, each on the
+ * queue as its own role sees it, with the worker's built-in registry unless
+ * another is given. `adminToken` is the authorizer's API_TOKEN, so it needs no
+ * key in the table.
  */
 export function createTestApi(
-  ctx: QueueContext,
+  queue: FunctionContexts,
   options: { registry?: WorkerRegistry; adminToken?: string; callbackTokenSecret?: string } = {},
 ): ApiClient {
   const adminToken = options.adminToken ?? ADMIN_TOKEN;
   const authorizer = createAuthorizer({
-    ctx,
+    ctx: queue.as('authorizer'),
     staticAdminToken: adminToken,
     ...(options.callbackTokenSecret ? { callbackTokenSecret: options.callbackTokenSecret } : {}),
   });
-  const api = createApiHandler({ ctx, registry: options.registry ?? builtinRegistry }) as ApiHandler;
+  const api = createApiHandler({ ctx: queue.as('api'), registry: options.registry ?? builtinRegistry }) as ApiHandler;
   return createApiClient(createLocalGateway({ authorizer, api }), adminToken);
 }
 
@@ -138,7 +139,7 @@ export function freshApiPerTest(options: { settings?: Partial<QueueSettings> } =
   let fixture: ApiFixture | undefined;
   beforeEach(async () => {
     const queue = await createTestQueue(options.settings ? { settings: options.settings } : {});
-    fixture = { queue, api: createTestApi(queue.ctx) };
+    fixture = { queue, api: createTestApi(queue) };
   });
   afterEach(async () => {
     await fixture?.queue.drop();

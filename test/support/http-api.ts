@@ -4,8 +4,8 @@
  */
 import type { AddressInfo } from 'node:net';
 import { createHttpServer } from '../../infra/local/http-server.js';
-import type { QueueContext } from '../../lib/config.js';
 import { ADMIN_TOKEN, createTestApi, type ApiClient } from './api.js';
+import type { FunctionContexts } from './queue.js';
 
 export interface HttpTestApi {
   /** `http://127.0.0.1:<port>` */
@@ -16,8 +16,8 @@ export interface HttpTestApi {
   close(): Promise<void>;
 }
 
-export async function serveTestApi(ctx: QueueContext): Promise<HttpTestApi> {
-  const api = createTestApi(ctx);
+export async function serveTestApi(queue: FunctionContexts): Promise<HttpTestApi> {
+  const api = createTestApi(queue);
   const server = createHttpServer(api.handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

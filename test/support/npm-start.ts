@@ -37,9 +37,13 @@ function groupAlive(pid: number): boolean {
   }
 }
 
+/** What the runtime logs for a call its function's role in the stack does not allow. */
+const IAM_DENIAL = 'IAM check denied a call';
+
 /**
  * Ctrl-C to the whole process group, as a terminal sends it (or SIGKILL, as a
- * crash would); resolves once every process of the group is gone.
+ * crash would); resolves once every process of the group is gone, and fails
+ * if any function made a call the stack's IAM policies would deny on AWS.
  */
 export async function stop(started: Started, signal: 'SIGINT' | 'SIGKILL' = 'SIGINT'): Promise<void> {
   const pid = started.child.pid ?? 0;
@@ -52,6 +56,8 @@ export async function stop(started: Started, signal: 'SIGINT' | 'SIGKILL' = 'SIG
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+  const denials = started.output().split('\n').filter((line) => line.includes(IAM_DENIAL));
+  if (denials.length > 0) throw new Error(`npm start made calls the stack's IAM policies deny:\n${denials.join('\n')}`);
 }
 
 export async function call(started: Started, method: string, path: string, body?: unknown) {

@@ -6,6 +6,10 @@ import { createQueueContext, readQueueSettings, type QueueContext, type QueueSet
 import { createDynamoClients, type DynamoClients } from '../../lib/dynamodb.js';
 import type { LifecyclePublisher } from '../../lib/events.js';
 import { ensureTable } from '../../lib/table.js';
+import type { IamDecision } from '../../infra/local/iam/iam-check.js';
+import type { LocalIam } from '../../infra/local/iam/local-iam.js';
+import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import { localIamFor } from './iam.js';
 
 export interface TestClock {
   nowMs: () => number;
@@ -29,16 +33,47 @@ export function manualClock(startMs = Date.parse('2026-11-21T10:00:00.000Z')): T
 /** The real clock, for tests that run pollers and workers in real time. */
 export const realClock: TestClock = { nowMs: Date.now, set: () => undefined, advance: () => undefined };
 
-export interface TestQueue {
+/** Where a function's code gets the queue as that function sees it. */
+export interface FunctionContexts {
+  as(fn: QueueFunctionName): QueueContext;
+}
+
+export interface TestQueue extends FunctionContexts {
+  /** The test's own access, for setting up and inspecting: not limited by any role. */
   ctx: QueueContext;
+  /**
+   * The same queue (table, settings, clock, events) as function `fn` sees it: every call it makes is checked
+   * against `fn`'s role in the stack. Code a function runs gets this, never `ctx`.
+   */
+  as(fn: QueueFunctionName): QueueContext;
+  /** The check every `as(fn)` call goes through, with the stack's policies made concrete for this table. */
+  iam: LocalIam;
+  /** The clients behind `as(fn)`, for a test that watches or breaks that function's calls. */
+  clientsOf(fn: QueueFunctionName): DynamoClients;
   clients: DynamoClients;
   clock: TestClock;
   tableName: string;
   drop(): Promise<void>;
 }
 
+const queuesByContext = new WeakMap<QueueContext, TestQueue>();
+
+/** `ctx` of a test queue as function `fn` sees it (see `TestQueue.as`); any other context is a mistake in the test. */
+export function asFunction(ctx: QueueContext, fn: QueueFunctionName): QueueContext {
+  const queue = queuesByContext.get(ctx);
+  if (!queue) throw new Error(`asFunction(ctx, '${fn}') needs the ctx of a createTestQueue() queue`);
+  return queue.as(fn);
+}
+
 export async function createTestQueue(
-  options: { settings?: Partial<QueueSettings>; clock?: TestClock; random?: () => number; events?: LifecyclePublisher } = {},
+  options: {
+    settings?: Partial<QueueSettings>;
+    clock?: TestClock;
+    random?: () => number;
+    events?: LifecyclePublisher;
+    /** Sees every call a function makes through `as`, allowed or denied. */
+    onIamDecision?: (decision: IamDecision) => void;
+  } = {},
 ): Promise<TestQueue> {
   const tableName = `test-${randomUUID()}`;
   const clients = createDynamoClients({ endpoint: inject('dynamoEndpoint') });
@@ -51,14 +86,36 @@ export async function createTestQueue(
     random: options.random ?? (() => 0.5),
     ...(options.events ? { events: options.events } : {}),
   });
-  return {
+  const iam = localIamFor(tableName, options.onIamDecision);
+  const functionClients = new Map<QueueFunctionName, DynamoClients>();
+  const functionContexts = new Map<QueueFunctionName, QueueContext>();
+  const as = (fn: QueueFunctionName): QueueContext => {
+    let functionCtx = functionContexts.get(fn);
+    if (!functionCtx) {
+      const roleClients = iam.dynamoClientsFor(fn, { endpoint: inject('dynamoEndpoint') });
+      functionClients.set(fn, roleClients);
+      functionCtx = { ...ctx, db: roleClients.db, events: iam.publisherFor(fn, ctx.events) };
+      functionContexts.set(fn, functionCtx);
+    }
+    return functionCtx;
+  };
+  const queue: TestQueue = {
     ctx,
+    as,
+    iam,
+    clientsOf: (fn) => {
+      as(fn);
+      return functionClients.get(fn)!;
+    },
     clients,
     clock,
     tableName,
     drop: async () => {
       await clients.base.send(new DeleteTableCommand({ TableName: tableName }));
       clients.base.destroy();
+      for (const roleClients of functionClients.values()) roleClients.base.destroy();
     },
   };
+  queuesByContext.set(ctx, queue);
+  return queue;
 }

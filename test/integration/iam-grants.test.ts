@@ -1,0 +1,149 @@
+/**
+ * The stack's DynamoDB grants against what the functions' code does, both
+ * ways. Every call below goes through the local IAM check, so a grant missing
+ * from infra/ fails the step that needs it; and a tour through what each
+ * function does (an operator, a producer with a key of its own, the poller,
+ * the worker, callbacks, the dashboard's reads, the sweeper) must use every
+ * grant each function has, so a grant the code does not need fails too.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createPollerHandler } from '../../functions/poller/app.js';
+import { createSweeperHandler } from '../../functions/sweeper/app.js';
+import { createWorkerHandler } from '../../functions/worker/app.js';
+import { registry } from '../../functions/worker/handlers/index.js';
+import type { IamDecision } from '../../infra/local/iam/iam-check.js';
+import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import { PARTITION_PREFIX } from '../../lib/keys.js';
+import type { WorkerBatch } from '../../lib/poller.js';
+import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
+import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { RecordingInvoker } from './lib-fixtures.js';
+
+const HOUR_S = 3_600;
+const lambdaContext = { getRemainingTimeInMillis: () => 60_000 };
+const WORKER = { id: 'w-1', host: 'host' };
+
+/** A table call as `call:family`, the way grants are written: `PutItem:directory`, `Query:dueIndex`. */
+const used = new Map<QueueFunctionName, Set<string>>(QUEUE_FUNCTIONS.map((fn) => [fn, new Set<string>()]));
+
+function familyOf(partition: string): string {
+  const family = Object.entries(PARTITION_PREFIX).find(([, prefix]) => partition.startsWith(prefix))?.[0];
+  if (!family) throw new Error(`no partition family for ${partition}`);
+  return family;
+}
+
+function record({ fn, request, allowed }: IamDecision): void {
+  if (!allowed || !request.action.startsWith('dynamodb:')) return;
+  const call = request.action.slice('dynamodb:'.length);
+  if (request.resource.includes('/index/')) {
+    used.get(fn)!.add(`${call}:dueIndex`);
+    return;
+  }
+  for (const partition of request.context['dynamodb:LeadingKeys'] as string[]) used.get(fn)!.add(`${call}:${familyOf(partition)}`);
+}
+
+/** What the stack grants `fn` on the table, in the same terms, read from the policies the check enforces. */
+function granted(queue: TestQueue, fn: QueueFunctionName): Set<string> {
+  const grants = new Set<string>();
+  const familyByPattern = new Map(Object.entries(PARTITION_PREFIX).map(([family, prefix]) => [`${prefix}*`, family]));
+  for (const statement of queue.iam.check.policies.functions[fn].Statement) {
+    const actions = [statement.Action as string | string[]].flat().filter((action) => action.startsWith('dynamodb:'));
+    for (const action of actions) {
+      const call = action.slice('dynamodb:'.length);
+      if (String(statement.Resource).includes('/index/')) {
+        grants.add(`${call}:dueIndex`);
+        continue;
+      }
+      const condition = (statement.Condition as Record<string, Record<string, string[]>> | undefined)?.['ForAllValues:StringLike'];
+      for (const pattern of condition?.['dynamodb:LeadingKeys'] ?? ['(every item)']) grants.add(`${call}:${familyByPattern.get(pattern) ?? pattern}`);
+    }
+  }
+  return grants;
+}
+
+let queue: TestQueue;
+let operator: ApiClient;
+let producer: ApiClient;
+let producerKeyId: string;
+const invoker = new RecordingInvoker();
+
+const advanceS = (seconds: number): void => queue.clock.advance(seconds * 1000);
+const poll = () => createPollerHandler({ ctx: queue.as('poller'), invoker, identity: { id: 'p-1', host: 'host' } })({}, lambdaContext);
+const sweep = () => createSweeperHandler({ ctx: queue.as('sweeper'), registry })({}, lambdaContext);
+const runWorker = (batch: WorkerBatch) => createWorkerHandler({ ctx: queue.as('worker'), registry, worker: WORKER })(batch);
+
+beforeAll(async () => {
+  // One poll or sweep per invocation: the manual clock does not move by itself.
+  queue = await createTestQueue({ settings: { shards: 1, pollerRunMs: 0 }, onIamDecision: record });
+  operator = createTestApi(queue);
+});
+afterAll(() => queue.drop());
+
+describe('a tour of every function', () => {
+  test('an operator defines job types and creates a producer key', async () => {
+    const echo = { target: { kind: 'handler', name: 'echo' } };
+    expect((await operator.put('/v1/job-types/plain', echo)).status).toBe(201);
+    // A limited type takes slots; a claim of 5 minutes ends beyond the next bucket; a retry waits an hour.
+    const limited = { ...echo, concurrency: 4, visibility_timeout_s: 300, retry: { kind: 'fixed', delay_s: HOUR_S } };
+    expect((await operator.put('/v1/job-types/limited', limited)).status).toBe(201);
+    const hooks = { target: { kind: 'handler', name: 'await_callback' }, concurrency: 4, timeout_s: HOUR_S };
+    expect((await operator.put('/v1/job-types/hooks', hooks)).status).toBe(201);
+    const created = await operator.post('/v1/keys', { scopes: ['admin'], name: 'producer' });
+    expect(created.status).toBe(201);
+    producerKeyId = created.body.id;
+    producer = createApiClient(operator.handler, created.body.key);
+    expect((await operator.get('/v1/keys')).body.keys).toHaveLength(1);
+  });
+
+  test('a producer with a key of its own enqueues now, tomorrow, and with a correlation key', async () => {
+    expect((await producer.put('/v1/jobs/plain/p1', { data: 1 })).status).toBe(201);
+    expect((await producer.put('/v1/jobs/plain/tomorrow', { data: 1, run_after: new Date(queue.clock.nowMs() + 24 * HOUR_S * 1000).toISOString() })).status).toBe(201);
+    expect((await producer.put('/v1/jobs/limited/l1', { data: 1 })).status).toBe(201);
+    expect((await producer.put('/v1/jobs/hooks/h1', { data: 1, correlation_key: 'order-7' })).status).toBe(201);
+  });
+
+  test('the poller claims the due jobs, minutes later, and hands them over', async () => {
+    advanceS(5 * 60);
+    expect(await poll()).toMatchObject({ claimed: 3, dispatched: 3 });
+  });
+
+  test('the worker runs them: the echo succeeds, the callback wait holds its job for an hour', async () => {
+    const outcomes = await Promise.all(invoker.batches.map(runWorker));
+    expect(outcomes.reduce((sum, counts) => sum + counts.succeeded, 0)).toBe(2);
+    expect(outcomes.reduce((sum, counts) => sum + counts.awaiting_callback, 0)).toBe(1);
+  });
+
+  test('the correlation callback completes the waiting job and drops its pointer', async () => {
+    const response = await producer.post('/v1/callbacks/order-7', { status: 'succeeded', attempt: 1 });
+    expect(response.status).toBe(200);
+    expect(response.body.status).toBe('succeeded');
+  });
+
+  test("the dashboard's reads: stats, metrics, listings, a job", async () => {
+    expect((await producer.get('/v1/stats')).status).toBe(200);
+    expect((await producer.get('/v1/metrics')).status).toBe(200);
+    expect((await producer.get('/v1/job-types')).body.job_types).toHaveLength(3);
+    expect((await producer.get('/v1/jobs/plain?status=queued')).body.jobs.map((job: { id: string }) => job.id)).toEqual(['tomorrow']);
+    expect((await producer.get('/v1/jobs/plain/p1')).body.status).toBe('succeeded');
+  });
+
+  test('the sweeper takes back a claim whose worker died and retries it in an hour', async () => {
+    expect((await producer.put('/v1/jobs/limited/l2', { data: 2 })).status).toBe(201);
+    const before = invoker.batches.length;
+    expect(await poll()).toMatchObject({ claimed: 1 });
+    expect(invoker.batches.length).toBe(before + 1);
+    advanceS(301);
+    expect(await sweep()).toMatchObject({ requeued: 1 });
+  });
+
+  test('the operator revokes the producer key', async () => {
+    expect((await operator.delete(`/v1/keys/${producerKeyId}`)).status).toBe(200);
+    expect((await producer.get('/v1/stats')).status).toBe(401);
+  });
+});
+
+describe('grants', () => {
+  test.each(QUEUE_FUNCTIONS)('the %s used every table grant it has in the stack, and needed no other', (fn) => {
+    expect([...used.get(fn)!].sort()).toEqual([...granted(queue, fn)].sort());
+  });
+});
