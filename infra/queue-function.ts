@@ -12,6 +12,7 @@ import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, type IFunction } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type CfnLogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { DUE_INDEX, PARTITION_PREFIX, type PartitionFamily } from '../lib/keys.js';
 import type { TableGrants } from './table-grants.js';
@@ -133,6 +134,12 @@ export class QueueFunction extends Construct {
   allowInvoke(...targets: (IFunction | string)[]): this {
     const resources = targets.map((target) => (typeof target === 'string' ? target : target.functionArn));
     if (resources.length > 0) this.role.addToPolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources }));
+    return this;
+  }
+
+  /** Reading the current and previous values of `secret`, and nothing else of Secrets Manager. */
+  allowReadSecret(secret: ISecret): this {
+    this.role.addToPolicy(new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }));
     return this;
   }
 

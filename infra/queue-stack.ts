@@ -89,9 +89,11 @@ export class QueueStack extends Stack {
     });
     Validations.of(callbackTokenSecret).acknowledge({
       id: 'AwsSolutions::AwsSolutions-SMG4',
-      reason: 'The worker and the authorizer read it at cold start; rotating it would void every callback token in flight, so it is replaced by hand in a quiet moment (see README).',
+      reason:
+        'Rotated by putting a new value (see README): the worker and the authorizer re-read it within minutes and the authorizer accepts the previous value too, so no token in flight is refused; a rotation Lambda would add a function for a key only these two read.',
     });
-    const callbackTokenSecretValue = callbackTokenSecret.secretValue.unsafeUnwrap();
+    // Functions get where the secret is, never its value: configuration is readable more widely than the secret.
+    const callbackTokenSecretEnvironment = { CALLBACK_TOKEN_SECRET_ARN: callbackTokenSecret.secretArn };
     // Pollers and sweepers loop for POLLER_RUN_MS; the timeout leaves them room to finish the last poll.
     const loopTimeout = Duration.seconds(Math.ceil((settings.queue.pollerRunMs + 15_000) / 1000));
 
@@ -99,12 +101,13 @@ export class QueueStack extends Stack {
       ...common,
       entry: 'worker',
       description: 'Runs a batch of claimed jobs and records each outcome',
-      environment: { ...queueEnvironment, CALLBACK_TOKEN_SECRET: callbackTokenSecretValue },
+      environment: { ...queueEnvironment, ...callbackTokenSecretEnvironment },
       // Lambda's limit: a job with a longer timeout_s needs a remote worker and callbacks.
       timeout: Duration.minutes(15),
       memorySizeMb: 1024,
     })
       .allowTable(this.table, TABLE_GRANTS.worker)
+      .allowReadSecret(callbackTokenSecret)
       .allowPutEvents(this.eventBus, ...settings.targetEventBusArns)
       .allowInvoke(...settings.targetFunctionArns);
     worker.function.configureAsyncInvoke({
@@ -177,10 +180,12 @@ export class QueueStack extends Stack {
       ...common,
       entry: 'authorizer',
       description: 'Admits requests that carry a valid API key or callback token',
-      environment: { ...queueEnvironment, CALLBACK_TOKEN_SECRET: callbackTokenSecretValue },
+      environment: { ...queueEnvironment, ...callbackTokenSecretEnvironment },
       timeout: Duration.seconds(10),
       memorySizeMb: 256,
-    }).allowTable(this.table, TABLE_GRANTS.authorizer);
+    })
+      .allowTable(this.table, TABLE_GRANTS.authorizer)
+      .allowReadSecret(callbackTokenSecret);
     const authorizer = new HttpLambdaAuthorizer('ApiKeyAuthorizer', authorizerFunction.function, {
       responseTypes: [HttpLambdaResponseType.SIMPLE],
       identitySource: ['$request.header.Authorization'],
@@ -262,6 +267,7 @@ export class QueueStack extends Stack {
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.deadLetterQueue.queueUrl });
+    new CfnOutput(this, 'CallbackTokenSecretArn', { value: callbackTokenSecret.secretArn, description: 'Rotate by putting a new value (see README)' });
   }
 
   private createAlarms(settings: StackSettings, worker: QueueFunction, metricsNamespace: string): IAlarm[] {

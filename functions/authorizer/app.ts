@@ -11,6 +11,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { APIGatewayRequestAuthorizerEventV2, APIGatewaySimpleAuthorizerWithContextResult } from 'aws-lambda';
 import { verifyApiKey } from '../../lib/api-keys.js';
 import { verifyCallbackToken } from '../../lib/callback-tokens.js';
+import type { SecretSource } from '../../lib/secrets.js';
 import type { QueueContext } from '../../lib/config.js';
 import { bearerToken } from '../api/http.js';
 import { log } from '../shared/log.js';
@@ -33,7 +34,7 @@ export interface AuthorizerDeps {
    * Verifies the per-job, per-attempt tokens of callback URLs (lib/callback-tokens.ts), which admit a status
    * callback or heartbeat that carries no Authorization header. Without it, only keys are accepted.
    */
-  callbackTokenSecret?: string;
+  callbackTokenSecret?: SecretSource;
 }
 
 export const STATIC_ADMIN_KEY_ID = 'API_TOKEN';
@@ -69,7 +70,9 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
     const token = event.queryStringParameters?.token;
     const job = callbackRouteOf(event.requestContext?.http?.method ?? '', event.requestContext?.http?.path ?? event.rawPath ?? '');
     if (deps.callbackTokenSecret && token && job) {
-      const attempt = verifyCallbackToken(deps.callbackTokenSecret, token, job);
+      // A token signed just before a rotation is still good: the worker that signed it read the secret then.
+      const { current, previous } = await deps.callbackTokenSecret.versions();
+      const attempt = verifyCallbackToken(current, token, job) ?? (previous === undefined ? undefined : verifyCallbackToken(previous, token, job));
       if (attempt !== undefined) return admit({ kind: 'callback_token', ...job, attempt });
       log('info', 'callback token refused', { requestId, type: job.type, id: job.id });
     }

@@ -3,10 +3,12 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { createQueueContext, readQueueSettings, type QueueContext } from '../../lib/config.js';
 import { createDynamoClients } from '../../lib/dynamodb.js';
 import { createEventBridgePublisher, lifecycleEventDetail, type LifecycleEvent, type LifecyclePublisher } from '../../lib/events.js';
 import type { WorkerIdentity } from '../../lib/model.js';
+import { fixedSecret, secretsManagerSecret, type SecretSource } from '../../lib/secrets.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import { log } from './log.js';
 
@@ -33,17 +35,26 @@ export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env): Queu
 }
 
 /**
- * The clients the worker's targets use. http targets need PUBLIC_API_URL (for the callback URL) and
- * CALLBACK_TOKEN_SECRET (the api verifies the same tokens); without both, their jobs fail saying so.
+ * The clients the worker's targets use. http targets need PUBLIC_API_URL (for the callback URL) and the
+ * callback token secret (the authorizer verifies the same tokens); without both, their jobs fail saying so.
  */
 export function targetClientsFromEnvironment(env: NodeJS.ProcessEnv = process.env): TargetClients {
   const apiBaseUrl = env.PUBLIC_API_URL;
-  const callbackTokenSecret = env.CALLBACK_TOKEN_SECRET;
+  const callbackTokenSecret = callbackTokenSecretFromEnvironment(env);
   return {
     ...(apiBaseUrl && callbackTokenSecret ? { http: { apiBaseUrl, callbackTokenSecret } } : {}),
     lambda: new LambdaClient({}),
     eventBridge: eventBridgeClient(),
   };
+}
+
+/**
+ * The secret callback tokens are signed with: read from Secrets Manager at run time when the stack names it
+ * (CALLBACK_TOKEN_SECRET_ARN), or taken as given (CALLBACK_TOKEN_SECRET) where there is no Secrets Manager.
+ */
+export function callbackTokenSecretFromEnvironment(env: NodeJS.ProcessEnv = process.env): SecretSource | undefined {
+  if (env.CALLBACK_TOKEN_SECRET_ARN) return secretsManagerSecret(new SecretsManagerClient({}), env.CALLBACK_TOKEN_SECRET_ARN);
+  return env.CALLBACK_TOKEN_SECRET ? fixedSecret(env.CALLBACK_TOKEN_SECRET) : undefined;
 }
 
 /** This process on this host: who ran an attempt, as the history records it, and its entry in the roster. */

@@ -23,6 +23,7 @@ import { createQueueContext, readQueueSettings, type Env, type QueueContext } fr
 import { createDynamoClients } from '../../lib/dynamodb.js';
 import { createMemoryPublisher, type LifecycleEvent } from '../../lib/events.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/poller.js';
+import { fixedSecret } from '../../lib/secrets.js';
 import { ensureTable } from '../../lib/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import { deployContext } from '../cdk-context.js';
@@ -136,7 +137,7 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   const callbackTokenSecret = await keptSecret(env.CALLBACK_TOKEN_SECRET, join(dataDir, 'callback-token-secret'), 'cbs_');
   const url = env.PUBLIC_API_URL ?? `http://localhost:${port}`;
   const targets: TargetClients = {
-    http: { apiBaseUrl: url, callbackTokenSecret },
+    http: { apiBaseUrl: url, callbackTokenSecret: fixedSecret(callbackTokenSecret) },
     lambda: iam.sdkClientFor('worker', new LambdaClient({}), 'Lambda'),
     eventBridge: iam.sdkClientFor('worker', new EventBridgeClient({}), 'EventBridge'),
   };
@@ -168,7 +169,7 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   const authorizer = createAuthorizer({
     ctx: contexts.authorizer,
     ...(env.API_TOKEN ? { staticAdminToken: env.API_TOKEN } : {}),
-    callbackTokenSecret,
+    callbackTokenSecret: fixedSecret(callbackTokenSecret),
   });
   const server = createHttpServer(createLocalGateway({ authorizer, api: createApiHandler({ ctx: contexts.api, registry }) }));
   await listen(server, port);

@@ -13,12 +13,14 @@ import { callbackUrl } from '../callback-tokens.js';
 import { MAX_RESULT_BYTES } from '../model.js';
 import { signedHeaders } from '../signing.js';
 import { isLinkLocalAddress, literalAddressOf, resolveWithSystemDns, type ResolveHost, type ResolvedAddress } from './addresses.js';
+import type { SecretSource } from '../secrets.js';
 import { failed, jobEnvelope, type TargetOutcome, type TargetRun } from './target.js';
 
 export interface HttpTargetDeps {
   /** The API's public base URL, for the `callback_url` downstreams call back. */
   apiBaseUrl: string;
-  callbackTokenSecret: string;
+  /** Signs the callback URL's token with its current value. */
+  callbackTokenSecret: SecretSource;
   /** @default the system resolver */
   resolveHost?: ResolveHost;
 }
@@ -169,9 +171,10 @@ export async function runHttpTarget(
   const url = new URL(target.url);
   // The query string may carry credentials of the downstream's own; errors name only where the request went.
   const where = `${url.origin}${url.pathname}`;
+  const { current: callbackTokenSecret } = await deps.callbackTokenSecret.versions();
   const body = JSON.stringify({
     ...jobEnvelope(run.job),
-    callback_url: callbackUrl(deps.apiBaseUrl, deps.callbackTokenSecret, run.job),
+    callback_url: callbackUrl(deps.apiBaseUrl, callbackTokenSecret, run.job),
   });
   const headers = {
     'content-type': 'application/json',

@@ -37,7 +37,7 @@ export function targetConfigurationError(jobType: JobType, deps: TargetDeps): At
     case 'handler':
       return target.name in deps.handlers ? undefined : notRunnable('UnknownHandlerError', `no handler named "${target.name}"`);
     case 'http':
-      if (!deps.http) return notRunnable('TargetNotConfiguredError', 'http targets need PUBLIC_API_URL and CALLBACK_TOKEN_SECRET on the worker');
+      if (!deps.http) return notRunnable('TargetNotConfiguredError', 'http targets need PUBLIC_API_URL and CALLBACK_TOKEN_SECRET_ARN (or CALLBACK_TOKEN_SECRET) on the worker');
       if (jobType.signingSecret === undefined) return notRunnable('TargetNotConfiguredError', `job type "${jobType.name}" has no signing secret`);
       return undefined;
     case 'lambda':

@@ -25,6 +25,7 @@ import { resolveWithSystemDns } from '../../lib/targets/addresses.js';
 import { runWorkerBatch, type BatchResult } from '../../lib/worker.js';
 import { ADMIN_TOKEN, createTestApi } from '../support/api.js';
 import { createTestQueue, manualClock, type TestQueue } from '../support/queue.js';
+import { fixedSecret } from '../../lib/secrets.js';
 
 const CALLBACK_SECRET = 'callback-token-secret-for-tests';
 const WORKER = { id: 'worker-1', host: 'host-a' };
@@ -112,7 +113,7 @@ beforeEach(async () => {
   // The worker signs with the queue's clock and downstreams check it against theirs: start at the real time.
   queue = await createTestQueue({ clock: manualClock(Date.now()), events });
   // The api behind the authorizer, as API Gateway runs them: callback tokens are checked there.
-  const authorizer = createAuthorizer({ ctx: queue.as('authorizer'), staticAdminToken: ADMIN_TOKEN, callbackTokenSecret: CALLBACK_SECRET });
+  const authorizer = createAuthorizer({ ctx: queue.as('authorizer'), staticAdminToken: ADMIN_TOKEN, callbackTokenSecret: fixedSecret(CALLBACK_SECRET) });
   setApiHandler(createLocalGateway({ authorizer, api: createApiHandler({ ctx: queue.as('api'), registry }) as ApiHandler }));
   scripted.received = [];
   example.callbacks = [];
@@ -146,7 +147,7 @@ async function runDue(): Promise<BatchResult[]> {
           targets: {
             http: {
               apiBaseUrl: api.url,
-              callbackTokenSecret: CALLBACK_SECRET,
+              callbackTokenSecret: fixedSecret(CALLBACK_SECRET),
               resolveHost: async (hostname) => {
                 const faked = fakeDns.get(hostname);
                 return faked ? [{ address: faked, family: faked.includes(':') ? 6 : 4 }] : resolveWithSystemDns(hostname);

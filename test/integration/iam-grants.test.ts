@@ -11,11 +11,13 @@ import { createPollerHandler } from '../../functions/poller/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
-import type { IamDecision } from '../../infra/local/iam/iam-check.js';
+import { AccessDeniedException, type IamDecision } from '../../infra/local/iam/iam-check.js';
+import { getSecretValueRequests, lambdaInvokeRequests } from '../../infra/local/iam/requests.js';
 import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { PARTITION_PREFIX } from '../../lib/keys.js';
 import type { WorkerBatch } from '../../lib/poller.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
+import { takeDeniedCalls } from '../support/iam.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 import { RecordingInvoker } from './lib-fixtures.js';
 
@@ -139,6 +141,24 @@ describe('a tour of every function', () => {
   test('the operator revokes the producer key', async () => {
     expect((await operator.delete(`/v1/keys/${producerKeyId}`)).status).toBe(200);
     expect((await producer.get('/v1/stats')).status).toBe(401);
+  });
+});
+
+describe('other services', () => {
+  test.each(QUEUE_FUNCTIONS)('the %s may read the callback token secret only if it signs or verifies callback tokens', async (fn) => {
+    const { account, arns } = queue.iam.check.policies;
+    const read = queue.iam.check.forFunction(fn).authorize(getSecretValueRequests(arns.callbackTokenSecret, account));
+    if (fn === 'worker' || fn === 'authorizer') await expect(read).resolves.toBeUndefined();
+    else await expect(read).rejects.toBeInstanceOf(AccessDeniedException);
+    takeDeniedCalls();
+  });
+
+  test.each(QUEUE_FUNCTIONS)('the %s may invoke the worker only if it is the poller', async (fn) => {
+    const { account, arns } = queue.iam.check.policies;
+    const invoke = queue.iam.check.forFunction(fn).authorize(lambdaInvokeRequests(arns.workerFunction, account));
+    if (fn === 'poller') await expect(invoke).resolves.toBeUndefined();
+    else await expect(invoke).rejects.toBeInstanceOf(AccessDeniedException);
+    takeDeniedCalls();
   });
 });
 

@@ -14,6 +14,7 @@ import { createLocalGateway } from '../../infra/local/gateway.js';
 import { httpApiEvent, lambdaContext } from '../../infra/local/http-server.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
 import type { QueueSettings } from '../../lib/config.js';
+import { fixedSecret } from '../../lib/secrets.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
 import { createTestQueue, type FunctionContexts, type TestQueue } from './queue.js';
 
@@ -123,7 +124,7 @@ export function createTestApi(
   const authorizer = createAuthorizer({
     ctx: queue.as('authorizer'),
     staticAdminToken: adminToken,
-    ...(options.callbackTokenSecret ? { callbackTokenSecret: options.callbackTokenSecret } : {}),
+    ...(options.callbackTokenSecret ? { callbackTokenSecret: fixedSecret(options.callbackTokenSecret) } : {}),
   });
   const api = createApiHandler({ ctx: queue.as('api'), registry: options.registry ?? builtinRegistry }) as ApiHandler;
   return createApiClient(createLocalGateway({ authorizer, api }), adminToken);

@@ -16,7 +16,12 @@ function policiesWith(statements: Record<string, unknown>[]): LocalPolicies {
   return {
     functions: { api: document, authorizer: empty, poller: empty, worker: empty, sweeper: empty },
     account,
-    arns: { table: TABLE, lifecycleBus: 'arn:aws:events:eu-west-1:000000000000:event-bus/b', workerFunction: 'arn:aws:lambda:eu-west-1:000000000000:function:w' },
+    arns: {
+      table: TABLE,
+      lifecycleBus: 'arn:aws:events:eu-west-1:000000000000:event-bus/b',
+      workerFunction: 'arn:aws:lambda:eu-west-1:000000000000:function:w',
+      callbackTokenSecret: 'arn:aws:secretsmanager:eu-west-1:000000000000:secret:s-local0',
+    },
   };
 }
 

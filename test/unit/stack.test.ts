@@ -75,8 +75,8 @@ describe('resources', () => {
     template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
   });
 
-  test('outputs name the API URL, the table, the event bus and the dead-letter queue', () => {
-    for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'DeadLetterQueueUrl']) {
+  test('outputs name the API URL, the table, the event bus, the dead-letter queue and the callback token secret', () => {
+    for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'DeadLetterQueueUrl', 'CallbackTokenSecretArn']) {
       template.hasOutput(output, {});
     }
   });
@@ -174,17 +174,25 @@ describe('least privilege', () => {
     expect(invoke?.Resource).toEqual({ 'Fn::GetAtt': [logicalIdOf(stack.functions.worker.function), 'Arn'] });
   });
 
-  test('the worker may also publish lifecycle events and send to its dead-letter queue', () => {
+  test('the worker may also read the callback token secret, publish lifecycle events and send to its dead-letter queue', () => {
     expect(actionsOf('worker').filter((action) => !action.startsWith('dynamodb:'))).toEqual(
-      ['events:PutEvents', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
+      ['events:PutEvents', 'secretsmanager:GetSecretValue', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
     );
   });
 
-  test('the api and the sweeper may also publish lifecycle events, the authorizer nothing but its logs', () => {
+  test('the api and the sweeper may also publish lifecycle events, the authorizer read the callback token secret', () => {
     for (const name of ['api', 'sweeper'] as const) {
       expect(actionsOf(name).filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', ...LOGS].sort());
     }
-    expect(actionsOf('authorizer').filter((action) => !action.startsWith('dynamodb:'))).toEqual(LOGS);
+    expect(actionsOf('authorizer').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['secretsmanager:GetSecretValue', ...LOGS].sort());
+  });
+
+  test('the callback token secret is read by its ARN, no other secret', () => {
+    const secretArn = { Ref: logicalIdOf(stack.node.findChild('CallbackTokenSecret') as never) };
+    for (const name of ['worker', 'authorizer'] as const) {
+      const reads = statementsOf(name).filter((statement) => statement.Action === 'secretsmanager:GetSecretValue');
+      expect(reads.map((statement) => statement.Resource)).toEqual([secretArn]);
+    }
   });
 
   test('the worker may invoke and send to exactly the target functions and buses given in context', () => {
@@ -235,7 +243,7 @@ describe('functions', () => {
     template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 6);
   });
 
-  test('the poller is told the worker, every function the event bus, and the worker and authorizer the callback secret', () => {
+  test('the poller is told the worker, every function the event bus, and the worker and authorizer where the callback secret is', () => {
     const env = (name: keyof QueueStack['functions']) =>
       template.findResources('AWS::Lambda::Function', { Properties: { Role: { 'Fn::GetAtt': [logicalIdOf(stack.functions[name].role), 'Arn'] } } });
     const variables = (name: keyof QueueStack['functions']) => Object.values(env(name))[0]?.Properties.Environment.Variables;
@@ -245,9 +253,10 @@ describe('functions', () => {
     expect(variables('api').API_TOKEN).toBeUndefined();
     expect(variables('authorizer').API_TOKEN).toBeUndefined();
     expect(variables('sweeper').EVENT_BUS_NAME).toEqual({ Ref: logicalIdOf(stack.eventBus) });
-    expect(variables('worker').CALLBACK_TOKEN_SECRET).toEqual(variables('authorizer').CALLBACK_TOKEN_SECRET);
-    expect(variables('worker').CALLBACK_TOKEN_SECRET).toBeDefined();
-    expect(variables('api').CALLBACK_TOKEN_SECRET).toBeUndefined();
+    const secretArn = { Ref: logicalIdOf(stack.node.findChild('CallbackTokenSecret') as never) };
+    expect(variables('worker').CALLBACK_TOKEN_SECRET_ARN).toEqual(secretArn);
+    expect(variables('authorizer').CALLBACK_TOKEN_SECRET_ARN).toEqual(secretArn);
+    expect(variables('api').CALLBACK_TOKEN_SECRET_ARN).toBeUndefined();
     expect(variables('worker').PUBLIC_API_URL).toBeDefined();
   });
 });

@@ -18,7 +18,7 @@ export const LOCAL_ACCOUNT_ID = '000000000000';
 export interface LocalPolicies {
   functions: Record<QueueFunctionName, PolicyDocument>;
   account: LocalAccount;
-  arns: { table: string; lifecycleBus: string; workerFunction: string };
+  arns: { table: string; lifecycleBus: string; workerFunction: string; callbackTokenSecret: string };
 }
 
 interface ResourceIdentity {
@@ -95,6 +95,7 @@ export function localPolicies(stack: StackPolicies, account: LocalAccount): Loca
       table: lookup(stack.logicalIds.table).arn,
       lifecycleBus: lookup(stack.logicalIds.lifecycleBus).arn,
       workerFunction: lookup(stack.logicalIds.workerFunction).arn,
+      callbackTokenSecret: lookup(stack.logicalIds.callbackTokenSecret).arn,
     },
   };
 }

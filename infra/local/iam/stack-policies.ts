@@ -27,7 +27,7 @@ export interface StackPolicies {
   /** The CloudFormation type of every resource the policies may refer to, by logical id. */
   resourceTypes: Record<string, string>;
   /** Logical ids of the resources the local runtime stands in for. */
-  logicalIds: { table: string; lifecycleBus: string; workerFunction: string; functions: Record<QueueFunctionName, string> };
+  logicalIds: { table: string; lifecycleBus: string; workerFunction: string; callbackTokenSecret: string; functions: Record<QueueFunctionName, string> };
 }
 
 /** Context that makes CDK skip asset bundling for every stack, as `cdk synth --exclusively` does for the stacks it skips. */
@@ -80,6 +80,7 @@ export function readStackPoliciesOf(stack: QueueStack): StackPolicies {
       table: logicalIdOf(stack, stack.table.node.defaultChild),
       lifecycleBus: logicalIdOf(stack, stack.eventBus.node.defaultChild),
       workerFunction: functionIds.worker,
+      callbackTokenSecret: logicalIdOf(stack, stack.node.findChild('CallbackTokenSecret').node.defaultChild),
       functions: functionIds,
     },
   };
