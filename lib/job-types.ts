@@ -9,6 +9,12 @@ import { JOB_TYPES_PARTITION, jobTypeKey } from './keys.js';
 import { jobTypeFromInput, type JobType, type JobTypeInput } from './model.js';
 import { newSigningSecret } from './signing.js';
 
+/**
+ * How long a process may act on a job type as it read it: pollers list types again this often, so a new,
+ * changed or paused type is served within it.
+ */
+export const JOB_TYPES_REFRESH_MS = 5_000;
+
 export async function getJobType(ctx: QueueContext, name: string): Promise<JobType | undefined> {
   const { Item } = await ctx.db.send(
     new GetCommand({ TableName: ctx.settings.tableName, Key: jobTypeKey(name), ConsistentRead: true }),
@@ -74,7 +80,7 @@ export async function putJobType(
 
 /**
  * Pauses or resumes a type: one UpdateItem, so nothing else about the type changes. Pollers read types
- * every few seconds (`jobTypesRefreshMs`), so a pause stops new claims within that; claims already made run on.
+ * every JOB_TYPES_REFRESH_MS, so a pause stops new claims within that; claims already made run on.
  */
 export async function setJobTypePaused(ctx: QueueContext, name: string, paused: boolean): Promise<JobType> {
   try {

@@ -5,7 +5,7 @@
 import pLimit from 'p-limit';
 import { claimJob, releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './config.js';
-import { listJobTypes } from './job-types.js';
+import { JOB_TYPES_REFRESH_MS, listJobTypes } from './job-types.js';
 import { bucketOf, parseJobPk, type Lane } from './keys.js';
 import { advanceCursor, readCursor, scanLane, type DueEntry } from './lanes.js';
 import { DEFAULT_PRIORITY, type Job, type JobType, type PriorityOrder } from './model.js';
@@ -259,7 +259,7 @@ export interface PollerLoopOptions {
   runForMs?: number;
   /** Poll only these shards (pollers split shards so they never fight over them). */
   shards?: number[];
-  /** Re-read job types this often, so a new type is served within it. @default 5000 */
+  /** Re-read job types this often, so a new type is served within it. @default JOB_TYPES_REFRESH_MS */
   jobTypesRefreshMs?: number;
   /** Stops the loop early, e.g. on shutdown. */
   signal?: AbortSignal;
@@ -271,7 +271,7 @@ export interface PollerLoopOptions {
 /** Polls until the run time is over: at once again while a lane is saturated, otherwise one poll interval after the last poll began. */
 export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOptions): Promise<PollResult> {
   const sleep = options.sleep ?? abortableSleep;
-  const refreshMs = options.jobTypesRefreshMs ?? 5_000;
+  const refreshMs = options.jobTypesRefreshMs ?? JOB_TYPES_REFRESH_MS;
   const deadlineMs = ctx.nowMs() + (options.runForMs ?? ctx.settings.pollerRunMs);
   const cursors: CursorCache = new Map();
   const rateBuckets: RateBucketCache = new Map();
