@@ -104,6 +104,9 @@ export interface JobType {
   updatedAtMs: number;
 }
 
+/** A job type as it may leave the table in a worker batch: the secret stays behind, and the worker reads it from the item. */
+export type JobTypeWithoutSecrets = Omit<JobType, 'signingSecret'>;
+
 export interface AttemptError {
   class: string;
   message: string;
