@@ -214,6 +214,20 @@ test('the request carries the job, a callback URL for this attempt, and a signat
   expect(request!.headers[SIGNATURE_HEADER]).toBe(signatureOf(type.signingSecret!, timestamp, request!.rawBody));
 });
 
+test("a job is signed with its type's secret though the batch the worker received carries none", async () => {
+  const type = await defineHttpType('unsent', { target: { kind: 'http', url: scripted.url } });
+  await enqueue(type, 'j1');
+  const events: string[] = [];
+  const asLambdaDelivers = (batch: WorkerBatch): WorkerBatch => {
+    events.push(JSON.stringify(batch));
+    return JSON.parse(events.at(-1)!) as WorkerBatch;
+  };
+  expect(await runDue({ received: asLambdaDelivers })).toMatchObject([{ succeeded: 1 }]);
+  expect(events[0]).not.toContain('signingSecret');
+  expect(events[0]).not.toContain(type.signingSecret);
+  expect(signedWith(scripted.received[0]!, type.signingSecret!)).toBe(true);
+});
+
 test('the worker signs with the secret kept on the type, never one the invocation carries', async () => {
   const type = await defineHttpType('forged', { target: { kind: 'http', url: scripted.url } });
   await enqueue(type, 'j1');
