@@ -48,6 +48,8 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   },
   worker: {
     items: {
+      // An http target's signing secret is read from its type's item: a batch never carries it.
+      GetItem: ['jobType'],
       // A heartbeat, callback wait or retry that moves a job beyond the next bucket records that bucket first.
       PutItem: ['directory'],
       UpdateItem: ['job', 'jobType', 'metrics', 'roster'],

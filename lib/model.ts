@@ -97,11 +97,20 @@ export interface JobType {
   /**
    * The HMAC key requests to an `http` target are signed with. Generated when
    * the type first gets an http target, kept across replacements, returned by
-   * the API only in that one response, and never read back.
+   * the API only in that one response, and never read back. Workers read it
+   * from the type's item: it never travels in a batch.
    */
   signingSecret?: string;
   createdAtMs: number;
   updatedAtMs: number;
+}
+
+/** A job type as it may leave the table in a worker batch: the secret stays behind, and the worker reads it from the item. */
+export type JobTypeWithoutSecrets = Omit<JobType, 'signingSecret'>;
+
+export function withoutSecrets(jobType: JobType): JobTypeWithoutSecrets {
+  const { signingSecret: _secret, ...rest } = jobType;
+  return rest;
 }
 
 export interface AttemptError {

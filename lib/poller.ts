@@ -5,18 +5,22 @@
 import pLimit from 'p-limit';
 import { claimJob, releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './config.js';
-import { listJobTypes } from './job-types.js';
+import { JOB_TYPES_REFRESH_MS, listJobTypes } from './job-types.js';
 import { bucketOf, parseJobPk, type Lane } from './keys.js';
 import { advanceCursor, readCursor, scanLane, type DueEntry } from './lanes.js';
-import { DEFAULT_PRIORITY, type Job, type JobType, type PriorityOrder } from './model.js';
+import { jsonBytes } from './jobs.js';
+import { DEFAULT_PRIORITY, withoutSecrets, type Job, type JobType, type JobTypeWithoutSecrets, type PriorityOrder } from './model.js';
 import { returnRateTokens, takeRateTokens, type RateBucketCache } from './rate-limit.js';
 import { abortableSleep } from './sleep.js';
 import { hasSlotLimits, limitTooSmall, readInFlight, slotsFor, throttleKeyLimit } from './slots.js';
 
-/** What one worker invocation receives: the claimed jobs and the configuration of their types. */
+/**
+ * What one worker invocation receives: the claimed jobs and the configuration of their types, those types only
+ * and without their secrets, since a batch that fails is kept in the dead-letter queue as it was sent.
+ */
 export interface WorkerBatch {
   jobs: Job[];
-  jobTypes: Record<string, JobType>;
+  jobTypes: Record<string, JobTypeWithoutSecrets>;
 }
 
 /** Hands a batch to a worker: an async Lambda invoke in AWS, an in-process call locally. */
@@ -39,29 +43,60 @@ export interface PollResult {
 /** Cursors this poller has read or moved, so a steady loop does not re-read them every poll. */
 export type CursorCache = Map<string, number | undefined>;
 
-/** Lambda's async invoke accepts 1 MB; keep every batch well under it. */
+/** Lambda's async invoke accepts 1 MB; keep every payload well under it. */
 const MAX_BATCH_BYTES = 900 * 1024;
 
-/** Collects jobs into batches of at most `maxJobs` and `maxBytes`, handing each to `flush` as soon as it is full. */
-export function createBatcher(maxJobs: number, flush: (jobs: Job[]) => void, maxBytes = MAX_BATCH_BYTES) {
-  let current: Job[] = [];
-  let currentBytes = 0;
-  const flushCurrent = (): void => {
-    if (current.length === 0) return;
-    flush(current);
-    current = [];
-    currentBytes = 0;
+const EMPTY_BATCH_BYTES = jsonBytes({ jobs: [], jobTypes: {} } satisfies WorkerBatch);
+
+interface TypeEntry {
+  jobType: JobTypeWithoutSecrets;
+  /** The size of its `"<name>":<type>` entry in the serialised batch. */
+  bytes: number;
+}
+
+function typeEntry(name: string, jobType: JobType): TypeEntry {
+  const stripped = withoutSecrets(jobType);
+  return { jobType: stripped, bytes: jsonBytes(name) + 1 + jsonBytes(stripped) };
+}
+
+/**
+ * Collects jobs, each with its type, into batches of at most `maxJobs` whose serialised payload is at most
+ * `maxBytes`, handing each to `flush` as soon as it is full; a job too big for any batch travels alone. A batch
+ * carries the types of its own jobs only. Its size is kept as jobs join rather than by serialising it again:
+ * the empty payload, each job, each type's entry, and a comma between two jobs or two entries.
+ */
+export function createBatcher(maxJobs: number, flush: (batch: WorkerBatch) => void, maxBytes = MAX_BATCH_BYTES) {
+  let batch: WorkerBatch = { jobs: [], jobTypes: {} };
+  let typeCount = 0;
+  let batchBytes = EMPTY_BATCH_BYTES;
+  const flushBatch = (): void => {
+    if (batch.jobs.length === 0) return;
+    flush(batch);
+    batch = { jobs: [], jobTypes: {} };
+    typeCount = 0;
+    batchBytes = EMPTY_BATCH_BYTES;
   };
+  /** The batch's size with a job of `jobBytes` in, and the entry of its type when the batch lacks it. */
+  const bytesWith = (jobBytes: number, entry: TypeEntry | undefined): number =>
+    batchBytes + (batch.jobs.length > 0 ? 1 : 0) + jobBytes + (entry ? (typeCount > 0 ? 1 : 0) + entry.bytes : 0);
   return {
-    add(job: Job): void {
-      const bytes = Buffer.byteLength(JSON.stringify(job), 'utf8');
-      if (current.length > 0 && currentBytes + bytes > maxBytes) flushCurrent();
-      current.push(job);
-      currentBytes += bytes;
-      if (current.length >= maxJobs) flushCurrent();
+    add(job: Job, jobType: JobType): void {
+      const jobBytes = jsonBytes(job);
+      let entry = Object.hasOwn(batch.jobTypes, job.type) ? undefined : typeEntry(job.type, jobType);
+      if (batch.jobs.length > 0 && bytesWith(jobBytes, entry) > maxBytes) {
+        flushBatch();
+        entry ??= typeEntry(job.type, jobType);
+      }
+      batchBytes = bytesWith(jobBytes, entry);
+      batch.jobs.push(job);
+      if (entry) {
+        batch.jobTypes[job.type] = entry.jobType;
+        typeCount++;
+      }
+      if (batch.jobs.length >= maxJobs) flushBatch();
     },
     /** Hands over the last, partly filled batch. */
-    close: flushCurrent,
+    close: flushBatch,
   };
 }
 
@@ -109,19 +144,18 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
   };
   const nowMs = ctx.nowMs();
   const claimLimit = pLimit(settings.claimConcurrency);
-  const jobTypes = Object.fromEntries(options.jobTypes.map((jobType) => [jobType.name, jobType]));
   const dispatches: Promise<void>[] = [];
   // A batch goes to a worker as soon as it is full, so early claims do not wait out the slow ones.
-  const batcher = createBatcher(settings.workerBatchSize, (jobs) => {
+  const batcher = createBatcher(settings.workerBatchSize, (batch) => {
     dispatches.push(
       (async () => {
         try {
-          await options.invoker.invoke({ jobs, jobTypes });
-          result.dispatched += jobs.length;
+          await options.invoker.invoke(batch);
+          result.dispatched += batch.jobs.length;
         } catch {
           // The batch never reached a worker: hand the claims back now rather than wait out the visibility
           // timeout. A release that fails leaves the claim to lapse; the sweeper then hands it back.
-          const released = await Promise.allSettled(jobs.map((job) => releaseClaim(ctx, job)));
+          const released = await Promise.allSettled(batch.jobs.map((job) => releaseClaim(ctx, job)));
           result.released += released.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
         }
       })(),
@@ -149,10 +183,10 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
   };
 
   /** Counts a claim's outcome; true when it used one of the poll's rate tokens. */
-  const record = (claim: ClaimResult): boolean => {
+  const record = (claim: ClaimResult, jobType: JobType): boolean => {
     if (claim.kind === 'claimed') {
       result.claimed++;
-      batcher.add(claim.job);
+      batcher.add(claim.job, jobType);
       return true;
     }
     if (claim.kind === 'expired') result.expired++;
@@ -163,7 +197,7 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
   /** Claims without counters: in parallel, in order. */
   const claimUnlimited = async (jobType: JobType, entries: DueEntry[]): Promise<number> => {
     const outcomes = await Promise.allSettled(
-      entries.map((entry) => claimLimit(async () => record(await claimJob(ctx, parseJobPk(entry.pk), jobType)))),
+      entries.map((entry) => claimLimit(async () => record(await claimJob(ctx, parseJobPk(entry.pk), jobType), jobType))),
     );
     throwFirstRejection(outcomes);
     return outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
@@ -202,7 +236,7 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
         }
       }
       const claim = await claimJob(ctx, parseJobPk(entry.pk), jobType, slots);
-      if (record(claim)) used++;
+      if (record(claim, jobType)) used++;
       if (claim.kind === 'claimed' && slots) {
         if (slots.type) typeRoom -= slots.weight;
         if (slots.key !== undefined) keyRoom.set(slots.key, (keyRoom.get(slots.key) ?? 0) - slots.weight);
@@ -259,7 +293,7 @@ export interface PollerLoopOptions {
   runForMs?: number;
   /** Poll only these shards (pollers split shards so they never fight over them). */
   shards?: number[];
-  /** Re-read job types this often, so a new type is served within it. @default 5000 */
+  /** Re-read job types this often, so a new type is served within it. @default JOB_TYPES_REFRESH_MS */
   jobTypesRefreshMs?: number;
   /** Stops the loop early, e.g. on shutdown. */
   signal?: AbortSignal;
@@ -271,7 +305,7 @@ export interface PollerLoopOptions {
 /** Polls until the run time is over: at once again while a lane is saturated, otherwise one poll interval after the last poll began. */
 export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOptions): Promise<PollResult> {
   const sleep = options.sleep ?? abortableSleep;
-  const refreshMs = options.jobTypesRefreshMs ?? 5_000;
+  const refreshMs = options.jobTypesRefreshMs ?? JOB_TYPES_REFRESH_MS;
   const deadlineMs = ctx.nowMs() + (options.runForMs ?? ctx.settings.pollerRunMs);
   const cursors: CursorCache = new Map();
   const rateBuckets: RateBucketCache = new Map();

@@ -7,12 +7,13 @@ import pLimit from 'p-limit';
 import { deferAttempt, endAttempt, extendClaim, guardOf, markStarted, releaseClaim, type AttemptEnding } from './claims.js';
 import type { QueueContext } from './config.js';
 import { ClaimLostError } from './errors.js';
+import { createSigningSecretCache, type SigningSecrets } from './job-types.js';
 import { jsonBytes } from './jobs.js';
-import { MAX_RESULT_BYTES, type Job, type JobType, type WorkerIdentity } from './model.js';
+import { MAX_RESULT_BYTES, type Job, type JobTypeWithoutSecrets, type WorkerIdentity } from './model.js';
 import type { WorkerBatch } from './poller.js';
 import type { CustomRetryPolicies } from './retry.js';
 import { failureFromError, type JobHandler } from './targets/handler.js';
-import { runTarget, targetConfigurationError, type TargetClients, type TargetOutcome, type TargetRun } from './targets/index.js';
+import { prepareTarget, type TargetClients, type TargetOutcome, type TargetRunner, type TargetRun } from './targets/index.js';
 import { effectiveWindows, firstInstantInWindows } from './windows.js';
 
 export { AWAIT_CALLBACK, failureFromError, type JobContext, type JobHandler } from './targets/handler.js';
@@ -52,8 +53,8 @@ export type JobRunOutcome =
 async function runAttempt(
   ctx: QueueContext,
   job: Job,
-  jobType: JobType,
-  run: (context: TargetRun) => Promise<TargetOutcome>,
+  jobType: JobTypeWithoutSecrets,
+  run: TargetRunner,
 ): Promise<TargetOutcome> {
   const controller = new AbortController();
   const guard = guardOf(job);
@@ -95,11 +96,25 @@ export interface WorkerOptions {
   worker: WorkerIdentity;
   /** Clients for the http, lambda and eventbridge targets; handler targets need none. */
   targets?: TargetClients;
+  /**
+   * Where http targets' signing secrets are read from. A process keeps one across its batches.
+   * @default a cache of its own for each batch (for each job, given to runClaimedJob)
+   */
+  signingSecrets?: SigningSecrets;
 }
 
-export async function runClaimedJob(ctx: QueueContext, job: Job, jobType: JobType, options: WorkerOptions): Promise<JobRunOutcome> {
+export async function runClaimedJob(
+  ctx: QueueContext,
+  job: Job,
+  jobType: JobTypeWithoutSecrets,
+  options: WorkerOptions,
+): Promise<JobRunOutcome> {
   const { registry, worker } = options;
-  const targetDeps = { ...options.targets, handlers: registry.handlers };
+  const targetDeps = {
+    ...options.targets,
+    handlers: registry.handlers,
+    signingSecrets: options.signingSecrets ?? createSigningSecretCache(ctx),
+  };
   const nowMs = ctx.nowMs();
   if (job.claimedUntilMs === undefined) return 'claim_lapsed';
   const visibilityMs = jobType.visibilityTimeoutS * 1000;
@@ -129,12 +144,12 @@ export async function runClaimedJob(ctx: QueueContext, job: Job, jobType: JobTyp
     if (startableAtMs > checkedAtMs) return (await releaseClaim(ctx, job, startableAtMs)) ? 'rescheduled' : 'stale';
   }
 
-  const configurationError = targetConfigurationError(jobType, targetDeps);
-  if (configurationError) return end({ outcome: 'failed', failure: configurationError });
+  const target = await prepareTarget(jobType, targetDeps);
+  if ('failure' in target) return end({ outcome: 'failed', failure: target.failure });
   if (job.deliveryStrategy === 'at_most_once' && !(await markStarted(ctx, job, worker))) return 'already_started';
 
   const startedAtMs = ctx.nowMs();
-  const outcome = await runAttempt(ctx, job, jobType, (context) => runTarget(context, targetDeps));
+  const outcome = await runAttempt(ctx, job, jobType, target.run);
   if (outcome.kind === 'failed') return end({ outcome: 'failed', failure: outcome.failure }, startedAtMs);
   if (outcome.kind === 'awaiting_callback') {
     const deferred = await deferAttempt(ctx, job, jobType, { startedAtMs, worker });
@@ -172,17 +187,18 @@ export async function runWorkerBatch(
     error: 0,
   };
   const limit = pLimit(ctx.settings.workerConcurrency);
+  const jobOptions = { ...options, signingSecrets: options.signingSecrets ?? createSigningSecretCache(ctx) };
   await Promise.all(
     batch.jobs.map((job) =>
       limit(async () => {
         const jobType = batch.jobTypes[job.type];
         try {
           if (!jobType) throw new Error(`batch carries no configuration for job type "${job.type}"`);
-          const outcome = await runClaimedJob(ctx, job, jobType, options);
+          const outcome = await runClaimedJob(ctx, job, jobType, jobOptions);
           counts[outcome]++;
           options.onOutcome?.(job, outcome);
         } catch (error) {
-          // Recording the outcome failed (the store is unreachable): the claim runs out and the sweeper decides.
+          // The store did not answer (recording the outcome, or reading a signing secret): the claim runs out and the sweeper decides.
           counts.error++;
           options.onError?.(job, error);
         }

@@ -1,5 +1,6 @@
 /** The worker function: runs one batch of claimed jobs. */
 import type { QueueContext } from '../../lib/config.js';
+import { createSigningSecretCache } from '../../lib/job-types.js';
 import type { WorkerIdentity } from '../../lib/model.js';
 import { createMetricsRecorder, finishedOutcomeOf } from '../../lib/metrics-history.js';
 import type { WorkerBatch } from '../../lib/poller.js';
@@ -74,6 +75,8 @@ export function createWorkerHandler(deps: {
   );
   // The history is for charts: a write that fails is logged and never fails a job.
   const history = createMetricsRecorder(deps.ctx, (error) => log('warn', 'could not write the metrics history', { error }));
+  // Kept across the batches this process runs, so a type's item is read once per cache period, not per batch.
+  const signingSecrets = createSigningSecretCache(deps.ctx);
   return async (batch: WorkerBatch): Promise<BatchResult> => {
     roster.beat();
     // A batch of long jobs keeps the worker listed while it runs.
@@ -82,8 +85,9 @@ export function createWorkerHandler(deps: {
       const counts = await runWorkerBatch(deps.ctx, batch, {
         registry,
         worker: deps.worker,
+        signingSecrets,
         ...(deps.targets ? { targets: deps.targets } : {}),
-        onError: (job, error) => log('error', 'could not record the outcome of a job', { type: job.type, id: job.id, attempt: job.attempt, error }),
+        onError: (job, error) => log('error', 'could not run a job or record its outcome', { type: job.type, id: job.id, attempt: job.attempt, error }),
         onOutcome: (job, outcome) => {
           const finished = finishedOutcomeOf(outcome);
           if (finished) history.recordFinished(job.type, finished, deps.ctx.nowMs());

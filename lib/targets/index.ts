@@ -6,7 +6,8 @@
  */
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
-import type { JobType } from '../model.js';
+import type { SigningSecrets } from '../job-types.js';
+import type { JobTypeWithoutSecrets } from '../model.js';
 import type { AttemptFailure } from '../retry.js';
 import { runEventBridgeTarget, type EventBridgeTargetOptions } from './eventbridge.js';
 import { runHandlerTarget, type JobHandler } from './handler.js';
@@ -26,40 +27,51 @@ export interface TargetClients {
 
 export interface TargetDeps extends TargetClients {
   handlers: Readonly<Record<string, JobHandler>>;
+  /** Where http targets' signing secrets are read from: a batch never carries them. */
+  signingSecrets: SigningSecrets;
 }
 
-const notRunnable = (errorClass: string, message: string): AttemptFailure => ({ error: { class: errorClass, message }, retryable: false });
+/** Runs one attempt through a target that is ready on this worker. */
+export type TargetRunner = (run: TargetRun) => Promise<TargetOutcome>;
 
-/** Why jobs of this type cannot run on this worker at all, found before the attempt starts; undefined when they can. */
-export function targetConfigurationError(jobType: JobType, deps: TargetDeps): AttemptFailure | undefined {
+export type PreparedTarget = { run: TargetRunner } | { failure: AttemptFailure };
+
+const notRunnable = (errorClass: string, message: string): PreparedTarget => ({ failure: { error: { class: errorClass, message }, retryable: false } });
+
+/**
+ * Readies the type's target on this worker before the attempt starts: the kind's client must be here, and an
+ * http target needs its type's signing secret. A failure means jobs of this type cannot run here at all, and
+ * ends the attempt without retry. A secret that cannot be read throws, like any store error before an attempt:
+ * the claim lapses and the sweeper takes the job back (an at_most_once job without counting an attempt).
+ */
+export async function prepareTarget(jobType: JobTypeWithoutSecrets, deps: TargetDeps): Promise<PreparedTarget> {
   const { target } = jobType;
   switch (target.kind) {
-    case 'handler':
-      return target.name in deps.handlers ? undefined : notRunnable('UnknownHandlerError', `no handler named "${target.name}"`);
-    case 'http':
-      if (!deps.http) return notRunnable('TargetNotConfiguredError', 'http targets need PUBLIC_API_URL and CALLBACK_TOKEN_SECRET_ARN (or CALLBACK_TOKEN_SECRET) on the worker');
-      if (jobType.signingSecret === undefined) return notRunnable('TargetNotConfiguredError', `job type "${jobType.name}" has no signing secret`);
-      return undefined;
-    case 'lambda':
-      return deps.lambda ? undefined : notRunnable('TargetNotConfiguredError', 'this worker has no Lambda client');
-    case 'eventbridge':
-      return deps.eventBridge ? undefined : notRunnable('TargetNotConfiguredError', 'this worker has no EventBridge client');
-  }
-}
-
-/** Runs one attempt through the type's target; a target this worker cannot run fails without retry. */
-export async function runTarget(run: TargetRun, deps: TargetDeps): Promise<TargetOutcome> {
-  const configurationError = targetConfigurationError(run.jobType, deps);
-  if (configurationError) return { kind: 'failed', failure: configurationError };
-  const { target } = run.jobType;
-  switch (target.kind) {
-    case 'handler':
-      return runHandlerTarget(deps.handlers[target.name]!, run);
-    case 'http':
-      return runHttpTarget(run, target, run.jobType.signingSecret!, deps.http!);
-    case 'lambda':
-      return runLambdaTarget(run, target, deps.lambda!);
-    case 'eventbridge':
-      return runEventBridgeTarget(run, target, deps.eventBridge!, deps.eventBridgeOptions);
+    case 'handler': {
+      if (!(target.name in deps.handlers)) return notRunnable('UnknownHandlerError', `no handler named "${target.name}"`);
+      const handler = deps.handlers[target.name]!;
+      return { run: (run) => runHandlerTarget(handler, run) };
+    }
+    case 'http': {
+      const { http } = deps;
+      if (!http) return notRunnable('TargetNotConfiguredError', 'http targets need PUBLIC_API_URL and CALLBACK_TOKEN_SECRET_ARN (or CALLBACK_TOKEN_SECRET) on the worker');
+      // Only the secret is taken from the item; the rest of the type stays the one the job was claimed under
+      // (its visibility timeout set the claim, its limits the slots held, its retry policy and windows decide
+      // what follows), so an attempt never mixes two versions of the type. The secret is kept when the type is
+      // replaced, so it belongs to no one version and mixes nothing.
+      const signingSecret = await deps.signingSecrets.get(jobType.name);
+      if (signingSecret === undefined) return notRunnable('TargetNotConfiguredError', `job type "${jobType.name}" has no signing secret`);
+      return { run: (run) => runHttpTarget(run, target, signingSecret, http) };
+    }
+    case 'lambda': {
+      const { lambda } = deps;
+      if (!lambda) return notRunnable('TargetNotConfiguredError', 'this worker has no Lambda client');
+      return { run: (run) => runLambdaTarget(run, target, lambda) };
+    }
+    case 'eventbridge': {
+      const { eventBridge } = deps;
+      if (!eventBridge) return notRunnable('TargetNotConfiguredError', 'this worker has no EventBridge client');
+      return { run: (run) => runEventBridgeTarget(run, target, eventBridge, deps.eventBridgeOptions) };
+    }
   }
 }

@@ -1,5 +1,5 @@
 /** What every target shares: how one attempt is handed to it and what it reports back. */
-import type { Job, JobType } from '../model.js';
+import type { Job, JobTypeWithoutSecrets } from '../model.js';
 import type { AttemptFailure } from '../retry.js';
 
 /** How an attempt ended, as the target saw it; the worker records it under the claim's guard. */
@@ -11,7 +11,7 @@ export type TargetOutcome =
 
 export interface TargetRun {
   readonly job: Readonly<Job>;
-  readonly jobType: JobType;
+  readonly jobType: JobTypeWithoutSecrets;
   /** Aborted when the attempt reaches the type's `timeout_s` or loses its claim. */
   readonly signal: AbortSignal;
   /** Extends the claim to `extendS` (default: the visibility timeout) from now; throws ClaimLostError once it is lost. */

@@ -6,6 +6,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest';
 import { createApiHandler } from '../../functions/api/app.js';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
@@ -15,8 +16,9 @@ import { createLocalGateway } from '../../infra/local/gateway.js';
 import { createHttpServer, type ApiHandler } from '../../infra/local/http-server.js';
 import { verifyCallbackToken } from '../../lib/callback-tokens.js';
 import { createMemoryPublisher } from '../../lib/events.js';
-import { listJobTypes, putJobType } from '../../lib/job-types.js';
+import { createSigningSecretCache, JOB_TYPES_REFRESH_MS, listJobTypes, putJobType, type SigningSecrets } from '../../lib/job-types.js';
 import { enqueueJob, requireJob } from '../../lib/jobs.js';
+import { jobTypeKey } from '../../lib/keys.js';
 import { jobTypeInputSchema, parseWith, type Job, type JobType } from '../../lib/model.js';
 import { pollOnce, type WorkerBatch } from '../../lib/poller.js';
 import { signatureOf, SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../../lib/signing.js';
@@ -62,6 +64,8 @@ let scripted: { url: string; server: Server; received: Received[]; answer: (job:
 let example: { url: string; server: Server; secret: string; callbacks: number[] };
 let api: { url: string; server: Server };
 let queue: TestQueue;
+/** The worker's secrets, kept across the test's batches as a worker process keeps them across its invocations. */
+let signingSecrets: SigningSecrets;
 let events: ReturnType<typeof createMemoryPublisher>;
 /** Host names the worker resolves; anything else goes to the system resolver. */
 const fakeDns = new Map<string, string>();
@@ -112,6 +116,7 @@ beforeEach(async () => {
   events = createMemoryPublisher();
   // The worker signs with the queue's clock and downstreams check it against theirs: start at the real time.
   queue = await createTestQueue({ clock: manualClock(Date.now()), events });
+  signingSecrets = createSigningSecretCache(queue.as('worker'));
   // The api behind the authorizer, as API Gateway runs them: callback tokens are checked there.
   const authorizer = createAuthorizer({ ctx: queue.as('authorizer'), staticAdminToken: ADMIN_TOKEN, callbackTokenSecret: fixedSecret(CALLBACK_SECRET) });
   setApiHandler(createLocalGateway({ authorizer, api: createApiHandler({ ctx: queue.as('api'), registry }) as ApiHandler }));
@@ -135,15 +140,22 @@ async function enqueue(jobType: JobType, id: string, data: unknown = { n: 1 }): 
   await enqueueJob(queue.ctx, jobType, id, { data, priority: 100, weight: 1 });
 }
 
-/** One poll; every claimed batch runs in the worker with http targets wired to the api and the fake DNS. */
-async function runDue(): Promise<BatchResult[]> {
+/**
+ * One poll of the types given (default: as the table holds them now); every claimed batch runs in the worker,
+ * as `received` turns it into the invocation's event, with http targets wired to the api and the fake DNS.
+ */
+async function runDue(
+  options: { jobTypes?: JobType[]; received?: (batch: WorkerBatch) => WorkerBatch } = {},
+): Promise<BatchResult[]> {
   const results: BatchResult[] = [];
   const invoker = {
     invoke: async (batch: WorkerBatch) => {
+      const event = options.received ? options.received(batch) : structuredClone(batch);
       results.push(
-        await runWorkerBatch(queue.as('worker'), structuredClone(batch), {
+        await runWorkerBatch(queue.as('worker'), event, {
           registry,
           worker: WORKER,
+          signingSecrets,
           targets: {
             http: {
               apiBaseUrl: api.url,
@@ -158,9 +170,14 @@ async function runDue(): Promise<BatchResult[]> {
       );
     },
   };
-  await pollOnce(queue.as('poller'), { jobTypes: await listJobTypes(queue.ctx), invoker, cursors: new Map() });
+  await pollOnce(queue.as('poller'), { jobTypes: options.jobTypes ?? (await listJobTypes(queue.ctx)), invoker, cursors: new Map() });
   return results;
 }
+
+const signedWith = (request: Received, secret: string): boolean =>
+  request.headers[SIGNATURE_HEADER] === signatureOf(secret, Number(request.headers[TIMESTAMP_HEADER]), request.rawBody);
+
+const typeItem = (name: string) => ({ TableName: queue.tableName, Key: jobTypeKey(name) });
 
 const job = (type: string, id: string): Promise<Job> => requireJob(queue.ctx, type, id);
 const eventNames = (id: string): string[] => events.events.filter((event) => event.id === id).map((event) => event.name);
@@ -196,6 +213,68 @@ test('the request carries the job, a callback URL for this attempt, and a signat
   const timestamp = Number(request!.headers[TIMESTAMP_HEADER]);
   expect(timestamp).toBe(Math.floor(queue.clock.nowMs() / 1000));
   expect(request!.headers[SIGNATURE_HEADER]).toBe(signatureOf(type.signingSecret!, timestamp, request!.rawBody));
+});
+
+test("a job is signed with its type's secret though the batch the worker received carries none", async () => {
+  const type = await defineHttpType('unsent', { target: { kind: 'http', url: scripted.url } });
+  await enqueue(type, 'j1');
+  const events: string[] = [];
+  const asLambdaDelivers = (batch: WorkerBatch): WorkerBatch => {
+    events.push(JSON.stringify(batch));
+    return JSON.parse(events.at(-1)!) as WorkerBatch;
+  };
+  expect(await runDue({ received: asLambdaDelivers })).toMatchObject([{ succeeded: 1 }]);
+  expect(events[0]).not.toContain('signingSecret');
+  expect(events[0]).not.toContain(type.signingSecret);
+  expect(signedWith(scripted.received[0]!, type.signingSecret!)).toBe(true);
+});
+
+test('the worker signs with the secret kept on the type, never one the invocation carries', async () => {
+  const type = await defineHttpType('forged', { target: { kind: 'http', url: scripted.url } });
+  await enqueue(type, 'j1');
+  const forged: JobType = { ...type, signingSecret: 'whsec_from-the-event' };
+  expect(await runDue({ received: (batch) => ({ jobs: batch.jobs, jobTypes: { forged } }) })).toMatchObject([{ succeeded: 1 }]);
+  expect(signedWith(scripted.received[0]!, type.signingSecret!)).toBe(true);
+});
+
+test('a secret changed in the type item is signed with once the cache period has passed, not before', async () => {
+  const type = await defineHttpType('rotated', { target: { kind: 'http', url: scripted.url } });
+  const rotated = 'whsec_rotated';
+  await enqueue(type, 'j1');
+  await runDue();
+  await queue.clients.db.send(
+    new UpdateCommand({ ...typeItem('rotated'), UpdateExpression: 'SET signingSecret = :secret', ExpressionAttributeValues: { ':secret': rotated } }),
+  );
+  await enqueue(type, 'j2');
+  await runDue();
+  queue.clock.advance(JOB_TYPES_REFRESH_MS);
+  await enqueue(type, 'j3');
+  await runDue();
+  const signer = (request: Received) => [type.signingSecret, rotated].find((secret) => signedWith(request, secret!));
+  expect(scripted.received.map((request) => [request.job.id, signer(request)])).toEqual([
+    ['j1', type.signingSecret],
+    ['j2', type.signingSecret],
+    ['j3', rotated],
+  ]);
+});
+
+test('a job whose type item holds no signing secret any more fails without retry, as an unconfigured target does', async () => {
+  const type = await defineHttpType('unsigned', { target: { kind: 'http', url: scripted.url }, attempts: 3 });
+  await enqueue(type, 'j1');
+  await queue.clients.db.send(new UpdateCommand({ ...typeItem('unsigned'), UpdateExpression: 'REMOVE signingSecret' }));
+  expect(await runDue()).toMatchObject([{ failed: 1, error: 0 }]);
+  expect((await job('unsigned', 'j1')).history[0]?.error).toEqual({ class: 'TargetNotConfiguredError', message: 'job type "unsigned" has no signing secret' });
+  expect(scripted.received).toEqual([]);
+});
+
+test('a job whose type item is gone by the time the worker runs it fails the same way', async () => {
+  const type = await defineHttpType('vanished', { target: { kind: 'http', url: scripted.url }, attempts: 3 });
+  await enqueue(type, 'j1');
+  const typesAsPolled = await listJobTypes(queue.ctx);
+  await queue.clients.db.send(new DeleteCommand(typeItem('vanished')));
+  expect(await runDue({ jobTypes: typesAsPolled })).toMatchObject([{ failed: 1, error: 0 }]);
+  expect((await job('vanished', 'j1')).history[0]?.error?.class).toBe('TargetNotConfiguredError');
+  expect(scripted.received).toEqual([]);
 });
 
 test('a 202 leaves the job awaiting its callback, and the downstream completes it through callback_url without an API key', async () => {

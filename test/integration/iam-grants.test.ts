@@ -6,6 +6,8 @@
  * the worker, callbacks, the dashboard's reads, the sweeper) must use every
  * grant each function has, so a grant the code does not need fails too.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createPollerHandler } from '../../functions/poller/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
@@ -16,6 +18,7 @@ import { getSecretValueRequests, lambdaInvokeRequests } from '../../infra/local/
 import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { PARTITION_PREFIX } from '../../lib/keys.js';
 import type { WorkerBatch } from '../../lib/poller.js';
+import { fixedSecret } from '../../lib/secrets.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
 import { takeDeniedCalls } from '../support/iam.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
@@ -63,6 +66,10 @@ function granted(queue: TestQueue, fn: QueueFunctionName): Set<string> {
   return grants;
 }
 
+/** A downstream that answers every job 200 at once, so http jobs need only the worker. */
+const sink = createServer((request, response) => request.resume().on('end', () => response.writeHead(200).end()));
+let sinkUrl: string;
+
 let queue: TestQueue;
 let operator: ApiClient;
 let producer: ApiClient;
@@ -72,14 +79,25 @@ const invoker = new RecordingInvoker();
 const advanceS = (seconds: number): void => queue.clock.advance(seconds * 1000);
 const poll = () => createPollerHandler({ ctx: queue.as('poller'), invoker, identity: { id: 'p-1', host: 'host' } })({}, lambdaContext);
 const sweep = () => createSweeperHandler({ ctx: queue.as('sweeper'), registry })({}, lambdaContext);
-const runWorker = (batch: WorkerBatch) => createWorkerHandler({ ctx: queue.as('worker'), registry, worker: WORKER })(batch);
+const runWorker = (batch: WorkerBatch) =>
+  createWorkerHandler({
+    ctx: queue.as('worker'),
+    registry,
+    worker: WORKER,
+    targets: { http: { apiBaseUrl: 'http://127.0.0.1', callbackTokenSecret: fixedSecret('cbs_tour') } },
+  })(batch);
 
 beforeAll(async () => {
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/jobs`;
   // One poll or sweep per invocation: the manual clock does not move by itself.
   queue = await createTestQueue({ settings: { shards: 1, pollerRunMs: 0 }, onIamDecision: record });
   operator = createTestApi(queue);
 });
-afterAll(() => queue.drop());
+afterAll(async () => {
+  await queue.drop();
+  await new Promise((resolve) => sink.close(resolve));
+});
 
 describe('a tour of every function', () => {
   test('an operator defines job types and creates a producer key', async () => {
@@ -90,6 +108,7 @@ describe('a tour of every function', () => {
     expect((await operator.put('/v1/job-types/limited', limited)).status).toBe(201);
     const hooks = { target: { kind: 'handler', name: 'await_callback' }, concurrency: 4, timeout_s: HOUR_S };
     expect((await operator.put('/v1/job-types/hooks', hooks)).status).toBe(201);
+    expect((await operator.put('/v1/job-types/webhooks', { target: { kind: 'http', url: sinkUrl } })).status).toBe(201);
     const created = await operator.post('/v1/keys', { scopes: ['admin'], name: 'producer' });
     expect(created.status).toBe(201);
     producerKeyId = created.body.id;
@@ -102,16 +121,17 @@ describe('a tour of every function', () => {
     expect((await producer.put('/v1/jobs/plain/tomorrow', { data: 1, run_after: new Date(queue.clock.nowMs() + 24 * HOUR_S * 1000).toISOString() })).status).toBe(201);
     expect((await producer.put('/v1/jobs/limited/l1', { data: 1 })).status).toBe(201);
     expect((await producer.put('/v1/jobs/hooks/h1', { data: 1, correlation_key: 'order-7' })).status).toBe(201);
+    expect((await producer.put('/v1/jobs/webhooks/w1', { data: 1 })).status).toBe(201);
   });
 
   test('the poller claims the due jobs, minutes later, and hands them over', async () => {
     advanceS(5 * 60);
-    expect(await poll()).toMatchObject({ claimed: 3, dispatched: 3 });
+    expect(await poll()).toMatchObject({ claimed: 4, dispatched: 4 });
   });
 
-  test('the worker runs them: the echo succeeds, the callback wait holds its job for an hour', async () => {
+  test('the worker runs them: the echoes and the webhook succeed, the callback wait holds its job for an hour', async () => {
     const outcomes = await Promise.all(invoker.batches.map(runWorker));
-    expect(outcomes.reduce((sum, counts) => sum + counts.succeeded, 0)).toBe(2);
+    expect(outcomes.reduce((sum, counts) => sum + counts.succeeded, 0)).toBe(3);
     expect(outcomes.reduce((sum, counts) => sum + counts.awaiting_callback, 0)).toBe(1);
   });
 
@@ -124,7 +144,7 @@ describe('a tour of every function', () => {
   test("the dashboard's reads: stats, metrics, listings, a job", async () => {
     expect((await producer.get('/v1/stats')).status).toBe(200);
     expect((await producer.get('/v1/metrics')).status).toBe(200);
-    expect((await producer.get('/v1/job-types')).body.job_types).toHaveLength(3);
+    expect((await producer.get('/v1/job-types')).body.job_types).toHaveLength(4);
     expect((await producer.get('/v1/jobs/plain?status=queued')).body.jobs.map((job: { id: string }) => job.id)).toEqual(['tomorrow']);
     expect((await producer.get('/v1/jobs/plain/p1')).body.status).toBe('succeeded');
   });

@@ -3,7 +3,10 @@
  * one worker invocation, and the worker runs them concurrently, each job's
  * failure, crash or timeout ending that job's attempt only.
  */
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
 import { expect, test } from 'vitest';
+import { createLambdaInvoker } from '../../lib/invokers.js';
 import { listJobTypes } from '../../lib/job-types.js';
 import { getJob } from '../../lib/jobs.js';
 import type { CursorCache } from '../../lib/poller.js';
@@ -64,4 +67,33 @@ test('in one batch, a crashing, a failing and a hanging job end their own attemp
   expect(await outcome('crash', 'crash-1')).toEqual(['failed', 'TypeError']);
   expect(await outcome('fail', 'fail-1')).toEqual(['failed', 'Error']);
   expect(await outcome('hang', 'hang-1')).toEqual(['failed', 'TimeoutError']);
+});
+
+test('the payload the worker Lambda is invoked with holds no signing secret anywhere', async () => {
+  const { ctx } = queue();
+  const webhooks = await defineType(ctx, 'webhooks', { target: { kind: 'http', url: 'https://example.com/hook' } });
+  await enqueue(ctx, webhooks, 'w-1');
+  await enqueue(ctx, await defineType(ctx, 'emails'), 'e-1');
+  const lambda = mockClient(LambdaClient).on(InvokeCommand).resolves({ StatusCode: 202 });
+  try {
+    expect(await poll(ctx, await listJobTypes(ctx), createLambdaInvoker(new LambdaClient({}), 'worker'))).toMatchObject({ dispatched: 2 });
+    const payloads = lambda.commandCalls(InvokeCommand).map((call) => Buffer.from(call.args[0].input.Payload as Uint8Array).toString('utf8'));
+    expect(payloads).toHaveLength(1);
+    expect(payloads[0]).not.toContain('signingSecret');
+    expect(payloads[0]).not.toContain(webhooks.signingSecret);
+    expect(JSON.parse(payloads[0]!)).toMatchObject({ jobTypes: { webhooks: { target: { kind: 'http' } }, emails: {} } });
+  } finally {
+    lambda.restore();
+  }
+});
+
+test('a batch carries the types of its own jobs, not every type the poller serves', async () => {
+  const { ctx } = queue();
+  const emails = await defineType(ctx, 'emails');
+  await defineType(ctx, 'reports');
+  await defineType(ctx, 'webhooks', { target: { kind: 'http', url: 'https://example.com/hook' } });
+  await enqueue(ctx, emails, 'e-1');
+  const invoker = new RecordingInvoker();
+  await poll(ctx, await listJobTypes(ctx), invoker);
+  expect(invoker.batches.map((batch) => Object.keys(batch.jobTypes))).toEqual([['emails']]);
 });

@@ -5,7 +5,8 @@ import { beforeEach, describe, expect, test } from 'vitest';
 import { jobTypeFromInput, jobTypeInputSchema, parseWith, type JobType } from '../../lib/model.js';
 import { runEventBridgeTarget } from '../../lib/targets/eventbridge.js';
 import { outcomeOfAnswer, retryAfterMs } from '../../lib/targets/http.js';
-import { runTarget, targetConfigurationError } from '../../lib/targets/index.js';
+import { prepareTarget } from '../../lib/targets/index.js';
+import { fixedSecret } from '../../lib/secrets.js';
 import { runLambdaTarget } from '../../lib/targets/lambda.js';
 import type { TargetRun } from '../../lib/targets/target.js';
 import { runningJob, T0 } from '../support/jobs.js';
@@ -110,12 +111,22 @@ describe('eventbridge target', () => {
 });
 
 describe('target configuration', () => {
+  const noSecrets = { get: async () => undefined };
+
   test('a kind whose client the worker lacks fails without retry, naming what is missing', async () => {
-    const outcome = await runTarget(runOf(jobTypeWith({ kind: 'lambda', function: 'f' })), { handlers: {} });
-    expect(outcome).toMatchObject({ kind: 'failed', failure: { error: { class: 'TargetNotConfiguredError' }, retryable: false } });
-    expect(targetConfigurationError(jobTypeWith({ kind: 'http', url: 'https://example.com' }), { handlers: {} })?.error.message).toContain(
-      'PUBLIC_API_URL and CALLBACK_TOKEN_SECRET',
-    );
+    const prepared = await prepareTarget(jobTypeWith({ kind: 'lambda', function: 'f' }), { handlers: {}, signingSecrets: noSecrets });
+    expect(prepared).toMatchObject({ failure: { error: { class: 'TargetNotConfiguredError' }, retryable: false } });
+    expect(await prepareTarget(jobTypeWith({ kind: 'http', url: 'https://example.com' }), { handlers: {}, signingSecrets: noSecrets })).toMatchObject({
+      failure: { error: { message: expect.stringContaining('PUBLIC_API_URL and CALLBACK_TOKEN_SECRET') } },
+    });
+  });
+
+  test('an http target whose type has no signing secret where it is kept fails without retry, like a missing client', async () => {
+    const http = { apiBaseUrl: 'https://queue.example.com', callbackTokenSecret: fixedSecret('cbs') };
+    const prepared = await prepareTarget(jobTypeWith({ kind: 'http', url: 'https://example.com' }), { handlers: {}, http, signingSecrets: noSecrets });
+    expect(prepared).toEqual({
+      failure: { error: { class: 'TargetNotConfiguredError', message: 'job type "emails" has no signing secret' }, retryable: false },
+    });
   });
 });
 

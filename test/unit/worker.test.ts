@@ -1,14 +1,9 @@
 import { describe, expect, test } from 'vitest';
 import { appendHistory } from '../../lib/claims.js';
 import { NonRetryableError, RetryAfterError } from '../../lib/errors.js';
-import { HISTORY_LIMIT, type AttemptRecord, type Job } from '../../lib/model.js';
-import { createBatcher } from '../../lib/poller.js';
+import { HISTORY_LIMIT, type AttemptRecord } from '../../lib/model.js';
 import { failureFromError } from '../../lib/worker.js';
-import { runningJob, T0 } from '../support/jobs.js';
-
-function job(id: string, data: unknown = null): Job {
-  return runningJob({ id, data });
-}
+import { T0 } from '../support/jobs.js';
 
 const record = (attempt: number): AttemptRecord => ({
   attempt,
@@ -59,47 +54,6 @@ describe('failureFromError', () => {
     expect(failureFromError('just a string')).toEqual({ error: { class: 'NonError', message: 'just a string' }, retryable: true });
     expect(failureFromError(42)).toEqual({ error: { class: 'NonError', message: '42' }, retryable: true });
     expect(failureFromError(undefined).error).toEqual({ class: 'NonError', message: 'undefined' });
-  });
-});
-
-function splitIntoBatches(jobs: Job[], maxJobs: number, maxBytes?: number): Job[][] {
-  const batches: Job[][] = [];
-  const batcher = createBatcher(maxJobs, (batch) => batches.push(batch), maxBytes);
-  for (const job of jobs) batcher.add(job);
-  batcher.close();
-  return batches;
-}
-
-describe('createBatcher', () => {
-  test('splits by count, keeping order', () => {
-    const jobs = Array.from({ length: 25 }, (_, i) => job(`j${i}`));
-    const batches = splitIntoBatches(jobs, 10);
-    expect(batches.map((batch) => batch.length)).toEqual([10, 10, 5]);
-    expect(batches.flat().map((j) => j.id)).toEqual(jobs.map((j) => j.id));
-  });
-
-  test('an exact multiple of the batch size leaves no empty batch; no jobs gives no batches', () => {
-    expect(splitIntoBatches(Array.from({ length: 20 }, (_, i) => job(`j${i}`)), 10).map((b) => b.length)).toEqual([10, 10]);
-    expect(splitIntoBatches([], 10)).toEqual([]);
-  });
-
-  test('splits by bytes so no batch exceeds the byte budget', () => {
-    const jobs = Array.from({ length: 7 }, (_, i) => job(`j${i}`, { blob: 'x'.repeat(1_000) }));
-    const oneJobBytes = Buffer.byteLength(JSON.stringify(jobs[0]), 'utf8');
-    const maxBytes = oneJobBytes * 2 + 10;
-    const batches = splitIntoBatches(jobs, 100, maxBytes);
-    expect(batches.map((batch) => batch.length)).toEqual([2, 2, 2, 1]);
-    for (const batch of batches) {
-      expect(batch.reduce((sum, j) => sum + Buffer.byteLength(JSON.stringify(j), 'utf8'), 0)).toBeLessThanOrEqual(maxBytes);
-    }
-    expect(batches.flat().map((j) => j.id)).toEqual(jobs.map((j) => j.id));
-  });
-
-  test('a single job larger than the byte budget still travels, alone', () => {
-    const small = job('small');
-    const big = job('big', { blob: 'x'.repeat(5_000) });
-    const batches = splitIntoBatches([small, big, small], 100, 2_000);
-    expect(batches.map((batch) => batch.map((j) => j.id))).toEqual([['small'], ['big'], ['small']]);
   });
 });
 
