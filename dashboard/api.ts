@@ -1,4 +1,5 @@
 /** Calls to the JSON API of the page's own origin. */
+import { isRefusedKey } from '../lib/client/errors.js';
 import type { FieldIssue } from './types.js';
 
 export * from './types.js';
@@ -9,7 +10,9 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly details: FieldIssue[] = [],
+    readonly details: FieldIssue[],
+    /** The key itself was refused (missing, unknown, revoked or expired), not merely short of a scope. */
+    readonly keyRefused: boolean,
   ) {
     super(message);
   }
@@ -35,7 +38,7 @@ export const apiPath = (...segments: string[]): string => segments.map(encodeURI
  * header, never in a URL. Paths are relative, so the dashboard also works
  * under a base path (a custom domain mapping, say).
  */
-export function createApi(key: string, onUnauthorized: (error: ApiError) => void): Api {
+export function createApi(key: string, onKeyRefused: (error: ApiError) => void): Api {
   const call = async <T>(method: string, path: string): Promise<T> => {
     const response = await fetch(path, {
       method,
@@ -48,7 +51,7 @@ export function createApi(key: string, onUnauthorized: (error: ApiError) => void
     const body: unknown = text.length > 0 ? safeJson(text) : undefined;
     if (response.ok) return body as T;
     const error = errorOf(response.status, body);
-    if (response.status === 401) onUnauthorized(error);
+    if (error.keyRefused) onKeyRefused(error);
     throw error;
   };
   return {
@@ -73,5 +76,5 @@ function errorOf(status: number, body: unknown): ApiError {
   const details = Array.isArray(error?.details)
     ? (error.details as unknown[]).filter((issue): issue is FieldIssue => typeof (issue as FieldIssue)?.field === 'string')
     : [];
-  return new ApiError(status, code, message, details);
+  return new ApiError(status, code, message, details, isRefusedKey(status, body));
 }

@@ -57,7 +57,7 @@ async function verifyKey(key: string): Promise<string | undefined> {
     await createApi(key, () => undefined).get<Stats>('v1/stats');
     return undefined;
   } catch (error) {
-    if (error instanceof ApiError && error.status === 401) return 'That key was not accepted.';
+    if (error instanceof ApiError && error.keyRefused) return 'That key was not accepted.';
     if (error instanceof ApiError && error.status === 403) return 'That key may not read any job type: it needs a read: scope.';
     return `The server could not be asked: ${describe(error)}`;
   }

@@ -22,6 +22,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { DASHBOARD_PATHS } from '../functions/api/dashboard.js';
 import { TABLE_SCHEMA } from '../lib/table.js';
+import { AUTHORIZED_ROUTES, AUTHORIZER_TIMEOUT_MS } from './api-gateway.js';
 import { QueueFunction } from './queue-function.js';
 import { TABLE_GRANTS } from './table-grants.js';
 import { shardsOfPartition, type StackSettings } from './settings.js';
@@ -181,7 +182,7 @@ export class QueueStack extends Stack {
       entry: 'authorizer',
       description: 'Admits requests that carry a valid API key or callback token',
       environment: { ...queueEnvironment, ...callbackTokenSecretEnvironment },
-      timeout: Duration.seconds(10),
+      timeout: Duration.millis(AUTHORIZER_TIMEOUT_MS),
       memorySizeMb: 256,
     })
       .allowTable(this.table, TABLE_GRANTS.authorizer)
@@ -201,20 +202,15 @@ export class QueueStack extends Stack {
       defaultIntegration: integration,
       defaultAuthorizer: authorizer,
     });
-    // A downstream calls back with the token of its callback_url and no Authorization header, which the
-    // cached authorizer above would refuse unseen; these two routes run the same authorizer uncached.
+    // The same authorizer without an identity source, so uncached and invoked even without a header.
     const callbackAuthorizer = new HttpLambdaAuthorizer('CallbackTokenAuthorizer', authorizerFunction.function, {
       responseTypes: [HttpLambdaResponseType.SIMPLE],
       identitySource: [],
       resultsCacheTtl: Duration.seconds(0),
     });
-    for (const path of ['/v1/jobs/{type}/{id}', '/v1/jobs/{type}/{id}/heartbeat']) {
-      this.httpApi.addRoutes({ path, methods: [HttpMethod.POST], integration, authorizer: callbackAuthorizer });
-    }
-    // Keys only, through the cached authorizer: a batch would otherwise match the callback route above, and
-    // a correlation callback names no job a callback token could be checked against.
-    for (const path of ['/v1/jobs/{type}/batch', '/v1/callbacks/{correlation_key}', '/jobber/queue']) {
-      this.httpApi.addRoutes({ path, methods: [HttpMethod.POST], integration, authorizer });
+    const authorizers = { key: authorizer, callback: callbackAuthorizer };
+    for (const route of AUTHORIZED_ROUTES) {
+      this.httpApi.addRoutes({ path: route.path, methods: [HttpMethod[route.method]], integration, authorizer: authorizers[route.authorizer] });
     }
     // Its own route, public by design: a load balancer or uptime check needs no key.
     for (const route of this.httpApi.addRoutes({ path: '/health', methods: [HttpMethod.GET], integration, authorizer: new HttpNoneAuthorizer() })) {

@@ -11,7 +11,7 @@ import { createRoutes, type ApiDeps, type Route } from './routes.js';
 
 type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
-/** Paths API Gateway serves without the authorizer; every other route must be wired with it. */
+/** Paths whose GET API Gateway serves without the authorizer; every other route must be wired with it. */
 export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/health', ...Object.values(DASHBOARD_PATHS)]);
 
 /**

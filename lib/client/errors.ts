@@ -60,12 +60,15 @@ export class InvalidRequestError extends QueueApiError {
   override name = 'InvalidRequestError';
   override readonly kind = 'invalid_request';
 }
-/** 401: no key, or a key that is unknown, revoked or expired. */
+/**
+ * The key itself was refused (no key, or one that is unknown, malformed, revoked or expired): API Gateway's
+ * own 403 `{"message": "Forbidden"}`, or a 401. Sending it again will not help; a new key will.
+ */
 export class UnauthorizedError extends QueueApiError {
   override name = 'UnauthorizedError';
   override readonly kind = 'unauthorized';
 }
-/** 403: the key's scopes do not cover this route or job type. */
+/** 403 with the API's error body (`code: forbidden`): the key is valid, but its scopes do not cover this route or job type. */
 export class ForbiddenError extends QueueApiError {
   override name = 'ForbiddenError';
   override readonly kind = 'forbidden';
@@ -116,7 +119,6 @@ export class QueueNetworkError extends Error {
 
 const BY_STATUS: Record<number, new (init: ApiErrorInit) => QueueApiError> = {
   400: InvalidRequestError,
-  401: UnauthorizedError,
   403: ForbiddenError,
   404: NotFoundError,
   409: ConflictError,
@@ -124,6 +126,18 @@ const BY_STATUS: Record<number, new (init: ApiErrorInit) => QueueApiError> = {
   415: UnsupportedMediaTypeError,
   429: RateLimitedError,
 };
+
+/**
+ * Whether an answer says the key itself was refused. Behind API Gateway a request without a key is 401 and a
+ * key the authorizer refuses is the gateway's 403 `{"message": "Forbidden"}`, while the API's own 403 (the
+ * key's scopes) always carries an `error` object: the body tells the two 403s apart. The local runtime answers alike.
+ */
+export function isRefusedKey(status: number, body: unknown): boolean {
+  if (status === 401) return true;
+  if (status !== 403 || typeof body !== 'object' || body === null) return false;
+  const { error, message } = body as { error?: unknown; message?: unknown };
+  return error === undefined && message === 'Forbidden';
+}
 
 /**
  * The error for an answer with `status`, from its body when it is the API's error body; a gateway's own
@@ -143,6 +157,6 @@ export function apiErrorFrom(status: number, body: unknown, tries: number, reque
     requestId: typeof wire?.request_id === 'string' ? wire.request_id : requestIdHeader,
     tries,
   };
-  const ErrorClass = status >= 500 ? ServerError : (BY_STATUS[status] ?? QueueApiError);
+  const ErrorClass = status >= 500 ? ServerError : isRefusedKey(status, body) ? UnauthorizedError : (BY_STATUS[status] ?? QueueApiError);
   return new ErrorClass(init);
 }

@@ -81,6 +81,21 @@ test('npm start prints the dashboard URL; the page takes the admin key and says 
   expect(await page.evaluate('sessionStorage.length')).toBe(0);
 });
 
+test('a key without a read: scope is told so at sign-in, not that the key was refused', async () => {
+  const created = await call(runtime, 'POST', '/v1/keys', { scopes: ['enqueue:*'] });
+  await signIn(created.body.key);
+  await page.getByRole('alert').filter({ hasText: 'That key may not read any job type: it needs a read: scope.' }).waitFor({ timeout: SEEN_WITHIN_MS });
+});
+
+test('a key revoked while the dashboard is open sends the user back to sign in', async () => {
+  const created = await call(runtime, 'POST', '/v1/keys', { scopes: ['read:*'] });
+  await signIn(created.body.key);
+  await page.locator('.health[data-level]').waitFor({ timeout: SEEN_WITHIN_MS });
+  expect((await call(runtime, 'DELETE', `/v1/keys/${created.body.id}`)).status).toBe(200);
+  await page.getByRole('alert').filter({ hasText: 'The key was refused (revoked or expired?)' }).waitFor({ timeout: SEEN_WITHIN_MS });
+  expect(await page.evaluate('sessionStorage.length')).toBe(0);
+});
+
 test('a failed job opens with each attempt, its error class, message and trace, and replays as a new job', async () => {
   await call(runtime, 'PUT', '/v1/job-types/flaky', { target: { kind: 'handler', name: 'fail' }, attempts: 2, retry: { kind: 'fixed', delay_s: 0 } });
   // Job data and errors are user input: they must show as text, never as markup.

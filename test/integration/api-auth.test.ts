@@ -1,10 +1,18 @@
-/** DESIGN §5: every route but GET /health needs the bearer token; refused requests change nothing; error bodies are clean. */
+/**
+ * DESIGN §5: every route but GET /health and the dashboard needs a key; a refused key gets API Gateway's own
+ * answers, locally as behind API Gateway; refused requests change nothing; error bodies are clean.
+ */
 import { describe, expect, test } from 'vitest';
-import { freshApiPerTest, leaksInternals, tableItems, type HttpMethod } from '../support/api.js';
+import { authorizerOf } from '../../infra/api-gateway.js';
+import { createApiClient, freshApiPerTest, leaksInternals, tableItems, type HttpMethod } from '../support/api.js';
 
 const api = freshApiPerTest();
 
 const ECHO_TYPE = { target: { kind: 'handler', name: 'echo' } };
+
+/** API Gateway's answers: a missing Authorization header never reaches the authorizer; a refused key does. */
+const NO_KEY = { status: 401, body: { message: 'Unauthorized' } };
+const REFUSED = { status: 403, body: { message: 'Forbidden' } };
 
 /** A type and a queued job, so that any route that slipped past the check would have something to change. */
 async function seed(): Promise<void> {
@@ -44,10 +52,12 @@ describe('authentication', () => {
   });
 
   describe.each(PROTECTED_ROUTES.map((route) => ({ ...route, name: routeName(route) })))('$name', (route) => {
+    // Status callbacks and heartbeats run the authorizer even without a header, for callback tokens.
+    const withoutHeader = authorizerOf(route.method, route.path) === 'callback' ? REFUSED : NO_KEY;
     test.each([
-      { how: 'without a token', options: { token: null } },
-      { how: 'with a wrong token', options: { token: 'wrong-token' } },
-    ])('is 401 unauthorized $how and changes nothing', async ({ options }) => {
+      { how: 'without a token', options: { token: null }, answer: withoutHeader },
+      { how: 'with a wrong token', options: { token: 'wrong-token' }, answer: REFUSED },
+    ])('is $answer.status $answer.body.message $how and changes nothing', async ({ options, answer }) => {
       await seed();
       const { api: client, queue } = api();
       const before = await tableItems(queue);
@@ -55,9 +65,7 @@ describe('authentication', () => {
         ...options,
         ...(route.body !== undefined ? { body: route.body } : {}),
       });
-      expect(response.status).toBe(401);
-      expect(response.body.error.code).toBe('unauthorized');
-      expect(response.body.error.details).toEqual([]);
+      expect({ status: response.status, body: response.body }).toEqual(answer);
       expect(await tableItems(queue)).toEqual(before);
     });
   });
@@ -67,12 +75,11 @@ describe('authentication', () => {
     { how: 'the right token with a suffix', options: { token: 'test-admin-token-0123456789x' } },
     { how: 'the right token under another scheme', options: { token: null, headers: { authorization: 'Basic test-admin-token-0123456789' } } },
     { how: 'an empty bearer token', options: { token: null, headers: { authorization: 'Bearer ' } } },
-  ])('DELETE of a queued job with $how is 401 and leaves it queued', async ({ options }) => {
+  ])('DELETE of a queued job with $how is 403 Forbidden and leaves it queued', async ({ options }) => {
     await seed();
     const { api: client } = api();
     const response = await client.delete('/v1/jobs/emails/job-1', options);
-    expect(response.status).toBe(401);
-    expect(response.body.error.code).toBe('unauthorized');
+    expect({ status: response.status, body: response.body }).toEqual(REFUSED);
     expect((await client.get('/v1/jobs/emails/job-1')).body.status).toBe('queued');
   });
 
@@ -82,6 +89,36 @@ describe('authentication', () => {
       headers: { Authorization: 'bearer test-admin-token-0123456789' },
     });
     expect(response.status).toBe(200);
+  });
+});
+
+describe('a refused key', () => {
+  /** A key made through the api, and a client sending it. */
+  async function keyFor(body: Record<string, unknown>) {
+    const created = await api().api.post('/v1/keys', { scopes: ['admin'], ...body });
+    expect(created.status).toBe(201);
+    return { id: created.body.id as string, client: createApiClient(api().api.handler, created.body.key) };
+  }
+
+  test('an unknown key is 403 {"message":"Forbidden"}', async () => {
+    const response = await api().api.get('/v1/job-types', { token: `djq_0000000000000000_${'A'.repeat(43)}` });
+    expect({ status: response.status, body: response.body }).toEqual(REFUSED);
+  });
+
+  test('an expired key is 403 {"message":"Forbidden"}', async () => {
+    const { client } = await keyFor({ expires_at: new Date(api().queue.clock.nowMs() + 60_000).toISOString() });
+    expect((await client.get('/v1/job-types')).status).toBe(200);
+    api().queue.clock.advance(60_000);
+    const response = await client.get('/v1/job-types');
+    expect({ status: response.status, body: response.body }).toEqual(REFUSED);
+  });
+
+  test('a revoked key is 403 {"message":"Forbidden"}', async () => {
+    const { id, client } = await keyFor({});
+    expect((await client.get('/v1/job-types')).status).toBe(200);
+    expect((await api().api.delete(`/v1/keys/${id}`)).status).toBe(200);
+    const response = await client.get('/v1/job-types');
+    expect({ status: response.status, body: response.body }).toEqual(REFUSED);
   });
 });
 
@@ -110,7 +147,6 @@ describe('error bodies', () => {
   const failing: { name: string; status: number; send: () => Promise<{ status: number; body: unknown; text: string }> }[] = [
     { name: '400 invalid JSON', status: 400, send: () => api().api.put('/v1/job-types/emails', '{"target":') },
     { name: '400 invalid field', status: 400, send: () => api().api.put('/v1/job-types/emails', { ...ECHO_TYPE, attempts: 0 }) },
-    { name: '401 no token', status: 401, send: () => api().api.get('/v1/job-types', { token: null }) },
     { name: '404 unknown job type', status: 404, send: () => api().api.get('/v1/job-types/nope') },
     { name: '404 unknown route', status: 404, send: () => api().api.get('/nope') },
     { name: '409 different body for an existing id', status: 409, send: () => api().api.put('/v1/jobs/emails/job-1', { data: { other: 1 } }) },

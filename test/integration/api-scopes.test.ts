@@ -68,14 +68,15 @@ describe('the key routes', () => {
     expect(listed.last_used_at).toBe(new Date(queue.clock.nowMs()).toISOString());
   });
 
-  test('DELETE /v1/keys/{id} revokes: the key is 401 from then on', async () => {
+  test('DELETE /v1/keys/{id} revokes: the key is refused from then on, 403 Forbidden', async () => {
     const created = await admin.post('/v1/keys', { scopes: ['read:*'] });
     const reader = createApiClient(admin.handler, created.body.key);
     expect((await reader.get('/v1/job-types')).status).toBe(200);
     const revoked = await admin.delete(`/v1/keys/${created.body.id}`);
     expect(revoked.status).toBe(200);
     expect(revoked.body.revoked_at).toEqual(expect.any(String));
-    expect((await reader.get('/v1/job-types')).status).toBe(401);
+    const refused = await reader.get('/v1/job-types');
+    expect({ status: refused.status, body: refused.body }).toEqual({ status: 403, body: { message: 'Forbidden' } });
   });
 
   test('DELETE /v1/keys/{id} of an unknown key is 404', async () => {
@@ -175,13 +176,13 @@ describe('callback tokens', () => {
     expect(await tableItems(queue)).toEqual(before);
   });
 
-  test('a forged token is 401', async () => {
+  test('a forged token is refused by the authorizer: 403 Forbidden', async () => {
     await runningJob('j1');
     const response = await admin.post('/v1/jobs/emails/j1?token=bad', { status: 'succeeded', attempt: 1 }, { token: null });
-    expect(response.status).toBe(401);
+    expect({ status: response.status, body: response.body }).toEqual({ status: 403, body: { message: 'Forbidden' } });
   });
 
-  test('a token opens no other route of its job', async () => {
+  test('a token opens no other route of its job: without a header they are 401, the authorizer never asked', async () => {
     await runningJob('j1');
     expect((await admin.get(`/v1/jobs/emails/j1?token=${tokenFor('j1', 1)}`, { token: null })).status).toBe(401);
     expect((await admin.post(`/v1/jobs/emails/j1/replay?token=${tokenFor('j1', 1)}`, undefined, { token: null })).status).toBe(401);
@@ -190,27 +191,27 @@ describe('callback tokens', () => {
   test('with an Authorization header the key decides and the token is not consulted', async () => {
     await runningJob('j1');
     const response = await admin.post(`/v1/jobs/emails/j1?token=${tokenFor('j1', 1)}`, { status: 'succeeded', attempt: 1 }, { token: 'wrong' });
-    expect(response.status).toBe(401);
+    expect(response.status).toBe(403);
   });
 
-  test('a token for another job is 401', async () => {
+  test('a token for another job is 403', async () => {
     await runningJob('j1');
     const response = await admin.post(`/v1/jobs/emails/j1?token=${tokenFor('j2', 1)}`, { status: 'succeeded', attempt: 1 }, { token: null });
-    expect(response.status).toBe(401);
+    expect(response.status).toBe(403);
   });
 
   test('without the callback secret a token admits nothing', async () => {
     await runningJob('j1');
     const plain = createTestApi(queue);
     const response = await plain.post(`/v1/jobs/emails/j1?token=${tokenFor('j1', 1)}`, { status: 'succeeded', attempt: 1 }, { token: null });
-    expect(response.status).toBe(401);
+    expect(response.status).toBe(403);
   });
 });
 
 describe('the authorizer', () => {
   const authorize = (authorization: string | null) =>
     createAuthorizer({ ctx: queue.as('authorizer'), staticAdminToken: ADMIN_TOKEN })(
-      toAuthorizerEvent(buildHttpApiEvent('GET', '/v1/job-types', { token: authorization })),
+      toAuthorizerEvent(buildHttpApiEvent('GET', '/v1/job-types', { token: authorization }), authorization ? [`Bearer ${authorization}`] : []),
     );
 
   test('admits API_TOKEN as admin, without a key in the table', async () => {
@@ -238,7 +239,7 @@ describe('the authorizer', () => {
     const authorizer = createAuthorizer({ ctx: queue.as('authorizer') });
     const answers = await Promise.all(
       ['/v1/keys', '/v1/jobs/invoices/x', '/v1/job-types'].map((path) =>
-        authorizer(toAuthorizerEvent(buildHttpApiEvent('POST', path, { token: created.body.key }))),
+        authorizer(toAuthorizerEvent(buildHttpApiEvent('POST', path, { token: created.body.key }), [`Bearer ${created.body.key}`])),
       ),
     );
     expect(new Set(answers.map((answer) => JSON.stringify(answer))).size).toBe(1);

@@ -227,10 +227,17 @@ describe('jobs', () => {
 });
 
 describe('credentials', () => {
-  test('a wrong token is an UnauthorizedError', async () => {
+  test("a wrong token is an UnauthorizedError, from the gateway's 403 Forbidden", async () => {
     const error = await clientWith({ token: 'not-a-key' }).stats().catch((thrown: unknown) => thrown);
     expect(error).toBeInstanceOf(UnauthorizedError);
-    expect(error).toMatchObject({ status: 401, code: 'unauthorized' });
+    expect(error).toMatchObject({ status: 403, message: 'Forbidden', tries: 1 });
+  });
+
+  test('a revoked key is an UnauthorizedError, not a ForbiddenError', async () => {
+    const created = await server.api.post('/v1/keys', { scopes: ['read:emails'] });
+    expect((await server.api.delete(`/v1/keys/${created.body.id}`)).status).toBe(200);
+    const error = await clientWith({ token: created.body.key }).stats().catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(UnauthorizedError);
   });
 
   test('a key without admin is a ForbiddenError on pause', async () => {

@@ -30,8 +30,10 @@ interface Case {
   body?: string | Buffer;
   headers?: Record<string, string>;
   status: number;
-  /** The error code, or undefined for a success. */
+  /** The error code, or undefined for a success or an answer of API Gateway's own. */
   code?: string;
+  /** API Gateway's own answer: its body is `{"message": gateway}`, the request never reached the api. */
+  gateway?: 'Unauthorized' | 'Forbidden';
   /** For a 400 or 413: the field the details must name. */
   field?: string;
   /** `type/id` of the job this valid request creates; `type/*` for a server-chosen id. */
@@ -43,24 +45,24 @@ const nested = (depth: number): string => '{"data":' + '['.repeat(depth) + ']'.r
 const secret43 = 'A'.repeat(43);
 
 const CASES: Case[] = [
-  // Authentication: 401 without a valid key, whatever the route.
-  { name: 'no Authorization header', method: 'GET', path: '/v1/job-types', who: 'none', status: 401, code: 'unauthorized' },
-  { name: 'no Authorization header on an enqueue', method: 'PUT', path: '/v1/jobs/emails/n1', who: 'none', body: json({ data: 1 }), status: 401, code: 'unauthorized' },
-  { name: 'a made-up token', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Bearer nope' }, status: 401, code: 'unauthorized' },
-  { name: 'the admin key under the Basic scheme', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Basic {admin}' }, status: 401, code: 'unauthorized' },
-  { name: 'an empty bearer token', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Bearer ' }, status: 401, code: 'unauthorized' },
-  { name: 'the admin key with a character more', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Bearer {admin}x' }, status: 401, code: 'unauthorized' },
-  { name: 'the admin key with a character less', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Bearer {admin-1}' }, status: 401, code: 'unauthorized' },
-  { name: 'two bearer tokens', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Bearer {admin} {admin}' }, status: 401, code: 'unauthorized' },
-  { name: 'a real key id with a wrong secret', method: 'GET', path: '/v1/job-types', who: 'wrongSecret', status: 401, code: 'unauthorized' },
-  { name: 'a well-formed key that does not exist', method: 'GET', path: '/v1/job-types', who: 'unknownId', status: 401, code: 'unauthorized' },
-  { name: 'a revoked key', method: 'GET', path: '/v1/jobs/emails/seed-1', who: 'revoked', status: 401, code: 'unauthorized' },
-  { name: 'an expired key', method: 'GET', path: '/v1/jobs/emails/seed-1', who: 'expired', status: 401, code: 'unauthorized' },
-  { name: 'the admin key in the query string', method: 'GET', path: '/v1/job-types?token={admin}', who: 'none', status: 401, code: 'unauthorized' },
-  { name: 'a callback token with no verifier configured', method: 'POST', path: '/v1/jobs/emails/seed-1?token=abc', who: 'none', body: json({ status: 'succeeded', attempt: 1 }), status: 401, code: 'unauthorized' },
-  { name: 'an 8 KiB Authorization header', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: `Bearer ${'x'.repeat(8192)}` }, status: 401, code: 'unauthorized' },
-  { name: 'an unknown route without a key', method: 'GET', path: '/v1/secrets', who: 'none', status: 401, code: 'unauthorized' },
-  { name: 'a path that climbs out of /health to the keys', method: 'GET', path: '/health/../v1/keys', who: 'none', status: 401, code: 'unauthorized' },
+  // Authentication, answered by the gateway: 401 without an Authorization header, 403 for a key the authorizer refuses.
+  { name: 'no Authorization header', method: 'GET', path: '/v1/job-types', who: 'none', status: 401, gateway: 'Unauthorized' },
+  { name: 'no Authorization header on an enqueue', method: 'PUT', path: '/v1/jobs/emails/n1', who: 'none', body: json({ data: 1 }), status: 401, gateway: 'Unauthorized' },
+  { name: 'a made-up token', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Bearer nope' }, status: 403, gateway: 'Forbidden' },
+  { name: 'the admin key under the Basic scheme', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Basic {admin}' }, status: 403, gateway: 'Forbidden' },
+  { name: 'an empty bearer token', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Bearer ' }, status: 403, gateway: 'Forbidden' },
+  { name: 'the admin key with a character more', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Bearer {admin}x' }, status: 403, gateway: 'Forbidden' },
+  { name: 'the admin key with a character less', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Bearer {admin-1}' }, status: 403, gateway: 'Forbidden' },
+  { name: 'two bearer tokens', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: 'Bearer {admin} {admin}' }, status: 403, gateway: 'Forbidden' },
+  { name: 'a real key id with a wrong secret', method: 'GET', path: '/v1/job-types', who: 'wrongSecret', status: 403, gateway: 'Forbidden' },
+  { name: 'a well-formed key that does not exist', method: 'GET', path: '/v1/job-types', who: 'unknownId', status: 403, gateway: 'Forbidden' },
+  { name: 'a revoked key', method: 'GET', path: '/v1/jobs/emails/seed-1', who: 'revoked', status: 403, gateway: 'Forbidden' },
+  { name: 'an expired key', method: 'GET', path: '/v1/jobs/emails/seed-1', who: 'expired', status: 403, gateway: 'Forbidden' },
+  { name: 'the admin key in the query string', method: 'GET', path: '/v1/job-types?token={admin}', who: 'none', status: 401, gateway: 'Unauthorized' },
+  { name: 'a callback token with no verifier configured', method: 'POST', path: '/v1/jobs/emails/seed-1?token=abc', who: 'none', body: json({ status: 'succeeded', attempt: 1 }), status: 403, gateway: 'Forbidden' },
+  { name: 'an 8 KiB Authorization header', method: 'GET', path: '/v1/job-types', who: 'none', headers: { authorization: `Bearer ${'x'.repeat(8192)}` }, status: 403, gateway: 'Forbidden' },
+  { name: 'an unknown route without a key', method: 'GET', path: '/v1/secrets', who: 'none', status: 401, gateway: 'Unauthorized' },
+  { name: 'a path that climbs out of /health to the keys', method: 'GET', path: '/health/../v1/keys', who: 'none', status: 401, gateway: 'Unauthorized' },
   { name: 'the header name in capitals and the scheme in lower case', method: 'GET', path: '/v1/job-types', who: 'none', headers: { AUTHORIZATION: 'bearer {admin}' }, status: 200 },
 
   // Scopes: 403 when the key is valid but does not cover the route or type.
@@ -81,8 +83,8 @@ const CASES: Case[] = [
   { name: 'read:emails climbing from a job path to the keys', method: 'GET', path: '/v1/jobs/emails/../../keys', who: 'readEmails', status: 403, code: 'forbidden' },
 
   // Correlation callbacks: keys only, and a 404 that says nothing about other types' jobs.
-  { name: 'a correlation callback without a key', method: 'POST', path: '/v1/callbacks/inv-key', who: 'none', body: json({ status: 'succeeded', attempt: 1 }), status: 401, code: 'unauthorized' },
-  { name: 'a correlation callback with only a callback token', method: 'POST', path: `/v1/callbacks/inv-key?token=v1.1.${secret43}`, who: 'none', body: json({ status: 'succeeded', attempt: 1 }), status: 401, code: 'unauthorized' },
+  { name: 'a correlation callback without a key', method: 'POST', path: '/v1/callbacks/inv-key', who: 'none', body: json({ status: 'succeeded', attempt: 1 }), status: 401, gateway: 'Unauthorized' },
+  { name: 'a correlation callback with only a callback token', method: 'POST', path: `/v1/callbacks/inv-key?token=v1.1.${secret43}`, who: 'none', body: json({ status: 'succeeded', attempt: 1 }), status: 401, gateway: 'Unauthorized' },
   { name: 'enqueue:* sending a correlation callback', method: 'POST', path: '/v1/callbacks/inv-key', who: 'enqueueAll', body: json({ status: 'succeeded', attempt: 1 }), status: 403, code: 'forbidden' },
   { name: 'read:* sending a correlation callback', method: 'POST', path: '/v1/callbacks/inv-key', who: 'readAll', body: json({ status: 'succeeded', attempt: 1 }), status: 403, code: 'forbidden' },
   { name: "callback:emails calling back an invoices job by its key: not found, as if no job held it", method: 'POST', path: '/v1/callbacks/inv-key', who: 'callbackEmails', body: json({ status: 'succeeded', attempt: 1 }), status: 404, code: 'not_found' },
@@ -95,7 +97,7 @@ const CASES: Case[] = [
   { name: "enqueue:emails taking an invoices job's correlation key", method: 'PUT', path: '/v1/jobs/emails/ck2', who: 'enqueueEmails', body: json({ correlation_key: 'inv-key' }), status: 409, code: 'conflict', field: 'correlation_key' },
 
   // Batch enqueue and /jobber/queue: the rights of enqueueing that type.
-  { name: 'a batch without a key', method: 'POST', path: '/v1/jobs/emails/batch', who: 'none', body: json({ jobs: [{ id: 'b0' }] }), status: 401, code: 'unauthorized' },
+  { name: 'a batch without a key', method: 'POST', path: '/v1/jobs/emails/batch', who: 'none', body: json({ jobs: [{ id: 'b0' }] }), status: 401, gateway: 'Unauthorized' },
   { name: 'enqueue:emails batching invoices', method: 'POST', path: '/v1/jobs/invoices/batch', who: 'enqueueEmails', body: json({ jobs: [{ id: 'b1' }] }), status: 403, code: 'forbidden' },
   { name: 'callback:emails batching emails', method: 'POST', path: '/v1/jobs/emails/batch', who: 'callbackEmails', body: json({ jobs: [{ id: 'b2' }] }), status: 403, code: 'forbidden' },
   { name: 'a batch of 101 jobs', method: 'POST', path: '/v1/jobs/emails/batch', who: 'admin', body: json({ jobs: Array.from({ length: 101 }, (_, i) => ({ id: `b${i}` })) }), status: 400, code: 'invalid_request', field: 'jobs' },
@@ -104,7 +106,7 @@ const CASES: Case[] = [
   { name: 'a batch whose jobs is an object', method: 'POST', path: '/v1/jobs/emails/batch', who: 'admin', body: json({ jobs: { id: 'b5' } }), status: 400, code: 'invalid_request', field: 'jobs' },
   { name: 'a __proto__ inside a batch item', method: 'POST', path: '/v1/jobs/emails/batch', who: 'admin', body: '{"jobs":[{"id":"b6","__proto__":{"admin":true}}]}', status: 400, code: 'invalid_request', field: 'jobs.0.__proto__' },
   { name: 'a job with the id batch', method: 'PUT', path: '/v1/jobs/emails/batch', who: 'admin', body: json({ data: 1 }), status: 400, code: 'invalid_request', field: 'id' },
-  { name: '/jobber/queue without a key', method: 'POST', path: '/jobber/queue', who: 'none', body: json({ type: 'emails', payload: 1 }), status: 401, code: 'unauthorized' },
+  { name: '/jobber/queue without a key', method: 'POST', path: '/jobber/queue', who: 'none', body: json({ type: 'emails', payload: 1 }), status: 401, gateway: 'Unauthorized' },
   { name: 'enqueue:emails queueing invoices through /jobber/queue', method: 'POST', path: '/jobber/queue', who: 'enqueueEmails', body: json({ type: 'invoices', payload: 1 }), status: 403, code: 'forbidden' },
   { name: 'read:* queueing through /jobber/queue', method: 'POST', path: '/jobber/queue', who: 'readAll', body: json({ type: 'emails', payload: 1 }), status: 403, code: 'forbidden' },
   { name: '/jobber/queue for a type that does not exist', method: 'POST', path: '/jobber/queue', who: 'admin', body: json({ type: 'nope', payload: 1 }), status: 404, code: 'not_found' },
@@ -195,7 +197,8 @@ const CASES: Case[] = [
   // Methods and routes.
   { name: 'PATCH on a job type', method: 'PATCH', path: '/v1/job-types/emails', who: 'admin', body: json({ attempts: 1 }), status: 404, code: 'not_found' },
   { name: 'GET on the replay route', method: 'GET', path: '/v1/jobs/emails/seed-1/replay', who: 'admin', status: 404, code: 'not_found' },
-  { name: 'POST on /health', method: 'POST', path: '/health', who: 'none', body: json({}), status: 404, code: 'not_found' },
+  { name: 'POST on /health without a key: only its GET is public', method: 'POST', path: '/health', who: 'none', body: json({}), status: 401, gateway: 'Unauthorized' },
+  { name: 'POST on /health', method: 'POST', path: '/health', who: 'admin', body: json({}), status: 404, code: 'not_found' },
 
   // Valid requests among them: these are the only ones that create jobs.
   { name: 'valid: the admin enqueues', method: 'PUT', path: '/v1/jobs/emails/valid-1', who: 'admin', body: json({ data: { to: 'a@example.com' } }), status: 201, creates: 'emails/valid-1' },
@@ -336,6 +339,7 @@ describe('hostile and malformed requests over HTTP', () => {
     const body = answer.text.length > 0 ? JSON.parse(answer.text) : undefined;
 
     expect({ status: answer.status, code: body?.error?.code }).toEqual({ status: c.status, code: c.code });
+    if (c.gateway !== undefined) expect(body).toEqual({ message: c.gateway });
     if (c.code !== undefined) {
       expect(body.error.request_id).toBe(answer.headers['x-request-id']);
       expect(leaksInternals(answer.text)).toBe(false);

@@ -409,7 +409,7 @@ test('a callback token for attempt 1 cannot complete attempt 2 (409); the attemp
   expect((await job('twice', 'j1')).status).toBe('succeeded');
 });
 
-test('a callback token works on its job only: another job, a forged token or another route is 401', async () => {
+test('a callback token works on its job only: another job or a forged token is 403, another route 401', async () => {
   scripted.answer = () => ({ status: 202 });
   const type = await defineHttpType('scoped', { target: { kind: 'http', url: scripted.url }, timeout_s: 600 });
   await enqueue(type, 'j1');
@@ -418,8 +418,8 @@ test('a callback token works on its job only: another job, a forged token or ano
   const token = new URL(scripted.received.find((request) => request.job.id === 'j1')!.job.callback_url).searchParams.get('token');
   const post = (path: string, body: unknown) =>
     fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  expect((await post(`/v1/jobs/scoped/j2?token=${token}`, { status: 'succeeded', attempt: 1 })).status).toBe(401);
-  expect((await post(`/v1/jobs/scoped/j1?token=v1.1.${'A'.repeat(43)}`, { status: 'succeeded', attempt: 1 })).status).toBe(401);
+  expect((await post(`/v1/jobs/scoped/j2?token=${token}`, { status: 'succeeded', attempt: 1 })).status).toBe(403);
+  expect((await post(`/v1/jobs/scoped/j1?token=v1.1.${'A'.repeat(43)}`, { status: 'succeeded', attempt: 1 })).status).toBe(403);
   expect((await post(`/v1/jobs/scoped/j1/replay?token=${token}`, {})).status).toBe(401);
   expect((await fetch(`${api.url}/v1/jobs/scoped/j1?token=${token}`)).status).toBe(401);
   expect((await post(`/v1/jobs/scoped/j1/heartbeat?token=${token}`, { attempt: 1, extend_s: 60 })).status).toBe(200);

@@ -160,7 +160,7 @@ describe('a tour of every function', () => {
 
   test('the operator revokes the producer key', async () => {
     expect((await operator.delete(`/v1/keys/${producerKeyId}`)).status).toBe(200);
-    expect((await producer.get('/v1/stats')).status).toBe(401);
+    expect((await producer.get('/v1/stats')).status).toBe(403);
   });
 });
 

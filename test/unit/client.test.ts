@@ -4,7 +4,7 @@
  * (test/integration/client.test.ts runs it against the real api.)
  */
 import { describe, expect, test } from 'vitest';
-import { createClient, NotFoundError, QueueApiError, ServerError, type Job } from '../../lib/client/index.js';
+import { createClient, ForbiddenError, NotFoundError, QueueApiError, ServerError, UnauthorizedError, type Job } from '../../lib/client/index.js';
 
 interface Sent {
   method: string;
@@ -90,5 +90,46 @@ describe('errors from answers that are not the API\'s error body', () => {
     const error = await createClient({ url: 'http://q', token: 't', fetch: fetchImpl }).stats().catch((thrown: unknown) => thrown);
     expect(error).toBeInstanceOf(QueueApiError);
     expect(error).toMatchObject({ kind: 'client_error', status: 418 });
+  });
+});
+
+describe('a refused key and a missing scope', () => {
+  const answer = (status: number, body: unknown) => () => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+  const statsWith = (...answers: (() => Response)[]) => {
+    const { fetchImpl, sent } = stubFetch(...answers);
+    const error = createClient({ url: 'http://q', token: 't', fetch: fetchImpl }).stats().catch((thrown: unknown) => thrown);
+    return { error, sent };
+  };
+
+  test("API Gateway's 403 Forbidden is an UnauthorizedError: the authorizer refused the key", async () => {
+    const error = await statsWith(answer(403, { message: 'Forbidden' })).error;
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    expect(error).toMatchObject({ kind: 'unauthorized', status: 403, message: 'Forbidden' });
+  });
+
+  test("API Gateway's 401 Unauthorized is an UnauthorizedError: no key was sent", async () => {
+    const error = await statsWith(answer(401, { message: 'Unauthorized' })).error;
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    expect(error).toMatchObject({ kind: 'unauthorized', status: 401 });
+  });
+
+  test("the API's own 401 is an UnauthorizedError with its code", async () => {
+    const error = await statsWith(answer(401, { error: { code: 'unauthorized', message: 'the key has expired', details: [], request_id: 'r-1' } })).error;
+    expect(error).toBeInstanceOf(UnauthorizedError);
+    expect(error).toMatchObject({ code: 'unauthorized', message: 'the key has expired', requestId: 'r-1' });
+  });
+
+  test("the API's own 403, with its error body, is a ForbiddenError: the key is valid but lacks a scope", async () => {
+    const error = await statsWith(answer(403, { error: { code: 'forbidden', message: 'this route needs a read: scope', details: [], request_id: 'r-2' } })).error;
+    expect(error).toBeInstanceOf(ForbiddenError);
+    expect(error).toMatchObject({ kind: 'forbidden', status: 403, code: 'forbidden' });
+  });
+
+  test('a refused key is not retried, even on a request that is safe to repeat', async () => {
+    for (const refusal of [answer(401, { message: 'Unauthorized' }), answer(403, { message: 'Forbidden' })]) {
+      const { error, sent } = statsWith(refusal, ok({}));
+      expect(await error).toMatchObject({ kind: 'unauthorized', tries: 1 });
+      expect(sent).toHaveLength(1);
+    }
   });
 });

@@ -1,0 +1,123 @@
+/**
+ * The local gateway answers as API Gateway's HTTP API does in front of the api
+ * (infra/api-gateway.ts): which requests reach the authorizer, and the
+ * gateway's own answers when it refuses one. A stub authorizer and api show
+ * who was called.
+ */
+import { describe, expect, test, vi } from 'vitest';
+import type { Authorizer } from '../../functions/authorizer/app.js';
+import { AUTHORIZED_ROUTES, authorizerOf } from '../../infra/api-gateway.js';
+import { createLocalGateway } from '../../infra/local/gateway.js';
+import { lambdaContext, type ApiHandler } from '../../infra/local/http-server.js';
+import { buildHttpApiEvent, type HttpMethod, type RequestOptions } from '../support/api.js';
+
+const ADMITTED = { isAuthorized: true, context: { principal: 'key', key_id: 'k1', scopes: 'admin' } };
+
+function gatewayWith(authorize: Authorizer, options: { authorizerTimeoutMs?: number } = {}) {
+  const authorizer = vi.fn(authorize);
+  const api = vi.fn<ApiHandler>(async () => ({ statusCode: 200, body: '{}' }));
+  const gateway = createLocalGateway({ authorizer, api, ...options });
+  const send = async (method: HttpMethod, path: string, request: RequestOptions = {}) => {
+    const event = buildHttpApiEvent(method, path, request);
+    const answer = await gateway(event, lambdaContext(event.requestContext.requestId));
+    return { status: answer.statusCode, contentType: answer.headers?.['content-type'], body: JSON.parse(answer.body ?? '') };
+  };
+  return { authorizer, api, send };
+}
+
+describe('a request without an Authorization header', () => {
+  test('is 401 {"message":"Unauthorized"} and never reaches the authorizer', async () => {
+    const { authorizer, api, send } = gatewayWith(async () => ADMITTED);
+    expect(await send('GET', '/v1/job-types')).toEqual({ status: 401, contentType: 'application/json', body: { message: 'Unauthorized' } });
+    expect(authorizer).not.toHaveBeenCalled();
+    expect(api).not.toHaveBeenCalled();
+  });
+
+  test('with an empty header is the same 401: API Gateway wants the identity source non-empty', async () => {
+    const { authorizer, send } = gatewayWith(async () => ADMITTED);
+    expect(await send('GET', '/v1/job-types', { headers: { authorization: '' } })).toMatchObject({ status: 401, body: { message: 'Unauthorized' } });
+    expect(authorizer).not.toHaveBeenCalled();
+  });
+
+  test.each([
+    { route: 'a status callback', path: '/v1/jobs/emails/j1?token=t' },
+    { route: 'a heartbeat', path: '/v1/jobs/emails/j1/heartbeat?token=t' },
+  ])('still reaches the authorizer on $route, whose authorizer has no identity source', async ({ path }) => {
+    const { authorizer, api, send } = gatewayWith(async () => ADMITTED);
+    expect((await send('POST', path, { body: { attempt: 1 } })).status).toBe(200);
+    expect(authorizer).toHaveBeenCalledOnce();
+    expect(authorizer.mock.calls[0]![0].identitySource).toEqual([]);
+    expect(api).toHaveBeenCalledOnce();
+  });
+
+  test.each([
+    { route: 'a batch, though its path looks like a status callback', path: '/v1/jobs/emails/batch' },
+    { route: 'a correlation callback', path: '/v1/callbacks/k1?token=t' },
+    { route: '/jobber/queue', path: '/jobber/queue' },
+    { route: 'a replay, a route of the job the callback token does not open', path: '/v1/jobs/emails/j1/replay?token=t' },
+  ])('is 401 without the authorizer on $route', async ({ path }) => {
+    const { authorizer, send } = gatewayWith(async () => ADMITTED);
+    expect((await send('POST', path, { body: {} })).status).toBe(401);
+    expect(authorizer).not.toHaveBeenCalled();
+  });
+
+  test('a GET of a job is 401 without the authorizer: only POST is the callback route', async () => {
+    const { authorizer, send } = gatewayWith(async () => ADMITTED);
+    expect((await send('GET', '/v1/jobs/emails/j1?token=t')).status).toBe(401);
+    expect(authorizer).not.toHaveBeenCalled();
+  });
+
+  test('reaches the api on the public GETs, with no authorizer', async () => {
+    const { authorizer, api, send } = gatewayWith(async () => ADMITTED);
+    for (const path of ['/health', '/', '/dashboard/app.js']) expect((await send('GET', path)).status).toBe(200);
+    expect(authorizer).not.toHaveBeenCalled();
+    expect(api).toHaveBeenCalledTimes(3);
+  });
+
+  test('is 401 on a POST to /health: only its GET is public', async () => {
+    const { api, send } = gatewayWith(async () => ADMITTED);
+    expect((await send('POST', '/health', { body: {} })).status).toBe(401);
+    expect(api).not.toHaveBeenCalled();
+  });
+});
+
+describe('a request the authorizer refuses', () => {
+  test('is 403 {"message":"Forbidden"}, with no error object, and never reaches the api', async () => {
+    const { api, send } = gatewayWith(async () => ({ isAuthorized: false, context: {} }));
+    expect(await send('GET', '/v1/job-types', { token: 'not-a-key' })).toEqual({ status: 403, contentType: 'application/json', body: { message: 'Forbidden' } });
+    expect(api).not.toHaveBeenCalled();
+  });
+
+  test('hands the authorizer the Authorization header as its identity source', async () => {
+    const { authorizer, send } = gatewayWith(async () => ({ isAuthorized: false, context: {} }));
+    await send('GET', '/v1/job-types', { token: 'k' });
+    expect(authorizer.mock.calls[0]![0].identitySource).toEqual(['Bearer k']);
+  });
+});
+
+describe('an authorizer that fails', () => {
+  test('by throwing is 500 {"message":"Internal Server Error"}', async () => {
+    const { api, send } = gatewayWith(async () => {
+      throw new Error('the table is unreachable');
+    });
+    expect(await send('GET', '/v1/job-types', { token: 'k' })).toEqual({ status: 500, contentType: 'application/json', body: { message: 'Internal Server Error' } });
+    expect(api).not.toHaveBeenCalled();
+  });
+
+  test('by not answering within its timeout is the same 500', async () => {
+    const { api, send } = gatewayWith(() => new Promise(() => undefined), { authorizerTimeoutMs: 20 });
+    expect(await send('GET', '/v1/job-types', { token: 'k' })).toMatchObject({ status: 500, body: { message: 'Internal Server Error' } });
+    expect(api).not.toHaveBeenCalled();
+  });
+});
+
+test('an admitted request reaches the api with the authorizer context', async () => {
+  const { api, send } = gatewayWith(async () => ADMITTED);
+  expect((await send('GET', '/v1/job-types', { token: 'k' })).status).toBe(200);
+  expect(api.mock.calls[0]![0].requestContext).toMatchObject({ authorizer: { lambda: ADMITTED.context } });
+});
+
+test('each route of its own picks the authorizer the stack gives it', () => {
+  const sample = (template: string) => template.replace(/\{[^}]+\}/g, 'x1');
+  for (const route of AUTHORIZED_ROUTES) expect(authorizerOf(route.method, sample(route.path))).toBe(route.authorizer);
+});
