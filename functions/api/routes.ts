@@ -163,7 +163,7 @@ export function createRoutes({ ctx, registry }: ApiDeps) {
   const putJobTypeRoute: Route = async (event) => {
     const name = typeName(event, 'name');
     const input = parseWith(jobTypeInputSchema, parseJsonBody(event));
-    if (input.target.kind === 'handler' && !(input.target.name in registry.handlers)) {
+    if (input.target.kind === 'handler' && !Object.hasOwn(registry.handlers, input.target.name)) {
       throw new ValidationError([{ field: 'target.name', message: `no handler named "${input.target.name}" in the worker` }]);
     }
     if (input.target.kind === 'http' && !input.target.allow_link_local && refusesLiteralAddress(input.target.url)) {

@@ -48,7 +48,7 @@ export async function prepareTarget(jobType: JobTypeWithoutSecrets, deps: Target
   const { target } = jobType;
   switch (target.kind) {
     case 'handler': {
-      if (!(target.name in deps.handlers)) return notRunnable('UnknownHandlerError', `no handler named "${target.name}"`);
+      if (!Object.hasOwn(deps.handlers, target.name)) return notRunnable('UnknownHandlerError', `no handler named "${target.name}"`);
       const handler = deps.handlers[target.name]!;
       return { run: (run) => runHandlerTarget(handler, run) };
     }

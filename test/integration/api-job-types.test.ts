@@ -65,6 +65,7 @@ describe('PUT /v1/job-types/{name}', () => {
     { name: 'an unknown delivery_strategy', body: { ...ECHO, delivery_strategy: 'exactly_once' }, field: 'delivery_strategy' },
     { name: 'no target', body: { attempts: 2 }, field: 'target' },
     { name: 'a target handler the worker does not have', body: { target: { kind: 'handler', name: 'nope' } }, field: 'target.name' },
+    { name: "a target handler named after an object's own methods", body: { target: { kind: 'handler', name: 'toString' } }, field: 'target.name' },
     { name: 'a custom retry policy the worker does not have', body: { ...ECHO, retry: { kind: 'custom', name: 'nope' } }, field: 'retry.name' },
     { name: 'a negative fixed retry delay', body: { ...ECHO, retry: { kind: 'fixed', delay_s: -1 } }, field: 'retry.delay_s' },
     { name: 'an invalid name in the path', path: '/v1/job-types/bad%23name', body: ECHO, field: 'name' },

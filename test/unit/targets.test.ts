@@ -113,6 +113,14 @@ describe('eventbridge target', () => {
 describe('target configuration', () => {
   const noSecrets = { get: async () => undefined };
 
+  test("a handler named after an object's own methods is unknown, not Object.prototype's", async () => {
+    for (const name of ['toString', 'constructor', 'hasOwnProperty']) {
+      expect(await prepareTarget(jobTypeWith({ kind: 'handler', name }), { handlers: {}, signingSecrets: noSecrets })).toMatchObject({
+        failure: { error: { class: 'UnknownHandlerError' }, retryable: false },
+      });
+    }
+  });
+
   test('a kind whose client the worker lacks fails without retry, naming what is missing', async () => {
     const prepared = await prepareTarget(jobTypeWith({ kind: 'lambda', function: 'f' }), { handlers: {}, signingSecrets: noSecrets });
     expect(prepared).toMatchObject({ failure: { error: { class: 'TargetNotConfiguredError' }, retryable: false } });
