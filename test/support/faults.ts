@@ -68,3 +68,33 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** One call as the fault middleware sees it: the command's name and its input, marshalled as it goes on the wire. */
+export interface DynamoCall {
+  commandName: string;
+  input: Record<string, unknown>;
+}
+
+/**
+ * Refuses every call `refused` picks with an error the SDK does not retry, the
+ * way a broken item or a table that refuses it fails every time; returns how
+ * many were refused so far.
+ */
+export function refuseCalls(client: DynamoDBClient, refused: (call: DynamoCall) => boolean): { count: number } {
+  const refusals = { count: 0 };
+  client.middlewareStack.addRelativeTo(
+    (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
+      if (!refused({ commandName: context.commandName ?? '', input: args.input as Record<string, unknown> })) return next(args);
+      refusals.count++;
+      throw Object.assign(new Error('injected: the call is refused'), { name: 'InternalFailure', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+    },
+    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'refuseCalls' },
+  );
+  return refusals;
+}
+
+/** A write (put, update, delete or transaction) that touches the item whose partition key is `pk`. */
+export const writesTo =
+  (pk: string) =>
+  ({ commandName, input }: DynamoCall): boolean =>
+    /^(PutItem|UpdateItem|DeleteItem|TransactWriteItems)Command$/.test(commandName) && JSON.stringify(input).includes(JSON.stringify(pk));
