@@ -21,7 +21,7 @@ export interface FaultCounts {
   byKind: Record<FaultKind, number>;
 }
 
-function faultError(kind: FaultKind): Error {
+export function faultError(kind: FaultKind): Error {
   switch (kind) {
     case 'ProvisionedThroughputExceededException':
     case 'ThrottlingException':
@@ -75,18 +75,21 @@ export interface DynamoCall {
   input: Record<string, unknown>;
 }
 
+const refusal = (): Error =>
+  Object.assign(new Error('injected: the call is refused'), { name: 'InternalFailure', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+
 /**
- * Refuses every call `refused` picks with an error the SDK does not retry, the
- * way a broken item or a table that refuses it fails every time; returns how
- * many were refused so far.
+ * Fails every try of every call `refused` picks, by default with an error the
+ * SDK does not retry, the way a broken item or a table that refuses it fails
+ * every time; returns how many tries were refused so far.
  */
-export function refuseCalls(client: DynamoDBClient, refused: (call: DynamoCall) => boolean): { count: number } {
+export function refuseCalls(client: DynamoDBClient, refused: (call: DynamoCall) => boolean, error: () => Error = refusal): { count: number } {
   const refusals = { count: 0 };
   client.middlewareStack.addRelativeTo(
     (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
       if (!refused({ commandName: context.commandName ?? '', input: args.input as Record<string, unknown> })) return next(args);
       refusals.count++;
-      throw Object.assign(new Error('injected: the call is refused'), { name: 'InternalFailure', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+      throw error();
     },
     { relation: 'after', toMiddleware: 'retryMiddleware', name: 'refuseCalls' },
   );
