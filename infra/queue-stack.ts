@@ -21,6 +21,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { DASHBOARD_PATHS } from '../functions/api/dashboard.js';
+import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S } from '../lib/function-timeouts.js';
 import { TABLE_SCHEMA } from '../lib/table.js';
 import { QueueFunction } from './queue-function.js';
 import { shardsOfPartition, type StackSettings } from './settings.js';
@@ -165,7 +166,7 @@ export class QueueStack extends Stack {
       entry: 'api',
       description: 'The HTTP API of the delayed job queue',
       environment: queueEnvironment,
-      timeout: Duration.seconds(29),
+      timeout: Duration.seconds(API_TIMEOUT_S),
       memorySizeMb: 512,
     })
       // A job with a correlation key is written in a transaction with its CORR item (PutItem each), and the
@@ -179,7 +180,7 @@ export class QueueStack extends Stack {
       entry: 'authorizer',
       description: 'Admits requests that carry a valid API key or callback token',
       environment: { ...queueEnvironment, CALLBACK_TOKEN_SECRET: callbackTokenSecretValue },
-      timeout: Duration.seconds(10),
+      timeout: Duration.seconds(AUTHORIZER_TIMEOUT_S),
       memorySizeMb: 256,
     }).allowTable(this.table, ['GetItem', 'UpdateItem']);
     const authorizer = new HttpLambdaAuthorizer('ApiKeyAuthorizer', authorizerFunction.function, {

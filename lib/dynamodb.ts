@@ -27,6 +27,19 @@ export const DYNAMODB_CALL_LIMITS: DynamoCallLimits = {
 };
 
 /**
+ * The api and the authorizer must answer within their Lambda timeouts
+ * (lib/function-timeouts.ts), and a request makes a few calls one after
+ * another: 2 tries of at most 0.5 s to connect and 1 s to answer, with one
+ * backoff (at most 1 s), keep a call at most 4 s, so the authorizer's two calls
+ * fit its 10 s and five of the api's fit its 29 s. A write from a request is
+ * then in flight for far less than the cursor's safety margin too.
+ */
+export const REQUEST_PATH_DYNAMODB_CALL_LIMITS: DynamoCallLimits = {
+  maxAttempts: 2,
+  requestHandler: { connectionTimeout: 500, requestTimeout: 1_000, throwOnRequestTimeout: true },
+};
+
+/**
  * The SDK's longest wait before retry `n` (from 0): its standard strategy waits a random share of
  * min(base × 2^n, 20 s), the base being 1 s after throttling and far less after other errors.
  */

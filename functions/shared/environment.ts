@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { createQueueContext, readQueueSettings, type QueueContext } from '../../lib/config.js';
-import { createDynamoClients } from '../../lib/dynamodb.js';
+import { createDynamoClients, type DynamoCallLimits } from '../../lib/dynamodb.js';
 import { createEventBridgePublisher, lifecycleEventDetail, type LifecycleEvent, type LifecyclePublisher } from '../../lib/events.js';
 import type { WorkerIdentity } from '../../lib/model.js';
 import type { TargetClients } from '../../lib/targets/index.js';
@@ -26,9 +26,13 @@ export function lifecyclePublisherFromEnvironment(env: NodeJS.ProcessEnv = proce
   });
 }
 
-export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env): QueueContext {
+/** `callLimits`: the api and the authorizer answer requests, and pass REQUEST_PATH_DYNAMODB_CALL_LIMITS. */
+export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env, callLimits?: DynamoCallLimits): QueueContext {
   const settings = readQueueSettings(env);
-  const { db } = createDynamoClients(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {});
+  const { db } = createDynamoClients({
+    ...(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {}),
+    ...(callLimits ? { callLimits } : {}),
+  });
   return createQueueContext(db, settings, { events: lifecyclePublisherFromEnvironment(env) });
 }
 

@@ -20,7 +20,7 @@ import { createWorkerHandler } from '../../functions/worker/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
 import { createApiKey, verifyApiKey } from '../../lib/api-keys.js';
 import { createQueueContext, readQueueSettings, type Env, type QueueContext } from '../../lib/config.js';
-import { createDynamoClients } from '../../lib/dynamodb.js';
+import { createDynamoClients, REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/dynamodb.js';
 import { createMemoryPublisher, type LifecycleEvent } from '../../lib/events.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/poller.js';
 import { ensureTable } from '../../lib/table.js';
@@ -114,6 +114,7 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   const settings = readQueueSettings({ ...env, TABLE_NAME: tableName });
   const events = createMemoryPublisher(logLifecycleEvent);
   const ctx = createQueueContext(clients.db, settings, { events });
+  const requestCtx = { ...ctx, db: createDynamoClients({ ...(endpoint ? { endpoint } : {}), callLimits: REQUEST_PATH_DYNAMODB_CALL_LIMITS }).db };
   const adminKey = env.API_TOKEN || (await localAdminKey(ctx, dataDir));
   const callbackTokenSecret = await keptSecret(env.CALLBACK_TOKEN_SECRET, join(dataDir, 'callback-token-secret'), 'cbs_');
   const url = env.PUBLIC_API_URL ?? `http://localhost:${port}`;
@@ -148,11 +149,11 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   ];
 
   const authorizer = createAuthorizer({
-    ctx,
+    ctx: requestCtx,
     ...(env.API_TOKEN ? { staticAdminToken: env.API_TOKEN } : {}),
     callbackTokenSecret,
   });
-  const server = createHttpServer(createLocalGateway({ authorizer, api: createApiHandler({ ctx, registry }) }));
+  const server = createHttpServer(createLocalGateway({ authorizer, api: createApiHandler({ ctx: requestCtx, registry }) }));
   await listen(server, port);
 
   return {
