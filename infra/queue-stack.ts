@@ -21,7 +21,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { DASHBOARD_PATHS } from '../functions/api/dashboard.js';
-import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S } from '../lib/function-timeouts.js';
+import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S, WORKER_TIMEOUT_S } from '../lib/function-timeouts.js';
 import { TABLE_SCHEMA } from '../lib/table.js';
 import { QueueFunction } from './queue-function.js';
 import { shardsOfPartition, type StackSettings } from './settings.js';
@@ -100,8 +100,8 @@ export class QueueStack extends Stack {
       entry: 'worker',
       description: 'Runs a batch of claimed jobs and records each outcome',
       environment: { ...queueEnvironment, CALLBACK_TOKEN_SECRET: callbackTokenSecretValue },
-      // Lambda's limit: a job with a longer timeout_s needs a remote worker and callbacks.
-      timeout: Duration.minutes(15),
+      // Lambda's limit; job types are held to what fits in it (MAX_WORKER_ATTEMPT_S).
+      timeout: Duration.seconds(WORKER_TIMEOUT_S),
       memorySizeMb: 1024,
     })
       .allowTable(this.table, ['UpdateItem'])
