@@ -124,7 +124,7 @@ export class QueueStack extends Stack {
       timeout: loopTimeout,
       memorySizeMb: 512,
       // Each partition's poller may overlap its successor by a moment, never more: a slow minute cannot pile up.
-      reservedConcurrentExecutions: 2 * settings.pollerPartitions,
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 * settings.pollerPartitions } : {}),
     })
       .allowTable(this.table, ['Query', 'GetItem', 'UpdateItem', 'BatchGetItem'])
       .allowInvoke(worker.function)
@@ -150,7 +150,7 @@ export class QueueStack extends Stack {
       environment: queueEnvironment,
       timeout: loopTimeout,
       memorySizeMb: 256,
-      reservedConcurrentExecutions: 2,
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 } : {}),
     })
       .allowTable(this.table, ['Query', 'GetItem', 'UpdateItem', 'BatchGetItem'])
       .allowPutEvents(this.eventBus);
