@@ -20,6 +20,7 @@
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { json } from '../functions/api/http.js';
+import { AUTHORIZER_TIMEOUT_S } from '../lib/function-timeouts.js';
 
 /** `key`: `$request.header.Authorization`, cached. `callback`: no identity source, so uncached and always invoked. */
 export type RouteAuthorizer = 'key' | 'callback';
@@ -41,7 +42,7 @@ export const AUTHORIZED_ROUTES: readonly { method: 'POST'; path: string; authori
 ];
 
 /** The authorizer function's Lambda timeout: past it the invocation fails, and API Gateway answers 500. */
-export const AUTHORIZER_TIMEOUT_MS = 10_000;
+export const AUTHORIZER_TIMEOUT_MS = AUTHORIZER_TIMEOUT_S * 1000;
 
 const segments = (path: string): string[] => path.split('/');
 

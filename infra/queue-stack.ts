@@ -21,8 +21,9 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { DASHBOARD_PATHS } from '../functions/api/dashboard.js';
+import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S, WORKER_TIMEOUT_S } from '../lib/function-timeouts.js';
 import { TABLE_SCHEMA } from '../lib/table.js';
-import { AUTHORIZED_ROUTES, AUTHORIZER_TIMEOUT_MS } from './api-gateway.js';
+import { AUTHORIZED_ROUTES } from './api-gateway.js';
 import { QueueFunction } from './queue-function.js';
 import { TABLE_GRANTS } from './table-grants.js';
 import { shardsOfPartition, type StackSettings } from './settings.js';
@@ -103,8 +104,8 @@ export class QueueStack extends Stack {
       entry: 'worker',
       description: 'Runs a batch of claimed jobs and records each outcome',
       environment: { ...queueEnvironment, ...callbackTokenSecretEnvironment },
-      // Lambda's limit: a job with a longer timeout_s needs a remote worker and callbacks.
-      timeout: Duration.minutes(15),
+      // Lambda's limit; job types are held to what fits in it (MAX_WORKER_ATTEMPT_S).
+      timeout: Duration.seconds(WORKER_TIMEOUT_S),
       memorySizeMb: 1024,
     })
       .allowTable(this.table, TABLE_GRANTS.worker)
@@ -128,7 +129,7 @@ export class QueueStack extends Stack {
       timeout: loopTimeout,
       memorySizeMb: 512,
       // Each partition's poller may overlap its successor by a moment, never more: a slow minute cannot pile up.
-      reservedConcurrentExecutions: 2 * settings.pollerPartitions,
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 * settings.pollerPartitions } : {}),
     })
       .allowTable(this.table, TABLE_GRANTS.poller)
       .allowInvoke(worker.function)
@@ -154,7 +155,7 @@ export class QueueStack extends Stack {
       environment: queueEnvironment,
       timeout: loopTimeout,
       memorySizeMb: 256,
-      reservedConcurrentExecutions: 2,
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 } : {}),
     })
       .allowTable(this.table, TABLE_GRANTS.sweeper)
       .allowPutEvents(this.eventBus);
@@ -170,7 +171,7 @@ export class QueueStack extends Stack {
       entry: 'api',
       description: 'The HTTP API of the delayed job queue',
       environment: queueEnvironment,
-      timeout: Duration.seconds(29),
+      timeout: Duration.seconds(API_TIMEOUT_S),
       memorySizeMb: 512,
     })
       .allowTable(this.table, TABLE_GRANTS.api)
@@ -182,7 +183,7 @@ export class QueueStack extends Stack {
       entry: 'authorizer',
       description: 'Admits requests that carry a valid API key or callback token',
       environment: { ...queueEnvironment, ...callbackTokenSecretEnvironment },
-      timeout: Duration.millis(AUTHORIZER_TIMEOUT_MS),
+      timeout: Duration.seconds(AUTHORIZER_TIMEOUT_S),
       memorySizeMb: 256,
     })
       .allowTable(this.table, TABLE_GRANTS.authorizer)

@@ -26,6 +26,11 @@ export interface StackSettings {
   targetFunctionArns: string[];
   /** Buses `eventbridge` targets may send to (ARNs); the worker may send to these and the lifecycle bus only. */
   targetEventBusArns: string[];
+  /**
+   * Reserved concurrency for the poller and the sweeper. Lambda keeps 10 of an account's concurrency
+   * unreserved, so an account whose quota is 10 can deploy only without it.
+   */
+  reservedConcurrency: boolean;
 }
 
 /** Each poller and sweeper invocation is started by an every-minute schedule, so its loop must end within the minute. */
@@ -125,6 +130,7 @@ export function stackSettingsFrom(read: ContextReader): StackSettings {
     ...(alarmTopicArn ? { alarmTopicArn } : {}),
     targetFunctionArns: arns(read, 'TARGET_FUNCTION_ARNS'),
     targetEventBusArns: arns(read, 'TARGET_EVENT_BUS_ARNS'),
+    reservedConcurrency: flag(read, 'RESERVED_CONCURRENCY', true),
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { ValidationError, type FieldIssue } from './errors.js';
+import { MAX_WORKER_ATTEMPT_S, WORKER_TIMEOUT_S } from './function-timeouts.js';
 import { timeWindowsSchema, type TimeWindow } from './windows.js';
 
 export const DELIVERY_STRATEGIES = ['at_least_once', 'at_most_once'] as const;
@@ -243,7 +244,12 @@ const targetSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('http'),
     url: z.url({ protocol: /^https?$/, message: 'must be an http or https URL' }).max(2048),
-    request_timeout_s: z.number().int().min(1).max(900).default(30),
+    request_timeout_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_WORKER_ATTEMPT_S, `must be at most ${MAX_WORKER_ATTEMPT_S}: the request is sent and waited for inside the worker function`)
+      .default(30),
     allow_link_local: z.boolean().default(false),
   }),
   z.strictObject({
@@ -299,6 +305,16 @@ export const jobTypeInputSchema = z
   .superRefine((body, ctx) => {
     if (body.delivery_strategy === 'at_most_once' && body.attempts !== undefined && body.attempts !== 1) {
       ctx.addIssue({ code: 'custom', path: ['attempts'], message: 'must be 1 for at_most_once' });
+    }
+    // An http target's callback wait and an eventbridge put are not bound by it: neither waits inside the worker.
+    if ((body.target.kind === 'handler' || body.target.kind === 'lambda') && body.timeout_s > MAX_WORKER_ATTEMPT_S) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['timeout_s'],
+        message:
+          `must be at most ${MAX_WORKER_ATTEMPT_S} for a ${body.target.kind} target: its attempt runs inside the worker function, ` +
+          `which Lambda stops after ${WORKER_TIMEOUT_S} s; a longer job needs an http target that answers 202 and calls back`,
+      });
     }
     for (const [key, limit] of Object.entries(body.throttle?.limits ?? {})) {
       if ('share' in limit && body.concurrency === null) {

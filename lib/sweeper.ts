@@ -1,7 +1,8 @@
 /**
  * The sweeper: ends attempts whose claim ran out (a dead worker, a callback
  * that never came) and, as a backstop, moves any waiting job found behind a
- * poller's cursor back into the current bucket.
+ * poller's cursor back into the current bucket. A job or lane shard that fails
+ * is reported and skipped; the rest of the sweep goes on.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -25,7 +26,29 @@ export interface SweepResult {
   stragglers: number;
   /** Lapsed claims of at_most_once jobs that provably never started, handed back without counting an attempt. */
   released: number;
+  /** Jobs the sweep could not handle (a read or write failed): skipped, and found again by the next sweep. */
+  failed: number;
+  /** Lane shards the sweep could not read: skipped, and read again by the next sweep. */
+  failedLanes: number;
 }
+
+/** What a failure the sweep skipped was about: a lane shard, and the job when it was one job's. */
+export interface SweepFailure {
+  lane: Lane['kind'];
+  shard: number;
+  /** The lane's job type, or the failed job's. */
+  type?: string;
+  id?: string;
+}
+
+export interface SweepOptions {
+  customPolicies: CustomRetryPolicies;
+  shards?: number[];
+  /** Told of each failure the sweep skipped; the rest of the sweep goes on without it. */
+  onError?: (failure: SweepFailure, error: unknown) => void;
+}
+
+export const emptySweepResult = (): SweepResult => ({ requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0, failed: 0, failedLanes: 0 });
 
 const SWEEP_PAGE = 100;
 /** Pages per lane shard in one sweep, so one sweep always ends. */
@@ -97,48 +120,82 @@ async function requeueStraggler(ctx: QueueContext, entry: DueEntry, result: Swee
   }
 }
 
-export async function sweepOnce(
-  ctx: QueueContext,
-  options: { customPolicies: CustomRetryPolicies; shards?: number[] },
-): Promise<SweepResult> {
-  const result: SweepResult = { requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0 };
+export async function sweepOnce(ctx: QueueContext, options: SweepOptions): Promise<SweepResult> {
+  const result = emptySweepResult();
   const jobTypeList = await listJobTypes(ctx);
   if (jobTypeList.length === 0) return result;
   const jobTypes = new Map(jobTypeList.map((jobType) => [jobType.name, jobType]));
   const shards = options.shards ?? Array.from({ length: ctx.settings.shards }, (_, shard) => shard);
   const firstTypeBucket = bucketOf(Math.min(...jobTypeList.map((t) => t.createdAtMs)), ctx.settings.bucketMs);
 
-  const claims: Lane = { kind: 'claims' };
-  await Promise.all(
-    shards.map(async (shard) => {
-      let cursor = await readCursor(ctx, claims, shard);
-      if (cursor !== undefined) {
-        for (const entry of await scanBehindCursor(ctx, claims, shard, cursor, SWEEP_PAGE)) {
-          await timeOutClaim(ctx, entry, jobTypes, options.customPolicies, result);
-        }
+  // A failure is skipped, never thrown: the same entry is found again every sweep, so one job or lane that
+  // failed the whole sweep would stop every other lapsed claim from coming back, for good.
+  const skip = (failure: SweepFailure, error: unknown): void => {
+    if (failure.id === undefined) result.failedLanes++;
+    else result.failed++;
+    options.onError?.(failure, error);
+  };
+  const inLane = async (lane: Lane, shard: number, sweepLane: () => Promise<void>): Promise<void> => {
+    try {
+      await sweepLane();
+    } catch (error) {
+      skip({ lane: lane.kind, shard, ...(lane.kind === 'queued' ? { type: lane.type } : {}) }, error);
+    }
+  };
+  /** Handles each entry not already failed in this sweep; returns how many it tried. */
+  const handleEntries = async (
+    lane: Lane,
+    shard: number,
+    entries: DueEntry[],
+    handle: (entry: DueEntry) => Promise<void>,
+    failedJobs: Set<string>,
+  ): Promise<number> => {
+    let tried = 0;
+    for (const entry of entries) {
+      // A failed job keeps its entry, so every later page of the lane finds it again.
+      if (failedJobs.has(entry.pk)) continue;
+      tried++;
+      try {
+        await handle(entry);
+      } catch (error) {
+        failedJobs.add(entry.pk);
+        skip({ lane: lane.kind, shard, ...parseJobPk(entry.pk) }, error);
       }
-      for (let page = 0; page < MAX_PAGES; page++) {
-        const scan = await scanLane(ctx, claims, shard, { cursor, startBucket: firstTypeBucket, limit: SWEEP_PAGE });
-        for (const entry of scan.entries) await timeOutClaim(ctx, entry, jobTypes, options.customPolicies, result);
-        if (scan.advanceTo !== undefined && (await advanceCursor(ctx, claims, shard, cursor, scan.advanceTo))) {
-          cursor = scan.advanceTo;
-        }
-        if (scan.entries.length < SWEEP_PAGE) break;
-      }
-    }),
-  );
+    }
+    return tried;
+  };
 
+  const claims: Lane = { kind: 'claims' };
+  const timeOut = (entry: DueEntry) => timeOutClaim(ctx, entry, jobTypes, options.customPolicies, result);
+  const sweepClaims = async (shard: number): Promise<void> => {
+    const failedJobs = new Set<string>();
+    let cursor = await readCursor(ctx, claims, shard);
+    if (cursor !== undefined) {
+      await handleEntries(claims, shard, await scanBehindCursor(ctx, claims, shard, cursor, SWEEP_PAGE), timeOut, failedJobs);
+    }
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const scan = await scanLane(ctx, claims, shard, { cursor, startBucket: firstTypeBucket, limit: SWEEP_PAGE });
+      const tried = await handleEntries(claims, shard, scan.entries, timeOut, failedJobs);
+      if (scan.advanceTo !== undefined && (await advanceCursor(ctx, claims, shard, cursor, scan.advanceTo))) {
+        cursor = scan.advanceTo;
+      }
+      // A full page of jobs that already failed would only be read again as it is.
+      if (scan.entries.length < SWEEP_PAGE || tried === 0) break;
+    }
+  };
+  await Promise.all(shards.map((shard) => inLane(claims, shard, () => sweepClaims(shard))));
+
+  const sweepStragglers = async (lane: Lane, shard: number): Promise<void> => {
+    const cursor = await readCursor(ctx, lane, shard);
+    if (cursor === undefined) return;
+    const entries = await scanBehindCursor(ctx, lane, shard, cursor, SWEEP_PAGE);
+    await handleEntries(lane, shard, entries, (entry) => requeueStraggler(ctx, entry, result), new Set());
+  };
   await Promise.all(
-    jobTypeList.flatMap((jobType) =>
-      shards.map(async (shard) => {
-        const lane: Lane = { kind: 'queued', type: jobType.name };
-        const cursor = await readCursor(ctx, lane, shard);
-        if (cursor === undefined) return;
-        for (const entry of await scanBehindCursor(ctx, lane, shard, cursor, SWEEP_PAGE)) {
-          await requeueStraggler(ctx, entry, result);
-        }
-      }),
-    ),
+    jobTypeList.flatMap((jobType) => {
+      const lane: Lane = { kind: 'queued', type: jobType.name };
+      return shards.map((shard) => inLane(lane, shard, () => sweepStragglers(lane, shard)));
+    }),
   );
   return result;
 }

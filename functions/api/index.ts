@@ -1,5 +1,6 @@
+import { REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/dynamodb.js';
 import { queueFromEnvironment } from '../shared/environment.js';
 import { registry } from '../worker/handlers/index.js';
 import { createApiHandler } from './app.js';
 
-export const handler = createApiHandler({ ctx: queueFromEnvironment(), registry });
+export const handler = createApiHandler({ ctx: queueFromEnvironment(process.env, REQUEST_PATH_DYNAMODB_CALL_LIMITS), registry });

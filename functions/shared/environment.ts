@@ -5,7 +5,7 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { createQueueContext, readQueueSettings, type QueueContext } from '../../lib/config.js';
-import { createDynamoClients } from '../../lib/dynamodb.js';
+import { createDynamoClients, type DynamoCallLimits } from '../../lib/dynamodb.js';
 import { createEventBridgePublisher, lifecycleEventDetail, type LifecycleEvent, type LifecyclePublisher } from '../../lib/events.js';
 import type { WorkerIdentity } from '../../lib/model.js';
 import { fixedSecret, secretsManagerSecret, type SecretSource } from '../../lib/secrets.js';
@@ -28,9 +28,13 @@ export function lifecyclePublisherFromEnvironment(env: NodeJS.ProcessEnv = proce
   });
 }
 
-export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env): QueueContext {
+/** `callLimits`: the api and the authorizer answer requests, and pass REQUEST_PATH_DYNAMODB_CALL_LIMITS. */
+export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env, callLimits?: DynamoCallLimits): QueueContext {
   const settings = readQueueSettings(env);
-  const { db } = createDynamoClients(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {});
+  const { db } = createDynamoClients({
+    ...(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {}),
+    ...(callLimits ? { callLimits } : {}),
+  });
   return createQueueContext(db, settings, { events: lifecyclePublisherFromEnvironment(env) });
 }
 

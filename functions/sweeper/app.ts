@@ -2,7 +2,7 @@
 import type { Context } from 'aws-lambda';
 import type { QueueContext } from '../../lib/config.js';
 import { abortableSleep } from '../../lib/sleep.js';
-import { sweepOnce, type SweepResult } from '../../lib/sweeper.js';
+import { emptySweepResult, sweepOnce, type SweepResult } from '../../lib/sweeper.js';
 import type { WorkerRegistry } from '../../lib/worker.js';
 import { log } from '../shared/log.js';
 import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
@@ -22,6 +22,8 @@ function recordSweepMetrics(metrics: QueueMetrics, totals: SweepResult): void {
   metrics.count('ReleasedUnstarted', totals.released);
   metrics.count('Stragglers', totals.stragglers);
   metrics.count('StaleEntries', totals.stale);
+  metrics.count('SweepFailedJobs', totals.failed);
+  metrics.count('SweepFailedLanes', totals.failedLanes);
 }
 
 export function createSweeperHandler(deps: SweeperDeps) {
@@ -29,10 +31,13 @@ export function createSweeperHandler(deps: SweeperDeps) {
   return async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepResult> => {
     const { ctx } = deps;
     const deadlineMs = ctx.nowMs() + Math.min(ctx.settings.pollerRunMs, context.getRemainingTimeInMillis() - INVOCATION_HEADROOM_MS);
-    const totals: SweepResult = { requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0 };
+    const totals = emptySweepResult();
     do {
       try {
-        const result = await sweepOnce(ctx, { customPolicies: deps.registry.retryPolicies });
+        const result = await sweepOnce(ctx, {
+          customPolicies: deps.registry.retryPolicies,
+          onError: (failure, error) => log('error', failure.id === undefined ? 'sweep skipped a lane' : 'sweep skipped a job', { ...failure, error }),
+        });
         for (const key of Object.keys(totals) as (keyof SweepResult)[]) totals[key] += result[key];
         if (result.requeued + result.ended + result.stragglers + result.released > 0) log('info', 'sweep', { ...result });
       } catch (error) {

@@ -20,7 +20,7 @@ import { createWorkerHandler } from '../../functions/worker/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
 import { createApiKey, verifyApiKey } from '../../lib/api-keys.js';
 import { createQueueContext, readQueueSettings, type Env, type QueueContext } from '../../lib/config.js';
-import { createDynamoClients } from '../../lib/dynamodb.js';
+import { createDynamoClients, REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/dynamodb.js';
 import { createMemoryPublisher, type LifecycleEvent } from '../../lib/events.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/poller.js';
 import { fixedSecret } from '../../lib/secrets.js';
@@ -102,6 +102,9 @@ function createInProcessInvoker(runBatch: (batch: WorkerBatch) => Promise<unknow
 
 const LOOP_INVOCATION_MS = 60_000;
 
+/** The functions that answer requests, whose DynamoDB calls must fit inside their Lambda timeouts. */
+const REQUEST_PATHS: ReadonlySet<QueueFunctionName> = new Set(['api', 'authorizer']);
+
 export async function startLocalRuntime(env: Env = process.env): Promise<LocalRuntime> {
   const port = Number(env.PORT ?? 3000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
@@ -129,7 +132,10 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
     { region: await clients.base.config.region(), accountId: LOCAL_ACCOUNT_ID, tableName },
     { onDecision: logDenial },
   );
-  const functionClients = QUEUE_FUNCTIONS.map((fn) => [fn, iam.dynamoClientsFor(fn, clientOptions)] as const);
+  // Request paths (api, authorizer) retry DynamoDB within their Lambda timeouts, as deployed.
+  const functionClients = QUEUE_FUNCTIONS.map(
+    (fn) => [fn, iam.dynamoClientsFor(fn, { ...clientOptions, ...(REQUEST_PATHS.has(fn) ? { callLimits: REQUEST_PATH_DYNAMODB_CALL_LIMITS } : {}) })] as const,
+  );
   const contexts = Object.fromEntries(
     functionClients.map(([fn, { db }]) => [fn, createQueueContext(db, settings, { events: iam.publisherFor(fn, events) })]),
   ) as Record<QueueFunctionName, QueueContext>;

@@ -1,5 +1,6 @@
 /** DESIGN §5: PUT/GET /v1/job-types, validated field by field against the worker's registry. */
 import { describe, expect, test } from 'vitest';
+import { MAX_WORKER_ATTEMPT_S } from '../../lib/function-timeouts.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 
 const api = freshApiPerTest();
@@ -62,6 +63,17 @@ describe('PUT /v1/job-types/{name}', () => {
     { name: 'at_most_once with attempts 3', body: { ...ECHO, delivery_strategy: 'at_most_once', attempts: 3 }, field: 'attempts' },
     { name: 'a non-integer visibility_timeout_s', body: { ...ECHO, visibility_timeout_s: 1.5 }, field: 'visibility_timeout_s' },
     { name: 'timeout_s over 86 400', body: { ...ECHO, timeout_s: 86_401 }, field: 'timeout_s' },
+    { name: 'a handler target with a timeout_s the worker function cannot run', body: { ...ECHO, timeout_s: MAX_WORKER_ATTEMPT_S + 1 }, field: 'timeout_s' },
+    {
+      name: 'a lambda target with a timeout_s the worker function cannot run',
+      body: { target: { kind: 'lambda', function: 'charge-card' }, timeout_s: MAX_WORKER_ATTEMPT_S + 1 },
+      field: 'timeout_s',
+    },
+    {
+      name: 'an http target with a request_timeout_s the worker function cannot wait out',
+      body: { target: { kind: 'http', url: 'https://example.com/jobs', request_timeout_s: MAX_WORKER_ATTEMPT_S + 1 } },
+      field: 'target.request_timeout_s',
+    },
     { name: 'an unknown delivery_strategy', body: { ...ECHO, delivery_strategy: 'exactly_once' }, field: 'delivery_strategy' },
     { name: 'no target', body: { attempts: 2 }, field: 'target' },
     { name: 'a target handler the worker does not have', body: { target: { kind: 'handler', name: 'nope' } }, field: 'target.name' },
@@ -79,6 +91,12 @@ describe('PUT /v1/job-types/{name}', () => {
     expect(response.body.error.code).toBe('invalid_request');
     expect(response.body.error.details).toContainEqual({ field, message: expect.any(String) });
     expect(await tableItems(queue)).toEqual([]);
+  });
+
+  test('an http target may wait for its callback longer than the worker function runs', async () => {
+    const response = await api().api.put('/v1/job-types/hooks', { target: { kind: 'http', url: 'https://example.com/jobs' }, timeout_s: 3_600 });
+    expect(response.status).toBe(201);
+    expect(response.body).toMatchObject({ timeout_s: 3_600 });
   });
 
   test('an invalid update leaves the stored type unchanged', async () => {

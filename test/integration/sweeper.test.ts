@@ -5,10 +5,12 @@
 import { describe, expect, test, vi } from 'vitest';
 import { extendClaim, guardOf, markStarted } from '../../lib/claims.js';
 import { getJob } from '../../lib/jobs.js';
+import { jobKey, shardOf } from '../../lib/keys.js';
 import type { WorkerBatch } from '../../lib/poller.js';
-import { sweepOnce } from '../../lib/sweeper.js';
+import { sweepOnce, type SweepFailure } from '../../lib/sweeper.js';
 import { runWorkerBatch, type JobHandler } from '../../lib/worker.js';
-import { asFunction, createTestQueue, realClock } from '../support/queue.js';
+import { refuseCalls, writesTo, type DynamoCall } from '../support/faults.js';
+import { asFunction, createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest();
@@ -22,7 +24,7 @@ describe('a dead worker (at_least_once)', () => {
     await poll(ctx, [emails], new RecordingInvoker());
 
     clock.set(T0 + 29_999);
-    expect(await sweep(ctx)).toEqual({ requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0 });
+    expect(await sweep(ctx)).toEqual({ requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0, failed: 0, failedLanes: 0 });
     expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'running', attempt: 1 });
   });
 
@@ -330,5 +332,106 @@ describe('a live worker', () => {
     } finally {
       await q.drop();
     }
+  });
+});
+
+describe('a failure the sweep skips', () => {
+  const IDS = Array.from({ length: 12 }, (_, n) => `e-${n}`);
+
+  /** Twelve jobs of type emails, claimed by a worker that died: every claim has lapsed. */
+  async function lapsedClaims(q: TestQueue): Promise<void> {
+    const emails = await defineType(q.ctx, 'emails', { visibility_timeout_s: 30, retry: { kind: 'fixed', delay_s: 5 } });
+    for (const id of IDS) await enqueue(q.ctx, emails, id);
+    expect((await poll(q.ctx, [emails], new RecordingInvoker())).claimed).toBe(IDS.length);
+    q.clock.set(T0 + 30_000);
+  }
+
+  const shardOfId = (q: TestQueue, id: string) => shardOf(id, q.ctx.settings.shards);
+  const statusOf = async (q: TestQueue, id: string) => (await getJob(q.ctx, 'emails', id))?.status;
+
+  /** One sweep, and the failures it reported. */
+  async function sweepReporting(q: TestQueue) {
+    const failures: { failure: SweepFailure; error: unknown }[] = [];
+    const result = await sweepOnce(q.as('sweeper'), { customPolicies: {}, onError: (failure, error) => failures.push({ failure, error }) });
+    return { result, failures };
+  }
+
+  /** Queries of the claims lane in one shard, in any bucket. */
+  const queriesOfClaimsShard =
+    (shard: number) =>
+    ({ commandName, input }: DynamoCall): boolean => {
+      const partition = (input.ExpressionAttributeValues as Record<string, { S?: string }> | undefined)?.[':partition']?.S;
+      return commandName === 'QueryCommand' && partition !== undefined && new RegExp(`^C#\\d+#${shard}$`).test(partition);
+    };
+
+  test('a job whose reclaim write fails every time does not keep the other lapsed jobs, in its shard or others, from being reclaimed', async () => {
+    const q = queue();
+    await lapsedClaims(q);
+    const doomed = IDS[0]!;
+    const others = IDS.slice(1);
+    // The premise: the doomed job shares its shard with some of the others, and the rest are in other shards.
+    expect(others.filter((id) => shardOfId(q, id) === shardOfId(q, doomed)).length).toBeGreaterThan(0);
+    expect(others.filter((id) => shardOfId(q, id) !== shardOfId(q, doomed)).length).toBeGreaterThan(0);
+    refuseCalls(q.clientsOf('sweeper').base, writesTo(jobKey('emails', doomed).pk));
+
+    expect(await sweep(q.ctx)).toMatchObject({ requeued: others.length, failed: 1, failedLanes: 0 });
+    for (const id of others) expect(await statusOf(q, id), id).toBe('queued');
+    expect(await statusOf(q, doomed)).toBe('running');
+  });
+
+  test('a job that failed is reported with its lane, shard, type, id and error', async () => {
+    const q = queue();
+    await lapsedClaims(q);
+    const doomed = IDS[0]!;
+    refuseCalls(q.clientsOf('sweeper').base, writesTo(jobKey('emails', doomed).pk));
+
+    const { failures } = await sweepReporting(q);
+    expect(failures).toEqual([
+      {
+        failure: { lane: 'claims', shard: shardOfId(q, doomed), type: 'emails', id: doomed },
+        error: expect.objectContaining({ name: 'InternalFailure' }),
+      },
+    ]);
+  });
+
+  test('a job that failed is tried again by the next sweep', async () => {
+    const q = queue();
+    await lapsedClaims(q);
+    const doomed = IDS[0]!;
+    let refusing = true;
+    const target = writesTo(jobKey('emails', doomed).pk);
+    refuseCalls(q.clientsOf('sweeper').base, (call) => refusing && target(call));
+    expect(await sweep(q.ctx)).toMatchObject({ failed: 1 });
+
+    refusing = false;
+    q.clock.advance(1_000);
+    expect(await sweep(q.ctx)).toMatchObject({ requeued: 1, failed: 0 });
+    expect(await statusOf(q, doomed)).toBe('queued');
+  });
+
+  test('a claims lane shard whose query fails is reported, and the other shards are swept', async () => {
+    const q = queue();
+    await lapsedClaims(q);
+    const brokenShard = shardOfId(q, IDS[0]!);
+    const [inBrokenShard, elsewhere] = [IDS.filter((id) => shardOfId(q, id) === brokenShard), IDS.filter((id) => shardOfId(q, id) !== brokenShard)];
+    refuseCalls(q.clientsOf('sweeper').base, queriesOfClaimsShard(brokenShard));
+
+    const { result, failures } = await sweepReporting(q);
+    expect(result).toMatchObject({ requeued: elsewhere.length, failed: 0, failedLanes: 1 });
+    expect(failures).toEqual([{ failure: { lane: 'claims', shard: brokenShard }, error: expect.objectContaining({ name: 'InternalFailure' }) }]);
+    for (const id of elsewhere) expect(await statusOf(q, id), id).toBe('queued');
+    for (const id of inBrokenShard) expect(await statusOf(q, id), id).toBe('running');
+  });
+
+  test('a queued lane whose cursor cannot be read is reported, and the claims are still swept', async () => {
+    const q = queue();
+    await lapsedClaims(q);
+    refuseCalls(q.clientsOf('sweeper').base, ({ commandName, input }) => commandName === 'GetItemCommand' && JSON.stringify(input).includes('"CURSOR#Q#emails#1"'));
+
+    const { result, failures } = await sweepReporting(q);
+    expect(result).toMatchObject({ requeued: IDS.length, failedLanes: 1 });
+    expect(failures).toEqual([
+      { failure: { lane: 'queued', shard: 1, type: 'emails' }, error: expect.objectContaining({ name: 'InternalFailure' }) },
+    ]);
   });
 });

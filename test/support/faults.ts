@@ -21,7 +21,7 @@ export interface FaultCounts {
   byKind: Record<FaultKind, number>;
 }
 
-function faultError(kind: FaultKind): Error {
+export function faultError(kind: FaultKind): Error {
   switch (kind) {
     case 'ProvisionedThroughputExceededException':
     case 'ThrottlingException':
@@ -68,3 +68,36 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** One call as the fault middleware sees it: the command's name and its input, marshalled as it goes on the wire. */
+export interface DynamoCall {
+  commandName: string;
+  input: Record<string, unknown>;
+}
+
+const refusal = (): Error =>
+  Object.assign(new Error('injected: the call is refused'), { name: 'InternalFailure', $fault: 'client', $metadata: { httpStatusCode: 400 } });
+
+/**
+ * Fails every try of every call `refused` picks, by default with an error the
+ * SDK does not retry, the way a broken item or a table that refuses it fails
+ * every time; returns how many tries were refused so far.
+ */
+export function refuseCalls(client: DynamoDBClient, refused: (call: DynamoCall) => boolean, error: () => Error = refusal): { count: number } {
+  const refusals = { count: 0 };
+  client.middlewareStack.addRelativeTo(
+    (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
+      if (!refused({ commandName: context.commandName ?? '', input: args.input as Record<string, unknown> })) return next(args);
+      refusals.count++;
+      throw error();
+    },
+    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'refuseCalls' },
+  );
+  return refusals;
+}
+
+/** A write (put, update, delete or transaction) that touches the item whose partition key is `pk`. */
+export const writesTo =
+  (pk: string) =>
+  ({ commandName, input }: DynamoCall): boolean =>
+    /^(PutItem|UpdateItem|DeleteItem|TransactWriteItems)Command$/.test(commandName) && JSON.stringify(input).includes(JSON.stringify(pk));

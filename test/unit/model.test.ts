@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { ValidationError, type FieldIssue } from '../../lib/errors.js';
+import { MAX_WORKER_ATTEMPT_S } from '../../lib/function-timeouts.js';
 import {
   DEFAULT_RETRY,
   jobInputFromBody,
@@ -70,6 +71,29 @@ describe('job type validation names the offending field', () => {
 
   test('a missing target names target', () => {
     expect(fieldsOf(detailsOf(jobTypeInputSchema, {}))).toEqual(['target']);
+  });
+
+  test.each([
+    { kind: 'handler', target: TARGET },
+    { kind: 'lambda', target: { kind: 'lambda', function: 'charge-card' } },
+  ])('a timeout_s the worker function cannot run to the end names timeout_s for a $kind target', ({ target }) => {
+    expect(jobTypeInputSchema.parse({ target, timeout_s: MAX_WORKER_ATTEMPT_S }).timeout_s).toBe(MAX_WORKER_ATTEMPT_S);
+    expect(detailsOf(jobTypeInputSchema, { target, timeout_s: MAX_WORKER_ATTEMPT_S + 1 })).toEqual([
+      { field: 'timeout_s', message: expect.stringContaining(`must be at most ${MAX_WORKER_ATTEMPT_S}`) },
+    ]);
+  });
+
+  test.each([
+    { kind: 'http', target: { kind: 'http', url: 'https://example.com/jobs' } },
+    { kind: 'eventbridge', target: { kind: 'eventbridge', bus: 'default', detail_type: 'job.due' } },
+  ])('a $kind target may have a timeout_s longer than the worker function runs: nothing waits for it there', ({ target }) => {
+    expect(jobTypeInputSchema.parse({ target, timeout_s: 86_400 }).timeout_s).toBe(86_400);
+  });
+
+  test("an http target's request_timeout_s the worker function cannot wait out names target.request_timeout_s", () => {
+    const target = (requestTimeoutS: number) => ({ kind: 'http', url: 'https://example.com/jobs', request_timeout_s: requestTimeoutS });
+    expect(jobTypeInputSchema.parse({ target: target(MAX_WORKER_ATTEMPT_S) }).target).toMatchObject({ request_timeout_s: MAX_WORKER_ATTEMPT_S });
+    expect(fieldsOf(detailsOf(jobTypeInputSchema, { target: target(MAX_WORKER_ATTEMPT_S + 1) }))).toEqual(['target.request_timeout_s']);
   });
 
   test('the error message lists each field with its problem', () => {
