@@ -306,13 +306,16 @@ export const jobTypeInputSchema = z
     if (body.delivery_strategy === 'at_most_once' && body.attempts !== undefined && body.attempts !== 1) {
       ctx.addIssue({ code: 'custom', path: ['attempts'], message: 'must be 1 for at_most_once' });
     }
-    // An http target's callback wait and an eventbridge put are not bound by it: neither waits inside the worker.
-    if ((body.target.kind === 'handler' || body.target.kind === 'lambda') && body.timeout_s > MAX_WORKER_ATTEMPT_S) {
+    // A lambda target's whole attempt waits inside the worker. A handler's timeout_s also bounds the callback
+    // wait after it returns AWAIT_CALLBACK, which happens outside the worker, so it may be longer: the worker
+    // cuts the handler's own run at MAX_WORKER_ATTEMPT_S. An http callback wait and an eventbridge put are
+    // not bound by it either.
+    if (body.target.kind === 'lambda' && body.timeout_s > MAX_WORKER_ATTEMPT_S) {
       ctx.addIssue({
         code: 'custom',
         path: ['timeout_s'],
         message:
-          `must be at most ${MAX_WORKER_ATTEMPT_S} for a ${body.target.kind} target: its attempt runs inside the worker function, ` +
+          `must be at most ${MAX_WORKER_ATTEMPT_S} for a lambda target: its attempt runs inside the worker function, ` +
           `which Lambda stops after ${WORKER_TIMEOUT_S} s; a longer job needs an http target that answers 202 and calls back`,
       });
     }

@@ -15,6 +15,7 @@ import type { CustomRetryPolicies } from './retry.js';
 import { failureFromError, type JobHandler } from './targets/handler.js';
 import { prepareTarget, type TargetClients, type TargetOutcome, type TargetRunner, type TargetRun } from './targets/index.js';
 import { effectiveWindows, firstInstantInWindows } from './windows.js';
+import { MAX_WORKER_ATTEMPT_S } from './function-timeouts.js';
 
 export { AWAIT_CALLBACK, failureFromError, type JobContext, type JobHandler } from './targets/handler.js';
 
@@ -75,9 +76,18 @@ async function runAttempt(
   const stopped = new Promise<never>((_, reject) => {
     controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
   });
+  // Lambda stops the worker after WORKER_TIMEOUT_S; ending the attempt first leaves time to record it.
+  const runLimitS = Math.min(jobType.timeoutS, MAX_WORKER_ATTEMPT_S);
   const timeoutTimer = setTimeout(
-    () => controller.abort(new JobTimeoutError(`the attempt ran longer than ${jobType.timeoutS} s`)),
-    jobType.timeoutS * 1000,
+    () =>
+      controller.abort(
+        new JobTimeoutError(
+          runLimitS < jobType.timeoutS
+            ? `the attempt ran longer than ${runLimitS} s, the most a worker function can give it (timeout_s bounds only the callback wait beyond that)`
+            : `the attempt ran longer than ${runLimitS} s`,
+        ),
+      ),
+    runLimitS * 1000,
   );
   // A renewal that fails on a passing store error is simply tried again at the next tick.
   const renewTimer = setInterval(() => extend(visibilityMs).catch(() => undefined), visibilityMs / 2);

@@ -74,7 +74,7 @@ describe('listing jobs by status', () => {
 
   test('running and awaiting jobs are listed by status, and only those of the asked type', async () => {
     const { ctx } = queue();
-    const waiting = await defineType(ctx, 'waiting', { timeout_s: 600 });
+    const waiting = await defineType(ctx, 'waiting', { timeout_s: 3_600 });
     const other = await defineType(ctx, 'other');
     for (const id of ['a', 'b', 'c']) await enqueue(ctx, waiting, id);
     await enqueue(ctx, other, 'x');

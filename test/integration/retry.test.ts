@@ -2,6 +2,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import type { QueueContext } from '../../lib/config.js';
 import { NonRetryableError, RetryAfterError } from '../../lib/errors.js';
+import { MAX_WORKER_ATTEMPT_S } from '../../lib/function-timeouts.js';
 import { getJob } from '../../lib/jobs.js';
 import type { JobType, WorkerIdentity } from '../../lib/model.js';
 import type { CustomRetryPolicies } from '../../lib/retry.js';
@@ -143,6 +144,31 @@ describe('attempt timeout', () => {
     const job = await getJob(ctx, 'slow', 's-1');
     expect(job).toMatchObject({ status: 'queued', attempt: 1, runAfterMs: T0 + 3_000 });
     expect(job?.history[0]).toMatchObject({ outcome: 'failed', error: { class: 'TimeoutError' } });
+  });
+});
+
+describe('a handler that runs as long as a worker function can', () => {
+  test('is cut at the most a worker function can give it, though its timeout_s allows a longer callback wait', async () => {
+    const { ctx } = queue();
+    // Long enough for a callback wait; the run itself must end before Lambda stops the worker.
+    const patient = await defineType(ctx, 'patient', { timeout_s: 3_600, visibility_timeout_s: 3_600, attempts: 2, retry: { kind: 'fixed', delay_s: 3 } });
+    await enqueue(ctx, patient, 'p-1');
+    let started = false;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const ran = runDue(ctx, patient, () => {
+        started = true;
+        return new Promise(() => {});
+      });
+      await vi.waitFor(() => expect(started).toBe(true));
+      await vi.advanceTimersByTimeAsync(MAX_WORKER_ATTEMPT_S * 1000);
+      await ran;
+    } finally {
+      vi.useRealTimers();
+    }
+    const job = await getJob(ctx, 'patient', 'p-1');
+    expect(job).toMatchObject({ status: 'queued', attempt: 1 });
+    expect(job?.history[0]).toMatchObject({ outcome: 'failed', error: { class: 'TimeoutError', message: expect.stringContaining(`longer than ${MAX_WORKER_ATTEMPT_S} s`) } });
   });
 });
 

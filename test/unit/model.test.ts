@@ -73,10 +73,8 @@ describe('job type validation names the offending field', () => {
     expect(fieldsOf(detailsOf(jobTypeInputSchema, {}))).toEqual(['target']);
   });
 
-  test.each([
-    { kind: 'handler', target: TARGET },
-    { kind: 'lambda', target: { kind: 'lambda', function: 'charge-card' } },
-  ])('a timeout_s the worker function cannot run to the end names timeout_s for a $kind target', ({ target }) => {
+  test('a timeout_s the worker function cannot run to the end names timeout_s for a lambda target', () => {
+    const target = { kind: 'lambda', function: 'charge-card' };
     expect(jobTypeInputSchema.parse({ target, timeout_s: MAX_WORKER_ATTEMPT_S }).timeout_s).toBe(MAX_WORKER_ATTEMPT_S);
     expect(detailsOf(jobTypeInputSchema, { target, timeout_s: MAX_WORKER_ATTEMPT_S + 1 })).toEqual([
       { field: 'timeout_s', message: expect.stringContaining(`must be at most ${MAX_WORKER_ATTEMPT_S}`) },
@@ -86,6 +84,8 @@ describe('job type validation names the offending field', () => {
   test.each([
     { kind: 'http', target: { kind: 'http', url: 'https://example.com/jobs' } },
     { kind: 'eventbridge', target: { kind: 'eventbridge', bus: 'default', detail_type: 'job.due' } },
+    // The run itself is cut at MAX_WORKER_ATTEMPT_S by the worker; the rest is the wait for a callback.
+    { kind: 'handler', target: TARGET },
   ])('a $kind target may have a timeout_s longer than the worker function runs: nothing waits for it there', ({ target }) => {
     expect(jobTypeInputSchema.parse({ target, timeout_s: 86_400 }).timeout_s).toBe(86_400);
   });
