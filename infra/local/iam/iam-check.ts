@@ -43,14 +43,10 @@ const PATTERN_OPERATOR = /^(?:for(?:all|any)values:)?string(?:not)?(?:equals|lik
 /** Distinct decisions are few (one per function, action, resource and key family); the bound only guards a mistake. */
 const MAX_CACHED_DECISIONS = 20_000;
 
-function statementsOf(policy: PolicyDocument): Record<string, any>[] {
-  return policy.Statement;
-}
-
 /** Every condition (operator, key, values) of a policy, keys lower-cased as IAM compares them. */
 function conditionsOf(policy: PolicyDocument): { operator: string; key: string; values: string[] }[] {
-  return statementsOf(policy).flatMap((statement) =>
-    Object.entries<Record<string, unknown>>(statement.Condition ?? {}).flatMap(([operator, byKey]) =>
+  return policy.Statement.flatMap((statement) =>
+    Object.entries<Record<string, unknown>>((statement.Condition ?? {}) as Record<string, Record<string, unknown>>).flatMap(([operator, byKey]) =>
       Object.entries(byKey).map(([key, values]) => ({
         operator: operator.toLowerCase(),
         key: key.toLowerCase(),
@@ -134,14 +130,14 @@ export function createIamCheck(policies: LocalPolicies, options: { onDecision?: 
       const context = Object.entries(request.context).map(([key, value]) =>
         key === 'dynamodb:LeadingKeys' ? [key, [...new Set((value as string[]).map(classOf))].sort()] : [key, value],
       );
-      const cacheKey = JSON.stringify([request.action, request.resource, context]);
-      let decision = decisions.get(`${fn}\u0000${cacheKey}`);
+      const cacheKey = JSON.stringify([fn, request.action, request.resource, context]);
+      let decision = decisions.get(cacheKey);
       if (!decision) {
         if (decisions.size >= MAX_CACHED_DECISIONS) decisions.clear();
         decision = simulate(fn, request);
-        decisions.set(`${fn}\u0000${cacheKey}`, decision);
+        decisions.set(cacheKey, decision);
         // A simulator failure is not a decision: the next call asks again.
-        decision.catch(() => decisions.delete(`${fn}\u0000${cacheKey}`));
+        decision.catch(() => decisions.delete(cacheKey));
       }
       return decision;
     };

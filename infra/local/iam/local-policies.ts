@@ -21,6 +21,16 @@ export interface LocalPolicies {
   arns: { table: string; lifecycleBus: string; workerFunction: string; callbackTokenSecret: string };
 }
 
+/** The ARN of `resource` of `service` in the local account. */
+export function localArn(account: LocalAccount, service: string, resource: string): string {
+  return `arn:aws:${service}:${account.region}:${account.accountId}:${resource}`;
+}
+
+/** `nameOrArn` as given when it is an ARN already, else the local ARN `resource` makes of it. */
+export function arnOf(nameOrArn: string, account: LocalAccount, service: string, resource: (name: string) => string): string {
+  return nameOrArn.startsWith('arn:') ? nameOrArn : localArn(account, service, resource(nameOrArn));
+}
+
 interface ResourceIdentity {
   ref: string;
   arn: string;
@@ -29,7 +39,7 @@ interface ResourceIdentity {
 /** What `Ref` and `Fn::GetAtt Arn` give for each kind of resource a policy may name, with the logical id as its local name. */
 function identityOf(type: string, logicalId: string, account: LocalAccount): ResourceIdentity {
   const { region, accountId } = account;
-  const arn = (service: string, resource: string): string => `arn:aws:${service}:${region}:${accountId}:${resource}`;
+  const arn = (service: string, resource: string): string => localArn(account, service, resource);
   switch (type) {
     case 'AWS::DynamoDB::Table':
       return { ref: account.tableName, arn: arn('dynamodb', `table/${account.tableName}`) };

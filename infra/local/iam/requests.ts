@@ -5,7 +5,7 @@
  * a batch as the batch action on each table, with every key it touches.
  */
 import { TABLE_SCHEMA } from '../../../lib/table.js';
-import type { LocalAccount } from './local-policies.js';
+import { arnOf, type LocalAccount } from './local-policies.js';
 
 export interface IamRequest {
   action: string;
@@ -25,9 +25,7 @@ function stringOf(value: unknown): string {
   throw new Error(`the local IAM check expected a string key attribute, got ${JSON.stringify(value)}`);
 }
 
-function tableArn(account: LocalAccount, tableName: string): string {
-  return tableName.startsWith('arn:') ? tableName : `arn:aws:dynamodb:${account.region}:${account.accountId}:table/${tableName}`;
-}
+const tableArn = (account: LocalAccount, tableName: string): string => arnOf(tableName, account, 'dynamodb', (name) => `table/${name}`);
 
 const leadingKeyOf = (key: Input | undefined): string => stringOf(key?.[TABLE_SCHEMA.partitionKey]);
 
@@ -90,22 +88,16 @@ export function dynamoDbRequests(operation: string, input: Input, account: Local
 }
 
 export function lambdaInvokeRequests(functionName: string, account: LocalAccount): IamRequest[] {
-  const resource = functionName.startsWith('arn:')
-    ? functionName
-    : `arn:aws:lambda:${account.region}:${account.accountId}:function:${functionName}`;
-  return [{ action: 'lambda:InvokeFunction', resource, context: {} }];
+  return [{ action: 'lambda:InvokeFunction', resource: arnOf(functionName, account, 'lambda', (name) => `function:${name}`), context: {} }];
 }
 
 export function putEventsRequests(busNames: (string | undefined)[], account: LocalAccount): IamRequest[] {
-  const arns = new Set(
-    busNames.map((bus = 'default') => (bus.startsWith('arn:') ? bus : `arn:aws:events:${account.region}:${account.accountId}:event-bus/${bus}`)),
-  );
+  const arns = new Set(busNames.map((bus = 'default') => arnOf(bus, account, 'events', (name) => `event-bus/${name}`)));
   return [...arns].map((resource) => ({ action: 'events:PutEvents', resource, context: {} }));
 }
 
 export function getSecretValueRequests(secretId: string, account: LocalAccount): IamRequest[] {
-  const resource = secretId.startsWith('arn:') ? secretId : `arn:aws:secretsmanager:${account.region}:${account.accountId}:secret:${secretId}`;
-  return [{ action: 'secretsmanager:GetSecretValue', resource, context: {} }];
+  return [{ action: 'secretsmanager:GetSecretValue', resource: arnOf(secretId, account, 'secretsmanager', (name) => `secret:${name}`), context: {} }];
 }
 
 /** The IAM requests of an SDK command, by the client's service and the command's operation name. */

@@ -27,7 +27,7 @@ export interface StackPolicies {
   /** The CloudFormation type of every resource the policies may refer to, by logical id. */
   resourceTypes: Record<string, string>;
   /** Logical ids of the resources the local runtime stands in for. */
-  logicalIds: { table: string; lifecycleBus: string; workerFunction: string; callbackTokenSecret: string; functions: Record<QueueFunctionName, string> };
+  logicalIds: { table: string; lifecycleBus: string; workerFunction: string; callbackTokenSecret: string };
 }
 
 /** Context that makes CDK skip asset bundling for every stack, as `cdk synth --exclusively` does for the stacks it skips. */
@@ -59,15 +59,12 @@ function statementsOf(stack: Stack, role: CfnRole, policies: CfnPolicy[]): Recor
   });
 }
 
-export function readStackPoliciesOf(stack: QueueStack): StackPolicies {
+function readStackPoliciesOf(stack: QueueStack): StackPolicies {
   const constructs = stack.node.findAll();
   const policies = constructs.filter((construct): construct is CfnPolicy => construct instanceof CfnPolicy);
   const functions = {} as Record<QueueFunctionName, PolicyDocument>;
-  const functionIds = {} as Record<QueueFunctionName, string>;
   for (const name of QUEUE_FUNCTIONS) {
-    const queueFunction = stack.functions[name];
-    functions[name] = { Version: '2012-10-17', Statement: statementsOf(stack, queueFunction.role.node.defaultChild as CfnRole, policies) };
-    functionIds[name] = logicalIdOf(stack, queueFunction.function.node.defaultChild);
+    functions[name] = { Version: '2012-10-17', Statement: statementsOf(stack, stack.functions[name].role.node.defaultChild as CfnRole, policies) };
   }
   const resourceTypes: Record<string, string> = {};
   for (const construct of constructs) {
@@ -79,9 +76,8 @@ export function readStackPoliciesOf(stack: QueueStack): StackPolicies {
     logicalIds: {
       table: logicalIdOf(stack, stack.table.node.defaultChild),
       lifecycleBus: logicalIdOf(stack, stack.eventBus.node.defaultChild),
-      workerFunction: functionIds.worker,
+      workerFunction: logicalIdOf(stack, stack.functions.worker.function.node.defaultChild),
       callbackTokenSecret: logicalIdOf(stack, stack.node.findChild('CallbackTokenSecret').node.defaultChild),
-      functions: functionIds,
     },
   };
 }
