@@ -3,14 +3,14 @@
  * W2-steady), the bare-call ceiling, and the idle poller's cost.
  */
 import pLimit from 'p-limit';
-import { requireJobType } from '../lib/job-types.js';
-import { endAttempt, claimJob } from '../lib/claims.js';
-import { createQueueContext, type QueueSettings } from '../lib/config.js';
-import { createDynamoClients } from '../lib/dynamodb.js';
-import { enqueueJob } from '../lib/jobs.js';
-import { bucketOf, lanePartition, shardOf } from '../lib/keys.js';
-import { queryDue } from '../lib/lanes.js';
-import { jobInputFromBody, jobInputSchema, parseWith } from '../lib/model.js';
+import { requireJobType } from '../lib/queue/job-types.js';
+import { endAttempt, claimJob } from '../lib/queue/claims.js';
+import { createQueueContext, type QueueSettings } from '../lib/queue/context.js';
+import { createDynamoClients } from '../lib/store/client.js';
+import { enqueueJob } from '../lib/queue/jobs.js';
+import { bucketOf, lanePartition, shardOf } from '../lib/store/keys.js';
+import { queryDue } from '../lib/queue/lanes.js';
+import { jobInputFromBody, jobInputSchema, parseWith } from '../lib/domain/model.js';
 import { perHour } from './cost.js';
 import { cpuSince, sampleCpu, type CpuSample } from './cpu.js';
 import { summariseLag, type LagSummary } from './stats.js';

@@ -20,7 +20,7 @@
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { json } from '../functions/api/http.js';
-import { AUTHORIZER_TIMEOUT_S } from '../lib/function-timeouts.js';
+import { AUTHORIZER_TIMEOUT_S } from '../lib/domain/limits.js';
 
 /** `key`: `$request.header.Authorization`, cached. `callback`: no identity source, so uncached and always invoked. */
 export type RouteAuthorizer = 'key' | 'callback';

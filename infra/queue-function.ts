@@ -14,7 +14,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type CfnLogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import { DUE_INDEX, PARTITION_PREFIX, type PartitionFamily } from '../lib/keys.js';
+import { DUE_INDEX, PARTITION_PREFIX, type PartitionFamily } from '../lib/store/keys.js';
 import type { TableGrants } from './table-grants.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');

@@ -5,8 +5,8 @@
  * same messages a function would give at cold start.
  */
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { readQueueSettings, type Env, type QueueSettings } from '../lib/config.js';
-import { ConfigError } from '../lib/errors.js';
+import { readQueueSettings, type Env, type QueueSettings } from '../lib/queue/context.js';
+import { ConfigError } from '../lib/domain/errors.js';
 
 export interface StackSettings {
   /** Queue settings passed to every function, only those given in context (the code's defaults apply otherwise). */

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError } from '../lib/errors.js';
+import { ConfigError } from '../lib/domain/errors.js';
 import { deployContext } from './cdk-context.js';
 import { createQueueApp } from './queue-app.js';
 import { REPO_ROOT } from './queue-function.js';

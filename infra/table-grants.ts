@@ -6,7 +6,7 @@
  * grant fails that test), and test/integration/iam-grants.test.ts makes each
  * function use every grant it has here (an unneeded grant fails it).
  */
-import type { PartitionFamily } from '../lib/keys.js';
+import type { PartitionFamily } from '../lib/store/keys.js';
 import type { ItemCall, QueueFunctionName } from './queue-function.js';
 
 export interface TableGrants {

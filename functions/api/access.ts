@@ -2,9 +2,9 @@
  * Authorisation in the api function: the authorizer has said who the caller is
  * (its context); this decides, per route, whether that caller may act.
  */
-import { scopeAllows, type ScopeAction } from '../../lib/api-keys.js';
-import { ConflictError, ForbiddenError, UnauthorizedError } from '../../lib/errors.js';
-import { JOB_ID_PATTERN, JOB_TYPE_NAME_PATTERN } from '../../lib/model.js';
+import { scopeAllows, type ScopeAction } from '../../lib/queue/api-keys.js';
+import { ConflictError, ForbiddenError, UnauthorizedError } from '../../lib/domain/errors.js';
+import { JOB_ID_PATTERN, JOB_TYPE_NAME_PATTERN } from '../../lib/domain/model.js';
 import { principalFromContext, type Principal } from '../shared/principal.js';
 import { pathParam, type HttpEvent } from './http.js';
 

@@ -2,7 +2,7 @@
 import middy from '@middy/core';
 import httpRouterHandler from '@middy/http-router';
 import type { Context } from 'aws-lambda';
-import { NotFoundError } from '../../lib/errors.js';
+import { NotFoundError } from '../../lib/domain/errors.js';
 import { log } from '../shared/log.js';
 import { ADMIN, PUBLIC, authorize, typeScope, type Access } from './access.js';
 import { DASHBOARD_PATHS, dashboardRoutes } from './dashboard.js';

@@ -1,15 +1,7 @@
 /** HTTP plumbing for the api function: request parsing and the one place errors become responses. */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import {
-  ConflictError,
-  ForbiddenError,
-  NotFoundError,
-  PayloadTooLargeError,
-  UnauthorizedError,
-  UnsupportedMediaTypeError,
-  ValidationError,
-  type FieldIssue,
-} from '../../lib/errors.js';
+import { ConflictError, ForbiddenError, NotFoundError, PayloadTooLargeError, UnauthorizedError, UnsupportedMediaTypeError, type FieldIssue } from '../../lib/domain/errors.js';
+import { ValidationError } from '../../lib/domain/errors.js';
 
 export type HttpEvent = APIGatewayProxyEventV2;
 export type HttpResponse = APIGatewayProxyStructuredResultV2;

@@ -1,39 +1,21 @@
 /** The routes of DESIGN §5 served so far: each parses, calls lib/, and maps the result. */
 import { z } from 'zod';
-import { apiKeyInputSchema, apiKeyToApi, createApiKey, KEY_ID_PATTERN, listApiKeys, revokeApiKey, scopeAllows } from '../../lib/api-keys.js';
-import { enqueueBatch, MAX_BATCH_JOBS, type BatchJob } from '../../lib/batch.js';
-import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, heartbeatJob, type CallbackInput } from '../../lib/callbacks.js';
-import type { QueueContext } from '../../lib/config.js';
-import { ForbiddenError, NotFoundError, ValidationError, type FieldIssue } from '../../lib/errors.js';
-import { DEFAULT_PAGE_SIZE, listJobs, MAX_PAGE_SIZE } from '../../lib/job-listing.js';
-import { listJobTypes, putJobType, requireJobType, setJobTypePaused } from '../../lib/job-types.js';
-import { assertJsonSize, cancelJob, enqueueJob, newJobId, replayJob, requireJob } from '../../lib/jobs.js';
-import {
-  CORRELATION_KEY_PATTERN,
-  issuesToDetails,
-  JOB_ID_PATTERN,
-  JOB_STATUSES,
-  JOB_TYPE_NAME_PATTERN,
-  MAX_DATA_BYTES,
-  jobInputFromBody,
-  jobInputSchema,
-  jobToApi,
-  jobTypeInputSchema,
-  jobTypeToApi,
-  parseWith,
-  type Job,
-} from '../../lib/model.js';
-import {
-  createMetricsRecorder,
-  finishedOutcomeOfStatus,
-  MAX_METRICS_MINUTES,
-  metricsHistoryToApi,
-  readMetricsHistory,
-} from '../../lib/metrics-history.js';
-import { listRoster, rosterEntryToApi } from '../../lib/roster.js';
-import { statsOfType, statsOfTypes, typeStatsToApi } from '../../lib/stats.js';
+import { apiKeyInputSchema, apiKeyToApi, createApiKey, KEY_ID_PATTERN, listApiKeys, revokeApiKey, scopeAllows } from '../../lib/queue/api-keys.js';
+import { enqueueBatch, MAX_BATCH_JOBS, type BatchJob } from '../../lib/queue/batch.js';
+import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, heartbeatJob, type CallbackInput } from '../../lib/queue/callbacks.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { ForbiddenError, NotFoundError, type FieldIssue } from '../../lib/domain/errors.js';
+import { ValidationError } from '../../lib/domain/errors.js';
+import { DEFAULT_PAGE_SIZE, listJobs, MAX_PAGE_SIZE } from '../../lib/queue/job-listing.js';
+import { listJobTypes, putJobType, requireJobType, setJobTypePaused } from '../../lib/queue/job-types.js';
+import { assertJsonSize, cancelJob, enqueueJob, newJobId, replayJob, requireJob } from '../../lib/queue/jobs.js';
+import { CORRELATION_KEY_PATTERN, issuesToDetails, JOB_ID_PATTERN, JOB_TYPE_NAME_PATTERN, MAX_DATA_BYTES, jobInputFromBody, jobInputSchema, jobToApi, jobTypeInputSchema, jobTypeToApi, parseWith } from '../../lib/domain/model.js';
+import { JOB_STATUSES, type Job } from '../../lib/domain/model.js';
+import { createMetricsRecorder, finishedOutcomeOfStatus, MAX_METRICS_MINUTES, metricsHistoryToApi, readMetricsHistory } from '../../lib/queue/metrics-history.js';
+import { listRoster, rosterEntryToApi } from '../../lib/queue/roster.js';
+import { statsOfType, statsOfTypes, typeStatsToApi } from '../../lib/queue/stats.js';
 import { isLinkLocalAddress, literalAddressOf } from '../../lib/targets/addresses.js';
-import type { WorkerRegistry } from '../../lib/worker.js';
+import type { WorkerRegistry } from '../../lib/queue/worker.js';
 import type { Principal } from '../shared/principal.js';
 import { log } from '../shared/log.js';
 import { assertCallbackAttempt } from './access.js';

@@ -9,10 +9,10 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { APIGatewayRequestAuthorizerEventV2, APIGatewaySimpleAuthorizerWithContextResult } from 'aws-lambda';
-import { verifyApiKey } from '../../lib/api-keys.js';
-import { verifyCallbackToken } from '../../lib/callback-tokens.js';
-import type { SecretSource } from '../../lib/secrets.js';
-import type { QueueContext } from '../../lib/config.js';
+import { verifyApiKey } from '../../lib/queue/api-keys.js';
+import { verifyCallbackToken } from '../../lib/domain/callback-tokens.js';
+import type { SecretSource } from '../../lib/aws/secrets.js';
+import type { QueueContext } from '../../lib/queue/context.js';
 import { bearerToken } from '../api/http.js';
 import { log } from '../shared/log.js';
 import {

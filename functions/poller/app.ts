@@ -1,11 +1,11 @@
 /** The poller function: one invocation loops for about a minute, so an every-minute schedule gives sub-second lag. */
 import type { Context } from 'aws-lambda';
-import type { QueueContext } from '../../lib/config.js';
-import { ConfigError } from '../../lib/errors.js';
-import type { WorkerIdentity } from '../../lib/model.js';
-import { createMetricsRecorder, type MetricsRecorder } from '../../lib/metrics-history.js';
-import { runPollerLoop, type PollResult, type WorkerInvoker } from '../../lib/poller.js';
-import { createRosterHeartbeat } from '../../lib/roster.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { ConfigError } from '../../lib/domain/errors.js';
+import type { WorkerIdentity } from '../../lib/domain/model.js';
+import { createMetricsRecorder, type MetricsRecorder } from '../../lib/queue/metrics-history.js';
+import { runPollerLoop, type PollResult, type WorkerInvoker } from '../../lib/queue/poller.js';
+import { createRosterHeartbeat } from '../../lib/queue/roster.js';
 import { log } from '../shared/log.js';
 import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
 

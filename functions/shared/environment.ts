@@ -4,11 +4,11 @@ import { randomUUID } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { createQueueContext, readQueueSettings, type QueueContext } from '../../lib/config.js';
-import { createDynamoClients, type DynamoCallLimits } from '../../lib/dynamodb.js';
-import { createEventBridgePublisher, lifecycleEventDetail, type LifecycleEvent, type LifecyclePublisher } from '../../lib/events.js';
-import type { WorkerIdentity } from '../../lib/model.js';
-import { fixedSecret, secretsManagerSecret, type SecretSource } from '../../lib/secrets.js';
+import { createQueueContext, readQueueSettings, type QueueContext } from '../../lib/queue/context.js';
+import { createDynamoClients, type DynamoCallLimits } from '../../lib/store/client.js';
+import { createEventBridgePublisher, lifecycleEventDetail, type LifecycleEvent, type LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
+import type { WorkerIdentity } from '../../lib/domain/model.js';
+import { fixedSecret, secretsManagerSecret, type SecretSource } from '../../lib/aws/secrets.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import { log } from './log.js';
 

@@ -1,9 +1,9 @@
 /** The sweeper function: sweeps every `sweepIntervalMs` for about a minute, so a dead worker's claim comes back soon after it lapses. */
 import type { Context } from 'aws-lambda';
-import type { QueueContext } from '../../lib/config.js';
-import { abortableSleep } from '../../lib/sleep.js';
-import { emptySweepResult, sweepOnce, type SweepResult } from '../../lib/sweeper.js';
-import type { WorkerRegistry } from '../../lib/worker.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { abortableSleep } from '../../lib/domain/sleep.js';
+import { emptySweepResult, sweepOnce, type SweepResult } from '../../lib/queue/sweeper.js';
+import type { WorkerRegistry } from '../../lib/queue/worker.js';
 import { log } from '../shared/log.js';
 import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
 

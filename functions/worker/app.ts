@@ -1,12 +1,13 @@
 /** The worker function: runs one batch of claimed jobs. */
-import type { QueueContext } from '../../lib/config.js';
-import { createSigningSecretCache } from '../../lib/job-types.js';
-import type { WorkerIdentity } from '../../lib/model.js';
-import { createMetricsRecorder, finishedOutcomeOf } from '../../lib/metrics-history.js';
-import type { WorkerBatch } from '../../lib/poller.js';
-import { createRosterHeartbeat, ROSTER_REFRESH_MS } from '../../lib/roster.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { createSigningSecretCache } from '../../lib/queue/job-types.js';
+import type { WorkerIdentity } from '../../lib/domain/model.js';
+import { createMetricsRecorder, finishedOutcomeOf } from '../../lib/queue/metrics-history.js';
+import type { WorkerBatch } from '../../lib/queue/poller.js';
+import { createRosterHeartbeat, ROSTER_REFRESH_MS } from '../../lib/queue/roster.js';
 import type { TargetClients } from '../../lib/targets/index.js';
-import { AWAIT_CALLBACK, runWorkerBatch, type BatchResult, type JobHandler, type WorkerRegistry } from '../../lib/worker.js';
+import { AWAIT_CALLBACK, type BatchResult, type JobHandler } from '../../lib/queue/worker.js';
+import { runWorkerBatch, type WorkerRegistry } from '../../lib/queue/worker.js';
 import { log } from '../shared/log.js';
 import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
 

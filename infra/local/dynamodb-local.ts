@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { createDynamoClients } from '../../lib/dynamodb.js';
+import { createDynamoClients } from '../../lib/store/client.js';
 
 export interface DynamoDbLocal {
   endpoint: string;

@@ -1,7 +1,7 @@
 /** The `handler` target: a function in the worker's own code, looked up by name. */
-import { NonRetryableError, RetryAfterError } from '../errors.js';
-import type { Job } from '../model.js';
-import type { AttemptFailure } from '../retry.js';
+import { NonRetryableError, RetryAfterError } from '../domain/errors.js';
+import type { Job } from '../domain/model.js';
+import type { AttemptFailure } from '../domain/retry.js';
 import type { TargetOutcome, TargetRun } from './target.js';
 
 /** Returned by a handler to leave the job `awaiting_callback` until a status callback or `timeout_s`. */

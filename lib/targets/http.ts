@@ -9,11 +9,11 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { callbackUrl } from '../callback-tokens.js';
-import { MAX_RESULT_BYTES } from '../model.js';
-import { signedHeaders } from '../signing.js';
+import { callbackUrl } from '../domain/callback-tokens.js';
+import { MAX_RESULT_BYTES } from '../domain/model.js';
+import { signedHeaders } from '../domain/signing.js';
 import { isLinkLocalAddress, literalAddressOf, resolveWithSystemDns, type ResolveHost, type ResolvedAddress } from './addresses.js';
-import type { SecretSource } from '../secrets.js';
+import type { SecretSource } from '../aws/secrets.js';
 import { failed, jobEnvelope, type TargetOutcome, type TargetRun } from './target.js';
 
 export interface HttpTargetDeps {

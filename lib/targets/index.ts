@@ -6,9 +6,9 @@
  */
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
-import type { SigningSecrets } from '../job-types.js';
-import type { JobTypeWithoutSecrets } from '../model.js';
-import type { AttemptFailure } from '../retry.js';
+import type { SigningSecrets } from '../queue/job-types.js';
+import type { JobTypeWithoutSecrets } from '../domain/model.js';
+import type { AttemptFailure } from '../domain/retry.js';
 import { runEventBridgeTarget, type EventBridgeTargetOptions } from './eventbridge.js';
 import { runHandlerTarget, type JobHandler } from './handler.js';
 import { runHttpTarget, type HttpTargetDeps } from './http.js';

@@ -4,7 +4,7 @@
  * out or ran out of memory) fails the attempt with the error's type and message.
  */
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
-import { MAX_RESULT_BYTES } from '../model.js';
+import { MAX_RESULT_BYTES } from '../domain/model.js';
 import { failed, jobEnvelope, type TargetOutcome, type TargetRun } from './target.js';
 
 /** Errors retrying cannot fix: the function or its input is wrong. */

@@ -1,6 +1,7 @@
 /** What every target shares: how one attempt is handed to it and what it reports back. */
-import type { Job, JobTypeWithoutSecrets } from '../model.js';
-import type { AttemptFailure } from '../retry.js';
+import type { Job } from '../domain/model.js';
+import type { JobTypeWithoutSecrets } from '../domain/model.js';
+import type { AttemptFailure } from '../domain/retry.js';
 
 /** How an attempt ended, as the target saw it; the worker records it under the claim's guard. */
 export type TargetOutcome =

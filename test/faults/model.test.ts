@@ -6,15 +6,16 @@
  */
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { completeFromCallback } from '../../lib/callbacks.js';
-import { claimJob } from '../../lib/claims.js';
-import { ConflictError } from '../../lib/errors.js';
-import { putJobType } from '../../lib/job-types.js';
-import { cancelJob, enqueueJob, getJob, replayJob } from '../../lib/jobs.js';
-import { isTerminal, jobTypeInputSchema, type Job, type JobStatus, type JobType } from '../../lib/model.js';
-import { sweepOnce } from '../../lib/sweeper.js';
-import { pollOnce, type WorkerBatch } from '../../lib/poller.js';
-import { runClaimedJob } from '../../lib/worker.js';
+import { completeFromCallback } from '../../lib/queue/callbacks.js';
+import { claimJob } from '../../lib/queue/claims.js';
+import { ConflictError } from '../../lib/domain/errors.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { cancelJob, enqueueJob, getJob, replayJob } from '../../lib/queue/jobs.js';
+import { isTerminal, jobTypeInputSchema } from '../../lib/domain/model.js';
+import type { Job, JobStatus, JobType } from '../../lib/domain/model.js';
+import { sweepOnce } from '../../lib/queue/sweeper.js';
+import { pollOnce, type WorkerBatch } from '../../lib/queue/poller.js';
+import { runClaimedJob } from '../../lib/queue/worker.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 import { scaled } from './scale.js';
 

@@ -3,10 +3,11 @@
  * and one clock that jumps back: every job runs, none twice when at_most_once.
  */
 import { afterEach, beforeEach, expect, test } from 'vitest';
-import { createQueueContext, type QueueContext } from '../../lib/config.js';
-import { putJobType } from '../../lib/job-types.js';
-import { enqueueJob } from '../../lib/jobs.js';
-import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
+import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { enqueueJob } from '../../lib/queue/jobs.js';
+import { jobTypeInputSchema } from '../../lib/domain/model.js';
+import type { JobType } from '../../lib/domain/model.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
 import { scaled } from './scale.js';

@@ -5,11 +5,12 @@
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
-import type { QueueContext } from '../../lib/config.js';
-import type { DynamoClients } from '../../lib/dynamodb.js';
-import { putJobType } from '../../lib/job-types.js';
-import { enqueueJob } from '../../lib/jobs.js';
-import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import type { DynamoClients } from '../../lib/store/client.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { enqueueJob } from '../../lib/queue/jobs.js';
+import { jobTypeInputSchema } from '../../lib/domain/model.js';
+import type { JobType } from '../../lib/domain/model.js';
 import { injectFaults, seededRandom, type FaultCounts } from '../support/faults.js';
 import { localIamFor } from '../support/iam.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';

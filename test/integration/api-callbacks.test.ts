@@ -1,11 +1,11 @@
 /** DESIGN §5: status callbacks and heartbeats, each guarded by the attempt number (invariant 3). */
 import { beforeEach, describe, expect, test } from 'vitest';
 import { registry } from '../../functions/worker/handlers/index.js';
-import { claimJob } from '../../lib/claims.js';
-import { listJobTypes, requireJobType } from '../../lib/job-types.js';
-import type { Job } from '../../lib/model.js';
-import { pollOnce } from '../../lib/poller.js';
-import { runClaimedJob, runWorkerBatch } from '../../lib/worker.js';
+import { claimJob } from '../../lib/queue/claims.js';
+import { listJobTypes, requireJobType } from '../../lib/queue/job-types.js';
+import type { Job } from '../../lib/domain/model.js';
+import { pollOnce } from '../../lib/queue/poller.js';
+import { runClaimedJob, runWorkerBatch } from '../../lib/queue/worker.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 import { asFunction } from '../support/queue.js';
 

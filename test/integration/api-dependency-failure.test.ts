@@ -6,7 +6,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, test, vi, type MockInstance } from 'vitest';
-import { createQueueContext, readQueueSettings } from '../../lib/config.js';
+import { createQueueContext, readQueueSettings } from '../../lib/queue/context.js';
 import { createTestApi, leaksInternals, type ApiClient, type HttpMethod } from '../support/api.js';
 
 const INTERNAL_MESSAGE = 'socket hang up: connect ECONNRESET 10.0.3.17:8000 (table jobs-prod-7f3a, secret=hunter2)';

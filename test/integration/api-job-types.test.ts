@@ -1,6 +1,6 @@
 /** DESIGN §5: PUT/GET /v1/job-types, validated field by field against the worker's registry. */
 import { describe, expect, test } from 'vitest';
-import { MAX_WORKER_ATTEMPT_S } from '../../lib/function-timeouts.js';
+import { MAX_WORKER_ATTEMPT_S } from '../../lib/domain/limits.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 
 const api = freshApiPerTest();

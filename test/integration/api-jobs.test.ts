@@ -1,6 +1,6 @@
 /** DESIGN §5: enqueue (client and server ids), read, replay and cancel through the api handler. */
 import { beforeEach, describe, expect, test } from 'vitest';
-import { jobKey } from '../../lib/keys.js';
+import { jobKey } from '../../lib/store/keys.js';
 import { freshApiPerTest, itemsWithPk, tableItems } from '../support/api.js';
 
 const api = freshApiPerTest();

@@ -1,10 +1,11 @@
 /** The key store on DynamoDB Local: secrets shown once and kept only as hashes, revocation, expiry, last use. */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { createApiKey, LAST_USED_RESOLUTION_MS, listApiKeys, revokeApiKey, verifyApiKey } from '../../lib/api-keys.js';
-import { NotFoundError, ValidationError } from '../../lib/errors.js';
-import { putJobType } from '../../lib/job-types.js';
-import { apiKeyKey } from '../../lib/keys.js';
-import { jobTypeInputSchema } from '../../lib/model.js';
+import { createApiKey, LAST_USED_RESOLUTION_MS, listApiKeys, revokeApiKey, verifyApiKey } from '../../lib/queue/api-keys.js';
+import { NotFoundError } from '../../lib/domain/errors.js';
+import { ValidationError } from '../../lib/domain/errors.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { apiKeyKey } from '../../lib/store/keys.js';
+import { jobTypeInputSchema } from '../../lib/domain/model.js';
 import { itemsWithPk, tableItems } from '../support/api.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 

@@ -5,10 +5,10 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
-import { createCallbackToken } from '../../lib/callback-tokens.js';
+import { createCallbackToken } from '../../lib/domain/callback-tokens.js';
 import { toAuthorizerEvent } from '../../infra/local/gateway.js';
-import { claimJob } from '../../lib/claims.js';
-import { requireJobType } from '../../lib/job-types.js';
+import { claimJob } from '../../lib/queue/claims.js';
+import { requireJobType } from '../../lib/queue/job-types.js';
 import { ADMIN_TOKEN, buildHttpApiEvent, createApiClient, createTestApi, tableItems, type ApiClient } from '../support/api.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 

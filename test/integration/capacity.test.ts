@@ -3,12 +3,13 @@
  * from ReturnConsumedCapacity on every call (DESIGN §3 budgets about 7).
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { trackConsumedCapacity, type CapacityTotals } from '../../lib/capacity.js';
-import { putJobType } from '../../lib/job-types.js';
-import { enqueueJob, getJob } from '../../lib/jobs.js';
-import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
-import { pollOnce, type WorkerBatch } from '../../lib/poller.js';
-import { runWorkerBatch } from '../../lib/worker.js';
+import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { enqueueJob, getJob } from '../../lib/queue/jobs.js';
+import { jobTypeInputSchema } from '../../lib/domain/model.js';
+import type { JobType } from '../../lib/domain/model.js';
+import { pollOnce, type WorkerBatch } from '../../lib/queue/poller.js';
+import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 
 const JOBS = 50;

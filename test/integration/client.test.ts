@@ -19,9 +19,9 @@ import {
   type ClientOptions,
   type QueueClient,
 } from '../../lib/client/index.js';
-import { claimJob } from '../../lib/claims.js';
-import { requireJobType } from '../../lib/job-types.js';
-import { runClaimedJob } from '../../lib/worker.js';
+import { claimJob } from '../../lib/queue/claims.js';
+import { requireJobType } from '../../lib/queue/job-types.js';
+import { runClaimedJob } from '../../lib/queue/worker.js';
 import { serveTestApi, type HttpTestApi } from '../support/http-api.js';
 import { asFunction, createTestQueue, manualClock, type TestQueue } from '../support/queue.js';
 import { tableItems } from '../support/api.js';

@@ -4,12 +4,12 @@
  * way an attempt ends gives its slots back.
  */
 import { describe, expect, test } from 'vitest';
-import { putJobType } from '../../lib/job-types.js';
-import { getJob } from '../../lib/jobs.js';
-import { jobTypeInputSchema } from '../../lib/model.js';
-import { readInFlight } from '../../lib/slots.js';
-import { sweepOnce } from '../../lib/sweeper.js';
-import { runWorkerBatch } from '../../lib/worker.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { jobTypeInputSchema } from '../../lib/domain/model.js';
+import { readInFlight } from '../../lib/queue/slots.js';
+import { sweepOnce } from '../../lib/queue/sweeper.js';
+import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { watchInFlight, sleepMs } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import { auditJobs, contextWith, runUntilSettled } from '../support/scenario.js';

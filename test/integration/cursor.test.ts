@@ -4,12 +4,12 @@
  * arithmetic is easy to follow: bucket b0 starts at T0.
  */
 import { describe, expect, test } from 'vitest';
-import type { QueueContext } from '../../lib/config.js';
-import { getJob } from '../../lib/jobs.js';
-import { bucketOf, lanePartition } from '../../lib/keys.js';
-import { readCursor } from '../../lib/lanes.js';
-import type { JobType } from '../../lib/model.js';
-import { sweepOnce } from '../../lib/sweeper.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { bucketOf, lanePartition } from '../../lib/store/keys.js';
+import { readCursor } from '../../lib/queue/lanes.js';
+import type { JobType } from '../../lib/domain/model.js';
+import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { FailingInvoker, RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
 import { asFunction } from '../support/queue.js';
 

@@ -1,8 +1,8 @@
 /** The producer's side against DynamoDB Local: idempotent enqueue (§4.4), cancel, replay. */
 import { describe, expect, test, vi } from 'vitest';
-import { ConflictError, NotFoundError } from '../../lib/errors.js';
-import { cancelJob, getJob, replayJob } from '../../lib/jobs.js';
-import { padEpochMs } from '../../lib/keys.js';
+import { ConflictError, NotFoundError } from '../../lib/domain/errors.js';
+import { cancelJob, getJob, replayJob } from '../../lib/queue/jobs.js';
+import { padEpochMs } from '../../lib/store/keys.js';
 import { T0, defineType, enqueue, freshQueuePerTest, poll, readItem, RecordingInvoker, RunningInvoker } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest({ settings: { retentionDays: 7 } });

@@ -13,9 +13,9 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { freePort } from '../../infra/local/dynamodb-local.js';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
-import { createApiKey } from '../../lib/api-keys.js';
-import { createQueueContext, readQueueSettings } from '../../lib/config.js';
-import { createDynamoClients, type DynamoClients } from '../../lib/dynamodb.js';
+import { createApiKey } from '../../lib/queue/api-keys.js';
+import { createQueueContext, readQueueSettings } from '../../lib/queue/context.js';
+import { createDynamoClients, type DynamoClients } from '../../lib/store/client.js';
 import { leaksInternals } from '../support/api.js';
 
 type Who = 'none' | 'admin' | 'enqueueEmails' | 'enqueueAll' | 'readEmails' | 'readAll' | 'callbackEmails' | 'revoked' | 'expired' | 'wrongSecret' | 'unknownId';

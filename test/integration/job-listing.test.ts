@@ -3,12 +3,13 @@
  * without a scan: every job once, in order, whatever the page size.
  */
 import { describe, expect, test } from 'vitest';
-import type { QueueContext } from '../../lib/config.js';
-import { directoryKey } from '../../lib/directory.js';
-import { listJobs } from '../../lib/job-listing.js';
-import { cancelJob } from '../../lib/jobs.js';
-import type { JobStatus, JobType } from '../../lib/model.js';
-import { AWAIT_CALLBACK, runWorkerBatch } from '../../lib/worker.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { directoryKey } from '../../lib/queue/directory.js';
+import { listJobs } from '../../lib/queue/job-listing.js';
+import { cancelJob } from '../../lib/queue/jobs.js';
+import type { JobStatus, JobType } from '../../lib/domain/model.js';
+import { AWAIT_CALLBACK } from '../../lib/queue/worker.js';
+import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
 import { asFunction } from '../support/queue.js';

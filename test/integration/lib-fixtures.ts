@@ -4,14 +4,16 @@
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, beforeEach } from 'vitest';
-import type { QueueContext, QueueSettings } from '../../lib/config.js';
-import { putJobType } from '../../lib/job-types.js';
-import { enqueueJob } from '../../lib/jobs.js';
-import { jobKey } from '../../lib/keys.js';
-import { jobTypeInputSchema, parseWith, type Job, type JobInput, type JobType, type WorkerIdentity } from '../../lib/model.js';
-import { pollOnce, type CursorCache, type PollResult, type WorkerBatch, type WorkerInvoker } from '../../lib/poller.js';
-import type { CustomRetryPolicies } from '../../lib/retry.js';
-import { runWorkerBatch, type BatchResult, type JobHandler } from '../../lib/worker.js';
+import type { QueueContext, QueueSettings } from '../../lib/queue/context.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { enqueueJob } from '../../lib/queue/jobs.js';
+import { jobKey } from '../../lib/store/keys.js';
+import { jobTypeInputSchema, parseWith, type JobInput, type WorkerIdentity } from '../../lib/domain/model.js';
+import type { Job, JobType } from '../../lib/domain/model.js';
+import { pollOnce, type CursorCache, type PollResult, type WorkerBatch, type WorkerInvoker } from '../../lib/queue/poller.js';
+import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
+import { runWorkerBatch } from '../../lib/queue/worker.js';
+import type { BatchResult, JobHandler } from '../../lib/queue/worker.js';
 import { asFunction, createTestQueue, type TestClock, type TestQueue } from '../support/queue.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00.000Z');

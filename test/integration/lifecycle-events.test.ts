@@ -1,10 +1,10 @@
 /** Lifecycle events are published once the write that made them true succeeded, and never for a write that did not. */
 import { beforeEach, afterEach, expect, test } from 'vitest';
-import { claimJob, endAttempt } from '../../lib/claims.js';
-import { completeFromCallback } from '../../lib/callbacks.js';
-import { createMemoryPublisher } from '../../lib/events.js';
-import { cancelJob } from '../../lib/jobs.js';
-import type { Job, JobType } from '../../lib/model.js';
+import { claimJob, endAttempt } from '../../lib/queue/claims.js';
+import { completeFromCallback } from '../../lib/queue/callbacks.js';
+import { createMemoryPublisher } from '../../lib/domain/lifecycle-events.js';
+import { cancelJob } from '../../lib/queue/jobs.js';
+import type { Job, JobType } from '../../lib/domain/model.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 import { T0, defineType, enqueue } from './lib-fixtures.js';
 

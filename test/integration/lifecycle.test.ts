@@ -4,11 +4,12 @@
  */
 import { QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test, vi } from 'vitest';
-import { claimJob, endAttempt } from '../../lib/claims.js';
-import { getJob } from '../../lib/jobs.js';
-import { shardOf } from '../../lib/keys.js';
-import { sweepOnce } from '../../lib/sweeper.js';
-import { AWAIT_CALLBACK, runWorkerBatch } from '../../lib/worker.js';
+import { claimJob, endAttempt } from '../../lib/queue/claims.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { shardOf } from '../../lib/store/keys.js';
+import { sweepOnce } from '../../lib/queue/sweeper.js';
+import { AWAIT_CALLBACK } from '../../lib/queue/worker.js';
+import { runWorkerBatch } from '../../lib/queue/worker.js';
 import {
   FailingInvoker,
   RecordingInvoker,
@@ -21,7 +22,7 @@ import {
   poll,
   readItem,
 } from './lib-fixtures.js';
-import { pollOnce } from '../../lib/poller.js';
+import { pollOnce } from '../../lib/queue/poller.js';
 import { asFunction } from '../support/queue.js';
 
 const RETENTION_DAYS = 7;

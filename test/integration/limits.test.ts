@@ -1,12 +1,14 @@
 /** Size limits that keep a job item inside DynamoDB's 400 KB, whatever a handler or callback sends. */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { completeFromCallback } from '../../lib/callbacks.js';
-import { claimJob } from '../../lib/claims.js';
-import { PayloadTooLargeError } from '../../lib/errors.js';
-import { putJobType } from '../../lib/job-types.js';
-import { enqueueJob, getJob } from '../../lib/jobs.js';
-import { jobTypeInputSchema, MAX_DATA_BYTES, type Job, type JobType } from '../../lib/model.js';
-import { AWAIT_CALLBACK, runClaimedJob } from '../../lib/worker.js';
+import { completeFromCallback } from '../../lib/queue/callbacks.js';
+import { claimJob } from '../../lib/queue/claims.js';
+import { PayloadTooLargeError } from '../../lib/domain/errors.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { enqueueJob, getJob } from '../../lib/queue/jobs.js';
+import { jobTypeInputSchema, MAX_DATA_BYTES } from '../../lib/domain/model.js';
+import type { Job, JobType } from '../../lib/domain/model.js';
+import { AWAIT_CALLBACK } from '../../lib/queue/worker.js';
+import { runClaimedJob } from '../../lib/queue/worker.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 
 let queue: TestQueue;

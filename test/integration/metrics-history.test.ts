@@ -9,9 +9,9 @@ import { afterEach, beforeEach, describe, expect, test, vi, type MockInstance } 
 import { createPollerHandler } from '../../functions/poller/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
-import type { QueueContext } from '../../lib/config.js';
-import { createMetricsRecorder, lagBucketOf, lagBucketValueMs, METRICS_FLUSH_INTERVAL_MS, METRICS_RETENTION_S } from '../../lib/metrics-history.js';
-import type { WorkerBatch } from '../../lib/poller.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { createMetricsRecorder, lagBucketOf, lagBucketValueMs, METRICS_FLUSH_INTERVAL_MS, METRICS_RETENTION_S } from '../../lib/queue/metrics-history.js';
+import type { WorkerBatch } from '../../lib/queue/poller.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
 import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { createTestQueue, manualClock, type TestQueue } from '../support/queue.js';

@@ -2,9 +2,9 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test } from 'vitest';
-import type { QueueContext } from '../../lib/config.js';
-import { getJob } from '../../lib/jobs.js';
-import { runPollerLoop, type PollResult } from '../../lib/poller.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { runPollerLoop, type PollResult } from '../../lib/queue/poller.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
 import { asFunction } from '../support/queue.js';
 

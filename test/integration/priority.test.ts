@@ -4,12 +4,13 @@
  * says whether ready time or priority comes first.
  */
 import { describe, expect, test } from 'vitest';
-import { putJobType } from '../../lib/job-types.js';
-import { jobTypeInputSchema, type JobType } from '../../lib/model.js';
-import { runWorkerBatch } from '../../lib/worker.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { jobTypeInputSchema } from '../../lib/domain/model.js';
+import type { JobType } from '../../lib/domain/model.js';
+import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { sleepMs, watchInFlight } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';
-import type { QueueContext } from '../../lib/config.js';
+import type { QueueContext } from '../../lib/queue/context.js';
 import { contextWith, runUntilSettled } from '../support/scenario.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
 

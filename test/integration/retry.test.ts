@@ -1,12 +1,13 @@
 /** Retries against DynamoDB Local (invariants 1 and 2): policy delays, attempt limits, non-retryable failures, history. */
 import { describe, expect, test, vi } from 'vitest';
-import type { QueueContext } from '../../lib/config.js';
-import { NonRetryableError, RetryAfterError } from '../../lib/errors.js';
-import { MAX_WORKER_ATTEMPT_S } from '../../lib/function-timeouts.js';
-import { getJob } from '../../lib/jobs.js';
-import type { JobType, WorkerIdentity } from '../../lib/model.js';
-import type { CustomRetryPolicies } from '../../lib/retry.js';
-import type { JobHandler } from '../../lib/worker.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { NonRetryableError, RetryAfterError } from '../../lib/domain/errors.js';
+import { MAX_WORKER_ATTEMPT_S } from '../../lib/domain/limits.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import type { JobType } from '../../lib/domain/model.js';
+import type { WorkerIdentity } from '../../lib/domain/model.js';
+import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
+import type { JobHandler } from '../../lib/queue/worker.js';
 import { RunningInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest();

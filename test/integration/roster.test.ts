@@ -8,17 +8,11 @@ import { afterEach, beforeEach, describe, expect, test, vi, type MockInstance } 
 import { createPollerHandler } from '../../functions/poller/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
-import type { QueueContext } from '../../lib/config.js';
-import { getJob } from '../../lib/jobs.js';
-import { rosterEntryName, rosterKey } from '../../lib/keys.js';
-import type { WorkerIdentity } from '../../lib/model.js';
-import {
-  createRosterHeartbeat,
-  listRoster,
-  ROSTER_PURGE_AFTER_S,
-  ROSTER_REFRESH_MS,
-  ROSTER_STALE_AFTER_MS,
-} from '../../lib/roster.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { rosterEntryName, rosterKey } from '../../lib/store/keys.js';
+import type { WorkerIdentity } from '../../lib/domain/model.js';
+import { createRosterHeartbeat, listRoster, ROSTER_PURGE_AFTER_S, ROSTER_REFRESH_MS, ROSTER_STALE_AFTER_MS } from '../../lib/queue/roster.js';
 import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { asFunction, manualClock } from '../support/queue.js';
 import { RecordingInvoker, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';

@@ -3,11 +3,11 @@
  * many queued jobs are due and how long the oldest has waited.
  */
 import { describe, expect, test } from 'vitest';
-import { trackConsumedCapacity } from '../../lib/capacity.js';
-import type { QueueContext } from '../../lib/config.js';
-import type { JobType } from '../../lib/model.js';
-import { statsOfType, statsOfTypes } from '../../lib/stats.js';
-import { sweepOnce } from '../../lib/sweeper.js';
+import { trackConsumedCapacity } from '../support/capacity.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import type { JobType } from '../../lib/domain/model.js';
+import { statsOfType, statsOfTypes } from '../../lib/queue/stats.js';
+import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 import { asFunction } from '../support/queue.js';
 

@@ -3,12 +3,13 @@
  * visibility timeouts, at_most_once, duplicate deliveries, heartbeats.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { extendClaim, guardOf, markStarted } from '../../lib/claims.js';
-import { getJob } from '../../lib/jobs.js';
-import { jobKey, shardOf } from '../../lib/keys.js';
-import type { WorkerBatch } from '../../lib/poller.js';
-import { sweepOnce, type SweepFailure } from '../../lib/sweeper.js';
-import { runWorkerBatch, type JobHandler } from '../../lib/worker.js';
+import { extendClaim, guardOf, markStarted } from '../../lib/queue/claims.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { jobKey, shardOf } from '../../lib/store/keys.js';
+import type { WorkerBatch } from '../../lib/queue/poller.js';
+import { sweepOnce, type SweepFailure } from '../../lib/queue/sweeper.js';
+import { runWorkerBatch } from '../../lib/queue/worker.js';
+import type { JobHandler } from '../../lib/queue/worker.js';
 import { refuseCalls, writesTo, type DynamoCall } from '../support/faults.js';
 import { asFunction, createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';

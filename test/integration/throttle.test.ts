@@ -3,11 +3,11 @@
  * concurrency hold across pollers, while other keys keep running.
  */
 import { describe, expect, test } from 'vitest';
-import { putJobType } from '../../lib/job-types.js';
-import { getJob } from '../../lib/jobs.js';
-import { jobTypeInputSchema } from '../../lib/model.js';
-import { readInFlight } from '../../lib/slots.js';
-import { runWorkerBatch } from '../../lib/worker.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { jobTypeInputSchema } from '../../lib/domain/model.js';
+import { readInFlight } from '../../lib/queue/slots.js';
+import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { sleepMs, watchInFlight } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import { auditJobs, contextWith, runUntilSettled } from '../support/scenario.js';

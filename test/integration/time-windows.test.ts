@@ -5,12 +5,13 @@
  * reaches the worker after its window closed goes back to wait for the next.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { trackConsumedCapacity } from '../../lib/capacity.js';
-import { getJob } from '../../lib/jobs.js';
-import type { JobType } from '../../lib/model.js';
-import { pollOnce, type CursorCache, type PollResult } from '../../lib/poller.js';
-import { runWorkerBatch, type JobHandler } from '../../lib/worker.js';
-import type { TimeWindow } from '../../lib/windows.js';
+import { trackConsumedCapacity } from '../support/capacity.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import type { JobType } from '../../lib/domain/model.js';
+import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/poller.js';
+import { runWorkerBatch } from '../../lib/queue/worker.js';
+import type { JobHandler } from '../../lib/queue/worker.js';
+import type { TimeWindow } from '../../lib/domain/windows.js';
 import { createTestApi, tableItems } from '../support/api.js';
 import { manualClock, type TestQueue } from '../support/queue.js';
 import { RecordingInvoker, RunningInvoker, WORKER, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';

@@ -13,9 +13,9 @@ import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { createLocalGateway } from '../../infra/local/gateway.js';
 import { httpApiEvent, lambdaContext } from '../../infra/local/http-server.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
-import type { QueueSettings } from '../../lib/config.js';
-import { fixedSecret } from '../../lib/secrets.js';
-import type { WorkerRegistry } from '../../lib/worker.js';
+import type { QueueSettings } from '../../lib/queue/context.js';
+import { fixedSecret } from '../../lib/aws/secrets.js';
+import type { WorkerRegistry } from '../../lib/queue/worker.js';
 import { createTestQueue, type FunctionContexts, type TestQueue } from './queue.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';

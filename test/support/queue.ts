@@ -2,10 +2,10 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
-import { createQueueContext, readQueueSettings, type QueueContext, type QueueSettings } from '../../lib/config.js';
-import { createDynamoClients, type DynamoClients } from '../../lib/dynamodb.js';
-import type { LifecyclePublisher } from '../../lib/events.js';
-import { ensureTable } from '../../lib/table.js';
+import { createQueueContext, readQueueSettings, type QueueContext, type QueueSettings } from '../../lib/queue/context.js';
+import { createDynamoClients, type DynamoClients } from '../../lib/store/client.js';
+import type { LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
+import { ensureTable } from '../../lib/store/table.js';
 import type { IamDecision } from '../../infra/local/iam/iam-check.js';
 import type { LocalIam } from '../../infra/local/iam/local-iam.js';
 import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';

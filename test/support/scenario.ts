@@ -4,13 +4,15 @@
  * terminal, its history explains every attempt, and its starts match its
  * delivery strategy.
  */
-import { createQueueContext, type QueueContext } from '../../lib/config.js';
-import { getJob } from '../../lib/jobs.js';
-import { isTerminal, type Job, type JobType } from '../../lib/model.js';
-import { runPollerLoop, type WorkerBatch, type WorkerInvoker } from '../../lib/poller.js';
-import { abortableSleep } from '../../lib/sleep.js';
-import { sweepOnce } from '../../lib/sweeper.js';
-import { runWorkerBatch, type JobHandler, type WorkerRegistry } from '../../lib/worker.js';
+import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { isTerminal } from '../../lib/domain/model.js';
+import type { Job, JobType } from '../../lib/domain/model.js';
+import { runPollerLoop, type WorkerBatch, type WorkerInvoker } from '../../lib/queue/poller.js';
+import { abortableSleep } from '../../lib/domain/sleep.js';
+import { sweepOnce } from '../../lib/queue/sweeper.js';
+import { runWorkerBatch, type WorkerRegistry } from '../../lib/queue/worker.js';
+import type { JobHandler } from '../../lib/queue/worker.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 export interface ScenarioComponents {

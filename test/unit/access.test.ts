@@ -2,7 +2,8 @@
 import { describe, expect, test } from 'vitest';
 import { ADMIN, PUBLIC, assertCallbackAttempt, authorize, typeScope, type Access } from '../../functions/api/access.js';
 import { principalToContext, type Principal } from '../../functions/shared/principal.js';
-import { ConflictError, ForbiddenError, UnauthorizedError, ValidationError } from '../../lib/errors.js';
+import { ConflictError, ForbiddenError, UnauthorizedError } from '../../lib/domain/errors.js';
+import { ValidationError } from '../../lib/domain/errors.js';
 import { buildHttpApiEvent } from '../support/api.js';
 
 const NOW_MS = Date.parse('2026-11-21T10:00:00.000Z');

@@ -1,9 +1,10 @@
 /** The batcher: how a poll's claimed jobs are split into worker invocations, and what each one carries. */
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { jsonBytes } from '../../lib/jobs.js';
-import { jobTypeFromInput, jobTypeInputSchema, parseWith, type Job, type JobType } from '../../lib/model.js';
-import { createBatcher, type WorkerBatch } from '../../lib/poller.js';
+import { jsonBytes } from '../../lib/queue/jobs.js';
+import { jobTypeFromInput, jobTypeInputSchema, parseWith } from '../../lib/domain/model.js';
+import type { Job, JobType } from '../../lib/domain/model.js';
+import { createBatcher, type WorkerBatch } from '../../lib/queue/poller.js';
 import { runningJob, T0 } from '../support/jobs.js';
 
 /** An http type, with the signing secret its item holds. */

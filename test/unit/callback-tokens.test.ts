@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { callbackUrl, createCallbackToken, verifyCallbackToken } from '../../lib/callback-tokens.js';
-import { signatureOf, verifySignature } from '../../lib/signing.js';
+import { callbackUrl, createCallbackToken, verifyCallbackToken } from '../../lib/domain/callback-tokens.js';
+import { signatureOf, verifySignature } from '../../lib/domain/signing.js';
 
 const SECRET = 'callback-secret-for-tests';
 const JOB = { type: 'emails', id: 'job_1' };

@@ -4,7 +4,8 @@
  * (test/integration/client.test.ts runs it against the real api.)
  */
 import { describe, expect, test } from 'vitest';
-import { createClient, ForbiddenError, NotFoundError, QueueApiError, ServerError, UnauthorizedError, type Job } from '../../lib/client/index.js';
+import { createClient, ForbiddenError, NotFoundError, QueueApiError, ServerError, UnauthorizedError } from '../../lib/client/index.js';
+import type { Job } from '../../lib/domain/model.js';
 
 interface Sent {
   method: string;

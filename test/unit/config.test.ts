@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
-import { readQueueSettings } from '../../lib/config.js';
-import { ConfigError } from '../../lib/errors.js';
+import { readQueueSettings } from '../../lib/queue/context.js';
+import { ConfigError } from '../../lib/domain/errors.js';
 
 test('a missing TABLE_NAME is reported by name', () => {
   expect(() => readQueueSettings({})).toThrow(new ConfigError('TABLE_NAME environment variable is not set'));

@@ -1,7 +1,7 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, test } from 'vitest';
-import { createEventBridgePublisher, eventsForEndedAttempt, type LifecycleEvent } from '../../lib/events.js';
+import { createEventBridgePublisher, eventsForEndedAttempt, type LifecycleEvent } from '../../lib/domain/lifecycle-events.js';
 import { runningJob, T0 } from '../support/jobs.js';
 
 const eventBridge = mockClient(EventBridgeClient);

@@ -1,7 +1,8 @@
 /** Request bodies: JSON only, in UTF-8, and every key said once and never `__proto__`. */
 import { describe, expect, test } from 'vitest';
 import { findBodyIssue, parseJsonBody } from '../../functions/api/http.js';
-import { ValidationError, UnsupportedMediaTypeError } from '../../lib/errors.js';
+import { ValidationError } from '../../lib/domain/errors.js';
+import { UnsupportedMediaTypeError } from '../../lib/domain/errors.js';
 import { buildHttpApiEvent } from '../support/api.js';
 
 describe('findBodyIssue', () => {

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { shardsFromEvent } from '../../functions/poller/app.js';
 import { createEmfMetrics, noMetrics, type MetricDimensions, type QueueMetrics } from '../../functions/shared/metrics.js';
 import { measuredRegistry } from '../../functions/worker/app.js';
-import { ConfigError } from '../../lib/errors.js';
-import { AWAIT_CALLBACK, type JobContext, type JobHandler } from '../../lib/worker.js';
+import { ConfigError } from '../../lib/domain/errors.js';
+import { AWAIT_CALLBACK, type JobContext, type JobHandler } from '../../lib/queue/worker.js';
 import { runningJob } from '../support/jobs.js';
 
 afterEach(() => {

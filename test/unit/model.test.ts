@@ -1,16 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import { ValidationError, type FieldIssue } from '../../lib/errors.js';
-import { MAX_WORKER_ATTEMPT_S } from '../../lib/function-timeouts.js';
-import {
-  DEFAULT_RETRY,
-  jobInputFromBody,
-  jobInputSchema,
-  jobToApi,
-  jobTypeFromInput,
-  jobTypeInputSchema,
-  parseWith,
-  type Job,
-} from '../../lib/model.js';
+import { ValidationError } from '../../lib/domain/errors.js';
+import type { FieldIssue } from '../../lib/domain/errors.js';
+import { MAX_WORKER_ATTEMPT_S } from '../../lib/domain/limits.js';
+import { DEFAULT_RETRY, jobInputFromBody, jobInputSchema, jobToApi, jobTypeFromInput, jobTypeInputSchema, parseWith } from '../../lib/domain/model.js';
+import type { Job } from '../../lib/domain/model.js';
 
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
 const TIMES = { createdAtMs: T0, updatedAtMs: T0 };

@@ -1,7 +1,7 @@
 import { describe, expect, test, vi } from 'vitest';
-import type { Job, RetryPolicy } from '../../lib/model.js';
+import type { Job, RetryPolicy } from '../../lib/domain/model.js';
 import { runningJob } from '../support/jobs.js';
-import { backoffDelayMs, decideRetry, type AttemptFailure, type CustomRetryPolicies } from '../../lib/retry.js';
+import { backoffDelayMs, decideRetry, type AttemptFailure, type CustomRetryPolicies } from '../../lib/domain/retry.js';
 
 function jobAt(attempt: number, maxAttempts = 5): Job {
   return runningJob({ attempt, maxAttempts });

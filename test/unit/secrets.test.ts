@@ -1,7 +1,7 @@
 import { GetSecretValueCommand, ResourceNotFoundException, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, test } from 'vitest';
-import { SECRET_CACHE_MS, secretsManagerSecret } from '../../lib/secrets.js';
+import { SECRET_CACHE_MS, secretsManagerSecret } from '../../lib/aws/secrets.js';
 
 const secretsManager = mockClient(SecretsManagerClient);
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:callback-AbCdEf';

@@ -2,9 +2,9 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, expect, test } from 'vitest';
-import { createQueueContext, readQueueSettings } from '../../lib/config.js';
-import { createSigningSecretCache, JOB_TYPES_REFRESH_MS, MAX_CACHED_SIGNING_SECRETS } from '../../lib/job-types.js';
-import { jobTypeKey } from '../../lib/keys.js';
+import { createQueueContext, readQueueSettings } from '../../lib/queue/context.js';
+import { createSigningSecretCache, JOB_TYPES_REFRESH_MS, MAX_CACHED_SIGNING_SECRETS } from '../../lib/queue/job-types.js';
+import { jobTypeKey } from '../../lib/store/keys.js';
 import { T0 } from '../support/jobs.js';
 
 const db = mockClient(DynamoDBDocumentClient);

@@ -10,8 +10,8 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, describe, expect, test, vi } from 'vitest';
 import { createQueueApp } from '../../infra/queue-app.js';
 import type { QueueStack } from '../../infra/queue-stack.js';
-import { ConfigError } from '../../lib/errors.js';
-import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S, WORKER_TIMEOUT_S } from '../../lib/function-timeouts.js';
+import { ConfigError } from '../../lib/domain/errors.js';
+import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S, WORKER_TIMEOUT_S } from '../../lib/domain/limits.js';
 
 // A synth takes about a second, several on a busy machine: more than the unit default of 5 s.
 vi.setConfig({ testTimeout: 60_000 });

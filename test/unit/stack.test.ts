@@ -15,8 +15,8 @@ import { createQueueApp } from '../../infra/queue-app.js';
 import { QUEUE_FUNCTIONS } from '../../infra/queue-function.js';
 import type { QueueStack } from '../../infra/queue-stack.js';
 import { TABLE_GRANTS } from '../../infra/table-grants.js';
-import { DUE_INDEX, PARTITION_PREFIX, TTL_ATTRIBUTE } from '../../lib/keys.js';
-import { TABLE_SCHEMA } from '../../lib/table.js';
+import { DUE_INDEX, PARTITION_PREFIX, TTL_ATTRIBUTE } from '../../lib/store/keys.js';
+import { TABLE_SCHEMA } from '../../lib/store/table.js';
 
 // A synth without bundling takes about a second, several on a busy machine: more than the unit default of 5 s.
 vi.setConfig({ testTimeout: 60_000 });

@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
-import { ValidationError } from '../../lib/errors.js';
-import { jobTypeFromInput, jobTypeInputSchema, jobTypeToApi, parseWith } from '../../lib/model.js';
+import { ValidationError } from '../../lib/domain/errors.js';
+import { jobTypeFromInput, jobTypeInputSchema, jobTypeToApi, parseWith } from '../../lib/domain/model.js';
 import { T0 } from '../support/jobs.js';
 
 const fieldsOf = (target: unknown): string[] => {

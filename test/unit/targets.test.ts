@@ -2,11 +2,12 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { InvokeCommand, LambdaClient, type InvokeCommandOutput } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, test } from 'vitest';
-import { jobTypeFromInput, jobTypeInputSchema, parseWith, type JobType } from '../../lib/model.js';
+import { jobTypeFromInput, jobTypeInputSchema, parseWith } from '../../lib/domain/model.js';
+import type { JobType } from '../../lib/domain/model.js';
 import { runEventBridgeTarget } from '../../lib/targets/eventbridge.js';
 import { outcomeOfAnswer, retryAfterMs } from '../../lib/targets/http.js';
 import { prepareTarget } from '../../lib/targets/index.js';
-import { fixedSecret } from '../../lib/secrets.js';
+import { fixedSecret } from '../../lib/aws/secrets.js';
 import { runLambdaTarget } from '../../lib/targets/lambda.js';
 import type { TargetRun } from '../../lib/targets/target.js';
 import { runningJob, T0 } from '../support/jobs.js';

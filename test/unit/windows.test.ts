@@ -2,9 +2,11 @@
 import fc from 'fast-check';
 import { DateTime } from 'luxon';
 import { describe, expect, test } from 'vitest';
-import { ValidationError, type FieldIssue } from '../../lib/errors.js';
-import { jobInputSchema, jobTypeInputSchema, parseWith } from '../../lib/model.js';
-import { firstInstantInWindows, isInWindows, type TimeWindow } from '../../lib/windows.js';
+import { ValidationError } from '../../lib/domain/errors.js';
+import type { FieldIssue } from '../../lib/domain/errors.js';
+import { jobInputSchema, jobTypeInputSchema, parseWith } from '../../lib/domain/model.js';
+import { firstInstantInWindows, isInWindows } from '../../lib/domain/windows.js';
+import type { TimeWindow } from '../../lib/domain/windows.js';
 
 const at = (iso: string): number => Date.parse(iso);
 const iso = (epochMs: number): string => new Date(epochMs).toISOString();

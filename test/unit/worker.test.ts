@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { appendHistory } from '../../lib/claims.js';
-import { NonRetryableError, RetryAfterError } from '../../lib/errors.js';
-import { HISTORY_LIMIT, type AttemptRecord } from '../../lib/model.js';
-import { failureFromError } from '../../lib/worker.js';
+import { appendHistory } from '../../lib/queue/claims.js';
+import { NonRetryableError, RetryAfterError } from '../../lib/domain/errors.js';
+import { HISTORY_LIMIT, type AttemptRecord } from '../../lib/domain/model.js';
+import { failureFromError } from '../../lib/queue/worker.js';
 import { T0 } from '../support/jobs.js';
 
 const record = (attempt: number): AttemptRecord => ({

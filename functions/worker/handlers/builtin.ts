@@ -1,6 +1,6 @@
 /** The built-in handlers of DESIGN §6, for demos and tests. */
-import { NonRetryableError } from '../../../lib/errors.js';
-import { AWAIT_CALLBACK, type JobHandler } from '../../../lib/worker.js';
+import { NonRetryableError } from '../../../lib/domain/errors.js';
+import { AWAIT_CALLBACK, type JobHandler } from '../../../lib/queue/worker.js';
 
 const field = (data: unknown, name: string): unknown =>
   typeof data === 'object' && data !== null ? (data as Record<string, unknown>)[name] : undefined;

@@ -3,8 +3,8 @@
  * can name, and custom retry policies `retry: {kind: "custom", name}` can name.
  * Add your own here.
  */
-import type { CustomRetryPolicy } from '../../../lib/retry.js';
-import type { WorkerRegistry } from '../../../lib/worker.js';
+import type { CustomRetryPolicy } from '../../../lib/domain/retry.js';
+import type { WorkerRegistry } from '../../../lib/queue/worker.js';
 import { awaitCallback, echo, fail, sleep } from './builtin.js';
 
 /** Retries only timeouts and 5xx-like failures, waiting 5 s more on each attempt. */

@@ -6,9 +6,9 @@
  * AWS they are `events:PutEvents` and `lambda:InvokeFunction` calls, so they
  * are checked as those.
  */
-import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../lib/dynamodb.js';
-import type { LifecyclePublisher } from '../../../lib/events.js';
-import type { WorkerInvoker } from '../../../lib/poller.js';
+import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../lib/store/client.js';
+import type { LifecyclePublisher } from '../../../lib/domain/lifecycle-events.js';
+import type { WorkerInvoker } from '../../../lib/queue/poller.js';
 import { checkCallsOf, createIamCheck, type IamCheck, type IamDecision } from './iam-check.js';
 import { localPolicies, type LocalAccount } from './local-policies.js';
 import { lambdaInvokeRequests, putEventsRequests } from './requests.js';

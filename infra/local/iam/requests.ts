@@ -4,7 +4,7 @@
  * item as the item's own action (DynamoDB has no TransactWriteItems action);
  * a batch as the batch action on each table, with every key it touches.
  */
-import { TABLE_SCHEMA } from '../../../lib/table.js';
+import { TABLE_SCHEMA } from '../../../lib/store/table.js';
 import { arnOf, type LocalAccount } from './local-policies.js';
 
 export interface IamRequest {

@@ -9,9 +9,9 @@
  * costs nothing extra.
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { QueueContext } from './config.js';
-import { bucketOf, laneName, padEpochMs, PARTITION_PREFIX, type ItemKey, type Lane } from './keys.js';
-import { queryPages } from './listing.js';
+import type { QueueContext } from './context.js';
+import { bucketOf, laneName, padEpochMs, PARTITION_PREFIX, type ItemKey, type Lane } from '../store/keys.js';
+import { queryPages } from '../store/listing.js';
 
 /** Buckets up to this many past the current one are walked, never looked up: writers skip recording them. */
 export const WALKED_BUCKETS_AHEAD = 1;

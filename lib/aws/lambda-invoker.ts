@@ -1,6 +1,6 @@
 /** How the poller hands batches to workers in AWS: an asynchronous Lambda invoke. */
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
-import type { WorkerBatch, WorkerInvoker } from './poller.js';
+import type { WorkerBatch, WorkerInvoker } from '../queue/poller.js';
 
 export function createLambdaInvoker(client: LambdaClient, functionName: string): WorkerInvoker {
   return {

@@ -3,9 +3,9 @@
  * environment variable so a misconfigured deployment says what to fix.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { MAX_DYNAMODB_CALL_MS } from './dynamodb.js';
-import { ConfigError } from './errors.js';
-import { discardLifecycleEvents, type LifecyclePublisher } from './events.js';
+import { MAX_DYNAMODB_CALL_MS } from '../store/client.js';
+import { ConfigError } from '../domain/errors.js';
+import { discardLifecycleEvents, type LifecyclePublisher } from '../domain/lifecycle-events.js';
 
 export interface QueueSettings {
   tableName: string;

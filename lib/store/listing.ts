@@ -4,7 +4,7 @@
  * query finds the names and a batch get reads the items.
  */
 import { BatchGetCommand, QueryCommand, type QueryCommandInput, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
-import type { QueueContext } from './config.js';
+import type { QueueContext } from '../queue/context.js';
 import { DUE_INDEX, type ItemKey } from './keys.js';
 
 const BATCH_GET_LIMIT = 100;

@@ -4,14 +4,15 @@
  */
 import pLimit from 'p-limit';
 import { claimJob, releaseClaim, type ClaimResult } from './claims.js';
-import type { QueueContext } from './config.js';
+import type { QueueContext } from './context.js';
 import { JOB_TYPES_REFRESH_MS, listJobTypes } from './job-types.js';
-import { bucketOf, parseJobPk, type Lane } from './keys.js';
+import { bucketOf, parseJobPk, type Lane } from '../store/keys.js';
 import { advanceCursor, readCursor, scanLane, type DueEntry } from './lanes.js';
 import { jsonBytes } from './jobs.js';
-import { DEFAULT_PRIORITY, withoutSecrets, type Job, type JobType, type JobTypeWithoutSecrets, type PriorityOrder } from './model.js';
+import { DEFAULT_PRIORITY, withoutSecrets, type JobTypeWithoutSecrets } from '../domain/model.js';
+import type { Job, JobType, PriorityOrder } from '../domain/model.js';
 import { returnRateTokens, takeRateTokens, type RateBucketCache } from './rate-limit.js';
-import { abortableSleep } from './sleep.js';
+import { abortableSleep } from '../domain/sleep.js';
 import { hasSlotLimits, limitTooSmall, readInFlight, slotsFor, throttleKeyLimit } from './slots.js';
 
 /**

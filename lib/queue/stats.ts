@@ -12,12 +12,12 @@
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import pLimit, { type LimitFunction } from 'p-limit';
-import type { QueueContext } from './config.js';
+import type { QueueContext } from './context.js';
 import { laneBuckets } from './directory.js';
-import { bucketOf, DUE_INDEX, dueUpToSortKey, lanePartition, type Lane } from './keys.js';
+import { bucketOf, DUE_INDEX, dueUpToSortKey, lanePartition, type Lane } from '../store/keys.js';
 import { oldestCursorBucket, readCursor } from './lanes.js';
-import type { JobType } from './model.js';
-import { queryPages } from './listing.js';
+import type { JobType } from '../domain/model.js';
+import { queryPages } from '../store/listing.js';
 import { readInFlight } from './slots.js';
 
 export interface TypeStats {

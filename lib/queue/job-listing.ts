@@ -6,14 +6,15 @@
  * merging shards, then the jobs themselves with one batch get.
  */
 import type { QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { QueueContext } from './config.js';
+import type { QueueContext } from './context.js';
 import { laneBuckets } from './directory.js';
-import { ValidationError } from './errors.js';
-import { itemToJob } from './items.js';
-import { bucketOf, DUE_INDEX, finishedPartition, jobKey, lanePartition, parseJobPk, type Lane } from './keys.js';
+import { ValidationError } from '../domain/errors.js';
+import { itemToJob } from '../store/items.js';
+import { bucketOf, DUE_INDEX, finishedPartition, jobKey, lanePartition, parseJobPk, type Lane } from '../store/keys.js';
 import { oldestCursorBucket } from './lanes.js';
-import { batchGetItems, queryPages } from './listing.js';
-import { isTerminal, type Job, type JobStatus, type JobType } from './model.js';
+import { batchGetItems, queryPages } from '../store/listing.js';
+import { isTerminal } from '../domain/model.js';
+import type { Job, JobStatus, JobType } from '../domain/model.js';
 
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 50;

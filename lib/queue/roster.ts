@@ -9,9 +9,9 @@
  * is lazy, up to days late, so it only keeps the partition small).
  */
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { QueueContext } from './config.js';
-import { ROSTER_PARTITION, rosterEntryName, rosterKey, TTL_ATTRIBUTE } from './keys.js';
-import { listIndexedItems } from './listing.js';
+import type { QueueContext } from './context.js';
+import { ROSTER_PARTITION, rosterEntryName, rosterKey, TTL_ATTRIBUTE } from '../store/keys.js';
+import { listIndexedItems } from '../store/listing.js';
 
 export const ROSTER_ROLES = ['poller', 'worker'] as const;
 export type RosterRole = (typeof ROSTER_ROLES)[number];

@@ -10,11 +10,12 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
-import type { QueueContext } from './config.js';
-import { NotFoundError, ValidationError } from './errors.js';
-import { API_KEYS_PARTITION, apiKeyKey } from './keys.js';
-import { listIndexedItems } from './listing.js';
-import { JOB_TYPE_NAME_PATTERN } from './model.js';
+import type { QueueContext } from './context.js';
+import { NotFoundError } from '../domain/errors.js';
+import { ValidationError } from '../domain/errors.js';
+import { API_KEYS_PARTITION, apiKeyKey } from '../store/keys.js';
+import { listIndexedItems } from '../store/listing.js';
+import { JOB_TYPE_NAME_PATTERN } from '../domain/model.js';
 
 export const SCOPE_ACTIONS = ['enqueue', 'read', 'callback'] as const;
 export type ScopeAction = (typeof SCOPE_ACTIONS)[number];

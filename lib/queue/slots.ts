@@ -7,11 +7,12 @@
  * ends (success, failure, retry, timeout, the sweeper's reclaim, a failed
  * dispatch), the counters stay exact, so a crashed worker never leaks capacity.
  */
-import type { QueueContext } from './config.js';
-import { PARTITION_PREFIX, type ItemKey } from './keys.js';
-import { batchGetItems } from './listing.js';
-import { OTHER_THROTTLE_KEYS, type HeldSlots, type Job, type JobType } from './model.js';
-import type { TransactItem } from './transactions.js';
+import type { QueueContext } from './context.js';
+import { PARTITION_PREFIX, type ItemKey } from '../store/keys.js';
+import { batchGetItems } from '../store/listing.js';
+import { OTHER_THROTTLE_KEYS, type HeldSlots } from '../domain/model.js';
+import type { Job, JobType } from '../domain/model.js';
+import type { TransactItem } from '../store/transactions.js';
 
 /** Kept apart from the type's own item, which a PUT of the type replaces whole. */
 export function typeCounterKey(type: string): ItemKey {

@@ -6,9 +6,9 @@
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { QueueContext } from './config.js';
+import type { QueueContext } from '../queue/context.js';
 import { unmarshallItem } from './items.js';
-import { abortableSleep } from './sleep.js';
+import { abortableSleep } from '../domain/sleep.js';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 

@@ -11,9 +11,9 @@
  */
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import pLimit from 'p-limit';
-import type { QueueContext } from './config.js';
-import { metricsKey, metricsMinuteSortKey, TTL_ATTRIBUTE } from './keys.js';
-import type { JobStatus } from './model.js';
+import type { QueueContext } from './context.js';
+import { metricsKey, metricsMinuteSortKey, TTL_ATTRIBUTE } from '../store/keys.js';
+import type { JobStatus } from '../domain/model.js';
 import type { JobRunOutcome } from './worker.js';
 
 export const FINISHED_OUTCOMES = ['succeeded', 'failed', 'expired', 'retried'] as const;

@@ -6,28 +6,18 @@
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { QueueContext } from './config.js';
-import { eventForUnstartedJob, eventsForEndedAttempt } from './events.js';
-import { itemToJob, unmarshallItem } from './items.js';
+import type { QueueContext } from './context.js';
+import { eventForUnstartedJob, eventsForEndedAttempt } from '../domain/lifecycle-events.js';
+import { itemToJob, unmarshallItem } from '../store/items.js';
 import { recordLaneBucket } from './directory.js';
 import { finishedIndexKeys, getJob, purgeAtS, queuedIndexKeys } from './jobs.js';
-import { bucketOf, claimSortKey, jobKey, lanePartition, shardOf } from './keys.js';
-import {
-  HISTORY_LIMIT,
-  MAX_ERROR_MESSAGE_CHARS,
-  MAX_TRACE_CHARS,
-  type AttemptError,
-  type AttemptOutcome,
-  type AttemptRecord,
-  type HeldSlots,
-  type Job,
-  type JobType,
-  type WorkerIdentity,
-} from './model.js';
-import { decideRetry, type AttemptFailure, type CustomRetryPolicies } from './retry.js';
+import { bucketOf, claimSortKey, jobKey, lanePartition, shardOf } from '../store/keys.js';
+import { HISTORY_LIMIT, MAX_ERROR_MESSAGE_CHARS, MAX_TRACE_CHARS, type AttemptRecord, type HeldSlots, type WorkerIdentity } from '../domain/model.js';
+import type { AttemptError, AttemptOutcome, Job, JobType } from '../domain/model.js';
+import { decideRetry, type AttemptFailure, type CustomRetryPolicies } from '../domain/retry.js';
 import { limitTooSmall, returnSlotItems, takeSlotItems } from './slots.js';
-import { transactWrite, type TransactItem } from './transactions.js';
-import { earliestStartMs, effectiveWindows } from './windows.js';
+import { transactWrite, type TransactItem } from '../store/transactions.js';
+import { earliestStartMs, effectiveWindows } from '../domain/windows.js';
 
 export function claimIndexKeys(
   ctx: QueueContext,

@@ -1,12 +1,13 @@
 /** Outcomes reported from outside the worker: status callbacks and heartbeats of remote workers. */
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { endAttempt, extendClaim, guardOf, type AttemptEnding } from './claims.js';
-import type { QueueContext } from './config.js';
-import { ConflictError } from './errors.js';
+import type { QueueContext } from './context.js';
+import { ConflictError } from '../domain/errors.js';
 import { assertJsonSize, getCorrelationPointer, getJob, requireJob, type CorrelationPointer } from './jobs.js';
-import { correlationItemKey } from './keys.js';
-import { isTerminal, MAX_RESULT_BYTES, type AttemptError, type Job, type JobType } from './model.js';
-import type { CustomRetryPolicies } from './retry.js';
+import { correlationItemKey } from '../store/keys.js';
+import { isTerminal, MAX_RESULT_BYTES } from '../domain/model.js';
+import type { AttemptError, Job, JobType } from '../domain/model.js';
+import type { CustomRetryPolicies } from '../domain/retry.js';
 
 export interface CallbackInput {
   status: 'succeeded' | 'failed';

@@ -5,8 +5,8 @@
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { QueueContext } from './config.js';
-import { bucketOf, bucketStartMs, cursorKey, dueUpToSortKey, DUE_INDEX, lanePartition, type Lane } from './keys.js';
+import type { QueueContext } from './context.js';
+import { bucketOf, bucketStartMs, cursorKey, dueUpToSortKey, DUE_INDEX, lanePartition, type Lane } from '../store/keys.js';
 
 export interface DueEntry {
   /** The job's table key. */

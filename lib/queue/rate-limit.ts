@@ -6,10 +6,10 @@
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { QueueContext } from './config.js';
-import { unmarshallItem } from './items.js';
-import { PARTITION_PREFIX, type ItemKey } from './keys.js';
-import type { JobType } from './model.js';
+import type { QueueContext } from './context.js';
+import { unmarshallItem } from '../store/items.js';
+import { PARTITION_PREFIX, type ItemKey } from '../store/keys.js';
+import type { JobType } from '../domain/model.js';
 
 export function rateBucketKey(type: string): ItemKey {
   return { pk: `${PARTITION_PREFIX.jobType}${type}`, sk: 'RATE' };

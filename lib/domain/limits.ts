@@ -3,7 +3,7 @@
  * stack sets them from here, and what has to fit (DynamoDB retry budgets, job
  * timeouts) is checked against these same numbers.
  */
-import { MAX_DYNAMODB_CALL_MS } from './dynamodb.js';
+import { MAX_DYNAMODB_CALL_MS } from '../store/client.js';
 
 /** API Gateway's HTTP API waits at most 30 s for the api to answer. */
 export const API_TIMEOUT_S = 29;

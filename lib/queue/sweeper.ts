@@ -7,13 +7,13 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { endAttempt, releaseClaim } from './claims.js';
-import type { QueueContext } from './config.js';
+import type { QueueContext } from './context.js';
 import { listJobTypes } from './job-types.js';
 import { getJob, queuedIndexKeys } from './jobs.js';
-import { bucketOf, jobKey, parseClaimSortKey, parseJobPk, type Lane } from './keys.js';
+import { bucketOf, jobKey, parseClaimSortKey, parseJobPk, type Lane } from '../store/keys.js';
 import { advanceCursor, readCursor, scanBehindCursor, scanLane, type DueEntry } from './lanes.js';
-import type { JobType } from './model.js';
-import type { CustomRetryPolicies } from './retry.js';
+import type { JobType } from '../domain/model.js';
+import type { CustomRetryPolicies } from '../domain/retry.js';
 
 export interface SweepResult {
   /** Expired claims sent back to the queue for another attempt. */

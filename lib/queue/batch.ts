@@ -1,8 +1,9 @@
 /** Batch enqueue: many jobs of one type in one request, each idempotent on its own (type, id). */
 import pLimit from 'p-limit';
-import type { QueueContext } from './config.js';
+import type { QueueContext } from './context.js';
 import { enqueueJob } from './jobs.js';
-import type { Job, JobInput, JobType } from './model.js';
+import type { Job, JobType } from '../domain/model.js';
+import type { JobInput } from '../domain/model.js';
 
 /** A batch holds at most this many jobs. */
 export const MAX_BATCH_JOBS = 100;

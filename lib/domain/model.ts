@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { ValidationError, type FieldIssue } from './errors.js';
-import { MAX_WORKER_ATTEMPT_S, WORKER_TIMEOUT_S } from './function-timeouts.js';
+import { MAX_WORKER_ATTEMPT_S, WORKER_TIMEOUT_S } from './limits.js';
 import { timeWindowsSchema, type TimeWindow } from './windows.js';
 
 export const DELIVERY_STRATEGIES = ['at_least_once', 'at_most_once'] as const;

@@ -5,19 +5,21 @@
  */
 import pLimit from 'p-limit';
 import { deferAttempt, endAttempt, extendClaim, guardOf, markStarted, releaseClaim, type AttemptEnding } from './claims.js';
-import type { QueueContext } from './config.js';
-import { ClaimLostError } from './errors.js';
+import type { QueueContext } from './context.js';
+import { ClaimLostError } from '../domain/errors.js';
 import { createSigningSecretCache, type SigningSecrets } from './job-types.js';
 import { jsonBytes } from './jobs.js';
-import { MAX_RESULT_BYTES, type Job, type JobTypeWithoutSecrets, type WorkerIdentity } from './model.js';
+import { MAX_RESULT_BYTES, type JobTypeWithoutSecrets, type WorkerIdentity } from '../domain/model.js';
+import type { Job } from '../domain/model.js';
 import type { WorkerBatch } from './poller.js';
-import type { CustomRetryPolicies } from './retry.js';
-import { failureFromError, type JobHandler } from './targets/handler.js';
-import { prepareTarget, type TargetClients, type TargetOutcome, type TargetRunner, type TargetRun } from './targets/index.js';
-import { effectiveWindows, firstInstantInWindows } from './windows.js';
-import { MAX_WORKER_ATTEMPT_S } from './function-timeouts.js';
+import type { CustomRetryPolicies } from '../domain/retry.js';
+import { failureFromError, type JobHandler } from '../targets/handler.js';
+import { prepareTarget, type TargetClients, type TargetRunner } from '../targets/index.js';
+import type { TargetOutcome, TargetRun } from '../targets/index.js';
+import { effectiveWindows, firstInstantInWindows } from '../domain/windows.js';
+import { MAX_WORKER_ATTEMPT_S } from '../domain/limits.js';
 
-export { AWAIT_CALLBACK, failureFromError, type JobContext, type JobHandler } from './targets/handler.js';
+export { AWAIT_CALLBACK, failureFromError, type JobContext, type JobHandler } from '../targets/handler.js';
 
 /** The worker's code: handlers by name and custom retry policies by name. */
 export interface WorkerRegistry {

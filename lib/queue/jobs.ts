@@ -4,15 +4,17 @@ import { ConditionalCheckFailedException, TransactionCanceledException } from '@
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import stringify from 'safe-stable-stringify';
 import { monotonicFactory } from 'ulid';
-import type { QueueContext } from './config.js';
-import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from './errors.js';
-import { eventForUnstartedJob } from './events.js';
-import { itemToJob, jobToItem, unmarshallItem } from './items.js';
-import { transactWrite, type TransactionResult } from './transactions.js';
+import type { QueueContext } from './context.js';
+import { ConflictError, NotFoundError, PayloadTooLargeError } from '../domain/errors.js';
+import { ValidationError } from '../domain/errors.js';
+import { eventForUnstartedJob } from '../domain/lifecycle-events.js';
+import { itemToJob, jobToItem, unmarshallItem } from '../store/items.js';
+import { transactWrite, type TransactionResult } from '../store/transactions.js';
 import { recordLaneBucket } from './directory.js';
-import { bucketOf, correlationItemKey, finishedPartition, finishedSortKey, jobKey, lanePartition, queuedSortKey, shardOf } from './keys.js';
-import { isTerminal, MAX_DATA_BYTES, type Job, type JobInput, type JobStatus, type JobType } from './model.js';
-import { earliestStartMs, effectiveWindows } from './windows.js';
+import { bucketOf, correlationItemKey, finishedPartition, finishedSortKey, jobKey, lanePartition, queuedSortKey, shardOf } from '../store/keys.js';
+import { isTerminal, MAX_DATA_BYTES, type JobInput } from '../domain/model.js';
+import type { Job, JobStatus, JobType } from '../domain/model.js';
+import { earliestStartMs, effectiveWindows } from '../domain/windows.js';
 
 const ulid = monotonicFactory();
 

@@ -7,7 +7,7 @@
  * outcome is never undone because its event could not be delivered.
  */
 import { PutEventsCommand, type EventBridgeClient, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
-import type { AttemptEnding, NextState } from './claims.js';
+import type { AttemptEnding, NextState } from '../queue/claims.js';
 import type { AttemptError, AttemptOutcome, Job, JobStatus } from './model.js';
 
 export const LIFECYCLE_EVENT_NAMES = ['job.succeeded', 'job.failed', 'job.dead', 'job.expired', 'job.cancelled'] as const;

@@ -1,13 +1,14 @@
 /** Job types: stored as `TYPE#<name>` items and listed through one due-index partition. */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { QueueContext } from './config.js';
-import { ConflictError, NotFoundError } from './errors.js';
-import { itemToJobType } from './items.js';
-import { listIndexedItems } from './listing.js';
-import { JOB_TYPES_PARTITION, jobTypeKey } from './keys.js';
-import { jobTypeFromInput, type JobType, type JobTypeInput } from './model.js';
-import { newSigningSecret } from './signing.js';
+import type { QueueContext } from './context.js';
+import { ConflictError, NotFoundError } from '../domain/errors.js';
+import { itemToJobType } from '../store/items.js';
+import { listIndexedItems } from '../store/listing.js';
+import { JOB_TYPES_PARTITION, jobTypeKey } from '../store/keys.js';
+import { jobTypeFromInput, type JobTypeInput } from '../domain/model.js';
+import type { JobType } from '../domain/model.js';
+import { newSigningSecret } from '../domain/signing.js';
 
 /**
  * How long a process may act on a job type as it read it: pollers list types again this often, so a new,
