@@ -12,9 +12,10 @@ import { trackConsumedCapacity, type CapacityTotals } from '../test/support/capa
 import { createQueueContext, type QueueContext, type QueueSettings } from '../lib/queue/context.js';
 import { createDynamoClients, type DynamoClients } from '../lib/store/client.js';
 import { putJobType } from '../lib/queue/job-types.js';
-import { jobTypeInputSchema } from '../lib/domain/model.js';
-import type { DeliveryStrategy, JobType } from '../lib/domain/model.js';
-import { runPollerLoop, type WorkerBatch, type WorkerInvoker } from '../lib/queue/poller.js';
+import { jobTypeInputSchema } from '../lib/wire/job-types.js';
+import type { DeliveryStrategy, JobType } from '../lib/domain/job-type.js';
+import { runPollerLoop } from '../lib/queue/poller.js';
+import type { WorkerBatch, WorkerInvoker } from '../lib/queue/batcher.js';
 import { ensureTable } from '../lib/store/table.js';
 import { runWorkerBatch, type WorkerRegistry } from '../lib/queue/worker.js';
 import type { BatchResult, JobHandler } from '../lib/queue/worker.js';

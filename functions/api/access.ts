@@ -2,9 +2,10 @@
  * Authorisation in the api function: the authorizer has said who the caller is
  * (its context); this decides, per route, whether that caller may act.
  */
-import { scopeAllows, type ScopeAction } from '../../lib/queue/api-keys.js';
+import { scopeAllows, type ScopeAction } from '../../lib/domain/api-key.js';
 import { ConflictError, ForbiddenError, UnauthorizedError } from '../../lib/domain/errors.js';
-import { JOB_ID_PATTERN, JOB_TYPE_NAME_PATTERN } from '../../lib/domain/model.js';
+import { JOB_ID_PATTERN } from '../../lib/domain/job.js';
+import { JOB_TYPE_NAME_PATTERN } from '../../lib/domain/job-type.js';
 import { principalFromContext, type Principal } from '../shared/principal.js';
 import { pathParam, type HttpEvent } from './http.js';
 

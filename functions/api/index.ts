@@ -1,4 +1,4 @@
-import { REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/store/client.js';
+import { REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/domain/limits.js';
 import { queueFromEnvironment } from '../shared/environment.js';
 import { registry } from '../worker/handlers/index.js';
 import { createApiHandler } from './app.js';

@@ -2,9 +2,11 @@
 import type { Context } from 'aws-lambda';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { ConfigError } from '../../lib/domain/errors.js';
-import type { WorkerIdentity } from '../../lib/domain/model.js';
+import type { WorkerIdentity } from '../../lib/domain/job.js';
 import { createMetricsRecorder, type MetricsRecorder } from '../../lib/queue/metrics-history.js';
-import { runPollerLoop, type PollResult, type WorkerInvoker } from '../../lib/queue/poller.js';
+import { runPollerLoop } from '../../lib/queue/poller.js';
+import type { PollResult } from '../../lib/queue/poll-once.js';
+import type { WorkerInvoker } from '../../lib/queue/batcher.js';
 import { createRosterHeartbeat } from '../../lib/queue/roster.js';
 import { log } from '../shared/log.js';
 import { noMetrics, type QueueMetrics } from '../shared/metrics.js';

@@ -1,6 +1,6 @@
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { requiredSetting } from '../../lib/queue/context.js';
-import { createLambdaInvoker } from '../../lib/aws/lambda-invoker.js';
+import { createLambdaInvoker } from '../../lib/aws/lambda.js';
 import { processIdentity, queueFromEnvironment } from '../shared/environment.js';
 import { createEmfMetrics } from '../shared/metrics.js';
 import { createPollerHandler } from './app.js';

@@ -4,8 +4,9 @@
  * responses carry flat values best, so scopes travel as one space-separated string.
  */
 import { z } from 'zod';
-import { parseScope, type Scope } from '../../lib/queue/api-keys.js';
-import { JOB_ID_PATTERN, JOB_TYPE_NAME_PATTERN } from '../../lib/domain/model.js';
+import { parseScope, type Scope } from '../../lib/domain/api-key.js';
+import { JOB_ID_PATTERN } from '../../lib/domain/job.js';
+import { JOB_TYPE_NAME_PATTERN } from '../../lib/domain/job-type.js';
 
 export type Principal =
   /** A key from the table, or API_TOKEN (id `API_TOKEN`, scope admin). */

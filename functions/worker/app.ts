@@ -1,9 +1,10 @@
 /** The worker function: runs one batch of claimed jobs. */
 import type { QueueContext } from '../../lib/queue/context.js';
 import { createSigningSecretCache } from '../../lib/queue/job-types.js';
-import type { WorkerIdentity } from '../../lib/domain/model.js';
-import { createMetricsRecorder, finishedOutcomeOf } from '../../lib/queue/metrics-history.js';
-import type { WorkerBatch } from '../../lib/queue/poller.js';
+import type { WorkerIdentity } from '../../lib/domain/job.js';
+import { createMetricsRecorder } from '../../lib/queue/metrics-history.js';
+import { finishedOutcomeOf } from '../../lib/domain/metrics.js';
+import type { WorkerBatch } from '../../lib/queue/batcher.js';
 import { createRosterHeartbeat, ROSTER_REFRESH_MS } from '../../lib/queue/roster.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import { AWAIT_CALLBACK, type BatchResult, type JobHandler } from '../../lib/queue/worker.js';

@@ -6,11 +6,13 @@
  */
 import { parseArgs } from 'node:util';
 import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
-import { apiKeyInputSchema, apiKeyToApi, createApiKey, KEY_ID_PATTERN, listApiKeys, revokeApiKey } from '../../lib/queue/api-keys.js';
+import { apiKeyInputSchema, apiKeyToApi } from '../../lib/wire/api-keys.js';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../lib/queue/api-keys.js';
+import { KEY_ID_PATTERN } from '../../lib/domain/api-key.js';
 import { createQueueContext, readQueueSettings, type Env, type QueueContext } from '../../lib/queue/context.js';
 import { createDynamoClients } from '../../lib/store/client.js';
 import { ValidationError } from '../../lib/domain/errors.js';
-import { parseWith } from '../../lib/domain/model.js';
+import { parseWith } from '../../lib/wire/parse.js';
 
 export const KEYS_USAGE = `usage: npm run keys -- <command>
   create --scope <scope> [--scope <scope>...] [--name <text>] [--expires-at <ISO 8601 with offset>]

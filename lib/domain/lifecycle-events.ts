@@ -6,9 +6,8 @@
  * returned, so they cost no extra read or write. Publishing is best effort: an
  * outcome is never undone because its event could not be delivered.
  */
-import { PutEventsCommand, type EventBridgeClient, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
-import type { AttemptEnding, NextState } from '../queue/claims.js';
-import type { AttemptError, AttemptOutcome, Job, JobStatus } from './model.js';
+import type { AttemptEnding, NextState } from './attempts.js';
+import type { AttemptError, AttemptOutcome, Job, JobStatus } from './job.js';
 
 export const LIFECYCLE_EVENT_NAMES = ['job.succeeded', 'job.failed', 'job.dead', 'job.expired', 'job.cancelled'] as const;
 export type LifecycleEventName = (typeof LIFECYCLE_EVENT_NAMES)[number];
@@ -72,75 +71,5 @@ export function eventForUnstartedJob(job: Job, name: 'job.cancelled' | 'job.expi
     outcome: name === 'job.cancelled' ? 'cancelled' : 'expired',
     status: job.status,
     atMs: job.updatedAtMs,
-  };
-}
-
-/** The event as subscribers see it: snake_case, like the API. */
-export function lifecycleEventDetail(event: LifecycleEvent): Record<string, unknown> {
-  return {
-    type: event.type,
-    id: event.id,
-    attempt: event.attempt,
-    outcome: event.outcome,
-    status: event.status,
-    at: new Date(event.atMs).toISOString(),
-    error: event.error ?? null,
-  };
-}
-
-export const LIFECYCLE_EVENT_SOURCE = 'delayed-job-queue';
-/** PutEvents takes at most 10 entries per call. */
-const PUT_EVENTS_LIMIT = 10;
-
-export interface EventBridgePublisherOptions {
-  busName: string;
-  /** Events still undelivered after every attempt, with the last error code or message. */
-  onUndelivered: (events: LifecycleEvent[], reason: string) => void;
-  /** Calls per chunk, the first included; only entries that failed are sent again. @default 3 */
-  maxAttempts?: number;
-  sleep?: (ms: number) => Promise<void>;
-}
-
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/**
- * Publishes to an EventBridge bus in chunks of ten. PutEvents may accept some
- * entries of a call and refuse others (throttling, an internal error); only
- * the refused ones are sent again, after a short backoff.
- */
-export function createEventBridgePublisher(client: EventBridgeClient, options: EventBridgePublisherOptions): LifecyclePublisher {
-  const maxAttempts = options.maxAttempts ?? 3;
-  const sleep = options.sleep ?? defaultSleep;
-  const toEntry = (event: LifecycleEvent): PutEventsRequestEntry => ({
-    EventBusName: options.busName,
-    Source: LIFECYCLE_EVENT_SOURCE,
-    DetailType: event.name,
-    Detail: JSON.stringify(lifecycleEventDetail(event)),
-    Time: new Date(event.atMs),
-  });
-  const publishChunk = async (chunk: LifecycleEvent[]): Promise<void> => {
-    let pending = chunk;
-    let reason = '';
-    for (let attempt = 1; attempt <= maxAttempts && pending.length > 0; attempt++) {
-      if (attempt > 1) await sleep(100 * 2 ** (attempt - 2));
-      try {
-        const { FailedEntryCount, Entries } = await client.send(new PutEventsCommand({ Entries: pending.map(toEntry) }));
-        if (!FailedEntryCount) return;
-        // Entries come back in request order; a refused one has an ErrorCode and no EventId.
-        const refused = pending.filter((_, index) => Entries?.[index]?.ErrorCode !== undefined || Entries?.[index]?.EventId === undefined);
-        reason = Entries?.find((entry) => entry.ErrorCode)?.ErrorCode ?? 'entries refused';
-        pending = refused;
-      } catch (error) {
-        reason = error instanceof Error ? error.message : String(error);
-      }
-    }
-    if (pending.length > 0) options.onUndelivered(pending, reason);
-  };
-  return {
-    publish: async (events) => {
-      const chunks: LifecycleEvent[][] = [];
-      for (let start = 0; start < events.length; start += PUT_EVENTS_LIMIT) chunks.push(events.slice(start, start + PUT_EVENTS_LIMIT));
-      await Promise.all(chunks.map(publishChunk));
-    },
   };
 }

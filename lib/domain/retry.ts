@@ -2,7 +2,8 @@
  * Retry decisions as pure functions of (policy, attempt, failure, random), so
  * every branch is tested without storage or clocks.
  */
-import type { AttemptError, Job, RetryPolicy } from './model.js';
+import type { AttemptError, Job } from './job.js';
+import type { RetryPolicy } from './job-type.js';
 
 /** What went wrong in one attempt, as the retry policy sees it. */
 export interface AttemptFailure {

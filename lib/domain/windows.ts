@@ -17,9 +17,7 @@
  *
  * All zone rules come from luxon (the platform's tz database); nothing here adds offsets.
  */
-import { DateTime, IANAZone } from 'luxon';
-import { z } from 'zod';
-import type { Job, JobType } from './model.js';
+import { DateTime } from 'luxon';
 
 export interface TimeWindow {
   /** Local opening time, `HH:MM` on a 24-hour clock. */
@@ -31,24 +29,6 @@ export interface TimeWindow {
 }
 
 export const MAX_TIME_WINDOWS = 24;
-
-const clockTimeSchema = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be a 24-hour time HH:MM, e.g. 05:00');
-
-export const timeWindowSchema = z
-  .strictObject({
-    start: clockTimeSchema,
-    end: clockTimeSchema,
-    tz: z
-      .string()
-      .max(64)
-      .refine((tz) => IANAZone.isValidZone(tz), 'must be an IANA time zone, e.g. America/New_York'),
-  })
-  .refine((window) => window.start !== window.end, { path: ['end'], message: 'must differ from start' });
-
-export const timeWindowsSchema = z
-  .array(timeWindowSchema)
-  .min(1, 'must hold at least one window; leave it out (or null) for none')
-  .max(MAX_TIME_WINDOWS, `must hold at most ${MAX_TIME_WINDOWS} windows`);
 
 const DAY_MS = 86_400_000;
 
@@ -142,8 +122,8 @@ export function isInWindows(windows: readonly TimeWindow[], atMs: number): boole
 
 /** A job's own windows replace its type's; neither means any time will do. */
 export function effectiveWindows(
-  job: Pick<Job, 'timeWindows'>,
-  jobType: Pick<JobType, 'timeWindows'>,
+  job: { timeWindows?: readonly TimeWindow[] | undefined },
+  jobType: { timeWindows?: readonly TimeWindow[] | undefined },
 ): readonly TimeWindow[] | undefined {
   return job.timeWindows ?? jobType.timeWindows;
 }

@@ -1,9 +1,10 @@
 /** Batch enqueue: many jobs of one type in one request, each idempotent on its own (type, id). */
 import pLimit from 'p-limit';
 import type { QueueContext } from './context.js';
-import { enqueueJob } from './jobs.js';
-import type { Job, JobType } from '../domain/model.js';
-import type { JobInput } from '../domain/model.js';
+import { enqueueJob } from './enqueue.js';
+import type { Job } from '../domain/job.js';
+import type { JobType } from '../domain/job-type.js';
+import type { JobInput } from '../domain/job.js';
 
 /** A batch holds at most this many jobs. */
 export const MAX_BATCH_JOBS = 100;

@@ -1,12 +1,15 @@
 /** Outcomes reported from outside the worker: status callbacks and heartbeats of remote workers. */
-import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
-import { endAttempt, extendClaim, guardOf, type AttemptEnding } from './claims.js';
+import { endAttempt, extendClaim } from './claims.js';
+import { guardOf, type AttemptEnding } from '../domain/attempts.js';
 import type { QueueContext } from './context.js';
 import { ConflictError } from '../domain/errors.js';
-import { assertJsonSize, getCorrelationPointer, getJob, requireJob, type CorrelationPointer } from './jobs.js';
-import { correlationItemKey } from '../store/keys.js';
-import { isTerminal, MAX_RESULT_BYTES } from '../domain/model.js';
-import type { AttemptError, Job, JobType } from '../domain/model.js';
+import { assertJsonSize } from '../domain/json-size.js';
+import { getCorrelationPointer, type CorrelationPointer } from './correlation.js';
+import { getJob, requireJob } from './jobs.js';
+import { releaseCorrelationKey } from './correlation.js';
+import { isTerminal, MAX_RESULT_BYTES } from '../domain/job.js';
+import type { AttemptError, Job } from '../domain/job.js';
+import type { JobType } from '../domain/job-type.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
 
 export interface CallbackInput {
@@ -95,18 +98,8 @@ export async function completeCorrelatedJob(
   const { job, pointer } = found;
   const ended = await completeJob(ctx, jobType, job, input, customPolicies);
   if (isTerminal(ended.status) && job.correlationKey !== undefined) {
-    // Best effort, so a job already completed is never answered with an error: a pointer left behind names
-    // a terminal job, which the next enqueue with the key takes over, and a newer holder's pointer is kept.
-    await ctx.db
-      .send(
-        new DeleteCommand({
-          TableName: ctx.settings.tableName,
-          Key: correlationItemKey(job.correlationKey),
-          ConditionExpression: 'holdToken = :holder',
-          ExpressionAttributeValues: { ':holder': pointer.holdToken },
-        }),
-      )
-      .catch(() => undefined);
+    // Best effort, so a job already completed is never answered with an error.
+    await releaseCorrelationKey(ctx, job.correlationKey, pointer);
   }
   return ended;
 }

@@ -2,8 +2,8 @@
  * Settings are read and validated once, at cold start; every message names the
  * environment variable so a misconfigured deployment says what to fix.
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { MAX_DYNAMODB_CALL_MS } from '../store/client.js';
+import { MAX_DYNAMODB_CALL_MS } from '../domain/limits.js';
+import type { Db } from '../store/send.js';
 import { ConfigError } from '../domain/errors.js';
 import { discardLifecycleEvents, type LifecyclePublisher } from '../domain/lifecycle-events.js';
 
@@ -86,7 +86,7 @@ export function readQueueSettings(env: Env): QueueSettings {
  * randomness, injected so tests control them.
  */
 export interface QueueContext {
-  db: DynamoDBDocumentClient;
+  db: Db;
   settings: QueueSettings;
   events: LifecyclePublisher;
   nowMs: () => number;
@@ -94,7 +94,7 @@ export interface QueueContext {
 }
 
 export function createQueueContext(
-  db: DynamoDBDocumentClient,
+  db: Db,
   settings: QueueSettings,
   overrides: Partial<Pick<QueueContext, 'nowMs' | 'random' | 'events'>> = {},
 ): QueueContext {

@@ -8,52 +8,27 @@
  * per process: an entry due now, or a claim of the usual visibility timeout,
  * costs nothing extra.
  */
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { bucketOf, laneBucketOf, type Lane } from '../store/keys.js';
+import { putDirectoryEntry, recordedBuckets } from '../store/listing.js';
 import type { QueueContext } from './context.js';
-import { bucketOf, laneName, padEpochMs, PARTITION_PREFIX, type ItemKey, type Lane } from '../store/keys.js';
-import { queryPages } from '../store/listing.js';
 
 /** Buckets up to this many past the current one are walked, never looked up: writers skip recording them. */
 export const WALKED_BUCKETS_AHEAD = 1;
 
-export function directoryKey(lane: Lane, bucket: number): ItemKey {
-  return { pk: `${PARTITION_PREFIX.directory}${laneName(lane)}`, sk: padEpochMs(bucket) };
-}
-
 /** Buckets this process recorded already, per table; bounded, since forgetting one only costs a repeated write. */
 const recorded = new Set<string>();
 const MAX_REMEMBERED = 10_000;
-
-/** The lane and bucket of a `due` index partition, or undefined for partitions that are not lanes. */
-export function laneBucketOf(partition: string): { lane: Lane; bucket: number } | undefined {
-  const parts = partition.split('#');
-  if (parts[0] === 'Q' && parts.length === 4) return { lane: { kind: 'queued', type: parts[1] ?? '' }, bucket: Number(parts[2]) };
-  if (parts[0] === 'C' && parts.length === 3) return { lane: { kind: 'claims' }, bucket: Number(parts[1]) };
-  return undefined;
-}
 
 /** Records the bucket of `partition` when it lies beyond the walked ones; call before writing the entry. */
 export async function recordLaneBucket(ctx: QueueContext, partition: unknown): Promise<void> {
   if (typeof partition !== 'string') return;
   const found = laneBucketOf(partition);
   if (!found || found.bucket <= bucketOf(ctx.nowMs(), ctx.settings.bucketMs) + WALKED_BUCKETS_AHEAD) return;
-  const key = directoryKey(found.lane, found.bucket);
-  const memo = `${ctx.settings.tableName}\u0000${key.pk}\u0000${key.sk}`;
+  const memo = `${ctx.settings.tableName}\u0000${JSON.stringify(found)}`;
   if (recorded.has(memo)) return;
-  await ctx.db.send(new PutCommand({ TableName: ctx.settings.tableName, Item: { ...key, bucket: found.bucket } }));
+  await putDirectoryEntry(ctx, found.lane, found.bucket);
   if (recorded.size >= MAX_REMEMBERED) recorded.clear();
   recorded.add(memo);
-}
-
-/** The recorded buckets of a lane from `fromBucket` on, ascending. */
-export async function recordedBuckets(ctx: QueueContext, lane: Lane, fromBucket: number): Promise<number[]> {
-  const buckets: number[] = [];
-  const pages = queryPages(ctx, {
-    KeyConditionExpression: 'pk = :pk AND sk >= :from',
-    ExpressionAttributeValues: { ':pk': directoryKey(lane, 0).pk, ':from': padEpochMs(fromBucket) },
-  });
-  for await (const page of pages) for (const item of page.Items ?? []) if (typeof item.bucket === 'number') buckets.push(item.bucket);
-  return buckets;
 }
 
 /**

@@ -5,16 +5,17 @@
  * their status's listing partitions. A page reads index entries in order,
  * merging shards, then the jobs themselves with one batch get.
  */
-import type { QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './context.js';
 import { laneBuckets } from './directory.js';
 import { ValidationError } from '../domain/errors.js';
 import { itemToJob } from '../store/items.js';
-import { bucketOf, DUE_INDEX, finishedPartition, jobKey, lanePartition, parseJobPk, type Lane } from '../store/keys.js';
+import { pageOfPartition, type IndexEntry } from '../store/due-index.js';
+import { bucketOf, finishedPartition, jobKey, lanePartition, parseJobPk, type Lane } from '../store/keys.js';
 import { oldestCursorBucket } from './lanes.js';
-import { batchGetItems, queryPages } from '../store/listing.js';
-import { isTerminal } from '../domain/model.js';
-import type { Job, JobStatus, JobType } from '../domain/model.js';
+import { batchGetItems } from '../store/send.js';
+import { isTerminal } from '../domain/job.js';
+import type { Job, JobStatus } from '../domain/job.js';
+import type { JobType } from '../domain/job-type.js';
 
 export const MAX_PAGE_SIZE = 100;
 export const DEFAULT_PAGE_SIZE = 50;
@@ -55,35 +56,8 @@ function decodeCursor(cursor: string, status: JobStatus): PagePosition {
   return { status, sortKey, ...(bucket !== undefined ? { bucket } : {}) };
 }
 
-interface IndexEntry {
-  pk: string;
-  gsi1sk: string;
-  bucket?: number;
-}
-
-/** Up to `wanted` entries of one partition after `afterSortKey`, in `forward` order, filtered when asked. */
-async function queryPartition(
-  ctx: QueueContext,
-  partition: string,
-  options: { wanted: number; forward: boolean; afterSortKey?: string; filter?: Pick<QueryCommandInput, 'FilterExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'> },
-): Promise<IndexEntry[]> {
-  const { wanted, forward, afterSortKey, filter } = options;
-  const entries: IndexEntry[] = [];
-  const pages = queryPages(ctx, {
-    IndexName: DUE_INDEX,
-    KeyConditionExpression: `gsi1pk = :partition${afterSortKey ? ` AND gsi1sk ${forward ? '>' : '<'} :after` : ''}`,
-    ScanIndexForward: forward,
-    Limit: wanted,
-    ...(filter?.FilterExpression ? { FilterExpression: filter.FilterExpression } : {}),
-    ...(filter?.ExpressionAttributeNames ? { ExpressionAttributeNames: filter.ExpressionAttributeNames } : {}),
-    ExpressionAttributeValues: { ':partition': partition, ...(afterSortKey ? { ':after': afterSortKey } : {}), ...filter?.ExpressionAttributeValues },
-  });
-  for await (const page of pages) {
-    for (const item of page.Items ?? []) entries.push({ pk: String(item.pk), gsi1sk: String(item.gsi1sk) });
-    if (entries.length >= wanted) break;
-  }
-  return entries.slice(0, wanted);
-}
+/** An index entry read for a page, with the lane bucket it was read from (lanes only). */
+type PageEntry = IndexEntry & { bucket?: number };
 
 const shardsOf = (ctx: QueueContext): number[] => Array.from({ length: ctx.settings.shards }, (_, shard) => shard);
 
@@ -91,7 +65,7 @@ const shardsOf = (ctx: QueueContext): number[] => Array.from({ length: ctx.setti
 async function finishedEntries(ctx: QueueContext, type: string, status: JobStatus, wanted: number, after?: PagePosition) {
   const perShard = await Promise.all(
     shardsOf(ctx).map((shard) =>
-      queryPartition(ctx, finishedPartition(type, status, shard), {
+      pageOfPartition(ctx, finishedPartition(type, status, shard), {
         wanted,
         forward: false,
         ...(after ? { afterSortKey: after.sortKey } : {}),
@@ -111,31 +85,24 @@ async function laneEntries(
   status: JobStatus,
   wanted: number,
   after?: PagePosition,
-): Promise<{ entries: IndexEntry[]; resumeAt?: PagePosition }> {
+): Promise<{ entries: PageEntry[]; resumeAt?: PagePosition }> {
   const lane: Lane = status === 'queued' ? { kind: 'queued', type: jobType.name } : { kind: 'claims' };
   // Claims of every type share a lane: these are this type's, in the asked status.
-  const filter =
-    lane.kind === 'claims'
-      ? {
-          FilterExpression: '#type = :type AND #status = :status',
-          ExpressionAttributeNames: { '#type': 'type', '#status': 'status' },
-          ExpressionAttributeValues: { ':type': jobType.name, ':status': status },
-        }
-      : undefined;
+  const only = lane.kind === 'claims' ? { type: jobType.name, status } : undefined;
   // Neither the type's jobs nor its claims are older than the type.
   const fromBucket = after?.bucket ?? (await oldestCursorBucket(ctx, lane, bucketOf(jobType.createdAtMs, ctx.settings.bucketMs)));
-  const entries: IndexEntry[] = [];
+  const entries: PageEntry[] = [];
   let queries = 0;
   for (const bucket of await laneBuckets(ctx, lane, fromBucket)) {
     if (queries + ctx.settings.shards > MAX_QUERIES_PER_PAGE) return { entries, resumeAt: { status, bucket, sortKey: '' } };
     const afterSortKey = after && after.bucket === bucket && after.sortKey !== '' ? after.sortKey : undefined;
     const perShard = await Promise.all(
       shardsOf(ctx).map((shard) =>
-        queryPartition(ctx, lanePartition(lane, bucket, shard), {
+        pageOfPartition(ctx, lanePartition(lane, bucket, shard), {
           wanted: wanted - entries.length,
           forward: true,
           ...(afterSortKey ? { afterSortKey } : {}),
-          ...(filter ? { filter } : {}),
+          only,
         }),
       ),
     );
@@ -166,7 +133,7 @@ export async function listJobs(
   const after = options.cursor !== undefined ? decodeCursor(options.cursor, status) : undefined;
   // One entry past the page tells whether another page follows.
   const wanted = limit + 1;
-  let entries: IndexEntry[];
+  let entries: PageEntry[];
   let resumeAt: PagePosition | undefined;
   if (isTerminal(status)) entries = await finishedEntries(ctx, jobType.name, status, wanted, after);
   else ({ entries, resumeAt } = await laneEntries(ctx, jobType, status, wanted, after));

@@ -1,13 +1,13 @@
 /** Job types: stored as `TYPE#<name>` items and listed through one due-index partition. */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './context.js';
 import { ConflictError, NotFoundError } from '../domain/errors.js';
+import { putJobTypeParams, setJobTypePausedParams } from '../store/catalog.js';
 import { itemToJobType } from '../store/items.js';
+import { getItem, putItem, updateItem } from '../store/send.js';
 import { listIndexedItems } from '../store/listing.js';
 import { JOB_TYPES_PARTITION, jobTypeKey } from '../store/keys.js';
-import { jobTypeFromInput, type JobTypeInput } from '../domain/model.js';
-import type { JobType } from '../domain/model.js';
+import { jobTypeFromInput, type JobTypeInput } from '../wire/job-types.js';
+import type { JobType } from '../domain/job-type.js';
 import { newSigningSecret } from '../domain/signing.js';
 
 /**
@@ -17,10 +17,8 @@ import { newSigningSecret } from '../domain/signing.js';
 export const JOB_TYPES_REFRESH_MS = 5_000;
 
 export async function getJobType(ctx: QueueContext, name: string): Promise<JobType | undefined> {
-  const { Item } = await ctx.db.send(
-    new GetCommand({ TableName: ctx.settings.tableName, Key: jobTypeKey(name), ConsistentRead: true }),
-  );
-  return Item ? itemToJobType(Item) : undefined;
+  const item = await getItem(ctx, jobTypeKey(name), { consistentRead: true });
+  return item ? itemToJobType(item) : undefined;
 }
 
 /** The most types a process keeps the signing secret of; more within one cache period only cost a read each. */
@@ -93,22 +91,8 @@ export async function putJobType(
     let generated: string | undefined;
     if (existing?.signingSecret !== undefined) jobType.signingSecret = existing.signingSecret;
     else if (jobType.target.kind === 'http') jobType.signingSecret = generated = newSigningSecret();
-    try {
-      await ctx.db.send(
-        new PutCommand({
-          TableName: ctx.settings.tableName,
-          Item: { ...jobTypeKey(name), gsi1pk: JOB_TYPES_PARTITION, gsi1sk: name, ...jobType },
-          ...(existing
-            ? {
-                // The paused state too: a pause within the same millisecond as the replacement read leaves updatedAtMs as it was.
-                ConditionExpression: 'updatedAtMs = :readUpdatedAtMs AND (paused = :readPaused OR attribute_not_exists(paused))',
-                ExpressionAttributeValues: { ':readUpdatedAtMs': existing.updatedAtMs, ':readPaused': existing.paused },
-              }
-            : { ConditionExpression: 'attribute_not_exists(pk)' }),
-        }),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    const written = await putItem(ctx, putJobTypeParams(jobType, existing));
+    if (!written.ok) {
       if (tries >= PUT_JOB_TYPE_TRIES) throw new ConflictError(`job type "${name}" kept changing while it was replaced; try again`);
       continue;
     }
@@ -121,22 +105,9 @@ export async function putJobType(
  * every JOB_TYPES_REFRESH_MS, so a pause stops new claims within that; claims already made run on.
  */
 export async function setJobTypePaused(ctx: QueueContext, name: string, paused: boolean): Promise<JobType> {
-  try {
-    const { Attributes } = await ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.settings.tableName,
-        Key: jobTypeKey(name),
-        UpdateExpression: 'SET paused = :paused, updatedAtMs = :now',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: { ':paused': paused, ':now': ctx.nowMs() },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    return itemToJobType(Attributes!);
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) throw new NotFoundError(`job type "${name}" does not exist`);
-    throw error;
-  }
+  const result = await updateItem(ctx, setJobTypePausedParams(name, paused, ctx.nowMs()));
+  if (!result.ok) throw new NotFoundError(`job type "${name}" does not exist`);
+  return itemToJobType(result.item ?? {});
 }
 
 export async function listJobTypes(ctx: QueueContext): Promise<JobType[]> {

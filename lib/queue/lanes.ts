@@ -3,29 +3,9 @@
  * bucket that was found empty and ended longer ago than the safety margin, so
  * no write still in flight can land behind it (DESIGN §4.5).
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { QueueContext } from './context.js';
-import { bucketOf, bucketStartMs, cursorKey, dueUpToSortKey, DUE_INDEX, lanePartition, type Lane } from '../store/keys.js';
-
-export interface DueEntry {
-  /** The job's table key. */
-  pk: string;
-  sk: string;
-  gsi1pk: string;
-  gsi1sk: string;
-  /** Projected into the index so the poller can order and throttle without reading jobs. */
-  priority?: number;
-  weight?: number;
-  throttleKey?: string;
-}
-
-export async function readCursor(ctx: QueueContext, lane: Lane, shard: number): Promise<number | undefined> {
-  const { Item } = await ctx.db.send(
-    new GetCommand({ TableName: ctx.settings.tableName, Key: cursorKey(lane, shard), ConsistentRead: true }),
-  );
-  return typeof Item?.bucket === 'number' ? Item.bucket : undefined;
-}
+import { queryDue, readCursor, type DueEntry } from '../store/due-index.js';
+import { bucketOf, bucketStartMs, lanePartition, type Lane } from '../store/keys.js';
 
 /**
  * The oldest bucket any shard's cursor of the lane still holds, never before `floorBucket`, which is also where a
@@ -40,50 +20,6 @@ export async function oldestCursorBucket(
   const shards = Array.from({ length: ctx.settings.shards }, (_, shard) => shard);
   const cursors = await Promise.all(shards.map((shard) => run(() => readCursor(ctx, lane, shard))));
   return Math.max(floorBucket, Math.min(...cursors.map((cursor) => cursor ?? floorBucket)));
-}
-
-/** Compare-and-set, so two pollers advancing at once cannot move it past a bucket neither scanned. */
-export async function advanceCursor(
-  ctx: QueueContext,
-  lane: Lane,
-  shard: number,
-  from: number | undefined,
-  to: number,
-): Promise<boolean> {
-  try {
-    await ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.settings.tableName,
-        Key: cursorKey(lane, shard),
-        UpdateExpression: 'SET #bucket = :to',
-        ConditionExpression: from === undefined ? 'attribute_not_exists(#bucket)' : '#bucket = :from',
-        ExpressionAttributeNames: { '#bucket': 'bucket' },
-        ExpressionAttributeValues: from === undefined ? { ':to': to } : { ':to': to, ':from': from },
-      }),
-    );
-    return true;
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) return false;
-    throw error;
-  }
-}
-
-export async function queryDue(
-  ctx: QueueContext,
-  partition: string,
-  nowMs: number,
-  limit: number,
-): Promise<DueEntry[]> {
-  const { Items } = await ctx.db.send(
-    new QueryCommand({
-      TableName: ctx.settings.tableName,
-      IndexName: DUE_INDEX,
-      KeyConditionExpression: 'gsi1pk = :partition AND gsi1sk <= :upTo',
-      ExpressionAttributeValues: { ':partition': partition, ':upTo': dueUpToSortKey(nowMs) },
-      Limit: limit,
-    }),
-  );
-  return (Items ?? []) as DueEntry[];
 }
 
 export interface LaneScan {

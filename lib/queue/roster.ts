@@ -8,27 +8,12 @@
  * not seen for ROSTER_STALE_AFTER_MS, and DynamoDB TTL deletes it later (TTL
  * is lazy, up to days late, so it only keeps the partition small).
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { RosterEntry, RosterMember, RosterRole } from '../domain/roster.js';
 import type { QueueContext } from './context.js';
-import { ROSTER_PARTITION, rosterEntryName, rosterKey, TTL_ATTRIBUTE } from '../store/keys.js';
+import { recordRosterEntryParams } from '../store/catalog.js';
+import { ROSTER_PARTITION, rosterEntryName, rosterKey } from '../store/keys.js';
+import { updateItem } from '../store/send.js';
 import { listIndexedItems } from '../store/listing.js';
-
-export const ROSTER_ROLES = ['poller', 'worker'] as const;
-export type RosterRole = (typeof ROSTER_ROLES)[number];
-
-export interface RosterMember {
-  role: RosterRole;
-  /** Made once per process: a Lambda container keeps it across invocations. */
-  id: string;
-  host: string;
-  startedAtMs: number;
-  /** The shards a poller polls; a worker has none. */
-  shards?: number[];
-}
-
-export interface RosterEntry extends RosterMember {
-  lastSeenAtMs: number;
-}
 
 /*
  * Constants, not settings: they weigh one write every 10 s per live process
@@ -42,33 +27,19 @@ export const ROSTER_STALE_AFTER_MS = 60_000;
 /** DynamoDB TTL may delete an entry this long after its last refresh. */
 export const ROSTER_PURGE_AFTER_S = 300;
 
-/**
- * Writes the member's entry as seen now. An UpdateItem rather than a PutItem: the worker's role may only
- * update items, and an update of an entry whose index keys stay the same writes nothing to the index.
- */
+/** Writes the member's entry as seen now. */
 export async function recordRosterEntry(ctx: QueueContext, member: RosterMember): Promise<void> {
   const nowMs = ctx.nowMs();
-  const values: Record<string, unknown> = {
-    gsi1pk: ROSTER_PARTITION,
-    gsi1sk: rosterEntryName(member.role, member.id),
+  const entry = {
     role: member.role,
     id: member.id,
     host: member.host,
     startedAtMs: member.startedAtMs,
     ...(member.shards ? { shards: member.shards } : {}),
     lastSeenAtMs: nowMs,
-    [TTL_ATTRIBUTE]: Math.floor(nowMs / 1000) + ROSTER_PURGE_AFTER_S,
   };
-  const names = Object.keys(values);
-  await ctx.db.send(
-    new UpdateCommand({
-      TableName: ctx.settings.tableName,
-      Key: rosterKey(rosterEntryName(member.role, member.id)),
-      UpdateExpression: `SET ${names.map((_, i) => `#a${i} = :v${i}`).join(', ')}`,
-      ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#a${i}`, name])),
-      ExpressionAttributeValues: Object.fromEntries(names.map((name, i) => [`:v${i}`, values[name]])),
-    }),
-  );
+  const purgeAtS = Math.floor(nowMs / 1000) + ROSTER_PURGE_AFTER_S;
+  await updateItem(ctx, recordRosterEntryParams(rosterEntryName(member.role, member.id), ROSTER_PARTITION, entry, purgeAtS));
 }
 
 /** The entries refreshed within ROSTER_STALE_AFTER_MS, by role, oldest process first. */
@@ -92,16 +63,6 @@ function itemToRosterEntry(item: Record<string, unknown>): RosterEntry {
     startedAtMs: Number(item.startedAtMs),
     lastSeenAtMs: Number(item.lastSeenAtMs),
     ...(Array.isArray(item.shards) ? { shards: item.shards.map(Number) } : {}),
-  };
-}
-
-export function rosterEntryToApi(entry: RosterEntry): Record<string, unknown> {
-  return {
-    id: entry.id,
-    host: entry.host,
-    ...(entry.role === 'poller' ? { shards: entry.shards ?? [] } : {}),
-    started_at: new Date(entry.startedAtMs).toISOString(),
-    last_seen_at: new Date(entry.lastSeenAtMs).toISOString(),
   };
 }
 

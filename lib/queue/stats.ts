@@ -10,95 +10,25 @@
  *
  * Running and awaiting jobs: the claim lane, shared by all types, from its oldest cursor on, filtered by type.
  */
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { QueueContext } from './context.js';
 import { laneBuckets } from './directory.js';
-import { bucketOf, DUE_INDEX, dueUpToSortKey, lanePartition, type Lane } from '../store/keys.js';
-import { oldestCursorBucket, readCursor } from './lanes.js';
-import type { JobType } from '../domain/model.js';
-import { queryPages } from '../store/listing.js';
-import { readInFlight } from './slots.js';
+import { bucketOf, dueUpToSortKey, lanePartition, sortKeyTimeMs, type Lane } from '../store/keys.js';
+import type { TypeStats } from '../domain/stats.js';
+import { oldestCursorBucket } from './lanes.js';
+import { claimStatuses, countDue, countEntries, readCursor } from '../store/due-index.js';
+import type { JobType } from '../domain/job-type.js';
+import { readInFlight } from '../store/counters.js';
 
-export interface TypeStats {
-  /** Queued jobs whose ready time has passed. */
-  due: number;
-  /** How long the oldest of them has been due; 0 when none is. */
-  oldestDueLagMs: number;
-  /** Queued jobs whose ready time is still ahead. */
-  scheduled: number;
-  running: number;
-  awaitingCallback: number;
-  /** Summed weight of the claims holding the type's concurrency slots; null when the type has no limit. */
-  inFlightWeight: number | null;
-}
 
 /** DynamoDB calls in flight at once for one stats request, so a request over many types cannot flood the table. */
 const STATS_CALL_CONCURRENCY = 16;
 
-interface PartitionCount {
-  count: number;
-  /** The ready time of its first due entry, when it has one. */
-  firstReadyAtMs?: number;
-}
-
-const readyAtMsOf = (sortKey: string): number => Number(sortKey.slice(0, sortKey.indexOf('#')));
-
-/**
- * The due entries of one partition: the first one read as an item (its sort key is the oldest ready time
- * there), the rest counted with Select COUNT, which reads every entry but returns none of them.
- */
-async function countDue(ctx: QueueContext, partition: string, nowMs: number): Promise<PartitionCount> {
-  const query = {
-    TableName: ctx.settings.tableName,
-    IndexName: DUE_INDEX,
-    KeyConditionExpression: 'gsi1pk = :partition AND gsi1sk <= :upTo',
-    ExpressionAttributeValues: { ':partition': partition, ':upTo': dueUpToSortKey(nowMs) },
-  };
-  const first = await ctx.db.send(new QueryCommand({ ...query, Limit: 1 }));
-  const firstEntry = first.Items?.[0];
-  if (!firstEntry) return { count: 0 };
-  let count = 1;
-  let startKey = first.LastEvaluatedKey;
-  while (startKey) {
-    const page = await ctx.db.send(new QueryCommand({ ...query, Select: 'COUNT', ExclusiveStartKey: startKey }));
-    count += page.Count ?? 0;
-    startKey = page.LastEvaluatedKey;
-  }
-  return { count, firstReadyAtMs: readyAtMsOf(String(firstEntry.gsi1sk)) };
-}
-
-/** Entries of a partition counted with Select COUNT, which reads each but returns none: all, or those after `afterSortKey`. */
-async function countEntries(ctx: QueueContext, partition: string, afterSortKey?: string): Promise<number> {
-  let count = 0;
-  const pages = queryPages(ctx, {
-    IndexName: DUE_INDEX,
-    KeyConditionExpression: `gsi1pk = :partition${afterSortKey ? ' AND gsi1sk > :after' : ''}`,
-    ExpressionAttributeValues: { ':partition': partition, ...(afterSortKey ? { ':after': afterSortKey } : {}) },
-    Select: 'COUNT',
-  });
-  for await (const page of pages) count += page.Count ?? 0;
-  return count;
-}
-
 /** The type's claims in one claim-lane partition, by status. */
 async function countClaims(ctx: QueueContext, partition: string, type: string): Promise<{ running: number; awaitingCallback: number }> {
-  const counted = { running: 0, awaitingCallback: 0 };
-  const pages = queryPages(ctx, {
-    IndexName: DUE_INDEX,
-    KeyConditionExpression: 'gsi1pk = :partition',
-    FilterExpression: '#type = :type',
-    ProjectionExpression: '#status',
-    ExpressionAttributeNames: { '#type': 'type', '#status': 'status' },
-    ExpressionAttributeValues: { ':partition': partition, ':type': type },
-  });
-  for await (const page of pages) {
-    for (const item of page.Items ?? []) {
-      if (item.status === 'awaiting_callback') counted.awaitingCallback++;
-      else counted.running++;
-    }
-  }
-  return counted;
+  const statuses = await claimStatuses(ctx, partition, type);
+  const awaitingCallback = statuses.filter((status) => status === 'awaiting_callback').length;
+  return { running: statuses.length - awaitingCallback, awaitingCallback };
 }
 
 const sum = (values: number[]): number => values.reduce((total, value) => total + value, 0);
@@ -134,7 +64,7 @@ async function typeStats(ctx: QueueContext, jobType: JobType, nowMs: number, lim
   ]);
   // The oldest entry of the oldest partition is not always the oldest of all: a job enqueued with a past
   // run_after sits in the bucket current at its enqueue. So the first entry of every partition counts.
-  const oldestReadyAtMs = dueCounts.reduce((oldest, counted) => Math.min(oldest, counted.firstReadyAtMs ?? Infinity), Infinity);
+  const oldestReadyAtMs = dueCounts.reduce((oldest, counted) => Math.min(oldest, counted.firstSortKey === undefined ? Infinity : sortKeyTimeMs(counted.firstSortKey)), Infinity);
   return {
     due: sum(dueCounts.map((counted) => counted.count)),
     oldestDueLagMs: oldestReadyAtMs === Infinity ? 0 : Math.max(0, nowMs - oldestReadyAtMs),
@@ -155,15 +85,4 @@ export async function statsOfTypes(ctx: QueueContext, jobTypes: JobType[]): Prom
   const limit = pLimit(STATS_CALL_CONCURRENCY);
   const nowMs = ctx.nowMs();
   return Promise.all(jobTypes.map(async (jobType) => ({ jobType, stats: await typeStats(ctx, jobType, nowMs, limit) })));
-}
-
-export function typeStatsToApi(stats: TypeStats): Record<string, unknown> {
-  return {
-    due: stats.due,
-    scheduled: stats.scheduled,
-    running: stats.running,
-    awaiting_callback: stats.awaitingCallback,
-    oldest_due_lag_ms: stats.oldestDueLagMs,
-    in_flight_weight: stats.inFlightWeight,
-  };
 }

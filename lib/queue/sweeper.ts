@@ -4,15 +4,16 @@
  * poller's cursor back into the current bucket. A job or lane shard that fails
  * is reported and skipped; the rest of the sweep goes on.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { endAttempt, releaseClaim } from './claims.js';
 import type { QueueContext } from './context.js';
 import { listJobTypes } from './job-types.js';
-import { getJob, queuedIndexKeys } from './jobs.js';
-import { bucketOf, jobKey, parseClaimSortKey, parseJobPk, type Lane } from '../store/keys.js';
-import { advanceCursor, readCursor, scanBehindCursor, scanLane, type DueEntry } from './lanes.js';
-import type { JobType } from '../domain/model.js';
+import { getJob } from './jobs.js';
+import { requeueStragglerParams } from '../store/job-writes.js';
+import { bucketOf, parseClaimSortKey, parseJobPk, queuedIndexKeys, sortKeyTimeMs, type Lane } from '../store/keys.js';
+import { updateItem } from '../store/send.js';
+import { advanceCursor, readCursor, type DueEntry } from '../store/due-index.js';
+import { scanBehindCursor, scanLane } from './lanes.js';
+import type { JobType } from '../domain/job-type.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
 
 export interface SweepResult {
@@ -101,23 +102,9 @@ async function timeOutClaim(
 
 async function requeueStraggler(ctx: QueueContext, entry: DueEntry, result: SweepResult): Promise<void> {
   const ref = parseJobPk(entry.pk);
-  const runAfterMs = Number(entry.gsi1sk.slice(0, entry.gsi1sk.indexOf('#')));
-  const index = queuedIndexKeys(ctx, ref, runAfterMs);
-  try {
-    await ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.settings.tableName,
-        Key: jobKey(ref.type, ref.id),
-        ConditionExpression: '#status = :queued AND gsi1pk = :old',
-        UpdateExpression: 'SET gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':queued': 'queued', ':old': entry.gsi1pk, ':gsi1pk': index.gsi1pk, ':gsi1sk': index.gsi1sk },
-      }),
-    );
-    result.stragglers++;
-  } catch (error) {
-    if (!(error instanceof ConditionalCheckFailedException)) throw error;
-  }
+  const nowMs = ctx.nowMs();
+  const index = queuedIndexKeys(ctx.settings, ref, sortKeyTimeMs(entry.gsi1sk), nowMs);
+  if ((await updateItem(ctx, requeueStragglerParams(ref, entry.gsi1pk, index))).ok) result.stragglers++;
 }
 
 export async function sweepOnce(ctx: QueueContext, options: SweepOptions): Promise<SweepResult> {

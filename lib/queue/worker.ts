@@ -4,14 +4,17 @@
  * One job's failure, timeout or crash ends that job's attempt only.
  */
 import pLimit from 'p-limit';
-import { deferAttempt, endAttempt, extendClaim, guardOf, markStarted, releaseClaim, type AttemptEnding } from './claims.js';
+import type { JobRunOutcome } from '../domain/attempts.js';
+import { deferAttempt, endAttempt, extendClaim, markStarted, releaseClaim } from './claims.js';
+import { guardOf, type AttemptEnding } from '../domain/attempts.js';
 import type { QueueContext } from './context.js';
 import { ClaimLostError } from '../domain/errors.js';
 import { createSigningSecretCache, type SigningSecrets } from './job-types.js';
-import { jsonBytes } from './jobs.js';
-import { MAX_RESULT_BYTES, type JobTypeWithoutSecrets, type WorkerIdentity } from '../domain/model.js';
-import type { Job } from '../domain/model.js';
-import type { WorkerBatch } from './poller.js';
+import { jsonBytes } from '../domain/json-size.js';
+import { MAX_RESULT_BYTES, type WorkerIdentity } from '../domain/job.js';
+import type { JobTypeWithoutSecrets } from '../domain/job-type.js';
+import type { Job } from '../domain/job.js';
+import type { WorkerBatch } from './batcher.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
 import { failureFromError, type JobHandler } from '../targets/handler.js';
 import { prepareTarget, type TargetClients, type TargetRunner } from '../targets/index.js';
@@ -31,20 +34,6 @@ export class JobTimeoutError extends Error {
   override readonly name = 'TimeoutError';
 }
 
-export type JobRunOutcome =
-  | 'succeeded'
-  | 'failed'
-  | 'retrying'
-  | 'awaiting_callback'
-  | 'expired'
-  /** It reached the worker outside its time windows: handed back, due when they next open, no attempt counted. */
-  | 'rescheduled'
-  /** The claim was taken back before the worker got to it; another attempt owns the job now. */
-  | 'claim_lapsed'
-  /** An at_most_once job this claim already started (a duplicate delivery). */
-  | 'already_started'
-  /** The outcome could not be recorded: another worker, callback or sweep got there first. */
-  | 'stale';
 
 /**
  * Runs the job through its target as one attempt. While it runs, the worker

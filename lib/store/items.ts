@@ -1,7 +1,8 @@
 /** Converting between stored items and domain objects: the key attributes stay in the store layer. */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { Job, JobType } from '../domain/model.js';
+import type { Job } from '../domain/job.js';
+import type { JobType } from '../domain/job-type.js';
 
 type Item = Record<string, unknown>;
 

@@ -1,6 +1,7 @@
 /**
- * Every key of the single table is built here, from generic `pk`/`sk` and
- * `gsi1pk`/`gsi1sk` attributes. The stack and the local runtime create the
+ * Every key of the single table is built and parsed here, from generic `pk`/`sk`
+ * and `gsi1pk`/`gsi1sk` attributes: item keys, due-index keys, and the sort
+ * keys whose text holds a time. The stack and the local runtime create the
  * table from the same names (see `table.ts`).
  */
 import { createHash } from 'node:crypto';
@@ -30,6 +31,13 @@ export function shardOf(id: string, shards: number): number {
 }
 
 export type ItemKey = { pk: string; sk: string };
+export type IndexKey = { gsi1pk: string; gsi1sk: string };
+
+/** How the due index is laid out: the width of a ready-time bucket and the shards per bucket. */
+export interface IndexLayout {
+  bucketMs: number;
+  shards: number;
+}
 
 /**
  * The first segment of every base-table partition key, by family. The stack
@@ -55,6 +63,11 @@ export function jobKey(type: string, id: string): ItemKey {
 
 export function jobTypeKey(name: string): ItemKey {
   return { pk: `${PARTITION_PREFIX.jobType}${name}`, sk: 'TYPE' };
+}
+
+/** The index entry that lists a member of a family under its name. */
+export function listedUnder(partition: string, name: string): IndexKey {
+  return { gsi1pk: partition, gsi1sk: name };
 }
 
 /** Job types also sit in the due index under one partition, so a poller lists them with a query, never a scan. */
@@ -106,6 +119,11 @@ export function queuedSortKey(readyAtMs: number, id: string): string {
   return `${padEpochMs(readyAtMs)}#${id}`;
 }
 
+/** The time a lane or listing sort key starts with: a queued entry's ready time, a claim's deadline, a finish. */
+export function sortKeyTimeMs(sortKey: string): number {
+  return Number(sortKey.slice(0, sortKey.indexOf('#')));
+}
+
 export function claimSortKey(claimedUntilMs: number, type: string, id: string): string {
   return `${padEpochMs(claimedUntilMs)}#${type}#${id}`;
 }
@@ -143,6 +161,39 @@ export function parseClaimSortKey(sk: string): { claimedUntilMs: number; type: s
   return { claimedUntilMs: Number(until), type, id: rest.join('#') };
 }
 
+/** The lane and bucket of a `due` index partition, or undefined for partitions that are not lanes. */
+export function laneBucketOf(partition: string): { lane: Lane; bucket: number } | undefined {
+  const parts = partition.split('#');
+  if (parts[0] === 'Q' && parts.length === 4) return { lane: { kind: 'queued', type: parts[1] ?? '' }, bucket: Number(parts[2]) };
+  if (parts[0] === 'C' && parts.length === 3) return { lane: { kind: 'claims' }, bucket: Number(parts[1]) };
+  return undefined;
+}
+
+/** The due-index keys of a job waiting to run at `runAfterMs`; a job due in the past lands in the current bucket, never behind the cursor. */
+export function queuedIndexKeys(layout: IndexLayout, job: { type: string; id: string }, runAfterMs: number, nowMs: number): IndexKey {
+  const bucket = bucketOf(Math.max(runAfterMs, nowMs), layout.bucketMs);
+  return {
+    gsi1pk: lanePartition({ kind: 'queued', type: job.type }, bucket, shardOf(job.id, layout.shards)),
+    gsi1sk: queuedSortKey(runAfterMs, job.id),
+  };
+}
+
+/** The claim lane's keys of a claim held until `claimedUntilMs`, where the sweeper finds it once it lapses. */
+export function claimIndexKeys(layout: IndexLayout, job: { type: string; id: string }, claimedUntilMs: number): IndexKey {
+  return {
+    gsi1pk: lanePartition({ kind: 'claims' }, bucketOf(claimedUntilMs, layout.bucketMs), shardOf(job.id, layout.shards)),
+    gsi1sk: claimSortKey(claimedUntilMs, job.type, job.id),
+  };
+}
+
+/** The listing keys of a job that finished in `status` at `finishedAtMs`. */
+export function finishedIndexKeys(layout: IndexLayout, job: { type: string; id: string }, status: string, finishedAtMs: number): IndexKey {
+  return {
+    gsi1pk: finishedPartition(job.type, status, shardOf(job.id, layout.shards)),
+    gsi1sk: finishedSortKey(finishedAtMs, job.id),
+  };
+}
+
 export function cursorKey(lane: Lane, shard: number): ItemKey {
   return { pk: `${PARTITION_PREFIX.cursor}${laneName(lane)}#${shard}`, sk: 'CURSOR' };
 }
@@ -150,4 +201,41 @@ export function cursorKey(lane: Lane, shard: number): ItemKey {
 /** Points at the job that holds a correlation key (see `enqueueJob`). */
 export function correlationItemKey(correlationKey: string): ItemKey {
   return { pk: `${PARTITION_PREFIX.correlation}${correlationKey}`, sk: 'CORR' };
+}
+
+/** Where the bucket directory records a lane's buckets ahead of now (see queue/directory.ts). */
+export function directoryKey(lane: Lane, bucket: number): ItemKey {
+  return { pk: `${PARTITION_PREFIX.directory}${laneName(lane)}`, sk: padEpochMs(bucket) };
+}
+
+const TYPE_COUNTER_SORT_KEY = 'INFLIGHT';
+const KEY_COUNTER_PREFIX = 'KEY#';
+
+/** A type's in-flight weight: kept apart from the type's own item, which a PUT of the type replaces whole. */
+export function typeCounterKey(type: string): ItemKey {
+  return { pk: `${PARTITION_PREFIX.jobType}${type}`, sk: TYPE_COUNTER_SORT_KEY };
+}
+
+export function keyCounterKey(type: string, throttleKey: string): ItemKey {
+  return { pk: `${PARTITION_PREFIX.jobType}${type}`, sk: `${KEY_COUNTER_PREFIX}${throttleKey}` };
+}
+
+/** Which counter an item of a type's partition is: the type's own, or a throttle key's. */
+export function parseCounterSortKey(sk: string): { type: true } | { key: string } | undefined {
+  if (sk === TYPE_COUNTER_SORT_KEY) return { type: true };
+  return sk.startsWith(KEY_COUNTER_PREFIX) ? { key: sk.slice(KEY_COUNTER_PREFIX.length) } : undefined;
+}
+
+/** A type's token bucket for `rate_limit_per_s`. */
+export function rateBucketKey(type: string): ItemKey {
+  return { pk: `${PARTITION_PREFIX.jobType}${type}`, sk: 'RATE' };
+}
+
+export function parseMetricsMinuteSortKey(sk: string): number {
+  return Number(sk.slice(sk.indexOf('#') + 1));
+}
+
+/** How long a finished job stays before DynamoDB TTL removes it: the value of TTL_ATTRIBUTE. */
+export function purgeAtS(finishedAtMs: number, retentionDays: number): number {
+  return Math.floor(finishedAtMs / 1000) + retentionDays * 86_400;
 }

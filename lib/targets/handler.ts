@@ -1,6 +1,6 @@
 /** The `handler` target: a function in the worker's own code, looked up by name. */
 import { NonRetryableError, RetryAfterError } from '../domain/errors.js';
-import type { Job } from '../domain/model.js';
+import type { Job } from '../domain/job.js';
 import type { AttemptFailure } from '../domain/retry.js';
 import type { TargetOutcome, TargetRun } from './target.js';
 

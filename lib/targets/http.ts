@@ -10,7 +10,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { callbackUrl } from '../domain/callback-tokens.js';
-import { MAX_RESULT_BYTES } from '../domain/model.js';
+import { MAX_RESULT_BYTES } from '../domain/job.js';
 import { signedHeaders } from '../domain/signing.js';
 import { isLinkLocalAddress, literalAddressOf, resolveWithSystemDns, type ResolveHost, type ResolvedAddress } from './addresses.js';
 import type { SecretSource } from '../aws/secrets.js';

@@ -4,10 +4,10 @@
  * Each takes its client by injection; the worker wraps every run with the
  * attempt's timeout and claim renewal and records the outcome.
  */
-import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import type { LambdaClient } from '@aws-sdk/client-lambda';
+import type { EventBridgeClient } from '../aws/eventbridge.js';
+import type { LambdaClient } from '../aws/lambda.js';
 import type { SigningSecrets } from '../queue/job-types.js';
-import type { JobTypeWithoutSecrets } from '../domain/model.js';
+import type { JobTypeWithoutSecrets } from '../domain/job-type.js';
 import type { AttemptFailure } from '../domain/retry.js';
 import { runEventBridgeTarget, type EventBridgeTargetOptions } from './eventbridge.js';
 import { runHandlerTarget, type JobHandler } from './handler.js';

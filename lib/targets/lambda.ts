@@ -3,8 +3,8 @@
  * the function returns is the job's result; a function error (it threw, timed
  * out or ran out of memory) fails the attempt with the error's type and message.
  */
-import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
-import { MAX_RESULT_BYTES } from '../domain/model.js';
+import { invokeFunction, type InvokeResponse, type LambdaClient } from '../aws/lambda.js';
+import { MAX_RESULT_BYTES } from '../domain/job.js';
 import { failed, jobEnvelope, type TargetOutcome, type TargetRun } from './target.js';
 
 /** Errors retrying cannot fix: the function or its input is wrong. */
@@ -24,26 +24,19 @@ const field = (value: unknown, name: string): unknown =>
   typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
 
 export async function runLambdaTarget(run: TargetRun, target: { functionName: string }, client: LambdaClient): Promise<TargetOutcome> {
-  let response;
+  let response: InvokeResponse;
   try {
-    response = await client.send(
-      new InvokeCommand({
-        FunctionName: target.functionName,
-        InvocationType: 'RequestResponse',
-        Payload: Buffer.from(JSON.stringify(jobEnvelope(run.job))),
-      }),
-      { abortSignal: run.signal },
-    );
+    response = await invokeFunction(client, target.functionName, jobEnvelope(run.job), run.signal);
   } catch (error) {
     const name = error instanceof Error ? error.name : 'InvokeError';
     const message = error instanceof Error ? error.message : String(error);
     return failed(name, `invoking ${target.functionName}: ${message}`, { retryable: !PERMANENT_INVOKE_ERRORS.has(name) });
   }
-  if (response.Payload && response.Payload.length > MAX_RESULT_BYTES + 1024 && !response.FunctionError) {
-    return failed('ResultTooLargeError', `the function returned ${response.Payload.length} bytes`, { retryable: false });
+  if (response.payload && response.payload.length > MAX_RESULT_BYTES + 1024 && !response.functionError) {
+    return failed('ResultTooLargeError', `the function returned ${response.payload.length} bytes`, { retryable: false });
   }
-  const payload = parsePayload(response.Payload);
-  if (response.FunctionError) {
+  const payload = parsePayload(response.payload);
+  if (response.functionError) {
     const errorType = field(payload, 'errorType');
     const errorMessage = field(payload, 'errorMessage');
     const trace = field(payload, 'trace') ?? field(payload, 'stackTrace');
@@ -51,8 +44,8 @@ export async function runLambdaTarget(run: TargetRun, target: { functionName: st
       kind: 'failed',
       failure: {
         error: {
-          class: typeof errorType === 'string' ? errorType : response.FunctionError,
-          message: typeof errorMessage === 'string' ? errorMessage : `the function failed (${response.FunctionError})`,
+          class: typeof errorType === 'string' ? errorType : response.functionError,
+          message: typeof errorMessage === 'string' ? errorMessage : `the function failed (${response.functionError})`,
           ...(Array.isArray(trace) ? { trace: trace.map(String).join('\n') } : {}),
         },
         retryable: true,

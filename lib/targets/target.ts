@@ -1,6 +1,6 @@
 /** What every target shares: how one attempt is handed to it and what it reports back. */
-import type { Job } from '../domain/model.js';
-import type { JobTypeWithoutSecrets } from '../domain/model.js';
+import type { Job } from '../domain/job.js';
+import type { JobTypeWithoutSecrets } from '../domain/job-type.js';
 import type { AttemptFailure } from '../domain/retry.js';
 
 /** How an attempt ended, as the target saw it; the worker records it under the claim's guard. */

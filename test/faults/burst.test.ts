@@ -5,9 +5,9 @@
 import pLimit from 'p-limit';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/job-types.js';
-import { enqueueJob } from '../../lib/queue/jobs.js';
-import { jobTypeInputSchema } from '../../lib/domain/model.js';
-import type { JobType } from '../../lib/domain/model.js';
+import { enqueueJob } from '../../lib/queue/enqueue.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import type { JobType } from '../../lib/domain/job-type.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
 import { scaled } from './scale.js';

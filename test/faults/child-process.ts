@@ -11,7 +11,8 @@ import { createLocalIam } from '../../infra/local/iam/local-iam.js';
 import { LOCAL_ACCOUNT_ID } from '../../infra/local/iam/local-policies.js';
 import type { StackPolicies } from '../../infra/local/iam/stack-policies.js';
 import { createQueueContext, readQueueSettings } from '../../lib/queue/context.js';
-import { runPollerLoop, type WorkerInvoker } from '../../lib/queue/poller.js';
+import { runPollerLoop } from '../../lib/queue/poller.js';
+import type { WorkerInvoker } from '../../lib/queue/batcher.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
 
 const mode = process.argv[2];

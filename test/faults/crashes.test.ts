@@ -5,9 +5,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
 import { putJobType } from '../../lib/queue/job-types.js';
-import { enqueueJob, getJob } from '../../lib/queue/jobs.js';
-import { jobTypeInputSchema } from '../../lib/domain/model.js';
-import type { JobType } from '../../lib/domain/model.js';
+import { enqueueJob } from '../../lib/queue/enqueue.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import type { JobType } from '../../lib/domain/job-type.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, countingHandler, runUntilSettled } from '../support/scenario.js';
 

@@ -8,9 +8,9 @@ import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js'
 import type { QueueContext } from '../../lib/queue/context.js';
 import type { DynamoClients } from '../../lib/store/client.js';
 import { putJobType } from '../../lib/queue/job-types.js';
-import { enqueueJob } from '../../lib/queue/jobs.js';
-import { jobTypeInputSchema } from '../../lib/domain/model.js';
-import type { JobType } from '../../lib/domain/model.js';
+import { enqueueJob } from '../../lib/queue/enqueue.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import type { JobType } from '../../lib/domain/job-type.js';
 import { injectFaults, seededRandom, type FaultCounts } from '../support/faults.js';
 import { localIamFor } from '../support/iam.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';

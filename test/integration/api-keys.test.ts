@@ -5,7 +5,7 @@ import { NotFoundError } from '../../lib/domain/errors.js';
 import { ValidationError } from '../../lib/domain/errors.js';
 import { putJobType } from '../../lib/queue/job-types.js';
 import { apiKeyKey } from '../../lib/store/keys.js';
-import { jobTypeInputSchema } from '../../lib/domain/model.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { itemsWithPk, tableItems } from '../support/api.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 

@@ -5,10 +5,12 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.js';
 import { putJobType } from '../../lib/queue/job-types.js';
-import { enqueueJob, getJob } from '../../lib/queue/jobs.js';
-import { jobTypeInputSchema } from '../../lib/domain/model.js';
-import type { JobType } from '../../lib/domain/model.js';
-import { pollOnce, type WorkerBatch } from '../../lib/queue/poller.js';
+import { enqueueJob } from '../../lib/queue/enqueue.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import type { JobType } from '../../lib/domain/job-type.js';
+import { pollOnce } from '../../lib/queue/poll-once.js';
+import type { WorkerBatch } from '../../lib/queue/batcher.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 

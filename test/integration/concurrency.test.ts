@@ -6,8 +6,8 @@
 import { describe, expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/job-types.js';
 import { getJob } from '../../lib/queue/jobs.js';
-import { jobTypeInputSchema } from '../../lib/domain/model.js';
-import { readInFlight } from '../../lib/queue/slots.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { readInFlight } from '../../lib/store/counters.js';
 import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { watchInFlight, sleepMs } from '../support/in-flight.js';

@@ -4,10 +4,11 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { directoryKey } from '../../lib/queue/directory.js';
+import { directoryKey } from '../../lib/store/keys.js';
 import { listJobs } from '../../lib/queue/job-listing.js';
 import { cancelJob } from '../../lib/queue/jobs.js';
-import type { JobStatus, JobType } from '../../lib/domain/model.js';
+import type { JobStatus } from '../../lib/domain/job.js';
+import type { JobType } from '../../lib/domain/job-type.js';
 import { AWAIT_CALLBACK } from '../../lib/queue/worker.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';

@@ -4,7 +4,8 @@ import { claimJob, endAttempt } from '../../lib/queue/claims.js';
 import { completeFromCallback } from '../../lib/queue/callbacks.js';
 import { createMemoryPublisher } from '../../lib/domain/lifecycle-events.js';
 import { cancelJob } from '../../lib/queue/jobs.js';
-import type { Job, JobType } from '../../lib/domain/model.js';
+import type { Job } from '../../lib/domain/job.js';
+import type { JobType } from '../../lib/domain/job-type.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 import { T0, defineType, enqueue } from './lib-fixtures.js';
 

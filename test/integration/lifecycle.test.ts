@@ -22,7 +22,7 @@ import {
   poll,
   readItem,
 } from './lib-fixtures.js';
-import { pollOnce } from '../../lib/queue/poller.js';
+import { pollOnce } from '../../lib/queue/poll-once.js';
 import { asFunction } from '../support/queue.js';
 
 const RETENTION_DAYS = 7;

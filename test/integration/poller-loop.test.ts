@@ -4,7 +4,8 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { getJob } from '../../lib/queue/jobs.js';
-import { runPollerLoop, type PollResult } from '../../lib/queue/poller.js';
+import { runPollerLoop } from '../../lib/queue/poller.js';
+import type { PollResult } from '../../lib/queue/poll-once.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
 import { asFunction } from '../support/queue.js';
 

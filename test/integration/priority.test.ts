@@ -5,8 +5,8 @@
  */
 import { describe, expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/job-types.js';
-import { jobTypeInputSchema } from '../../lib/domain/model.js';
-import type { JobType } from '../../lib/domain/model.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import type { JobType } from '../../lib/domain/job-type.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { sleepMs, watchInFlight } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';

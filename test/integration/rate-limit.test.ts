@@ -4,8 +4,8 @@
  */
 import { describe, expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/job-types.js';
-import { jobTypeInputSchema } from '../../lib/domain/model.js';
-import { pollOnce } from '../../lib/queue/poller.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { pollOnce } from '../../lib/queue/poll-once.js';
 import { watchInFlight } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import { contextWith, runUntilSettled } from '../support/scenario.js';

@@ -11,7 +11,7 @@ import { registry } from '../../functions/worker/handlers/index.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { getJob } from '../../lib/queue/jobs.js';
 import { rosterEntryName, rosterKey } from '../../lib/store/keys.js';
-import type { WorkerIdentity } from '../../lib/domain/model.js';
+import type { WorkerIdentity } from '../../lib/domain/job.js';
 import { createRosterHeartbeat, listRoster, ROSTER_PURGE_AFTER_S, ROSTER_REFRESH_MS, ROSTER_STALE_AFTER_MS } from '../../lib/queue/roster.js';
 import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { asFunction, manualClock } from '../support/queue.js';

@@ -5,7 +5,7 @@
 import { describe, expect, test } from 'vitest';
 import { trackConsumedCapacity } from '../support/capacity.js';
 import type { QueueContext } from '../../lib/queue/context.js';
-import type { JobType } from '../../lib/domain/model.js';
+import type { JobType } from '../../lib/domain/job-type.js';
 import { statsOfType, statsOfTypes } from '../../lib/queue/stats.js';
 import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';

@@ -3,10 +3,11 @@
  * visibility timeouts, at_most_once, duplicate deliveries, heartbeats.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { extendClaim, guardOf, markStarted } from '../../lib/queue/claims.js';
+import { extendClaim, markStarted } from '../../lib/queue/claims.js';
+import { guardOf } from '../../lib/domain/attempts.js';
 import { getJob } from '../../lib/queue/jobs.js';
 import { jobKey, shardOf } from '../../lib/store/keys.js';
-import type { WorkerBatch } from '../../lib/queue/poller.js';
+import type { WorkerBatch } from '../../lib/queue/batcher.js';
 import { sweepOnce, type SweepFailure } from '../../lib/queue/sweeper.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
 import type { JobHandler } from '../../lib/queue/worker.js';

@@ -5,8 +5,8 @@
 import { describe, expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/job-types.js';
 import { getJob } from '../../lib/queue/jobs.js';
-import { jobTypeInputSchema } from '../../lib/domain/model.js';
-import { readInFlight } from '../../lib/queue/slots.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { readInFlight } from '../../lib/store/counters.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { sleepMs, watchInFlight } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';

@@ -7,8 +7,8 @@
 import { describe, expect, test, vi } from 'vitest';
 import { trackConsumedCapacity } from '../support/capacity.js';
 import { getJob } from '../../lib/queue/jobs.js';
-import type { JobType } from '../../lib/domain/model.js';
-import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/poller.js';
+import type { JobType } from '../../lib/domain/job-type.js';
+import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/poll-once.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
 import type { JobHandler } from '../../lib/queue/worker.js';
 import type { TimeWindow } from '../../lib/domain/windows.js';

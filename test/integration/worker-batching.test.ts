@@ -6,10 +6,10 @@
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { expect, test } from 'vitest';
-import { createLambdaInvoker } from '../../lib/aws/lambda-invoker.js';
+import { createLambdaInvoker } from '../../lib/aws/lambda.js';
 import { listJobTypes } from '../../lib/queue/job-types.js';
 import { getJob } from '../../lib/queue/jobs.js';
-import type { CursorCache } from '../../lib/queue/poller.js';
+import type { CursorCache } from '../../lib/queue/poll-once.js';
 import { RecordingInvoker, RunningInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest({ settings: { workerBatchSize: 10, workerConcurrency: 4 } });

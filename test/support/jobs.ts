@@ -1,5 +1,5 @@
 /** A running job built in memory, for unit tests of the pure parts of lib/. */
-import type { Job } from '../../lib/domain/model.js';
+import type { Job } from '../../lib/domain/job.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00.000Z');
 

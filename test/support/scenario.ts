@@ -6,9 +6,11 @@
  */
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { getJob } from '../../lib/queue/jobs.js';
-import { isTerminal } from '../../lib/domain/model.js';
-import type { Job, JobType } from '../../lib/domain/model.js';
-import { runPollerLoop, type WorkerBatch, type WorkerInvoker } from '../../lib/queue/poller.js';
+import { isTerminal } from '../../lib/domain/job.js';
+import type { Job } from '../../lib/domain/job.js';
+import type { JobType } from '../../lib/domain/job-type.js';
+import { runPollerLoop } from '../../lib/queue/poller.js';
+import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import { abortableSleep } from '../../lib/domain/sleep.js';
 import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { runWorkerBatch, type WorkerRegistry } from '../../lib/queue/worker.js';

@@ -1,6 +1,7 @@
 /** Scopes and presented keys: what a key may do, and what counts as a key at all. */
 import { describe, expect, test } from 'vitest';
-import { apiKeyInputSchema, parsePresentedKey, parseScope, scopeAllows } from '../../lib/queue/api-keys.js';
+import { apiKeyInputSchema } from '../../lib/wire/api-keys.js';
+import { parsePresentedKey, parseScope, scopeAllows } from '../../lib/domain/api-key.js';
 
 describe('parseScope', () => {
   test.each(['admin', 'enqueue:emails', 'read:*', 'callback:send.email-v2', 'enqueue:A_1'])('accepts %s', (scope) => {

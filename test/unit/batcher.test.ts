@@ -1,10 +1,12 @@
 /** The batcher: how a poll's claimed jobs are split into worker invocations, and what each one carries. */
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { jsonBytes } from '../../lib/queue/jobs.js';
-import { jobTypeFromInput, jobTypeInputSchema, parseWith } from '../../lib/domain/model.js';
-import type { Job, JobType } from '../../lib/domain/model.js';
-import { createBatcher, type WorkerBatch } from '../../lib/queue/poller.js';
+import { jsonBytes } from '../../lib/domain/json-size.js';
+import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseWith } from '../../lib/wire/parse.js';
+import type { Job } from '../../lib/domain/job.js';
+import type { JobType } from '../../lib/domain/job-type.js';
+import { createBatcher, type WorkerBatch } from '../../lib/queue/batcher.js';
 import { runningJob, T0 } from '../support/jobs.js';
 
 /** An http type, with the signing secret its item holds. */

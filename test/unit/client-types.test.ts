@@ -6,7 +6,8 @@
 import { expectTypeOf, test } from 'vitest';
 import type { z } from 'zod';
 import type { EnqueueJob, JobTypeBody } from '../../lib/client/types.js';
-import type { jobInputSchema, jobTypeInputSchema } from '../../lib/domain/model.js';
+import type { jobInputSchema } from '../../lib/wire/jobs.js';
+import type { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 
 type ServerJobTypeBody = z.input<typeof jobTypeInputSchema>;
 type ServerJobBody = z.input<typeof jobInputSchema>;

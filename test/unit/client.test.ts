@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { createClient, ForbiddenError, NotFoundError, QueueApiError, ServerError, UnauthorizedError } from '../../lib/client/index.js';
-import type { Job } from '../../lib/domain/model.js';
+import type { Job } from '../../lib/domain/job.js';
 
 interface Sent {
   method: string;

@@ -1,7 +1,8 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, test } from 'vitest';
-import { createEventBridgePublisher, eventsForEndedAttempt, type LifecycleEvent } from '../../lib/domain/lifecycle-events.js';
+import { createEventBridgePublisher } from '../../lib/aws/eventbridge.js';
+import { eventsForEndedAttempt, type LifecycleEvent } from '../../lib/domain/lifecycle-events.js';
 import { runningJob, T0 } from '../support/jobs.js';
 
 const eventBridge = mockClient(EventBridgeClient);

@@ -1,8 +1,8 @@
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, expect, test } from 'vitest';
-import { createLambdaInvoker } from '../../lib/aws/lambda-invoker.js';
-import type { WorkerBatch } from '../../lib/queue/poller.js';
+import { createLambdaInvoker } from '../../lib/aws/lambda.js';
+import type { WorkerBatch } from '../../lib/queue/batcher.js';
 
 const lambda = mockClient(LambdaClient);
 const batch: WorkerBatch = { jobs: [], jobTypes: {} };

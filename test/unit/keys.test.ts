@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { directoryKey } from '../../lib/queue/directory.js';
+import { directoryKey } from '../../lib/store/keys.js';
 import { apiKeyKey, bucketOf, bucketStartMs, claimSortKey, correlationItemKey, cursorKey, dueUpToSortKey, jobKey, jobTypeKey, lanePartition, metricsKey, padEpochMs, PARTITION_PREFIX, parseClaimSortKey, parseJobPk, queuedSortKey, rosterKey, shardOf, type ItemKey, type PartitionFamily } from '../../lib/store/keys.js';
-import { rateBucketKey } from '../../lib/queue/rate-limit.js';
-import { keyCounterKey, typeCounterKey } from '../../lib/queue/slots.js';
+import { rateBucketKey } from '../../lib/store/keys.js';
+import { keyCounterKey, typeCounterKey } from '../../lib/store/keys.js';
 
 const BUCKET_MS = 60_000;
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');

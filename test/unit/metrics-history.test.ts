@@ -1,7 +1,7 @@
 /** The metrics history's maths: log-scaled lag buckets, merging histograms and nearest-rank percentiles. */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { finishedOutcomeOf, finishedOutcomeOfStatus, LAG_BUCKET_COUNT, lagBucketOf, lagBucketValueMs, lagPercentileMs, mergeHistogramInto, type LagHistogram } from '../../lib/queue/metrics-history.js';
+import { finishedOutcomeOf, finishedOutcomeOfStatus, LAG_BUCKET_COUNT, lagBucketOf, lagBucketValueMs, lagPercentileMs, mergeHistogramInto, type LagHistogram } from '../../lib/domain/metrics.js';
 
 const histogramOf = (lagsMs: number[]): LagHistogram => {
   const histogram: LagHistogram = new Map();

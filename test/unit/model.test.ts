@@ -2,8 +2,11 @@ import { describe, expect, test } from 'vitest';
 import { ValidationError } from '../../lib/domain/errors.js';
 import type { FieldIssue } from '../../lib/domain/errors.js';
 import { MAX_WORKER_ATTEMPT_S } from '../../lib/domain/limits.js';
-import { DEFAULT_RETRY, jobInputFromBody, jobInputSchema, jobToApi, jobTypeFromInput, jobTypeInputSchema, parseWith } from '../../lib/domain/model.js';
-import type { Job } from '../../lib/domain/model.js';
+import { DEFAULT_RETRY } from '../../lib/domain/job-type.js';
+import { jobInputFromBody, jobInputSchema, jobToApi } from '../../lib/wire/jobs.js';
+import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseWith } from '../../lib/wire/parse.js';
+import type { Job } from '../../lib/domain/job.js';
 
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
 const TIMES = { createdAtMs: T0, updatedAtMs: T0 };

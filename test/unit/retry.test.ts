@@ -1,5 +1,6 @@
 import { describe, expect, test, vi } from 'vitest';
-import type { Job, RetryPolicy } from '../../lib/domain/model.js';
+import type { Job } from '../../lib/domain/job.js';
+import type { RetryPolicy } from '../../lib/domain/job-type.js';
 import { runningJob } from '../support/jobs.js';
 import { backoffDelayMs, decideRetry, type AttemptFailure, type CustomRetryPolicies } from '../../lib/domain/retry.js';
 

@@ -1,10 +1,10 @@
 /** The pure parts of the scheduling controls: claim order, slot planning and the token bucket's arithmetic. */
 import { describe, expect, test } from 'vitest';
-import type { DueEntry } from '../../lib/queue/lanes.js';
+import type { DueEntry } from '../../lib/store/due-index.js';
 import { padEpochMs } from '../../lib/store/keys.js';
-import { orderDueEntries } from '../../lib/queue/poller.js';
-import { availableTokens } from '../../lib/queue/rate-limit.js';
-import { slotsFor, throttleKeyLimit } from '../../lib/queue/slots.js';
+import { orderDueEntries } from '../../lib/queue/poll-once.js';
+import { availableTokens } from '../../lib/domain/rate.js';
+import { slotsFor, throttleKeyLimit } from '../../lib/domain/slots.js';
 
 function entry(id: string, readyAtMs: number, priority: number, weight = 1): DueEntry {
   return { pk: `JOB#t#${id}`, sk: 'JOB', gsi1pk: 'Q#t#0#0', gsi1sk: `${padEpochMs(readyAtMs)}#${id}`, priority, weight };

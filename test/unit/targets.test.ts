@@ -2,8 +2,9 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { InvokeCommand, LambdaClient, type InvokeCommandOutput } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, test } from 'vitest';
-import { jobTypeFromInput, jobTypeInputSchema, parseWith } from '../../lib/domain/model.js';
-import type { JobType } from '../../lib/domain/model.js';
+import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseWith } from '../../lib/wire/parse.js';
+import type { JobType } from '../../lib/domain/job-type.js';
 import { runEventBridgeTarget } from '../../lib/targets/eventbridge.js';
 import { outcomeOfAnswer, retryAfterMs } from '../../lib/targets/http.js';
 import { prepareTarget } from '../../lib/targets/index.js';

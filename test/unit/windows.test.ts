@@ -4,7 +4,9 @@ import { DateTime } from 'luxon';
 import { describe, expect, test } from 'vitest';
 import { ValidationError } from '../../lib/domain/errors.js';
 import type { FieldIssue } from '../../lib/domain/errors.js';
-import { jobInputSchema, jobTypeInputSchema, parseWith } from '../../lib/domain/model.js';
+import { jobInputSchema } from '../../lib/wire/jobs.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseWith } from '../../lib/wire/parse.js';
 import { firstInstantInWindows, isInWindows } from '../../lib/domain/windows.js';
 import type { TimeWindow } from '../../lib/domain/windows.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
-import { appendHistory } from '../../lib/queue/claims.js';
+import { appendHistory } from '../../lib/domain/attempts.js';
 import { NonRetryableError, RetryAfterError } from '../../lib/domain/errors.js';
-import { HISTORY_LIMIT, type AttemptRecord } from '../../lib/domain/model.js';
+import { HISTORY_LIMIT, type AttemptRecord } from '../../lib/domain/job.js';
 import { failureFromError } from '../../lib/queue/worker.js';
 import { T0 } from '../support/jobs.js';
 

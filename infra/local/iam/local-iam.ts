@@ -8,7 +8,7 @@
  */
 import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../lib/store/client.js';
 import type { LifecyclePublisher } from '../../../lib/domain/lifecycle-events.js';
-import type { WorkerInvoker } from '../../../lib/queue/poller.js';
+import type { WorkerInvoker } from '../../../lib/queue/batcher.js';
 import { checkCallsOf, createIamCheck, type IamCheck, type IamDecision } from './iam-check.js';
 import { localPolicies, type LocalAccount } from './local-policies.js';
 import { lambdaInvokeRequests, putEventsRequests } from './requests.js';

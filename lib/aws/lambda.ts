@@ -1,0 +1,39 @@
+/** Lambda: how the poller hands batches to workers in AWS, and how a `lambda` target invokes its function. */
+import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
+import type { WorkerBatch, WorkerInvoker } from '../queue/batcher.js';
+
+export type { LambdaClient };
+
+/** An asynchronous invoke: Lambda queues the batch for the worker function and answers 202. */
+export function createLambdaInvoker(client: LambdaClient, functionName: string): WorkerInvoker {
+  return {
+    async invoke(batch: WorkerBatch): Promise<void> {
+      const { StatusCode, FunctionError } = await client.send(
+        new InvokeCommand({
+          FunctionName: functionName,
+          InvocationType: 'Event',
+          Payload: Buffer.from(JSON.stringify(batch)),
+        }),
+      );
+      // An asynchronous invoke is queued by Lambda only when it answers 202.
+      if (StatusCode !== 202 || FunctionError) {
+        throw new Error(`worker invoke not accepted: status ${StatusCode ?? 'none'} ${FunctionError ?? ''}`.trim());
+      }
+    },
+  };
+}
+
+/** What a synchronous invoke answered: the function's payload, and its error type when it failed. */
+export interface InvokeResponse {
+  payload: Uint8Array | undefined;
+  functionError: string | undefined;
+}
+
+/** A synchronous invoke of `functionName` with `payload`; a refused call throws the SDK's error. */
+export async function invokeFunction(client: LambdaClient, functionName: string, payload: unknown, signal: AbortSignal): Promise<InvokeResponse> {
+  const response = await client.send(
+    new InvokeCommand({ FunctionName: functionName, InvocationType: 'RequestResponse', Payload: Buffer.from(JSON.stringify(payload)) }),
+    { abortSignal: signal },
+  );
+  return { payload: response.Payload, functionError: response.FunctionError };
+}

@@ -1,0 +1,156 @@
+/**
+ * The rules of an attempt's end, free of storage: where the job goes next, what
+ * its history records, and the job as the end leaves it.
+ */
+import {
+  HISTORY_LIMIT,
+  MAX_ERROR_MESSAGE_CHARS,
+  MAX_TRACE_CHARS,
+  type AttemptError,
+  type AttemptOutcome,
+  type AttemptRecord,
+  type Job,
+  type WorkerIdentity,
+} from './job.js';
+import type { JobType } from './job-type.js';
+import { decideRetry, type AttemptFailure, type CustomRetryPolicies } from './retry.js';
+import { earliestStartMs, effectiveWindows } from './windows.js';
+
+/** The clock and randomness a decision depends on, injected so tests control them. */
+export interface Clock {
+  nowMs: () => number;
+  random: () => number;
+}
+
+/** The claim a write must still hold: the token and attempt it was given. */
+export type ClaimGuard = Pick<Job, 'type' | 'id' | 'attempt'> & { claimToken: string };
+
+export function guardOf(job: Job): ClaimGuard {
+  if (job.claimToken === undefined) throw new Error(`job ${job.type}/${job.id} holds no claim`);
+  return { type: job.type, id: job.id, attempt: job.attempt, claimToken: job.claimToken };
+}
+
+/** How an attempt ended, as the worker, a callback or the sweeper saw it. */
+export type AttemptEnding =
+  | { outcome: 'succeeded'; result?: unknown }
+  | { outcome: 'failed' | 'timed_out'; failure: AttemptFailure }
+  | { outcome: 'expired' };
+
+export interface EndAttemptOptions {
+  ending: AttemptEnding;
+  jobType: Pick<JobType, 'retry' | 'timeWindows' | 'listSucceeded'>;
+  customPolicies: CustomRetryPolicies;
+  startedAtMs?: number;
+  worker?: WorkerIdentity;
+  /** The sweeper ends only the claim it saw expire, not one a heartbeat has since extended. */
+  expectedClaimedUntilMs?: number;
+}
+
+/** Where the job goes once an attempt ends: a terminal status, or queued again for a retry. */
+export type NextState =
+  | { status: 'succeeded' | 'failed' | 'expired'; outcome: AttemptOutcome }
+  | { status: 'queued'; outcome: AttemptOutcome; runAfterMs: number };
+
+export function planNextState(clock: Clock, job: Job, options: EndAttemptOptions): NextState {
+  const { ending } = options;
+  if (ending.outcome === 'succeeded') return { status: 'succeeded', outcome: 'succeeded' };
+  if (ending.outcome === 'expired') return { status: 'expired', outcome: 'expired' };
+  const decision = decideRetry({
+    policy: options.jobType.retry,
+    job,
+    failure: ending.failure,
+    random: clock.random,
+    customPolicies: options.customPolicies,
+  });
+  if (!decision.retry) return { status: 'failed', outcome: ending.outcome };
+  const runAfterMs = earliestStartMs(effectiveWindows(job, options.jobType), clock.nowMs() + decision.delayMs);
+  if (job.expiresAtMs !== undefined && runAfterMs >= job.expiresAtMs) return { status: 'expired', outcome: ending.outcome };
+  return { status: 'queued', outcome: ending.outcome, runAfterMs };
+}
+
+function truncate(text: string, maxChars: number): string {
+  return text.length > maxChars ? `${text.slice(0, maxChars)}…` : text;
+}
+
+function boundedError(error: AttemptError): AttemptError {
+  return {
+    class: truncate(error.class, 128),
+    message: truncate(error.message, MAX_ERROR_MESSAGE_CHARS),
+    ...(error.trace ? { trace: truncate(error.trace, MAX_TRACE_CHARS) } : {}),
+  };
+}
+
+/** The history entry of the attempt that ends at `endedAtMs` with `outcome`. */
+export function attemptRecordOf(job: Job, options: EndAttemptOptions, outcome: AttemptOutcome, endedAtMs: number): AttemptRecord {
+  const { ending } = options;
+  const worker = options.worker ?? job.worker;
+  return {
+    attempt: job.attempt,
+    claimedAtMs: job.claimedAtMs ?? endedAtMs,
+    startedAtMs: options.startedAtMs ?? job.startedAtMs ?? null,
+    endedAtMs,
+    outcome,
+    ...(ending.outcome === 'failed' || ending.outcome === 'timed_out' ? { error: boundedError(ending.failure.error) } : {}),
+    ...(worker ? { worker } : {}),
+  };
+}
+
+/** The history with this attempt appended, capped at the last HISTORY_LIMIT entries. */
+export function appendHistory(
+  job: Pick<Job, 'history' | 'historyDropped'>,
+  record: AttemptRecord,
+): { history: AttemptRecord[]; historyDropped: number } {
+  const all = [...job.history, record];
+  const overflow = Math.max(0, all.length - HISTORY_LIMIT);
+  return { history: all.slice(overflow), historyDropped: job.historyDropped + overflow };
+}
+
+/** What ending an attempt writes: the next state, the history, and when. */
+export interface AttemptEnd {
+  next: NextState;
+  endedAtMs: number;
+  history: AttemptRecord[];
+  historyDropped: number;
+  ending: AttemptEnding;
+}
+
+/** The job as an attempt's end leaves it, built where the write returns no new image (a transaction). */
+export function jobAfterEnd(job: Job, end: AttemptEnd): Job {
+  const {
+    claimToken: _claimToken,
+    claimedAtMs: _claimedAtMs,
+    claimedUntilMs: _claimedUntilMs,
+    startedAtMs: _startedAtMs,
+    startToken: _startToken,
+    worker: _worker,
+    heldSlots: _heldSlots,
+    ...unclaimed
+  } = job;
+  const { next } = end;
+  const ended: Job = {
+    ...unclaimed,
+    status: next.status,
+    updatedAtMs: end.endedAtMs,
+    history: end.history,
+    historyDropped: end.historyDropped,
+  };
+  if (next.status === 'queued') return { ...ended, runAfterMs: next.runAfterMs };
+  const result = end.ending.outcome === 'succeeded' ? end.ending.result : undefined;
+  return { ...ended, finishedAtMs: end.endedAtMs, ...(result !== undefined ? { result } : {}) };
+}
+
+/** What a worker's run of a claimed job came to. */
+export type JobRunOutcome =
+  | 'succeeded'
+  | 'failed'
+  | 'retrying'
+  | 'awaiting_callback'
+  | 'expired'
+  /** It reached the worker outside its time windows: handed back, due when they next open, no attempt counted. */
+  | 'rescheduled'
+  /** The claim was taken back before the worker got to it; another attempt owns the job now. */
+  | 'claim_lapsed'
+  /** An at_most_once job this claim already started (a duplicate delivery). */
+  | 'already_started'
+  /** The outcome could not be recorded: another worker, callback or sweep got there first. */
+  | 'stale';

@@ -1,0 +1,122 @@
+/** Jobs as stored: the source of truth for their status, data, attempts and history. */
+import type { DeliveryStrategy } from './job-type.js';
+import type { TimeWindow } from './windows.js';
+
+export const JOB_STATUSES = [
+  'queued',
+  'running',
+  'awaiting_callback',
+  'succeeded',
+  'failed',
+  'expired',
+  'cancelled',
+] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export const TERMINAL_STATUSES: readonly JobStatus[] = ['succeeded', 'failed', 'expired', 'cancelled'];
+
+/** The in-flight counters a claim added its weight to, so the attempt's end takes exactly that weight back. */
+export interface HeldSlots {
+  weight: number;
+  /** The type-wide counter. */
+  type: boolean;
+  /** The throttle key's counter. */
+  key?: string;
+}
+
+export interface AttemptError {
+  class: string;
+  message: string;
+  trace?: string;
+}
+
+export interface WorkerIdentity {
+  id: string;
+  host: string;
+}
+
+export const ATTEMPT_OUTCOMES = ['succeeded', 'failed', 'timed_out', 'expired'] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
+
+export interface AttemptRecord {
+  attempt: number;
+  claimedAtMs: number;
+  startedAtMs: number | null;
+  endedAtMs: number;
+  outcome: AttemptOutcome;
+  error?: AttemptError;
+  worker?: WorkerIdentity;
+}
+
+/** A job as stored: the source of truth for its status, data, attempts and history. */
+export interface Job {
+  type: string;
+  id: string;
+  status: JobStatus;
+  data: unknown;
+  attempt: number;
+  maxAttempts: number;
+  deliveryStrategy: DeliveryStrategy;
+  runAfterMs: number;
+  expiresAtMs?: number;
+  priority: number;
+  weight: number;
+  throttleKey?: string;
+  /** The job's own windows, replacing its type's; absent: its type's. */
+  timeWindows?: TimeWindow[];
+  /** Unique among jobs that are not terminal; a `CORR#<key>` item points at the job holding it. */
+  correlationKey?: string;
+  createdAtMs: number;
+  updatedAtMs: number;
+  finishedAtMs?: number;
+  result?: unknown;
+  history: AttemptRecord[];
+  historyDropped: number;
+  /** Hash of the normalised enqueue body: the same body again is the same job. */
+  requestHash: string;
+  /** The current attempt's claim; absent while queued and once terminal. */
+  claimToken?: string;
+  claimedAtMs?: number;
+  claimedUntilMs?: number;
+  startedAtMs?: number;
+  /** Written with startedAtMs, so a start whose write was retried recognises itself. */
+  startToken?: string;
+  worker?: WorkerIdentity;
+  /** Present while the current claim holds concurrency slots. */
+  heldSlots?: HeldSlots;
+}
+
+export const HISTORY_LIMIT = 25;
+/** Priorities run from 0 to 1000, lower first. */
+export const DEFAULT_PRIORITY = 100;
+export const MAX_DATA_BYTES = 256 * 1024;
+/** A result is kept on the job item beside data and history, all within DynamoDB's 400 KB item limit. */
+export const MAX_RESULT_BYTES = 64 * 1024;
+export const MAX_TRACE_CHARS = 2_000;
+export const MAX_ERROR_MESSAGE_CHARS = 1_000;
+
+export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+/**
+ * Correlation keys travel as a path segment of `POST /v1/callbacks/{key}`, so
+ * only characters that need no URL encoding and survive every proxy are allowed.
+ */
+export const CORRELATION_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:@=~-]{0,255}$/;
+/** A validated enqueue request, in the units the store uses. */
+export interface JobInput {
+  data: unknown;
+  /** Absent: due now. */
+  runAfterMs?: number;
+  expiresAtMs?: number;
+  priority: number;
+  weight: number;
+  /** Given by the producer; otherwise taken from the data by the type's `throttle.key_field`. */
+  throttleKey?: string;
+  /** Absent: the type's windows apply. */
+  timeWindows?: TimeWindow[];
+  correlationKey?: string;
+}
+
+export function isTerminal(status: JobStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+

@@ -1,0 +1,98 @@
+/**
+ * A new job, free of storage: its server-assigned id, its throttle key, the
+ * hash that makes a repeated enqueue the same job, and the job as first stored.
+ */
+import { createHash } from 'node:crypto';
+import stringify from 'safe-stable-stringify';
+import { monotonicFactory } from 'ulid';
+import { ValidationError } from './errors.js';
+import { assertJsonSize } from './json-size.js';
+import { MAX_DATA_BYTES, type Job, type JobInput } from './job.js';
+import type { JobType } from './job-type.js';
+import { earliestStartMs, effectiveWindows } from './windows.js';
+
+const ulid = monotonicFactory();
+
+/** A server-assigned id: time-ordered, so ids sort by creation. */
+export function newJobId(nowMs: number): string {
+  return `job_${ulid(nowMs).toLowerCase()}`;
+}
+
+/** Hash of the normalised enqueue body: the same body again is the same job. */
+function requestHashOf(input: JobInput): string {
+  const normalised = stringify({
+    data: input.data,
+    runAfterMs: input.runAfterMs ?? null,
+    expiresAtMs: input.expiresAtMs ?? null,
+    priority: input.priority,
+    weight: input.weight,
+    ...(input.throttleKey !== undefined ? { throttleKey: input.throttleKey } : {}),
+    // Only when given, so the hashes of jobs stored before windows existed still match their bodies.
+    ...(input.timeWindows ? { timeWindows: input.timeWindows } : {}),
+    // Only when given, so the hashes of jobs stored before correlation keys existed stay the same.
+    ...(input.correlationKey !== undefined ? { correlationKey: input.correlationKey } : {}),
+  });
+  return createHash('sha256').update(normalised ?? '').digest('base64url');
+}
+
+/**
+ * The throttle key a job runs under: its own, or the value at the type's `key_field` in its data when that is
+ * a string, number or boolean. A job without one counts only against the type's concurrency.
+ */
+export function throttleKeyOf(jobType: Pick<JobType, 'throttle'>, input: Pick<JobInput, 'throttleKey' | 'data'>): string | undefined {
+  if (input.throttleKey !== undefined) return input.throttleKey;
+  const keyField = jobType.throttle?.keyField;
+  if (keyField === undefined) return undefined;
+  let value: unknown = input.data;
+  for (const name of keyField.split('.')) {
+    value = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[name] : undefined;
+  }
+  if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') return undefined;
+  const key = String(value);
+  // Keys index counters in the table: a value no producer could give as throttle_key is no key.
+  return key.length >= 1 && key.length <= 128 ? key : undefined;
+}
+
+/** A weight above the type's concurrency could never be claimed. */
+function assertWeightFits(jobType: Pick<JobType, 'concurrency'>, weight: number): void {
+  if (jobType.concurrency !== null && jobType.concurrency > 0 && weight > jobType.concurrency) {
+    throw new ValidationError([{ field: 'weight', message: `must not exceed the type's concurrency (${jobType.concurrency})` }]);
+  }
+}
+
+/**
+ * The job as an enqueue of `input` stores it at `nowMs`. It is due at the first instant inside its time windows
+ * at or after the requested `run_after` (or now); bad input is a ValidationError or PayloadTooLargeError.
+ */
+export function newJob(jobType: JobType, id: string, input: JobInput, nowMs: number): Job {
+  assertJsonSize('data', input.data, MAX_DATA_BYTES);
+  assertWeightFits(jobType, input.weight);
+  const windows = effectiveWindows(input, jobType);
+  const runAfterMs = earliestStartMs(windows, input.runAfterMs ?? nowMs);
+  if (windows && input.expiresAtMs !== undefined && input.expiresAtMs <= runAfterMs) {
+    const opensAt = new Date(runAfterMs).toISOString();
+    throw new ValidationError([{ field: 'expires_at', message: `must be after ${opensAt}, when the job's time windows first let it run` }]);
+  }
+  const throttleKey = throttleKeyOf(jobType, input);
+  return {
+    type: jobType.name,
+    id,
+    status: 'queued',
+    data: input.data,
+    attempt: 0,
+    maxAttempts: jobType.attempts,
+    deliveryStrategy: jobType.deliveryStrategy,
+    runAfterMs,
+    ...(input.expiresAtMs !== undefined ? { expiresAtMs: input.expiresAtMs } : {}),
+    priority: input.priority,
+    weight: input.weight,
+    ...(throttleKey !== undefined ? { throttleKey } : {}),
+    ...(input.timeWindows ? { timeWindows: input.timeWindows } : {}),
+    ...(input.correlationKey !== undefined ? { correlationKey: input.correlationKey } : {}),
+    createdAtMs: nowMs,
+    updatedAtMs: nowMs,
+    history: [],
+    historyDropped: 0,
+    requestHash: requestHashOf(input),
+  };
+}

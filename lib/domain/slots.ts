@@ -1,0 +1,55 @@
+/**
+ * Concurrency slots (DESIGN §4.6): a type's in-flight weight, and each throttle
+ * key's, are counters in the table. A claim adds the job's weight in the same
+ * transaction that claims it, conditioned on the counter staying within its
+ * limit; the attempt's end takes exactly that weight back in the transaction
+ * that ends it. However many pollers claim at once, and whichever way an attempt
+ * ends (success, failure, retry, timeout, the sweeper's reclaim, a failed
+ * dispatch), the counters stay exact, so a crashed worker never leaks capacity.
+ */
+import { OTHER_THROTTLE_KEYS, type JobType } from './job-type.js';
+import type { HeldSlots, Job } from './job.js';
+
+/** The in-flight weight limit of one throttle key, or undefined when the key is not limited. */
+export function throttleKeyLimit(jobType: Pick<JobType, 'throttle' | 'concurrency'>, throttleKey: string): number | undefined {
+  const limits = jobType.throttle?.limits;
+  const entry = limits?.[throttleKey] ?? limits?.[OTHER_THROTTLE_KEYS];
+  if (entry === undefined) return undefined;
+  if ('limit' in entry) return entry.limit;
+  // A share always gets at least one slot, so a small concurrency does not silently pause a key.
+  return Math.max(1, Math.floor(entry.share * (jobType.concurrency ?? 0)));
+}
+
+/**
+ * The counters a claim of this job must take, or undefined when none applies: a
+ * job of weight 0 is critical and never waits for a slot.
+ */
+export function slotsFor(
+  jobType: Pick<JobType, 'throttle' | 'concurrency'>,
+  job: Pick<Job, 'weight' | 'throttleKey'>,
+): HeldSlots | undefined {
+  if (job.weight === 0) return undefined;
+  const type = jobType.concurrency !== null;
+  const key =
+    job.throttleKey !== undefined && throttleKeyLimit(jobType, job.throttleKey) !== undefined ? job.throttleKey : undefined;
+  if (!type && key === undefined) return undefined;
+  return { weight: job.weight, type, ...(key !== undefined ? { key } : {}) };
+}
+
+/** Whether claims of this type go through the counters at all. */
+export function hasSlotLimits(jobType: Pick<JobType, 'throttle' | 'concurrency'>): boolean {
+  return jobType.concurrency !== null || jobType.throttle !== null;
+}
+
+/** The limit this job's weight exceeds on its own, so no claim of it can succeed until the type changes. */
+export function limitTooSmall(jobType: JobType, slots: HeldSlots): 'type' | 'key' | undefined {
+  if (slots.type && slots.weight > (jobType.concurrency ?? 0)) return 'type';
+  if (slots.key !== undefined && slots.weight > (throttleKeyLimit(jobType, slots.key) ?? 0)) return 'key';
+  return undefined;
+}
+
+/** The weight the counters hold now: the type's, and each throttle key's that was asked for. */
+export interface InFlight {
+  type: number;
+  keys: Map<string, number>;
+}

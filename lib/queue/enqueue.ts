@@ -1,0 +1,46 @@
+/** Enqueue and replay: writing new jobs, idempotent on (type, id). */
+import type { Job, JobInput } from '../domain/job.js';
+import type { JobType } from '../domain/job-type.js';
+import { newJob, newJobId } from '../domain/new-job.js';
+import { jobToItem } from '../store/items.js';
+import { putNewJob } from '../store/job-writes.js';
+import { jobKey, queuedIndexKeys } from '../store/keys.js';
+import type { QueueContext } from './context.js';
+import { enqueueCorrelatedJob } from './correlation.js';
+import { recordLaneBucket } from './directory.js';
+import { requireJob, sameJobOrConflict } from './jobs.js';
+
+/**
+ * Enqueues a job, idempotent on (type, id): the same body again returns the
+ * stored job with `created: false`; a different body is a ConflictError, and
+ * so is a correlation key another unfinished job holds. The job is due at the
+ * first instant inside its time windows at or after the requested `run_after`
+ * (or now).
+ */
+export async function enqueueJob(
+  ctx: QueueContext,
+  jobType: JobType,
+  id: string,
+  input: JobInput,
+): Promise<{ job: Job; created: boolean }> {
+  const nowMs = ctx.nowMs();
+  const job = newJob(jobType, id, input, nowMs);
+  const item = { ...jobKey(job.type, id), ...queuedIndexKeys(ctx.settings, job, job.runAfterMs, nowMs), ...jobToItem(job) };
+  await recordLaneBucket(ctx, item.gsi1pk);
+  if (job.correlationKey !== undefined) return enqueueCorrelatedJob(ctx, job, item, job.correlationKey);
+  const written = await putNewJob(ctx, item);
+  return written.ok ? { job, created: true } : sameJobOrConflict(ctx, job, written.existing);
+}
+
+/** A new job with the same data, priority, weight and time windows, due now (or when its windows next open). */
+export async function replayJob(ctx: QueueContext, jobType: JobType, id: string): Promise<Job> {
+  const original = await requireJob(ctx, jobType.name, id);
+  const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), {
+    data: original.data,
+    priority: original.priority,
+    weight: original.weight,
+    ...(original.throttleKey !== undefined ? { throttleKey: original.throttleKey } : {}),
+    ...(original.timeWindows ? { timeWindows: original.timeWindows } : {}),
+  });
+  return job;
+}

@@ -1,0 +1,166 @@
+/**
+ * One poll: finds the due jobs of every active type lane by lane, claims them
+ * with bounded parallelism, and hands them to workers in batches as they fill.
+ */
+import pLimit from 'p-limit';
+import { DEFAULT_PRIORITY } from '../domain/job.js';
+import type { JobType, PriorityOrder } from '../domain/job-type.js';
+import { advanceCursor, readCursor, type DueEntry } from '../store/due-index.js';
+import { bucketOf, sortKeyTimeMs, type Lane } from '../store/keys.js';
+import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
+import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-due.js';
+import { releaseClaim, type ClaimResult } from './claims.js';
+import type { QueueContext } from './context.js';
+import { scanLane } from './lanes.js';
+import { returnRateTokens, takeRateTokens, type RateBucketCache } from './rate-limit.js';
+
+export interface PollResult {
+  claimed: number;
+  lostRaces: number;
+  expired: number;
+  dispatched: number;
+  released: number;
+  /** Some lane returned a full page: more may be due right now. */
+  saturated: boolean;
+  /** Age of the oldest due job seen, in ms. */
+  oldestDueLagMs: number;
+}
+
+/** Cursors this poller has read or moved, so a steady loop does not re-read them every poll. */
+export type CursorCache = Map<string, number | undefined>;
+
+function readyAtMsOf(entry: DueEntry): number {
+  return sortKeyTimeMs(entry.gsi1sk);
+}
+
+/**
+ * The order a type's due jobs are claimed in: critical jobs (weight 0) first,
+ * then by ready time and priority as the type says (lower priority first).
+ */
+export function orderDueEntries(entries: DueEntry[], order: PriorityOrder): DueEntry[] {
+  const rank = (entry: DueEntry): [number, number, number] => {
+    const critical = entry.weight === 0 ? 0 : 1;
+    const priority = entry.priority ?? DEFAULT_PRIORITY;
+    return order === 'priority_first' ? [critical, priority, readyAtMsOf(entry)] : [critical, readyAtMsOf(entry), priority];
+  };
+  return entries
+    .map((entry) => ({ entry, rank: rank(entry) }))
+    .sort((a, b) => a.rank[0] - b.rank[0] || a.rank[1] - b.rank[1] || a.rank[2] - b.rank[2] || a.entry.pk.localeCompare(b.entry.pk))
+    .map(({ entry }) => entry);
+}
+
+export interface PollOptions {
+  jobTypes: JobType[];
+  invoker: WorkerInvoker;
+  cursors: CursorCache;
+  /** Token buckets this poller has seen; a fresh map costs one failed write per rate-limited type. */
+  rateBuckets?: RateBucketCache;
+  shards?: number[];
+}
+
+/** What one poll shares between its types and lanes. */
+interface Poll {
+  ctx: QueueContext;
+  options: PollOptions;
+  result: PollResult;
+  nowMs: number;
+  rateBuckets: RateBucketCache;
+  shards: number[];
+}
+
+/** The due entries of one lane shard, moving its cursor past settled empty buckets. */
+async function scanShard(poll: Poll, jobType: JobType, shard: number): Promise<DueEntry[]> {
+  const { ctx, options, result } = poll;
+  const { settings } = ctx;
+  const lane: Lane = { kind: 'queued', type: jobType.name };
+  const cacheKey = `${jobType.name}#${shard}`;
+  const cursor = options.cursors.has(cacheKey) ? options.cursors.get(cacheKey) : await readCursor(ctx, lane, shard);
+  const scan = await scanLane(ctx, lane, shard, {
+    cursor,
+    startBucket: bucketOf(jobType.createdAtMs, settings.bucketMs),
+    limit: settings.claimPageSize,
+  });
+  options.cursors.set(cacheKey, cursor);
+  if (scan.advanceTo !== undefined) {
+    const moved = await advanceCursor(ctx, lane, shard, cursor, scan.advanceTo);
+    if (moved) options.cursors.set(cacheKey, scan.advanceTo);
+    else options.cursors.delete(cacheKey);
+  }
+  if (scan.entries.length >= settings.claimPageSize) result.saturated = true;
+  for (const entry of scan.entries) result.oldestDueLagMs = Math.max(result.oldestDueLagMs, Math.max(0, poll.nowMs - readyAtMsOf(entry)));
+  return scan.entries;
+}
+
+async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<void> {
+  const { ctx, rateBuckets } = poll;
+  // Settled, not all-or-nothing: one lane's failure must not keep the other lanes' jobs from being claimed.
+  const scans = await Promise.allSettled(poll.shards.map((shard) => scanShard(poll, jobType, shard)));
+  const entries = orderDueEntries(
+    scans.flatMap((scan) => (scan.status === 'fulfilled' ? scan.value : [])),
+    jobType.priorityOrder,
+  );
+  if (entries.length > 0) {
+    const tokens = await takeRateTokens(ctx, jobType, entries.length, rateBuckets);
+    let used = 0;
+    try {
+      used = await claimDueEntries(ctx, sink, jobType, entries, tokens);
+    } finally {
+      if (jobType.rateLimitPerS !== null) await returnRateTokens(ctx, jobType.name, tokens - used, rateBuckets);
+    }
+  }
+  throwFirstRejection(scans);
+}
+
+/** Hands a batch to a worker; one that never reached a worker has its claims handed back at once. */
+async function dispatch(poll: Poll, batch: WorkerBatch): Promise<void> {
+  try {
+    await poll.options.invoker.invoke(batch);
+    poll.result.dispatched += batch.jobs.length;
+  } catch {
+    // Rather than wait out the visibility timeout. A release that fails leaves the claim to lapse; the sweeper
+    // then hands it back.
+    const released = await Promise.allSettled(batch.jobs.map((job) => releaseClaim(poll.ctx, job)));
+    poll.result.released += released.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
+  }
+}
+
+export function emptyPollResult(): PollResult {
+  return { claimed: 0, lostRaces: 0, expired: 0, dispatched: 0, released: 0, saturated: false, oldestDueLagMs: 0 };
+}
+
+export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise<PollResult> {
+  const poll: Poll = {
+    ctx,
+    options,
+    result: emptyPollResult(),
+    nowMs: ctx.nowMs(),
+    rateBuckets: options.rateBuckets ?? new Map(),
+    shards: options.shards ?? Array.from({ length: ctx.settings.shards }, (_, shard) => shard),
+  };
+  const { result } = poll;
+  const dispatches: Promise<void>[] = [];
+  // A batch goes to a worker as soon as it is full, so early claims do not wait out the slow ones.
+  const batcher = createBatcher(ctx.settings.workerBatchSize, (batch) => dispatches.push(dispatch(poll, batch)));
+  const sink: ClaimSink = {
+    limit: pLimit(ctx.settings.claimConcurrency),
+    record(claim: ClaimResult, jobType: JobType): boolean {
+      if (claim.kind === 'claimed') {
+        result.claimed++;
+        batcher.add(claim.job, jobType);
+        return true;
+      }
+      if (claim.kind === 'expired') result.expired++;
+      else if (claim.kind === 'lost') result.lostRaces++;
+      return false;
+    },
+  };
+  // A paused type (paused, or concurrency 0) keeps its jobs queued; nothing is claimed.
+  const activeTypes = options.jobTypes.filter((jobType) => jobType.concurrency !== 0 && !jobType.paused);
+  // Settled too: what one type claimed is dispatched whatever happened to another.
+  const typeOutcomes = await Promise.allSettled(activeTypes.map((jobType) => pollType(poll, sink, jobType)));
+  batcher.close();
+  await Promise.all(dispatches);
+  // Reported only now, after everything claimed was handed over or released.
+  throwFirstRejection(typeOutcomes);
+  return result;
+}

@@ -1,0 +1,134 @@
+/**
+ * Reading the `due` index: lane cursors, due entries, and the counts and
+ * pages of index partitions that stats and listings are made of.
+ */
+import { cursorKey, dueUpToSortKey, DUE_INDEX, type Lane } from './keys.js';
+import { getItem, queryPage, queryPages, updateItem, type QueryParams, type StoreContext, type UpdateParams } from './send.js';
+
+export interface DueEntry {
+  /** The job's table key. */
+  pk: string;
+  sk: string;
+  gsi1pk: string;
+  gsi1sk: string;
+  /** Projected into the index so the poller can order and throttle without reading jobs. */
+  priority?: number;
+  weight?: number;
+  throttleKey?: string;
+}
+
+export async function readCursor(ctx: StoreContext, lane: Lane, shard: number): Promise<number | undefined> {
+  const item = await getItem(ctx, cursorKey(lane, shard), { consistentRead: true });
+  return typeof item?.bucket === 'number' ? item.bucket : undefined;
+}
+
+/** Compare-and-set, so two pollers advancing at once cannot move it past a bucket neither scanned. */
+export function advanceCursorParams(lane: Lane, shard: number, from: number | undefined, to: number): UpdateParams {
+  return {
+    Key: cursorKey(lane, shard),
+    UpdateExpression: 'SET #bucket = :to',
+    ConditionExpression: from === undefined ? 'attribute_not_exists(#bucket)' : '#bucket = :from',
+    ExpressionAttributeNames: { '#bucket': 'bucket' },
+    ExpressionAttributeValues: from === undefined ? { ':to': to } : { ':to': to, ':from': from },
+  };
+}
+
+export async function advanceCursor(ctx: StoreContext, lane: Lane, shard: number, from: number | undefined, to: number): Promise<boolean> {
+  return (await updateItem(ctx, advanceCursorParams(lane, shard, from, to))).ok;
+}
+
+/** The entries of an index partition due at or before `nowMs`, oldest first. */
+export function dueQueryParams(partition: string, nowMs: number): QueryParams {
+  return {
+    IndexName: DUE_INDEX,
+    KeyConditionExpression: 'gsi1pk = :partition AND gsi1sk <= :upTo',
+    ExpressionAttributeValues: { ':partition': partition, ':upTo': dueUpToSortKey(nowMs) },
+  };
+}
+
+export async function queryDue(ctx: StoreContext, partition: string, nowMs: number, limit: number): Promise<DueEntry[]> {
+  const { Items } = await queryPage(ctx, { ...dueQueryParams(partition, nowMs), Limit: limit });
+  return (Items ?? []) as DueEntry[];
+}
+
+/**
+ * The due entries of one partition: the first one's sort key (the oldest ready time there, when there is one)
+ * and the count, the rest counted with Select COUNT, which reads every entry but returns none of them.
+ */
+export async function countDue(ctx: StoreContext, partition: string, nowMs: number): Promise<{ count: number; firstSortKey?: string }> {
+  const query = dueQueryParams(partition, nowMs);
+  const first = await queryPage(ctx, { ...query, Limit: 1 });
+  const firstEntry = first.Items?.[0];
+  if (!firstEntry) return { count: 0 };
+  let count = 1;
+  let startKey = first.LastEvaluatedKey;
+  while (startKey) {
+    const page = await queryPage(ctx, { ...query, Select: 'COUNT' }, startKey);
+    count += page.Count ?? 0;
+    startKey = page.LastEvaluatedKey;
+  }
+  return { count, firstSortKey: String(firstEntry.gsi1sk) };
+}
+
+/** Entries of a partition counted with Select COUNT: all, or those after `afterSortKey`. */
+export async function countEntries(ctx: StoreContext, partition: string, afterSortKey?: string): Promise<number> {
+  let count = 0;
+  const pages = queryPages(ctx, {
+    IndexName: DUE_INDEX,
+    KeyConditionExpression: `gsi1pk = :partition${afterSortKey ? ' AND gsi1sk > :after' : ''}`,
+    ExpressionAttributeValues: { ':partition': partition, ...(afterSortKey ? { ':after': afterSortKey } : {}) },
+    Select: 'COUNT',
+  });
+  for await (const page of pages) count += page.Count ?? 0;
+  return count;
+}
+
+/** The statuses of one type's claims in one claim-lane partition. */
+export async function claimStatuses(ctx: StoreContext, partition: string, type: string): Promise<string[]> {
+  const statuses: string[] = [];
+  const pages = queryPages(ctx, {
+    IndexName: DUE_INDEX,
+    KeyConditionExpression: 'gsi1pk = :partition',
+    FilterExpression: '#type = :type',
+    ProjectionExpression: '#status',
+    ExpressionAttributeNames: { '#type': 'type', '#status': 'status' },
+    ExpressionAttributeValues: { ':partition': partition, ':type': type },
+  });
+  for await (const page of pages) for (const item of page.Items ?? []) statuses.push(String(item.status));
+  return statuses;
+}
+
+export interface IndexEntry {
+  pk: string;
+  gsi1sk: string;
+}
+
+/**
+ * Up to `wanted` entries of one partition after `afterSortKey`, in `forward` order; with `only`, those of one
+ * type in one status (the claim lane holds every type's claims).
+ */
+export async function pageOfPartition(
+  ctx: StoreContext,
+  partition: string,
+  options: { wanted: number; forward: boolean; afterSortKey?: string | undefined; only?: { type: string; status: string } | undefined },
+): Promise<IndexEntry[]> {
+  const { wanted, forward, afterSortKey, only } = options;
+  const entries: IndexEntry[] = [];
+  const pages = queryPages(ctx, {
+    IndexName: DUE_INDEX,
+    KeyConditionExpression: `gsi1pk = :partition${afterSortKey ? ` AND gsi1sk ${forward ? '>' : '<'} :after` : ''}`,
+    ScanIndexForward: forward,
+    Limit: wanted,
+    ...(only ? { FilterExpression: '#type = :type AND #status = :status', ExpressionAttributeNames: { '#type': 'type', '#status': 'status' } } : {}),
+    ExpressionAttributeValues: {
+      ':partition': partition,
+      ...(afterSortKey ? { ':after': afterSortKey } : {}),
+      ...(only ? { ':type': only.type, ':status': only.status } : {}),
+    },
+  });
+  for await (const page of pages) {
+    for (const item of page.Items ?? []) entries.push({ pk: String(item.pk), gsi1sk: String(item.gsi1sk) });
+    if (entries.length >= wanted) break;
+  }
+  return entries.slice(0, wanted);
+}

@@ -1,0 +1,282 @@
+/**
+ * Every write of a job's life, as pure builders of the command input (the time,
+ * tokens and index keys come in as arguments), and the two ways a job update is
+ * sent: alone, or in one transaction with the counter updates that must land
+ * with it. Every write after the claim is guarded by the claim token and the
+ * attempt number, so a stale worker, callback or sweep changes nothing.
+ */
+import type { AttemptEnd, ClaimGuard } from '../domain/attempts.js';
+import type { HeldSlots, Job, WorkerIdentity } from '../domain/job.js';
+import { itemToJob } from './items.js';
+import { correlationItemKey, jobKey, type IndexKey } from './keys.js';
+import {
+  putItem,
+  transactWrite,
+  updateItem,
+  type Item,
+  type PutParams,
+  type StoreContext,
+  type TransactItem,
+  type UpdateParams,
+} from './send.js';
+
+type JobRef = Pick<Job, 'type' | 'id'>;
+
+const STATUS_NAME = { '#status': 'status' };
+
+function indexValues(keys: IndexKey): Record<string, string> {
+  return { ':gsi1pk': keys.gsi1pk, ':gsi1sk': keys.gsi1sk };
+}
+
+/** A new job, written only where no job of its (type, id) exists; a refusal returns the one that does. */
+export function newJobParams(item: Item): PutParams {
+  return { Item: item, ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' };
+}
+
+/**
+ * A new job and the `CORR#<key>` pointer naming it, for one transaction. The pointer is written where none
+ * exists, or in place of exactly the pointer that was read (its `holdToken`).
+ */
+export function correlatedJobItems(tableName: string, jobItem: Item, pointerItem: Item, replacingHoldToken: string | undefined): TransactItem[] {
+  return [
+    { Put: { TableName: tableName, ...newJobParams(jobItem) } },
+    {
+      Put: {
+        TableName: tableName,
+        Item: pointerItem,
+        ...(replacingHoldToken === undefined
+          ? { ConditionExpression: 'attribute_not_exists(pk)' }
+          : { ConditionExpression: 'holdToken = :seen', ExpressionAttributeValues: { ':seen': replacingHoldToken } }),
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+  ];
+}
+
+/** Deletes the pointer of a correlation key while it still names the holder that was read. */
+export function releaseCorrelationParams(correlationKey: string, holdToken: string) {
+  return {
+    Key: correlationItemKey(correlationKey),
+    ConditionExpression: 'holdToken = :holder',
+    ExpressionAttributeValues: { ':holder': holdToken },
+  };
+}
+
+/** Claims a due job: running, its attempt counted, its claim lane entry due at `claimedUntilMs`. */
+export function claimParams(
+  ref: JobRef,
+  claim: { claimToken: string; nowMs: number; claimedUntilMs: number; index: IndexKey; slots?: HeldSlots | undefined },
+): UpdateParams {
+  const { slots } = claim;
+  const sets =
+    'SET #status = :running, attempt = attempt + :one, claimToken = :token, claimedAtMs = :now, claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk';
+  return {
+    Key: jobKey(ref.type, ref.id),
+    ConditionExpression:
+      '#status = :queued AND runAfterMs <= :now AND attempt < maxAttempts AND (attribute_not_exists(expiresAtMs) OR expiresAtMs > :now)',
+    UpdateExpression: slots ? `${sets}, heldSlots = :slots REMOVE startedAtMs, worker` : `${sets} REMOVE startedAtMs, worker, heldSlots`,
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: {
+      ':queued': 'queued',
+      ':running': 'running',
+      ':now': claim.nowMs,
+      ':one': 1,
+      ':token': claim.claimToken,
+      ':until': claim.claimedUntilMs,
+      ...indexValues(claim.index),
+      ...(slots ? { ':slots': slots } : {}),
+    },
+  };
+}
+
+/** Ends a job whose expires_at passed while it waited, without an attempt. */
+export function expireQueuedParams(ref: JobRef, nowMs: number, purgeAtS: number, finished: IndexKey): UpdateParams {
+  return {
+    Key: jobKey(ref.type, ref.id),
+    ConditionExpression: '#status = :queued AND expiresAtMs <= :now',
+    UpdateExpression:
+      'SET #status = :expired, updatedAtMs = :now, finishedAtMs = :now, purgeAtS = :purgeAtS, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: { ':queued': 'queued', ':expired': 'expired', ':now': nowMs, ':purgeAtS': purgeAtS, ...indexValues(finished) },
+  };
+}
+
+/** Cancels a job that has not started. */
+export function cancelParams(ref: JobRef, nowMs: number, purgeAtS: number, finished: IndexKey): UpdateParams {
+  return {
+    Key: jobKey(ref.type, ref.id),
+    ConditionExpression: '#status = :queued',
+    UpdateExpression:
+      'SET #status = :cancelled, updatedAtMs = :now, finishedAtMs = :now, purgeAtS = :purgeAtS, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: { ':queued': 'queued', ':cancelled': 'cancelled', ':now': nowMs, ':purgeAtS': purgeAtS, ...indexValues(finished) },
+  };
+}
+
+/** Moves a waiting job's entry from `fromPartition` (behind a cursor) to `index`. */
+export function requeueStragglerParams(ref: JobRef, fromPartition: string, index: IndexKey): UpdateParams {
+  return {
+    Key: jobKey(ref.type, ref.id),
+    ConditionExpression: '#status = :queued AND gsi1pk = :old',
+    UpdateExpression: 'SET gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: { ':queued': 'queued', ':old': fromPartition, ...indexValues(index) },
+  };
+}
+
+const GUARD_CONDITION = 'claimToken = :token AND attempt = :attempt AND #status IN (:running, :awaiting)';
+
+function guardValues(guard: ClaimGuard): Record<string, unknown> {
+  return { ':token': guard.claimToken, ':attempt': guard.attempt, ':running': 'running', ':awaiting': 'awaiting_callback' };
+}
+
+/** Records the attempt's start once: a second delivery of the same claim finds `startedAtMs` set. */
+export function markStartedParams(guard: ClaimGuard, nowMs: number, worker: WorkerIdentity, startToken: string): UpdateParams {
+  return {
+    Key: jobKey(guard.type, guard.id),
+    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs)`,
+    UpdateExpression: 'SET startedAtMs = :now, worker = :worker, startToken = :startToken, updatedAtMs = :now',
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: { ...guardValues(guard), ':now': nowMs, ':worker': worker, ':startToken': startToken },
+    ReturnValues: 'NONE',
+  };
+}
+
+/** Moves the claim's deadline to `claimedUntilMs`, never earlier than it is. */
+export function extendClaimParams(guard: ClaimGuard, nowMs: number, claimedUntilMs: number, index: IndexKey): UpdateParams {
+  return {
+    Key: jobKey(guard.type, guard.id),
+    ConditionExpression: `${GUARD_CONDITION} AND claimedUntilMs < :until`,
+    UpdateExpression: 'SET claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: { ...guardValues(guard), ':until': claimedUntilMs, ':now': nowMs, ...indexValues(index) },
+  };
+}
+
+/** The attempt waits for a callback until `claimedUntilMs`. */
+export function deferParams(
+  guard: ClaimGuard,
+  deferral: { nowMs: number; claimedUntilMs: number; index: IndexKey; startedAtMs: number; worker: WorkerIdentity },
+): UpdateParams {
+  return {
+    Key: jobKey(guard.type, guard.id),
+    ConditionExpression: GUARD_CONDITION,
+    UpdateExpression:
+      'SET #status = :awaiting, startedAtMs = :startedAt, worker = :worker, claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: {
+      ...guardValues(guard),
+      ':startedAt': deferral.startedAtMs,
+      ':worker': deferral.worker,
+      ':until': deferral.claimedUntilMs,
+      ':now': deferral.nowMs,
+      ...indexValues(deferral.index),
+    },
+  };
+}
+
+/** Hands an unstarted claim back: queued again, due at `runAfterMs`, the attempt not counted. */
+export function releaseClaimParams(guard: ClaimGuard, nowMs: number, runAfterMs: number, index: IndexKey): UpdateParams {
+  return {
+    Key: jobKey(guard.type, guard.id),
+    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs)`,
+    UpdateExpression:
+      'SET #status = :queued, attempt = attempt - :one, runAfterMs = :runAfter, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk REMOVE claimToken, claimedAtMs, claimedUntilMs, heldSlots',
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: { ...guardValues(guard), ':queued': 'queued', ':one': 1, ':runAfter': runAfterMs, ':now': nowMs, ...indexValues(index) },
+  };
+}
+
+/**
+ * Ends the attempt: its history, its next status, and the index entry that status takes (`index`: the lane
+ * entry of a retry or the listing entry of a finish; absent: none).
+ */
+export function endAttemptParams(
+  guard: ClaimGuard,
+  end: AttemptEnd & { index: IndexKey | undefined; purgeAtS: number; expectedClaimedUntilMs?: number | undefined },
+): UpdateParams {
+  const { next, ending } = end;
+  const values: Record<string, unknown> = {
+    ...guardValues(guard),
+    ':status': next.status,
+    ':now': end.endedAtMs,
+    ':history': end.history,
+    ':dropped': end.historyDropped,
+  };
+  const sets = ['#status = :status', 'updatedAtMs = :now', 'history = :history', 'historyDropped = :dropped'];
+  const removes = ['claimToken', 'claimedAtMs', 'claimedUntilMs', 'startedAtMs', 'startToken', 'worker', 'heldSlots'];
+  if (next.status === 'queued') {
+    sets.push('runAfterMs = :runAfter');
+    values[':runAfter'] = next.runAfterMs;
+  } else {
+    sets.push('finishedAtMs = :now', 'purgeAtS = :purgeAtS');
+    values[':purgeAtS'] = end.purgeAtS;
+    if (ending.outcome === 'succeeded' && ending.result !== undefined) {
+      sets.push('resultJson = :resultJson');
+      values[':resultJson'] = JSON.stringify(ending.result);
+    }
+  }
+  if (end.index) {
+    sets.push('gsi1pk = :gsi1pk', 'gsi1sk = :gsi1sk');
+    Object.assign(values, indexValues(end.index));
+  } else {
+    removes.push('gsi1pk', 'gsi1sk');
+  }
+  let condition = GUARD_CONDITION;
+  if (end.expectedClaimedUntilMs !== undefined) {
+    condition += ' AND claimedUntilMs = :seenUntil';
+    values[':seenUntil'] = end.expectedClaimedUntilMs;
+  }
+  return {
+    Key: jobKey(guard.type, guard.id),
+    ConditionExpression: condition,
+    UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: values,
+  };
+}
+
+export type JobWriteResult = { ok: true; job: Job } | { ok: false; current?: Job };
+
+/** A conditional job update, answering the job as it is after, or as it was when the condition failed. */
+export async function updateJob(ctx: StoreContext, params: UpdateParams): Promise<JobWriteResult> {
+  const result = await updateItem(ctx, { ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD', ...params });
+  if (result.ok) return { ok: true, job: itemToJob(result.item ?? {}) };
+  return result.current ? { ok: false, current: itemToJob(result.current) } : { ok: false };
+}
+
+export type JobTransactionResult =
+  | { ok: true }
+  | { ok: false; current?: Job; failedExtra?: number }
+  /** Conflicts with other transactions on the same items did not clear. */
+  | { ok: false; contended: true };
+
+/**
+ * A job update that must land together with counter updates: one transaction, whose job write reports the job
+ * as it was when its condition failed, and otherwise which extra item's condition failed. A transaction returns
+ * no new image, so a caller that needs the job builds or reads it.
+ */
+export async function updateJobWith(
+  ctx: StoreContext & { random: () => number },
+  params: UpdateParams,
+  extras: TransactItem[],
+): Promise<JobTransactionResult> {
+  const { ReturnValues: _returnValues, ...update } = params;
+  const result = await transactWrite(ctx, [
+    { Update: { TableName: ctx.settings.tableName, ReturnValuesOnConditionCheckFailure: 'ALL_OLD', ...update } as never },
+    ...extras,
+  ]);
+  if (result.ok) return { ok: true };
+  if ('contended' in result) return result;
+  const [jobReason, ...extraReasons] = result.reasons;
+  if (jobReason?.code === 'ConditionalCheckFailed') return { ok: false, ...(jobReason.item ? { current: itemToJob(jobReason.item) } : {}) };
+  const failedExtra = extraReasons.findIndex((reason) => reason.code === 'ConditionalCheckFailed');
+  return { ok: false, ...(failedExtra >= 0 ? { failedExtra } : {}) };
+}
+
+/** Writes a new job; a refusal answers the job stored under its (type, id). */
+export async function putNewJob(ctx: StoreContext, item: Item): Promise<{ ok: true } | { ok: false; existing?: Item }> {
+  const result = await putItem(ctx, newJobParams(item));
+  if (result.ok) return { ok: true };
+  return result.current ? { ok: false, existing: result.current } : { ok: false };
+}

@@ -1,0 +1,39 @@
+/** API keys on the wire: the body that creates one and the key as the API shows it. */
+import { z } from 'zod';
+import { parseScope, type ApiKey } from '../domain/api-key.js';
+import { isoOrNull } from './parse.js';
+
+const isoWithOffset = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with an offset' });
+
+export const apiKeyInputSchema = z.strictObject({
+  scopes: z
+    .array(
+      z.string().refine((text) => parseScope(text) !== undefined, {
+        message: 'must be admin, or enqueue:, read: or callback: followed by a job type name or *',
+      }),
+    )
+    .min(1)
+    .max(50),
+  name: z
+    .string()
+    .min(1)
+    .max(100)
+    .regex(/^[^\p{Cc}]*$/u, 'must not contain control characters')
+    .optional(),
+  expires_at: isoWithOffset.optional(),
+});
+
+export type ApiKeyInput = z.output<typeof apiKeyInputSchema>;
+
+/** A key as the API shows it: never its secret or hash. */
+export function apiKeyToApi(key: ApiKey): Record<string, unknown> {
+  return {
+    id: key.id,
+    name: key.name,
+    scopes: key.scopes,
+    created_at: isoOrNull(key.createdAtMs),
+    expires_at: isoOrNull(key.expiresAtMs),
+    last_used_at: isoOrNull(key.lastUsedAtMs),
+    revoked_at: isoOrNull(key.revokedAtMs),
+  };
+}

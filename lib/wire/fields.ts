@@ -1,0 +1,26 @@
+/** Field schemas more than one API body shares. */
+import { IANAZone } from 'luxon';
+import { z } from 'zod';
+import { MAX_TIME_WINDOWS } from '../domain/windows.js';
+
+/** Throttle keys index counters in the table, so they are bounded and free of control characters. */
+// oxlint-disable-next-line no-control-regex -- the control characters are what the pattern refuses.
+export const THROTTLE_KEY_PATTERN = /^[^\u0000-\u001f]{1,128}$/;
+
+const clockTimeSchema = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be a 24-hour time HH:MM, e.g. 05:00');
+
+export const timeWindowSchema = z
+  .strictObject({
+    start: clockTimeSchema,
+    end: clockTimeSchema,
+    tz: z
+      .string()
+      .max(64)
+      .refine((tz) => IANAZone.isValidZone(tz), 'must be an IANA time zone, e.g. America/New_York'),
+  })
+  .refine((window) => window.start !== window.end, { path: ['end'], message: 'must differ from start' });
+
+export const timeWindowsSchema = z
+  .array(timeWindowSchema)
+  .min(1, 'must hold at least one window; leave it out (or null) for none')
+  .max(MAX_TIME_WINDOWS, `must hold at most ${MAX_TIME_WINDOWS} windows`);

@@ -1,0 +1,238 @@
+/** Job types on the wire: the snake_case body `PUT /v1/job-types/{name}` accepts and the shape the API returns. */
+import { z } from 'zod';
+import { MAX_WORKER_ATTEMPT_S, WORKER_TIMEOUT_S } from '../domain/limits.js';
+import { DEFAULT_EVENT_SOURCE, DEFAULT_RETRY, DELIVERY_STRATEGIES, PRIORITY_ORDERS, type JobType, type RetryPolicy, type Target } from '../domain/job-type.js';
+import { isoOrNull } from './parse.js';
+import { THROTTLE_KEY_PATTERN, timeWindowsSchema } from './fields.js';
+
+const retryOnSchema = z
+  .array(z.union([z.string().min(1).max(128), z.number().int().min(100).max(599)]))
+  .min(1)
+  .max(50)
+  .optional();
+
+const retrySchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('none') }),
+  z.strictObject({
+    kind: z.literal('fixed'),
+    delay_s: z.number().min(0).max(86_400),
+    retry_on: retryOnSchema,
+  }),
+  z.strictObject({
+    kind: z.literal('exponential'),
+    base_s: z.number().min(0).max(86_400),
+    factor: z.number().min(1).max(100).default(2),
+    max_s: z.number().min(0).max(86_400 * 7),
+    jitter: z.number().min(0).max(1).default(0),
+    retry_on: retryOnSchema,
+  }),
+  z.strictObject({ kind: z.literal('custom'), name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/) }),
+]);
+
+
+const targetSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('handler'), name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/) }),
+  z.strictObject({
+    kind: z.literal('http'),
+    url: z.url({ protocol: /^https?$/, message: 'must be an http or https URL' }).max(2048),
+    request_timeout_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_WORKER_ATTEMPT_S, `must be at most ${MAX_WORKER_ATTEMPT_S}: the request is sent and waited for inside the worker function`)
+      .default(30),
+    allow_link_local: z.boolean().default(false),
+  }),
+  z.strictObject({
+    kind: z.literal('lambda'),
+    // A name, a name with an alias or version, or an ARN (Lambda's own limit is 170 characters).
+    function: z.string().regex(/^[A-Za-z0-9:_./-]{1,170}$/, 'must be a Lambda function name or ARN'),
+  }),
+  z.strictObject({
+    kind: z.literal('eventbridge'),
+    bus: z.string().regex(/^[A-Za-z0-9:_./-]{1,1600}$/, 'must be an event bus name or ARN'),
+    detail_type: z.string().min(1).max(128),
+    source: z.string().min(1).max(256).default(DEFAULT_EVENT_SOURCE),
+  }),
+]);
+
+
+const throttleSchema = z.strictObject({
+  key_field: z
+    .string()
+    .regex(/^[A-Za-z0-9_$-]{1,64}(\.[A-Za-z0-9_$-]{1,64}){0,7}$/, 'must be a dotted path of field names, e.g. "customer.region"')
+    .optional(),
+  limits: z
+    .record(
+      z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters'),
+      z.union([
+        z.strictObject({ limit: z.number().int().min(0).max(100_000) }),
+        z.strictObject({ share: z.number().gt(0).max(1) }),
+      ]),
+    )
+    .refine((limits) => Object.keys(limits).length >= 1 && Object.keys(limits).length <= 100, 'must name 1 to 100 keys'),
+});
+
+export const jobTypeInputSchema = z
+  .strictObject({
+    delivery_strategy: z.enum(DELIVERY_STRATEGIES).default('at_least_once'),
+    attempts: z.number().int().min(1).max(100).optional(),
+    concurrency: z.number().int().min(0).max(100_000).nullable().default(null),
+    rate_limit_per_s: z.number().gt(0).max(100_000).nullable().default(null),
+    priority_order: z.enum(PRIORITY_ORDERS).default('time_first'),
+    throttle: throttleSchema.nullable().default(null),
+    list_succeeded: z.boolean().default(false),
+    visibility_timeout_s: z.number().int().min(1).max(43_200).default(30),
+    timeout_s: z.number().int().min(1).max(86_400).default(60),
+    retry: retrySchema.optional(),
+    target: targetSchema,
+    time_windows: timeWindowsSchema.nullable().optional(),
+    /** Absent: a new type runs and an existing one keeps its paused state. */
+    paused: z.boolean().optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (body.delivery_strategy === 'at_most_once' && body.attempts !== undefined && body.attempts !== 1) {
+      ctx.addIssue({ code: 'custom', path: ['attempts'], message: 'must be 1 for at_most_once' });
+    }
+    // A lambda target's whole attempt waits inside the worker. A handler's timeout_s also bounds the callback
+    // wait after it returns AWAIT_CALLBACK, which happens outside the worker, so it may be longer: the worker
+    // cuts the handler's own run at MAX_WORKER_ATTEMPT_S. An http callback wait and an eventbridge put are
+    // not bound by it either.
+    if (body.target.kind === 'lambda' && body.timeout_s > MAX_WORKER_ATTEMPT_S) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['timeout_s'],
+        message:
+          `must be at most ${MAX_WORKER_ATTEMPT_S} for a lambda target: its attempt runs inside the worker function, ` +
+          `which Lambda stops after ${WORKER_TIMEOUT_S} s; a longer job needs an http target that answers 202 and calls back`,
+      });
+    }
+    for (const [key, limit] of Object.entries(body.throttle?.limits ?? {})) {
+      if ('share' in limit && body.concurrency === null) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['throttle', 'limits', key, 'share'],
+          message: 'a share is a share of the type\'s concurrency: set concurrency, or give this key a limit',
+        });
+      }
+    }
+  });
+
+export type JobTypeInput = z.output<typeof jobTypeInputSchema>;
+
+function retryFromInput(input: JobTypeInput['retry']): RetryPolicy {
+  if (input === undefined) return DEFAULT_RETRY;
+  switch (input.kind) {
+    case 'none':
+      return { kind: 'none' };
+    case 'fixed':
+      return { kind: 'fixed', delayS: input.delay_s, ...(input.retry_on ? { retryOn: input.retry_on } : {}) };
+    case 'exponential':
+      return {
+        kind: 'exponential',
+        baseS: input.base_s,
+        factor: input.factor,
+        maxS: input.max_s,
+        jitter: input.jitter,
+        ...(input.retry_on ? { retryOn: input.retry_on } : {}),
+      };
+    case 'custom':
+      return { kind: 'custom', name: input.name };
+  }
+}
+
+function targetFromInput(input: JobTypeInput['target']): Target {
+  switch (input.kind) {
+    case 'handler':
+      return { kind: 'handler', name: input.name };
+    case 'http':
+      return { kind: 'http', url: input.url, requestTimeoutS: input.request_timeout_s, allowLinkLocal: input.allow_link_local };
+    case 'lambda':
+      return { kind: 'lambda', functionName: input.function };
+    case 'eventbridge':
+      return { kind: 'eventbridge', bus: input.bus, detailType: input.detail_type, source: input.source };
+  }
+}
+
+function targetToApi(target: Target): Record<string, unknown> {
+  switch (target.kind) {
+    case 'handler':
+      return { kind: 'handler', name: target.name };
+    case 'http':
+      return { kind: 'http', url: target.url, request_timeout_s: target.requestTimeoutS, allow_link_local: target.allowLinkLocal };
+    case 'lambda':
+      return { kind: 'lambda', function: target.functionName };
+    case 'eventbridge':
+      return { kind: 'eventbridge', bus: target.bus, detail_type: target.detailType, source: target.source };
+  }
+}
+
+export function jobTypeFromInput(
+  name: string,
+  input: JobTypeInput,
+  times: { createdAtMs: number; updatedAtMs: number },
+  pausedBefore = false,
+): JobType {
+  const atMostOnce = input.delivery_strategy === 'at_most_once';
+  return {
+    name,
+    deliveryStrategy: input.delivery_strategy,
+    attempts: atMostOnce ? 1 : (input.attempts ?? 3),
+    concurrency: input.concurrency,
+    paused: input.paused ?? pausedBefore,
+    rateLimitPerS: input.rate_limit_per_s,
+    priorityOrder: input.priority_order,
+    listSucceeded: input.list_succeeded,
+    throttle: input.throttle
+      ? { ...(input.throttle.key_field ? { keyField: input.throttle.key_field } : {}), limits: input.throttle.limits }
+      : null,
+    visibilityTimeoutS: input.visibility_timeout_s,
+    timeoutS: input.timeout_s,
+    retry: retryFromInput(input.retry),
+    target: targetFromInput(input.target),
+    ...(input.time_windows ? { timeWindows: input.time_windows } : {}),
+    ...times,
+  };
+}
+
+function retryToApi(retry: RetryPolicy): Record<string, unknown> {
+  switch (retry.kind) {
+    case 'none':
+      return { kind: 'none' };
+    case 'fixed':
+      return { kind: 'fixed', delay_s: retry.delayS, retry_on: retry.retryOn ?? null };
+    case 'exponential':
+      return {
+        kind: 'exponential',
+        base_s: retry.baseS,
+        factor: retry.factor,
+        max_s: retry.maxS,
+        jitter: retry.jitter,
+        retry_on: retry.retryOn ?? null,
+      };
+    case 'custom':
+      return { kind: 'custom', name: retry.name };
+  }
+}
+
+export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
+  return {
+    name: jobType.name,
+    delivery_strategy: jobType.deliveryStrategy,
+    attempts: jobType.attempts,
+    concurrency: jobType.concurrency,
+    paused: jobType.paused,
+    rate_limit_per_s: jobType.rateLimitPerS,
+    priority_order: jobType.priorityOrder,
+    list_succeeded: jobType.listSucceeded,
+    throttle: jobType.throttle ? { key_field: jobType.throttle.keyField ?? null, limits: jobType.throttle.limits } : null,
+    visibility_timeout_s: jobType.visibilityTimeoutS,
+    timeout_s: jobType.timeoutS,
+    retry: retryToApi(jobType.retry),
+    target: targetToApi(jobType.target),
+    time_windows: jobType.timeWindows ?? null,
+    created_at: isoOrNull(jobType.createdAtMs),
+    updated_at: isoOrNull(jobType.updatedAtMs),
+  };
+}
+

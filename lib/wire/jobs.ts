@@ -1,0 +1,82 @@
+/** Jobs on the wire: the snake_case enqueue body the API accepts and the job as it returns it (DESIGN §5). */
+import { z } from 'zod';
+import { CORRELATION_KEY_PATTERN, DEFAULT_PRIORITY, type AttemptRecord, type Job, type JobInput } from '../domain/job.js';
+import { isoOrNull } from './parse.js';
+import { THROTTLE_KEY_PATTERN, timeWindowsSchema } from './fields.js';
+
+/** Epoch milliseconds before 1970 would be negative, and sort keys pad them as non-negative. */
+const isoWithOffset = z.iso
+  .datetime({ offset: true, message: 'must be an ISO 8601 date-time with an offset' })
+  .refine((text) => Date.parse(text) >= 0, 'must not be before 1970-01-01T00:00:00Z');
+
+export const jobInputSchema = z
+  .strictObject({
+    data: z.json().default(null),
+    run_after: isoWithOffset.optional(),
+    expires_at: isoWithOffset.nullable().optional(),
+    priority: z.number().int().min(0).max(1000).default(DEFAULT_PRIORITY),
+    weight: z.number().int().min(0).max(100_000).default(1),
+    throttle_key: z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters').nullable().optional(),
+    time_windows: timeWindowsSchema.nullable().optional(),
+    correlation_key: z
+      .string()
+      .regex(CORRELATION_KEY_PATTERN, 'must be 1-256 characters of A-Z a-z 0-9 _ . : @ = ~ -, starting with a letter or digit')
+      .optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (body.run_after && body.expires_at && Date.parse(body.expires_at) <= Date.parse(body.run_after)) {
+      ctx.addIssue({ code: 'custom', path: ['expires_at'], message: 'must be after run_after' });
+    }
+  });
+
+export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInput {
+  return {
+    data: body.data,
+    ...(body.run_after ? { runAfterMs: Date.parse(body.run_after) } : {}),
+    ...(body.expires_at ? { expiresAtMs: Date.parse(body.expires_at) } : {}),
+    priority: body.priority,
+    weight: body.weight,
+    ...(body.throttle_key ? { throttleKey: body.throttle_key } : {}),
+    ...(body.time_windows ? { timeWindows: body.time_windows } : {}),
+    ...(body.correlation_key !== undefined ? { correlationKey: body.correlation_key } : {}),
+  };
+}
+
+function attemptToApi(record: AttemptRecord): Record<string, unknown> {
+  return {
+    attempt: record.attempt,
+    claimed_at: isoOrNull(record.claimedAtMs),
+    started_at: record.startedAtMs === null ? null : isoOrNull(record.startedAtMs),
+    ended_at: isoOrNull(record.endedAtMs),
+    outcome: record.outcome,
+    error: record.error ?? null,
+    worker: record.worker ?? null,
+  };
+}
+
+/** The job in the shape the API returns (DESIGN §5). */
+export function jobToApi(job: Job): Record<string, unknown> {
+  return {
+    id: job.id,
+    type: job.type,
+    status: job.status,
+    data: job.data,
+    attempt: job.attempt,
+    max_attempts: job.maxAttempts,
+    delivery_strategy: job.deliveryStrategy,
+    run_after: isoOrNull(job.runAfterMs),
+    expires_at: isoOrNull(job.expiresAtMs),
+    priority: job.priority,
+    weight: job.weight,
+    time_windows: job.timeWindows ?? null,
+    throttle_key: job.throttleKey ?? null,
+    correlation_key: job.correlationKey ?? null,
+    created_at: isoOrNull(job.createdAtMs),
+    updated_at: isoOrNull(job.updatedAtMs),
+    finished_at: isoOrNull(job.finishedAtMs),
+    result: job.result ?? null,
+    claimed_until: isoOrNull(job.claimedUntilMs),
+    history: job.history.map(attemptToApi),
+    history_dropped: job.historyDropped,
+  };
+}

@@ -1,0 +1,15 @@
+/** Lifecycle events as subscribers see them on the bus. */
+import type { LifecycleEvent } from '../domain/lifecycle-events.js';
+
+/** The event as subscribers see it: snake_case, like the API. */
+export function lifecycleEventDetail(event: LifecycleEvent): Record<string, unknown> {
+  return {
+    type: event.type,
+    id: event.id,
+    attempt: event.attempt,
+    outcome: event.outcome,
+    status: event.status,
+    at: new Date(event.atMs).toISOString(),
+    error: event.error ?? null,
+  };
+}
