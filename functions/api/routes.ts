@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { apiKeyInputSchema, apiKeyToApi } from '../../lib/wire/api-keys.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../lib/queue/api-keys.js';
 import { KEY_ID_PATTERN, scopeAllows } from '../../lib/domain/api-key.js';
-import { enqueueBatch, MAX_BATCH_JOBS, type BatchJob } from '../../lib/queue/batch.js';
+import { enqueueBatch, MAX_BATCH_JOBS, type BatchJob } from '../../lib/queue/batch-enqueue.js';
 import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, heartbeatJob, type CallbackInput } from '../../lib/queue/callbacks.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { ForbiddenError, NotFoundError, type FieldIssue } from '../../lib/domain/errors.js';

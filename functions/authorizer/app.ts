@@ -31,7 +31,7 @@ export interface AuthorizerDeps {
   /** API_TOKEN: an admin credential accepted as given, never stored in the table (DESIGN §7). */
   staticAdminToken?: string;
   /**
-   * Verifies the per-job, per-attempt tokens of callback URLs (lib/callback-tokens.ts), which admit a status
+   * Verifies the per-job, per-attempt tokens of callback URLs (lib/domain/callback-tokens.ts), which admit a status
    * callback or heartbeat that carries no Authorization header. Without it, only keys are accepted.
    */
   callbackTokenSecret?: SecretSource;

@@ -6,6 +6,7 @@
  */
 import { PutEventsCommand, type EventBridgeClient, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import type { LifecycleEvent, LifecyclePublisher } from '../domain/lifecycle-events.js';
+import { backoffDelayMs } from '../domain/retry.js';
 import { abortableSleep } from '../domain/sleep.js';
 import { lifecycleEventDetail } from '../wire/lifecycle-events.js';
 
@@ -33,6 +34,9 @@ export interface PutEventsOptions {
   signal?: AbortSignal;
 }
 
+/** 100 ms before the first resend, doubling after each. */
+const RESEND_BACKOFF = { kind: 'exponential', baseS: 0.1, factor: 2, maxS: 10, jitter: 0 } as const;
+
 /** Puts up to ten entries, sending the refused ones again up to `maxCalls` calls in all. */
 export async function putEventsResendingRefused(
   client: EventBridgeClient,
@@ -45,7 +49,7 @@ export async function putEventsResendingRefused(
   let pending = entries.map((_, index) => index);
   let refusal: PutEventsRefusal | undefined;
   for (let call = 1; call <= maxCalls && pending.length > 0; call++) {
-    if (call > 1) await sleep(100 * 2 ** (call - 2));
+    if (call > 1) await sleep(backoffDelayMs(RESEND_BACKOFF, call - 1, Math.random));
     if (options.signal?.aborted) break;
     try {
       const sent = pending;

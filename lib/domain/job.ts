@@ -48,8 +48,21 @@ export interface AttemptRecord {
   worker?: WorkerIdentity;
 }
 
+/** What a producer chooses about a job, stored as given (the throttle key may come from the data instead). */
+interface JobChoices {
+  expiresAtMs?: number;
+  priority: number;
+  weight: number;
+  /** Given by the producer; otherwise taken from the data by the type's `throttle.key_field`. */
+  throttleKey?: string;
+  /** The job's own windows, replacing its type's; absent: its type's. */
+  timeWindows?: TimeWindow[];
+  /** Unique among jobs that are not terminal; a `CORR#<key>` item points at the job holding it. */
+  correlationKey?: string;
+}
+
 /** A job as stored: the source of truth for its status, data, attempts and history. */
-export interface Job {
+export interface Job extends JobChoices {
   type: string;
   id: string;
   status: JobStatus;
@@ -58,14 +71,6 @@ export interface Job {
   maxAttempts: number;
   deliveryStrategy: DeliveryStrategy;
   runAfterMs: number;
-  expiresAtMs?: number;
-  priority: number;
-  weight: number;
-  throttleKey?: string;
-  /** The job's own windows, replacing its type's; absent: its type's. */
-  timeWindows?: TimeWindow[];
-  /** Unique among jobs that are not terminal; a `CORR#<key>` item points at the job holding it. */
-  correlationKey?: string;
   createdAtMs: number;
   updatedAtMs: number;
   finishedAtMs?: number;
@@ -102,18 +107,10 @@ export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
  */
 export const CORRELATION_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:@=~-]{0,255}$/;
 /** A validated enqueue request, in the units the store uses. */
-export interface JobInput {
+export interface JobInput extends JobChoices {
   data: unknown;
   /** Absent: due now. */
   runAfterMs?: number;
-  expiresAtMs?: number;
-  priority: number;
-  weight: number;
-  /** Given by the producer; otherwise taken from the data by the type's `throttle.key_field`. */
-  throttleKey?: string;
-  /** Absent: the type's windows apply. */
-  timeWindows?: TimeWindow[];
-  correlationKey?: string;
 }
 
 export function isTerminal(status: JobStatus): boolean {

@@ -31,7 +31,7 @@ export const DYNAMODB_CALL_LIMITS: DynamoCallLimits = {
 
 /**
  * The api and the authorizer must answer within their Lambda timeouts
- * (lib/function-timeouts.ts), and a request makes a few calls one after
+ * (below), and a request makes a few calls one after
  * another: 2 tries of at most 0.5 s to connect and 1 s to answer, with one
  * backoff (at most 1 s), keep a call at most 4 s, so the authorizer's two calls
  * fit its 10 s and five of the api's fit its 29 s. A write from a request is

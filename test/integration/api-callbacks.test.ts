@@ -206,7 +206,7 @@ describe('POST /v1/jobs/{type}/{id} (status callback)', () => {
   });
 
   // A 250 KiB result beside 200 KiB of data would not fit DynamoDB's 400 KB item;
-  // results are capped (lib/model.ts MAX_RESULT_BYTES) so the callback is refused cleanly.
+  // results are capped (lib/domain/job.ts MAX_RESULT_BYTES) so the callback is refused cleanly.
   test('a result over the result cap is 413 naming result and the job stays awaiting_callback', async () => {
     const { api: client, queue } = api();
     await awaitingJob('job-1', 'x'.repeat(200 * 1024));

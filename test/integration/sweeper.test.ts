@@ -296,8 +296,8 @@ describe('heartbeat', () => {
 });
 
 describe('a live worker', () => {
-  // LIB BUG, reported: the defaults give an attempt timeout_s = 60 s to run (lib/worker.ts runWithTimeout)
-  // but its claim lapses after visibility_timeout_s = 30 s (lib/claims.ts buildClaimParams), and nothing
+  // LIB BUG, reported: the defaults give an attempt timeout_s = 60 s to run (lib/queue/worker.ts runAttempt)
+  // but its claim lapses after visibility_timeout_s = 30 s (lib/store/job-writes.ts claimParams), and nothing
   // keeps the claim alive while the handler runs. The sweeper then ends a live at_most_once attempt as
   // failed/VisibilityTimeoutError and the handler's real success is dropped as stale (for at_least_once
   // the job is claimed and started a second time while the first run is still going).
