@@ -15,16 +15,26 @@ import { createMetricsRecorder, finishedOutcomeOfStatus, MAX_METRICS_MINUTES, me
 import { listRoster, rosterEntryToApi } from '../../lib/queue/roster.js';
 import { statsOfType, statsOfTypes, typeStatsToApi } from '../../lib/queue/stats.js';
 import { isLinkLocalAddress, literalAddressOf } from '../../lib/targets/addresses.js';
-import type { WorkerRegistry } from '../../lib/queue/worker.js';
+import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
 import type { Principal } from '../shared/principal.js';
 import { log } from '../shared/log.js';
 import { assertCallbackAttempt } from './access.js';
 import { errorResult, json, MAX_BATCH_BODY_BYTES, parseJsonBody, pathParam, type HttpEvent, type HttpResponse } from './http.js';
 
+/**
+ * The worker's code as far as the api needs it: the handlers a job type may target, only by name (the keys
+ * of `handlers`, so the worker's own registry serves too), and the custom retry policies, which a status
+ * callback's failure goes through.
+ */
+export interface WorkerCatalog {
+  handlers: Readonly<Record<string, unknown>>;
+  retryPolicies: CustomRetryPolicies;
+}
+
 export interface ApiDeps {
   ctx: QueueContext;
-  /** The worker's code, so a job type can only name handlers and retry policies that exist. */
-  registry: WorkerRegistry;
+  /** So a job type can only name handlers and retry policies that exist. */
+  registry: WorkerCatalog;
 }
 
 /** A route gets the caller the api authorised (undefined on public routes). */

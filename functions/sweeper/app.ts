@@ -11,7 +11,8 @@ const INVOCATION_HEADROOM_MS = 5_000;
 
 export interface SweeperDeps {
   ctx: QueueContext;
-  registry: WorkerRegistry;
+  /** Only the retry policies: a lapsed claim ends its attempt under them; the sweeper runs no handler. */
+  registry: Pick<WorkerRegistry, 'retryPolicies'>;
   signal?: AbortSignal;
   metrics?: QueueMetrics;
 }
