@@ -6,7 +6,8 @@ import { scopeAllows, type ScopeAction } from '../../lib/queue/api-keys.js';
 import { ConflictError, ForbiddenError, UnauthorizedError } from '../../lib/domain/errors.js';
 import { JOB_ID_PATTERN, JOB_TYPE_NAME_PATTERN } from '../../lib/domain/model.js';
 import { principalFromContext, type Principal } from '../shared/principal.js';
-import { pathParam, type HttpEvent } from './http.js';
+import type { HttpEvent } from '../shared/http.js';
+import { pathParam } from './http.js';
 
 export type Access =
   | { kind: 'public' }

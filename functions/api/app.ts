@@ -6,7 +6,8 @@ import { NotFoundError } from '../../lib/domain/errors.js';
 import { log } from '../shared/log.js';
 import { ADMIN, PUBLIC, authorize, typeScope, type Access } from './access.js';
 import { DASHBOARD_PATHS, dashboardRoutes } from './dashboard.js';
-import { errorResponse, type HttpEvent, type HttpResponse } from './http.js';
+import type { HttpEvent, HttpResponse } from '../shared/http.js';
+import { errorResponse } from './http-errors.js';
 import { createRoutes, type ApiDeps, type Route } from './routes.js';
 
 type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';

@@ -5,7 +5,7 @@
  * comes from the JSON API, read with that key.
  */
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLES } from './dashboard-assets.generated.js';
-import type { HttpResponse } from './http.js';
+import type { HttpResponse } from '../shared/http.js';
 
 /** Relative links, so the page also works under a base path. */
 export const DASHBOARD_PATHS = { page: '/', script: '/dashboard/app.js', styles: '/dashboard/app.css' } as const;

@@ -19,7 +19,9 @@ import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
 import type { Principal } from '../shared/principal.js';
 import { log } from '../shared/log.js';
 import { assertCallbackAttempt } from './access.js';
-import { errorResult, json, MAX_BATCH_BODY_BYTES, parseJsonBody, pathParam, type HttpEvent, type HttpResponse } from './http.js';
+import { json, type HttpEvent, type HttpResponse } from '../shared/http.js';
+import { errorResult } from './http-errors.js';
+import { MAX_BATCH_BODY_BYTES, parseJsonBody, pathParam } from './http.js';
 
 /**
  * The worker's code as far as the api needs it: the handlers a job type may target, only by name (the keys
