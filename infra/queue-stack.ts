@@ -20,7 +20,7 @@ import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { DASHBOARD_PATHS } from '../functions/api/dashboard.js';
+import { DASHBOARD_PATHS } from '../functions/shared/public-paths.js';
 import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S, WORKER_TIMEOUT_S } from '../lib/domain/limits.js';
 import { TABLE_SCHEMA } from '../lib/store/table.js';
 import { AUTHORIZED_ROUTES } from './api-gateway.js';

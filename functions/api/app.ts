@@ -3,17 +3,15 @@ import middy from '@middy/core';
 import httpRouterHandler from '@middy/http-router';
 import type { Context } from 'aws-lambda';
 import { NotFoundError } from '../../lib/domain/errors.js';
-import { log } from '../shared/log.js';
-import { ADMIN, PUBLIC, authorize, typeScope, type Access } from './access.js';
-import { DASHBOARD_PATHS, dashboardRoutes } from './dashboard.js';
 import type { HttpEvent, HttpResponse } from '../shared/http.js';
+import { log } from '../shared/log.js';
+import { DASHBOARD_PATHS } from '../shared/public-paths.js';
+import { ADMIN, PUBLIC, authorize, typeScope, type Access } from './access.js';
+import { dashboardRoutes } from './dashboard.js';
 import { errorResponse } from './http-errors.js';
 import { createRoutes, type ApiDeps, type Route } from './routes.js';
 
 type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
-
-/** Paths whose GET API Gateway serves without the authorizer; every other route must be wired with it. */
-export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/health', ...Object.values(DASHBOARD_PATHS)]);
 
 /**
  * The api function trusts the authorizer's context: API Gateway sets it and

@@ -7,9 +7,6 @@
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLES } from './dashboard-assets.generated.js';
 import type { HttpResponse } from '../shared/http.js';
 
-/** Relative links, so the page also works under a base path. */
-export const DASHBOARD_PATHS = { page: '/', script: '/dashboard/app.js', styles: '/dashboard/app.css' } as const;
-
 /**
  * Only the page's own script and styles run, the API is the only thing it
  * talks to, and no form can send the key anywhere.
@@ -25,6 +22,7 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+/** Relative links, so the page also works under a base path. */
 const PAGE = `<!doctype html>
 <html lang="en">
 <head>
