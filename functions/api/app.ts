@@ -9,7 +9,8 @@ import { DASHBOARD_PATHS } from '../shared/public-paths.js';
 import { ADMIN, PUBLIC, authorize, typeScope, type Access } from './access.js';
 import { dashboardRoutes } from './dashboard.js';
 import { errorResponse } from './http-errors.js';
-import { createRoutes, type ApiDeps, type Route } from './routes.js';
+import { createRoutes } from './routes/index.js';
+import type { ApiDeps, Route } from './routes/route.js';
 
 type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
 

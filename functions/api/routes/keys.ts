@@ -1,0 +1,17 @@
+/** `/v1/keys`: create, list and revoke API keys. */
+import { apiKeyInputSchema, apiKeyToApi, createApiKey, KEY_ID_PATTERN, listApiKeys, revokeApiKey } from '../../../lib/queue/api-keys.js';
+import { parseWith } from '../../../lib/domain/model.js';
+import { json } from '../../shared/http.js';
+import { parseJsonBody, pathParam } from '../http.js';
+import type { ApiDeps, Route } from './route.js';
+
+export function keyRoutes({ ctx }: ApiDeps) {
+  return {
+    createKey: async (event) => {
+      const { key, presented } = await createApiKey(ctx, parseWith(apiKeyInputSchema, parseJsonBody(event)));
+      return json(201, { ...apiKeyToApi(key), key: presented });
+    },
+    listKeys: async () => json(200, { keys: (await listApiKeys(ctx)).map(apiKeyToApi) }),
+    revokeKey: async (event) => json(200, apiKeyToApi(await revokeApiKey(ctx, pathParam(event, 'id', KEY_ID_PATTERN)))),
+  } satisfies Record<string, Route>;
+}
