@@ -35,6 +35,30 @@ function openByIdForm(typeNames: string[], type: string): HTMLFormElement {
   );
 }
 
+function jobListTable(jobs: Job[]): HTMLTableElement {
+  return h(
+    'table',
+    { class: 'job-list' },
+    h('thead', {}, h('tr', {}, ...['Job', 'Status', 'Attempt', 'Run after', 'Finished', 'Last error'].map((title) => h('th', { scope: 'col', class: title === 'Attempt' ? 'number' : undefined }, title)))),
+    h(
+      'tbody',
+      {},
+      ...jobs.map((job) =>
+        h(
+          'tr',
+          { 'data-job': job.id },
+          h('td', {}, routeLink(job.id, 'job', job.type, job.id)),
+          h('td', {}, statusBadge(job.status)),
+          h('td', { class: 'number' }, `${job.attempt} / ${job.max_attempts}`),
+          h('td', {}, timestamp(job.run_after)),
+          h('td', {}, timestamp(job.finished_at)),
+          h('td', { class: 'truncate' }, lastError(job)),
+        ),
+      ),
+    ),
+  );
+}
+
 export function jobsView(context: ViewContext, initialType: string | undefined, initialStatus: string): View {
   const typeNames = () => (context.data.stats?.job_types ?? []).map((type) => type.name);
   const type = initialType ?? typeNames()[0] ?? '';
@@ -88,27 +112,7 @@ export function jobsView(context: ViewContext, initialType: string | undefined, 
     results.replaceChildren(
       jobs.length === 0
         ? h('p', { class: 'empty' }, `No ${initialStatus.replace('_', ' ')} jobs of ${type}${page > 0 ? ' on this page' : ''}.`)
-        : h(
-            'table',
-            { class: 'job-list' },
-            h('thead', {}, h('tr', {}, ...['Job', 'Status', 'Attempt', 'Run after', 'Finished', 'Last error'].map((title) => h('th', { scope: 'col', class: title === 'Attempt' ? 'number' : undefined }, title)))),
-            h(
-              'tbody',
-              {},
-              ...jobs.map((job) =>
-                h(
-                  'tr',
-                  { 'data-job': job.id },
-                  h('td', {}, routeLink(job.id, 'job', job.type, job.id)),
-                  h('td', {}, statusBadge(job.status)),
-                  h('td', { class: 'number' }, `${job.attempt} / ${job.max_attempts}`),
-                  h('td', {}, timestamp(job.run_after)),
-                  h('td', {}, timestamp(job.finished_at)),
-                  h('td', { class: 'truncate' }, lastError(job)),
-                ),
-              ),
-            ),
-          ),
+        : jobListTable(jobs),
     );
     const previous = h('button', { type: 'button', disabled: page === 0, onclick: () => ((page -= 1), void load()) }, '← Previous');
     const next = h('button', { type: 'button', disabled: cursors[page + 1] === undefined, onclick: () => ((page += 1), void load()) }, 'Next →');

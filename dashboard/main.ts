@@ -71,6 +71,47 @@ function signOut(message?: string): void {
 
 let stopDashboard: (() => void) | undefined;
 
+/** Shows a notice; an error stays until dismissed, anything else for 8 s. */
+function notifier(notices: HTMLElement): ViewContext['notify'] {
+  return (message, kind = 'info') => {
+    const notice = h('p', { class: `notice ${kind}` }, message, h('button', { type: 'button', class: 'dismiss', 'aria-label': 'Dismiss', onclick: () => notice.remove() }, '×'));
+    notices.prepend(notice);
+    if (kind === 'info') setTimeout(() => notice.remove(), 8_000);
+  };
+}
+
+async function readStats(api: Api, data: SharedData): Promise<void> {
+  try {
+    data.stats = await api.get<Stats>('v1/stats');
+    data.statsError = undefined;
+    data.statsAtMs = Date.now();
+  } catch (error) {
+    data.statsError = describe(error);
+  }
+}
+
+async function readMetrics(api: Api, data: SharedData): Promise<void> {
+  try {
+    data.metrics = (await api.get<{ minutes: MetricsMinute[] }>('v1/metrics?minutes=60')).minutes;
+    data.metricsNote = undefined;
+  } catch (error) {
+    data.metrics = undefined;
+    data.metricsNote =
+      error instanceof ApiError && error.status === 404
+        ? 'No charts: this server keeps no per-minute metrics (GET /v1/metrics is missing).'
+        : `No charts: ${describe(error)}`;
+  }
+}
+
+function renderHealth(banner: HTMLElement, updated: HTMLElement, data: SharedData): void {
+  const health = assessHealth({ stats: data.stats, statsError: data.statsError, metrics: data.metrics, nowMs: Date.now() });
+  const title = { healthy: 'Healthy', degraded: 'Needs attention', down: 'Not healthy' }[health.level];
+  banner.className = `health ${health.level}`;
+  banner.setAttribute('data-level', health.level);
+  banner.replaceChildren(h('strong', {}, title), h('ul', {}, ...health.reasons.map((reason) => h('li', {}, reason))));
+  updated.textContent = data.statsAtMs ? `updated ${new Date(data.statsAtMs).toLocaleTimeString(undefined, { hour12: false })}` : '';
+}
+
 function startDashboard(key: string): void {
   const api: Api = createApi(key, () => signOut('The key was refused (revoked or expired?). Enter a key again.'));
   const data: SharedData = {};
@@ -82,54 +123,16 @@ function startDashboard(key: string): void {
   let stopped = false;
   let metricsReadAtMs = -Infinity;
 
-  const notify = (message: string, kind: 'error' | 'info' = 'info') => {
-    const notice = h('p', { class: `notice ${kind}` }, message, h('button', { type: 'button', class: 'dismiss', 'aria-label': 'Dismiss', onclick: () => notice.remove() }, '×'));
-    notices.prepend(notice);
-    if (kind === 'info') setTimeout(() => notice.remove(), 8_000);
-  };
-
-  const readStats = async () => {
-    try {
-      data.stats = await api.get<Stats>('v1/stats');
-      data.statsError = undefined;
-      data.statsAtMs = Date.now();
-    } catch (error) {
-      data.statsError = describe(error);
-    }
-  };
-
-  const readMetrics = async () => {
-    metricsReadAtMs = Date.now();
-    try {
-      data.metrics = (await api.get<{ minutes: MetricsMinute[] }>('v1/metrics?minutes=60')).minutes;
-      data.metricsNote = undefined;
-    } catch (error) {
-      data.metrics = undefined;
-      data.metricsNote =
-        error instanceof ApiError && error.status === 404
-          ? 'No charts: this server keeps no per-minute metrics (GET /v1/metrics is missing).'
-          : `No charts: ${describe(error)}`;
-    }
-  };
-
-  const renderHealth = () => {
-    const health = assessHealth({ stats: data.stats, statsError: data.statsError, metrics: data.metrics, nowMs: Date.now() });
-    const title = { healthy: 'Healthy', degraded: 'Needs attention', down: 'Not healthy' }[health.level];
-    banner.className = `health ${health.level}`;
-    banner.setAttribute('data-level', health.level);
-    banner.replaceChildren(h('strong', {}, title), h('ul', {}, ...health.reasons.map((reason) => h('li', {}, reason))));
-    updated.textContent = data.statsAtMs ? `updated ${new Date(data.statsAtMs).toLocaleTimeString(undefined, { hour12: false })}` : '';
-  };
-
   const refresh = async () => {
     const metricsDue = Date.now() - metricsReadAtMs >= METRICS_REFRESH_MS;
-    await Promise.all([readStats(), metricsDue ? readMetrics() : undefined, view?.tick?.()]);
+    if (metricsDue) metricsReadAtMs = Date.now();
+    await Promise.all([readStats(api, data), metricsDue ? readMetrics(api, data) : undefined, view?.tick?.()]);
     if (stopped) return;
-    renderHealth();
+    renderHealth(banner, updated, data);
     view?.update?.();
   };
 
-  const context: ViewContext = { api, data, notify, refresh };
+  const context: ViewContext = { api, data, notify: notifier(notices), refresh };
 
   const route = () => {
     const [name, first, second] = location.hash.replace(/^#\/?/, '').split('/').map((segment) => safeDecode(segment));

@@ -1,9 +1,69 @@
 /** The front page: one row per job type with its counts and pause / resume, and the hour's charts. */
-import { apiPath, ApiError, type JobTypeStats } from './api.js';
+import { apiPath, ApiError, type JobTypeStats, type RosterEntry } from './api.js';
 import { finishedChart, lagChart } from './charts.js';
 import type { View, ViewContext } from './context.js';
 import { h, routeLink } from './dom.js';
 import { concurrencyInUse, count, duration, pausedState } from './format.js';
+
+type SetPaused = (type: JobTypeStats, paused: boolean) => Promise<void>;
+
+const queueRow = (type: JobTypeStats, setPaused: SetPaused) =>
+  h(
+    'tr',
+    { 'data-type': type.name, class: type.paused ? 'paused' : undefined },
+    h('th', { scope: 'row' }, routeLink(type.name, 'jobs', type.name, 'queued')),
+    h('td', { 'data-field': 'due', class: 'number' }, count(type.due)),
+    h('td', { 'data-field': 'scheduled', class: 'number' }, count(type.scheduled)),
+    h('td', { 'data-field': 'running', class: 'number' }, count(type.running)),
+    h('td', { 'data-field': 'awaiting_callback', class: 'number' }, count(type.awaiting_callback)),
+    h('td', { 'data-field': 'oldest_due_lag', class: 'number' }, duration(type.oldest_due_lag_ms)),
+    h('td', { 'data-field': 'concurrency', class: 'number' }, concurrencyInUse(type.in_flight_weight, type.concurrency)),
+    h('td', { 'data-field': 'paused' }, pausedState(type.paused)),
+    h(
+      'td',
+      { class: 'actions' },
+      type.paused === true
+        ? h('button', { type: 'button', onclick: () => void setPaused(type, false) }, 'Resume')
+        : h('button', { type: 'button', onclick: () => void setPaused(type, true) }, 'Pause'),
+      routeLink('Failed jobs', 'jobs', type.name, 'failed'),
+    ),
+  );
+
+function queuesTable(types: JobTypeStats[], setPaused: SetPaused): HTMLTableElement {
+  return h(
+    'table',
+    { class: 'queues' },
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        ...['Job type', 'Due', 'Scheduled', 'Running', 'Awaiting callback', 'Oldest due lag', 'Concurrency in use', 'State', ''].map((title, column) =>
+          h('th', { scope: 'col', class: column >= 1 && column <= 6 ? 'number' : undefined }, title),
+        ),
+      ),
+    ),
+    h('tbody', {}, ...types.map((type) => queueRow(type, setPaused))),
+  );
+}
+
+function rosterList(entries: { role: string; entry: RosterEntry }[]): HTMLUListElement {
+  return h(
+    'ul',
+    { class: 'roster' },
+    ...entries.map(({ role, entry }) =>
+      h(
+        'li',
+        {},
+        h('span', { class: `badge ${role}` }, role),
+        ` ${entry.id} on ${entry.host}`,
+        entry.shards ? ` · shards ${entry.shards.join(', ')}` : '',
+        ` · last seen ${duration(Math.max(0, Date.now() - Date.parse(entry.last_seen_at)))} ago`,
+      ),
+    ),
+  );
+}
 
 export function overviewView(context: ViewContext): View {
   const queues = h('section', { class: 'panel', 'aria-labelledby': 'queues-title' });
@@ -25,50 +85,13 @@ export function overviewView(context: ViewContext): View {
     await context.refresh();
   };
 
-  const queueRow = (type: JobTypeStats) =>
-    h(
-      'tr',
-      { 'data-type': type.name, class: type.paused ? 'paused' : undefined },
-      h('th', { scope: 'row' }, routeLink(type.name, 'jobs', type.name, 'queued')),
-      h('td', { 'data-field': 'due', class: 'number' }, count(type.due)),
-      h('td', { 'data-field': 'scheduled', class: 'number' }, count(type.scheduled)),
-      h('td', { 'data-field': 'running', class: 'number' }, count(type.running)),
-      h('td', { 'data-field': 'awaiting_callback', class: 'number' }, count(type.awaiting_callback)),
-      h('td', { 'data-field': 'oldest_due_lag', class: 'number' }, duration(type.oldest_due_lag_ms)),
-      h('td', { 'data-field': 'concurrency', class: 'number' }, concurrencyInUse(type.in_flight_weight, type.concurrency)),
-      h('td', { 'data-field': 'paused' }, pausedState(type.paused)),
-      h(
-        'td',
-        { class: 'actions' },
-        type.paused === true
-          ? h('button', { type: 'button', onclick: () => void setPaused(type, false) }, 'Resume')
-          : h('button', { type: 'button', onclick: () => void setPaused(type, true) }, 'Pause'),
-        routeLink('Failed jobs', 'jobs', type.name, 'failed'),
-      ),
-    );
-
   const renderQueues = () => {
     const stats = context.data.stats;
     const types = stats?.job_types ?? [];
     const body =
       types.length === 0
         ? h('p', { class: 'empty' }, stats ? 'No job types yet (or none this key may read). Create one with PUT /v1/job-types/{name}.' : 'Loading…')
-        : h(
-            'table',
-            { class: 'queues' },
-            h(
-              'thead',
-              {},
-              h(
-                'tr',
-                {},
-                ...['Job type', 'Due', 'Scheduled', 'Running', 'Awaiting callback', 'Oldest due lag', 'Concurrency in use', 'State', ''].map((title, column) =>
-                  h('th', { scope: 'col', class: column >= 1 && column <= 6 ? 'number' : undefined }, title),
-                ),
-              ),
-            ),
-            h('tbody', {}, ...types.map(queueRow)),
-          );
+        : queuesTable(types, setPaused);
     queues.replaceChildren(h('h2', { id: 'queues-title' }, 'Queues'), body);
   };
 
@@ -88,22 +111,7 @@ export function overviewView(context: ViewContext): View {
     const entries = [...(stats?.pollers ?? []).map((entry) => ({ role: 'poller', entry })), ...(stats?.workers ?? []).map((entry) => ({ role: 'worker', entry }))];
     roster.replaceChildren(
       h('h2', { id: 'roster-title' }, 'Pollers and workers seen in the last minute'),
-      entries.length === 0
-        ? h('p', { class: 'empty' }, stats ? 'None.' : 'Loading…')
-        : h(
-            'ul',
-            { class: 'roster' },
-            ...entries.map(({ role, entry }) =>
-              h(
-                'li',
-                {},
-                h('span', { class: `badge ${role}` }, role),
-                ` ${entry.id} on ${entry.host}`,
-                entry.shards ? ` · shards ${entry.shards.join(', ')}` : '',
-                ` · last seen ${duration(Math.max(0, Date.now() - Date.parse(entry.last_seen_at)))} ago`,
-              ),
-            ),
-          ),
+      entries.length === 0 ? h('p', { class: 'empty' }, stats ? 'None.' : 'Loading…') : rosterList(entries),
     );
   };
 

@@ -19,7 +19,7 @@
  * (re:Post question "http api lambda authorizer", QU4ik4HXnoRu-OQiSz12By5g).
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { json } from '../functions/api/http.js';
+import { json } from '../functions/shared/http.js';
 import { AUTHORIZER_TIMEOUT_S } from '../lib/domain/limits.js';
 
 /** `key`: `$request.header.Authorization`, cached. `callback`: no identity source, so uncached and always invoked. */

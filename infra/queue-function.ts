@@ -15,7 +15,6 @@ import { LogGroup, type CfnLogGroup, type RetentionDays } from 'aws-cdk-lib/aws-
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { DUE_INDEX, PARTITION_PREFIX, type PartitionFamily } from '../lib/store/keys.js';
-import type { TableGrants } from './table-grants.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -42,6 +41,14 @@ export interface QueueFunctionProps {
  * Query here means a query of the base table's own partitions.
  */
 export type ItemCall = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'BatchGetItem' | 'ConditionCheckItem' | 'Query';
+
+/** What one function may do with the table (see table-grants.ts). */
+export interface TableGrants {
+  /** Calls on base-table items, each limited to the partition families listed. */
+  items: Partial<Record<ItemCall, PartitionFamily[]>>;
+  /** Queries of the due index: lanes, listings of types, keys and the roster. */
+  queriesDueIndex: boolean;
+}
 
 export class QueueFunction extends Construct {
   readonly function: NodejsFunction;

@@ -6,15 +6,8 @@
  * grant fails that test), and test/integration/iam-grants.test.ts makes each
  * function use every grant it has here (an unneeded grant fails it).
  */
-import type { PartitionFamily } from '../lib/store/keys.js';
-import type { ItemCall, QueueFunctionName } from './queue-function.js';
+import type { QueueFunctionName, TableGrants } from './queue-function.js';
 
-export interface TableGrants {
-  /** Calls on base-table items, each limited to the partition families listed. */
-  items: Partial<Record<ItemCall, PartitionFamily[]>>;
-  /** Queries of the due index: lanes, listings of types, keys and the roster. */
-  queriesDueIndex: boolean;
-}
 
 export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   api: {

@@ -7,7 +7,8 @@ import { ConflictError, ForbiddenError, UnauthorizedError } from '../../lib/doma
 import { JOB_ID_PATTERN } from '../../lib/domain/job.js';
 import { JOB_TYPE_NAME_PATTERN } from '../../lib/domain/job-type.js';
 import { principalFromContext, type Principal } from '../shared/principal.js';
-import { pathParam, type HttpEvent } from './http.js';
+import type { HttpEvent } from '../shared/http.js';
+import { pathParam } from './http.js';
 
 export type Access =
   | { kind: 'public' }

@@ -3,16 +3,16 @@ import middy from '@middy/core';
 import httpRouterHandler from '@middy/http-router';
 import type { Context } from 'aws-lambda';
 import { NotFoundError } from '../../lib/domain/errors.js';
+import type { HttpEvent, HttpResponse } from '../shared/http.js';
 import { log } from '../shared/log.js';
+import { DASHBOARD_PATHS } from '../shared/public-paths.js';
 import { ADMIN, PUBLIC, authorize, typeScope, type Access } from './access.js';
-import { DASHBOARD_PATHS, dashboardRoutes } from './dashboard.js';
-import { errorResponse, type HttpEvent, type HttpResponse } from './http.js';
-import { createRoutes, type ApiDeps, type Route } from './routes.js';
+import { dashboardRoutes } from './dashboard.js';
+import { errorResponse } from './http-errors.js';
+import { createRoutes } from './routes/index.js';
+import type { ApiDeps, Route } from './routes/route.js';
 
 type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
-
-/** Paths whose GET API Gateway serves without the authorizer; every other route must be wired with it. */
-export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/health', ...Object.values(DASHBOARD_PATHS)]);
 
 /**
  * The api function trusts the authorizer's context: API Gateway sets it and

@@ -5,10 +5,7 @@
  * comes from the JSON API, read with that key.
  */
 import { DASHBOARD_SCRIPT, DASHBOARD_STYLES } from './dashboard-assets.generated.js';
-import type { HttpResponse } from './http.js';
-
-/** Relative links, so the page also works under a base path. */
-export const DASHBOARD_PATHS = { page: '/', script: '/dashboard/app.js', styles: '/dashboard/app.css' } as const;
+import type { HttpResponse } from '../shared/http.js';
 
 /**
  * Only the page's own script and styles run, the API is the only thing it
@@ -25,6 +22,7 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+/** Relative links, so the page also works under a base path. */
 const PAGE = `<!doctype html>
 <html lang="en">
 <head>

@@ -1,10 +1,6 @@
-/** HTTP plumbing for the api function: request parsing and the one place errors become responses. */
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { ConflictError, ForbiddenError, NotFoundError, PayloadTooLargeError, UnauthorizedError, UnsupportedMediaTypeError, type FieldIssue } from '../../lib/domain/errors.js';
-import { ValidationError } from '../../lib/domain/errors.js';
-
-export type HttpEvent = APIGatewayProxyEventV2;
-export type HttpResponse = APIGatewayProxyStructuredResultV2;
+/** Request parsing for the api function: the JSON body and path parameters, each refused with the field it names. */
+import { PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError, type FieldIssue } from '../../lib/domain/errors.js';
+import { header, type HttpEvent } from '../shared/http.js';
 
 /** A request body may carry 256 KiB of job data plus its envelope. */
 export const MAX_BODY_BYTES = 300 * 1024;
@@ -16,67 +12,6 @@ export const MAX_BODY_BYTES = 300 * 1024;
  * repeats each job's data, so 2 MiB in stays under 6 MB both ways.
  */
 export const MAX_BATCH_BODY_BYTES = 2 * 1024 * 1024;
-
-export function json(statusCode: number, body: unknown): HttpResponse {
-  return { statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
-}
-
-export function errorBody(
-  code: string,
-  message: string,
-  requestId: string | undefined,
-  details: FieldIssue[] = [],
-): Record<string, unknown> {
-  return { error: { code, message, details, request_id: requestId ?? null } };
-}
-
-interface Mapped {
-  status: number;
-  code: string;
-  message: string;
-  details?: FieldIssue[];
-}
-
-function mapError(error: unknown): Mapped | undefined {
-  if (error instanceof ValidationError) return { status: 400, code: 'invalid_request', message: 'the request is invalid', details: error.details };
-  if (error instanceof UnauthorizedError) return { status: 401, code: 'unauthorized', message: error.message };
-  if (error instanceof ForbiddenError) return { status: 403, code: 'forbidden', message: error.message };
-  if (error instanceof NotFoundError) return { status: 404, code: 'not_found', message: error.message };
-  if (error instanceof ConflictError) return { status: 409, code: 'conflict', message: error.message, details: error.details };
-  if (error instanceof PayloadTooLargeError) {
-    return { status: 413, code: 'payload_too_large', message: error.message, details: [{ field: error.field, message: error.message }] };
-  }
-  if (error instanceof UnsupportedMediaTypeError) return { status: 415, code: 'unsupported_media_type', message: error.message };
-  return undefined;
-}
-
-/** A domain error's status and error body; anything else is a 500 whose body says nothing of the cause. */
-export function errorResult(
-  error: unknown,
-  requestId: string | undefined,
-): { status: number; body: Record<string, unknown>; internal: boolean } {
-  const mapped = mapError(error);
-  if (!mapped) return { status: 500, body: errorBody('internal', 'internal error', requestId), internal: true };
-  return { status: mapped.status, body: errorBody(mapped.code, mapped.message, requestId, mapped.details), internal: false };
-}
-
-/** Maps a domain error to its response (see errorResult). */
-export function errorResponse(error: unknown, requestId: string | undefined): { response: HttpResponse; internal: boolean } {
-  const { status, body, internal } = errorResult(error, requestId);
-  return { response: json(status, body), internal };
-}
-
-type WithHeaders = { headers?: Record<string, string | undefined> };
-
-function header(event: WithHeaders, name: string): string | undefined {
-  return event.headers?.[name] ?? Object.entries(event.headers ?? {}).find(([key]) => key.toLowerCase() === name)?.[1];
-}
-
-/** The token of an `Authorization: Bearer <token>` header, in an api or an authorizer event. */
-export function bearerToken(event: WithHeaders): string | undefined {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header(event, 'authorization') ?? '');
-  return match?.[1];
-}
 
 /**
  * The JSON body: 415 unless it is declared JSON in UTF-8, 413 over the cap, 400

@@ -13,7 +13,7 @@ import { verifyApiKey } from '../../lib/queue/api-keys.js';
 import { verifyCallbackToken } from '../../lib/domain/callback-tokens.js';
 import type { SecretSource } from '../../lib/aws/secrets.js';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { bearerToken } from '../api/http.js';
+import { bearerToken } from '../shared/http.js';
 import { log } from '../shared/log.js';
 import {
   callbackRouteOf,

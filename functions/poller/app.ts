@@ -9,7 +9,7 @@ import type { PollResult } from '../../lib/queue/poll-once.js';
 import type { WorkerInvoker } from '../../lib/queue/batcher.js';
 import { createRosterHeartbeat } from '../../lib/queue/roster.js';
 import { log } from '../shared/log.js';
-import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
+import { countTotals, noMetrics, type QueueMetrics } from '../shared/metrics.js';
 
 /** Time left unused at the end of an invocation, so the loop never runs into the Lambda timeout. */
 const INVOCATION_HEADROOM_MS = 5_000;
@@ -41,14 +41,13 @@ export function shardsFromEvent(event: unknown, shardCount: number): number[] | 
   return shards as number[];
 }
 
-function recordPollMetrics(metrics: QueueMetrics, totals: PollResult): void {
-  metrics.milliseconds('OldestDueLagMs', totals.oldestDueLagMs);
-  metrics.count('Claimed', totals.claimed);
-  metrics.count('Dispatched', totals.dispatched);
-  metrics.count('LostClaimRaces', totals.lostRaces);
-  metrics.count('ExpiredOnClaim', totals.expired);
-  metrics.count('Released', totals.released);
-}
+const POLL_METRICS = {
+  claimed: 'Claimed',
+  dispatched: 'Dispatched',
+  lostRaces: 'LostClaimRaces',
+  expired: 'ExpiredOnClaim',
+  released: 'Released',
+} as const satisfies Partial<Record<keyof PollResult, string>>;
 
 /** The invoker, counting the scheduling lag of each job it handed to a worker (claim time minus ready time). */
 function lagRecordingInvoker(invoker: WorkerInvoker, history: MetricsRecorder): WorkerInvoker {
@@ -95,7 +94,8 @@ export function createPollerHandler(deps: PollerDeps) {
           log('error', 'poll failed', { error, shards });
         },
       });
-      recordPollMetrics(metrics, totals);
+      metrics.milliseconds('OldestDueLagMs', totals.oldestDueLagMs);
+      countTotals(metrics, POLL_METRICS, totals);
       log('info', 'poller run done', { ...totals, shards });
       return totals;
     } finally {

@@ -20,6 +20,11 @@ export const noMetrics: QueueMetrics = {
   flush: () => undefined,
 };
 
+/** Counts each total under its metric name, in the order the names are listed. */
+export function countTotals<K extends string>(metrics: QueueMetrics, names: Readonly<Record<K, string>>, totals: Readonly<Record<NoInfer<K>, number>>): void {
+  for (const key of Object.keys(names) as K[]) metrics.count(names[key], totals[key]);
+}
+
 /** EMF caps one line at 100 metric entries; Powertools would flush early and drop our dimensions. */
 const ENTRIES_PER_LINE = 100;
 

@@ -5,26 +5,27 @@ import { abortableSleep } from '../../lib/domain/sleep.js';
 import { emptySweepResult, sweepOnce, type SweepResult } from '../../lib/queue/sweeper.js';
 import type { WorkerRegistry } from '../../lib/queue/worker.js';
 import { log } from '../shared/log.js';
-import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
+import { countTotals, noMetrics, type QueueMetrics } from '../shared/metrics.js';
 
 const INVOCATION_HEADROOM_MS = 5_000;
 
 export interface SweeperDeps {
   ctx: QueueContext;
-  registry: WorkerRegistry;
+  /** Only the retry policies: a lapsed claim ends its attempt under them; the sweeper runs no handler. */
+  registry: Pick<WorkerRegistry, 'retryPolicies'>;
   signal?: AbortSignal;
   metrics?: QueueMetrics;
 }
 
-function recordSweepMetrics(metrics: QueueMetrics, totals: SweepResult): void {
-  metrics.count('Requeued', totals.requeued);
-  metrics.count('Ended', totals.ended);
-  metrics.count('ReleasedUnstarted', totals.released);
-  metrics.count('Stragglers', totals.stragglers);
-  metrics.count('StaleEntries', totals.stale);
-  metrics.count('SweepFailedJobs', totals.failed);
-  metrics.count('SweepFailedLanes', totals.failedLanes);
-}
+const SWEEP_METRICS: Record<keyof SweepResult, string> = {
+  requeued: 'Requeued',
+  ended: 'Ended',
+  released: 'ReleasedUnstarted',
+  stragglers: 'Stragglers',
+  stale: 'StaleEntries',
+  failed: 'SweepFailedJobs',
+  failedLanes: 'SweepFailedLanes',
+};
 
 export function createSweeperHandler(deps: SweeperDeps) {
   const metrics = deps.metrics ?? noMetrics;
@@ -47,7 +48,7 @@ export function createSweeperHandler(deps: SweeperDeps) {
       // Never past the deadline: the Lambda timeout allows for one last sweep, not for a last pause too.
       await abortableSleep(Math.min(ctx.settings.sweepIntervalMs, Math.max(0, deadlineMs - ctx.nowMs())), deps.signal);
     } while (ctx.nowMs() < deadlineMs && !deps.signal?.aborted);
-    recordSweepMetrics(metrics, totals);
+    countTotals(metrics, SWEEP_METRICS, totals);
     metrics.flush();
     return totals;
   };

@@ -10,7 +10,7 @@ import type { TargetClients } from '../../lib/targets/index.js';
 import { AWAIT_CALLBACK, type BatchResult, type JobHandler } from '../../lib/queue/worker.js';
 import { runWorkerBatch, type WorkerRegistry } from '../../lib/queue/worker.js';
 import { log } from '../shared/log.js';
-import { noMetrics, type QueueMetrics } from '../shared/metrics.js';
+import { countTotals, noMetrics, type QueueMetrics } from '../shared/metrics.js';
 
 /** Every outcome of a batch as a metric, so stale and unrecorded outcomes show next to successes. */
 const OUTCOME_METRICS: Record<keyof BatchResult, string> = {
@@ -95,7 +95,7 @@ export function createWorkerHandler(deps: {
           if (finished) history.recordFinished(job.type, finished, deps.ctx.nowMs());
         },
       });
-      for (const [outcome, count] of Object.entries(counts) as [keyof BatchResult, number][]) metrics.count(OUTCOME_METRICS[outcome], count);
+      countTotals(metrics, OUTCOME_METRICS, counts);
       log('info', 'worker batch done', { jobs: batch.jobs.length, ...counts });
       return counts;
     } finally {

@@ -10,7 +10,7 @@
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { Authorizer, AuthorizerEvent, AuthorizerResult } from '../../functions/authorizer/app.js';
-import { PUBLIC_PATHS } from '../../functions/api/app.js';
+import { PUBLIC_PATHS } from '../../functions/shared/public-paths.js';
 import { log } from '../../functions/shared/log.js';
 import { AUTHORIZER_TIMEOUT_MS, gatewayAnswer, identitySourceOf } from '../api-gateway.js';
 import type { ApiHandler } from './http-server.js';

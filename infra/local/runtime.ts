@@ -19,10 +19,10 @@ import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
 import { createApiKey, verifyApiKey } from '../../lib/queue/api-keys.js';
-import { createQueueContext, readQueueSettings, type Env, type QueueContext } from '../../lib/queue/context.js';
-import { createDynamoClients } from '../../lib/store/client.js';
+import { createQueueContext, readQueueSettings, type Env, type QueueContext, type QueueSettings } from '../../lib/queue/context.js';
+import { createDynamoClients, type DynamoClientOptions } from '../../lib/store/client.js';
 import { REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/domain/limits.js';
-import { createMemoryPublisher, type LifecycleEvent } from '../../lib/domain/lifecycle-events.js';
+import { createMemoryPublisher, type LifecycleEvent, type LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
 import { ensureTable } from '../../lib/store/table.js';
@@ -30,7 +30,7 @@ import type { TargetClients } from '../../lib/targets/index.js';
 import { deployContext } from '../cdk-context.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import type { IamDecision } from './iam/iam-check.js';
-import { createLocalIam } from './iam/local-iam.js';
+import { createLocalIam, type LocalIam } from './iam/local-iam.js';
 import { LOCAL_ACCOUNT_ID } from './iam/local-policies.js';
 import { QUEUE_FUNCTIONS, readStackPolicies, type QueueFunctionName } from './iam/stack-policies.js';
 import { createLocalGateway } from './gateway.js';
@@ -106,6 +106,18 @@ const LOOP_INVOCATION_MS = 60_000;
 /** The functions that answer requests, whose DynamoDB calls must fit inside their Lambda timeouts. */
 const REQUEST_PATHS: ReadonlySet<QueueFunctionName> = new Set(['api', 'authorizer']);
 
+/** Each function's DynamoDB clients and queue context, as its role in the stack lets it call. */
+function functionContexts(iam: LocalIam, clientOptions: DynamoClientOptions, settings: QueueSettings, events: LifecyclePublisher) {
+  // Request paths (api, authorizer) retry DynamoDB within their Lambda timeouts, as deployed.
+  const functionClients = QUEUE_FUNCTIONS.map(
+    (fn) => [fn, iam.dynamoClientsFor(fn, { ...clientOptions, ...(REQUEST_PATHS.has(fn) ? { callLimits: REQUEST_PATH_DYNAMODB_CALL_LIMITS } : {}) })] as const,
+  );
+  const contexts = Object.fromEntries(
+    functionClients.map(([fn, { db }]) => [fn, createQueueContext(db, settings, { events: iam.publisherFor(fn, events) })]),
+  ) as Record<QueueFunctionName, QueueContext>;
+  return { functionClients, contexts };
+}
+
 export async function startLocalRuntime(env: Env = process.env): Promise<LocalRuntime> {
   const port = Number(env.PORT ?? 3000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
@@ -133,13 +145,7 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
     { region: await clients.base.config.region(), accountId: LOCAL_ACCOUNT_ID, tableName },
     { onDecision: logDenial },
   );
-  // Request paths (api, authorizer) retry DynamoDB within their Lambda timeouts, as deployed.
-  const functionClients = QUEUE_FUNCTIONS.map(
-    (fn) => [fn, iam.dynamoClientsFor(fn, { ...clientOptions, ...(REQUEST_PATHS.has(fn) ? { callLimits: REQUEST_PATH_DYNAMODB_CALL_LIMITS } : {}) })] as const,
-  );
-  const contexts = Object.fromEntries(
-    functionClients.map(([fn, { db }]) => [fn, createQueueContext(db, settings, { events: iam.publisherFor(fn, events) })]),
-  ) as Record<QueueFunctionName, QueueContext>;
+  const { functionClients, contexts } = functionContexts(iam, clientOptions, settings, events);
 
   const callbackTokenSecret = await keptSecret(env.CALLBACK_TOKEN_SECRET, join(dataDir, 'callback-token-secret'), 'cbs_');
   const url = env.PUBLIC_API_URL ?? `http://localhost:${port}`;

@@ -9,8 +9,8 @@
  * Requests that are safe to repeat are retried on 5xx answers and network errors (see `retry.ts`); errors are
  * thrown as the classes of `errors.ts`.
  */
-import { apiErrorFrom, ConflictError, QueueNetworkError } from './errors.js';
-import { retryDelayMs, retryPolicyOf, shouldRetry, type RetryPolicy, type TryFailure } from './retry.js';
+import { ConflictError } from './errors.js';
+import { createRequester, type Call, type ClientOptions } from './transport.js';
 import type {
   BatchResult,
   CompleteBody,
@@ -27,28 +27,9 @@ import type {
 
 export * from './errors.js';
 export { DEFAULT_RETRY_POLICY, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.js';
+export type { ClientOptions } from './transport.js';
 export type * from './types.js';
 export { JOB_STATUSES } from './types.js';
-
-export interface ClientOptions {
-  /** The API's base URL, e.g. `http://localhost:3000` or the stack's `ApiUrl` output. */
-  url: string;
-  /**
-   * An API key with the scopes of the calls made (`enqueue:<type>`, `read:<type>`, `callback:<type>`, `admin`).
-   * A downstream holding only a job's `callback_url` posts to that URL instead: its token travels in the query.
-   */
-  token: string;
-  /** @default globalThis.fetch */
-  fetch?: typeof fetch;
-  /** Retries of requests that are safe to repeat: a count, or a policy. 0 turns retries off. @default 3 */
-  retries?: number | Partial<RetryPolicy>;
-  /** How long one try may take before it counts as a network error. @default 30000 */
-  timeoutMs?: number;
-  /** @default Math.random (tests make the backoff predictable) */
-  random?: () => number;
-  /** @default a timer */
-  sleep?: (ms: number) => Promise<void>;
-}
 
 export interface ListOptions {
   status: JobStatus;
@@ -95,18 +76,6 @@ export interface QueueClient {
   metrics(options?: { minutes?: number }): Promise<Metrics>;
 }
 
-type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
-
-interface Call {
-  method: Method;
-  /** Path segments, each encoded here. */
-  path: string[];
-  query?: Record<string, string | number | undefined | null>;
-  body?: unknown;
-  /** Safe to send again: it names what it changes, so a second copy changes nothing more. */
-  idempotent: boolean;
-}
-
 const iso = (time: Date | string | null | undefined): string | null | undefined => (time instanceof Date ? time.toISOString() : time);
 
 /** The job as the API takes it: times as ISO strings, fields left out when not given. */
@@ -118,53 +87,8 @@ function enqueueBody(job: EnqueueJob = {}): Record<string, unknown> {
   return body;
 }
 
-const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 export function createClient(options: ClientOptions): QueueClient {
-  const baseUrl = options.url.replace(/\/+$/, '');
-  // Called through globalThis when not given: a browser's fetch refuses to run detached from window.
-  const fetchImpl: (url: string, init: RequestInit) => Promise<Response> = options.fetch ?? ((url, init) => globalThis.fetch(url, init));
-  const policy = retryPolicyOf(options.retries);
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  const random = options.random ?? Math.random;
-  const sleep = options.sleep ?? defaultSleep;
-
-  const urlOf = (call: Call): string => {
-    const query = new URLSearchParams();
-    for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined && value !== null) query.set(name, String(value));
-    const search = query.toString() === '' ? '' : `?${query}`;
-    return `${baseUrl}/${call.path.map(encodeURIComponent).join('/')}${search}`;
-  };
-
-  async function request<T>(call: Call): Promise<T> {
-    const url = urlOf(call);
-    const headers: Record<string, string> = { authorization: `Bearer ${options.token}`, accept: 'application/json' };
-    const body = call.body === undefined ? undefined : JSON.stringify(call.body);
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    for (let tries = 1; ; tries++) {
-      let failure: TryFailure;
-      let error: Error;
-      try {
-        const response = await fetchImpl(url, { method: call.method, headers, body, signal: AbortSignal.timeout(timeoutMs) });
-        const text = await response.text();
-        let parsed: unknown;
-        try {
-          parsed = text.length > 0 ? JSON.parse(text) : undefined;
-        } catch {
-          parsed = undefined;
-        }
-        if (response.ok) return parsed as T;
-        failure = { status: response.status };
-        error = apiErrorFrom(response.status, parsed, tries, response.headers.get('x-request-id'));
-      } catch (thrown) {
-        failure = { status: undefined };
-        const reason = thrown instanceof Error && thrown.name === 'TimeoutError' ? `timed out after ${timeoutMs} ms` : 'failed';
-        error = new QueueNetworkError(`${call.method} ${url} ${reason}`, tries, { cause: thrown });
-      }
-      if (!shouldRetry({ idempotent: call.idempotent, failure, triesSoFar: tries, policy })) throw error;
-      await sleep(retryDelayMs(tries - 1, policy, random));
-    }
-  }
+  const request = createRequester(options);
 
   /**
    * A retried request whose earlier try took effect unseen is answered 409 (the attempt already ended, the

@@ -2,7 +2,7 @@
  * The API's request and response bodies as they are on the wire (snake_case).
  * Written out here rather than imported from the server's zod schemas, so the
  * client and its declarations depend on nothing but `fetch`; a type test
- * (test/unit/client-types.test.ts) keeps them in step with lib/model.ts.
+ * (test/unit/client-types.test.ts) keeps them in step with lib/domain and lib/wire.
  */
 
 export const JOB_STATUSES = ['queued', 'running', 'awaiting_callback', 'succeeded', 'failed', 'expired', 'cancelled'] as const;

@@ -154,3 +154,13 @@ export type JobRunOutcome =
   | 'already_started'
   /** The outcome could not be recorded: another worker, callback or sweep got there first. */
   | 'stale';
+
+/** An attempt's outcome reported from outside the worker: a status callback. */
+export interface CallbackInput {
+  status: 'succeeded' | 'failed';
+  attempt: number;
+  /** For a failure: false ends the job whatever attempts remain. @default true */
+  retryable?: boolean;
+  error?: Partial<AttemptError>;
+  result?: unknown;
+}

@@ -117,3 +117,16 @@ export function isTerminal(status: JobStatus): boolean {
   return TERMINAL_STATUSES.includes(status);
 }
 
+/** A batch holds at most this many jobs. */
+export const MAX_BATCH_JOBS = 100;
+
+export interface BatchJob {
+  /** The job's place in the request, which its outcome carries back. */
+  index: number;
+  id: string;
+  input: JobInput;
+}
+
+/** Jobs listed by status come in pages of at most MAX_PAGE_SIZE. */
+export const MAX_PAGE_SIZE = 100;
+export const DEFAULT_PAGE_SIZE = 50;

@@ -4,20 +4,12 @@ import type { QueueContext } from './context.js';
 import { enqueueJob } from './enqueue.js';
 import type { Job } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
-import type { JobInput } from '../domain/job.js';
+import type { BatchJob } from '../domain/job.js';
 
-/** A batch holds at most this many jobs. */
-export const MAX_BATCH_JOBS = 100;
 
 /** Enqueues of one batch in flight at once: enough to finish 100 in a few round trips, few enough not to burst a partition. */
 export const BATCH_CONCURRENCY = 10;
 
-export interface BatchJob {
-  /** The job's place in the request, which its outcome carries back. */
-  index: number;
-  id: string;
-  input: JobInput;
-}
 
 export type BatchOutcome =
   | { index: number; id: string; ok: true; job: Job; created: boolean }

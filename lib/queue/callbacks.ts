@@ -1,6 +1,6 @@
 /** Outcomes reported from outside the worker: status callbacks and heartbeats of remote workers. */
 import { endAttempt, extendClaim } from './claims.js';
-import { guardOf, type AttemptEnding } from '../domain/attempts.js';
+import { guardOf, type AttemptEnding, type CallbackInput } from '../domain/attempts.js';
 import type { QueueContext } from './context.js';
 import { ConflictError } from '../domain/errors.js';
 import { assertJsonSize } from '../domain/json-size.js';
@@ -8,18 +8,10 @@ import { getCorrelationPointer, type CorrelationPointer } from './correlation.js
 import { getJob, requireJob } from './jobs.js';
 import { releaseCorrelationKey } from './correlation.js';
 import { isTerminal, MAX_RESULT_BYTES } from '../domain/job.js';
-import type { AttemptError, Job } from '../domain/job.js';
+import type { Job } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
 
-export interface CallbackInput {
-  status: 'succeeded' | 'failed';
-  attempt: number;
-  /** For a failure: false ends the job whatever attempts remain. @default true */
-  retryable?: boolean;
-  error?: Partial<AttemptError>;
-  result?: unknown;
-}
 
 function assertCurrentAttempt(job: Job, attempt: number): void {
   const open = job.status === 'running' || job.status === 'awaiting_callback';

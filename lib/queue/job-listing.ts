@@ -17,8 +17,6 @@ import { isTerminal } from '../domain/job.js';
 import type { Job, JobStatus } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 
-export const MAX_PAGE_SIZE = 100;
-export const DEFAULT_PAGE_SIZE = 50;
 
 /** Index partitions one page may query before it returns what it found, with a cursor to go on from. */
 const MAX_QUERIES_PER_PAGE = 200;

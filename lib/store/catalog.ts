@@ -24,14 +24,13 @@ export function putJobTypeParams(jobType: JobType, read: Pick<JobType, 'updatedA
   };
 }
 
+/** An update of an item that must exist (a missing one fails the condition), answering the item as it is after. */
+function updateExistingParams(key: ItemKey, updateExpression: string, values: Item): UpdateParams {
+  return { Key: key, UpdateExpression: updateExpression, ConditionExpression: 'attribute_exists(pk)', ExpressionAttributeValues: values, ReturnValues: 'ALL_NEW' };
+}
+
 export function setJobTypePausedParams(name: string, paused: boolean, nowMs: number): UpdateParams {
-  return {
-    Key: jobTypeKey(name),
-    UpdateExpression: 'SET paused = :paused, updatedAtMs = :now',
-    ConditionExpression: 'attribute_exists(pk)',
-    ExpressionAttributeValues: { ':paused': paused, ':now': nowMs },
-    ReturnValues: 'ALL_NEW',
-  };
+  return updateExistingParams(jobTypeKey(name), 'SET paused = :paused, updatedAtMs = :now', { ':paused': paused, ':now': nowMs });
 }
 
 /** A new API key, with the hash of its secret. */
@@ -54,13 +53,11 @@ export function touchApiKeyParams(id: string, nowMs: number, staleBeforeMs: numb
 
 /** Revokes once: revoking again keeps the first revocation time. */
 export function revokeApiKeyParams(id: string, nowMs: number, purgeAtS: number): UpdateParams {
-  return {
-    Key: apiKeyKey(id),
-    UpdateExpression: 'SET revokedAtMs = if_not_exists(revokedAtMs, :now), purgeAtS = if_not_exists(purgeAtS, :purgeAtS)',
-    ConditionExpression: 'attribute_exists(pk)',
-    ExpressionAttributeValues: { ':now': nowMs, ':purgeAtS': purgeAtS },
-    ReturnValues: 'ALL_NEW',
-  };
+  return updateExistingParams(
+    apiKeyKey(id),
+    'SET revokedAtMs = if_not_exists(revokedAtMs, :now), purgeAtS = if_not_exists(purgeAtS, :purgeAtS)',
+    { ':now': nowMs, ':purgeAtS': purgeAtS },
+  );
 }
 
 /** Sets every attribute of `values` on the item at `key`, creating it if need be. */

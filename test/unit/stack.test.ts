@@ -10,7 +10,7 @@ import { Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
-import { DASHBOARD_PATHS } from '../../functions/api/dashboard.js';
+import { DASHBOARD_PATHS } from '../../functions/shared/public-paths.js';
 import { createQueueApp } from '../../infra/queue-app.js';
 import { QUEUE_FUNCTIONS } from '../../infra/queue-function.js';
 import type { QueueStack } from '../../infra/queue-stack.js';

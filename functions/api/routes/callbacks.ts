@@ -1,0 +1,60 @@
+/** Status callbacks and heartbeats: a downstream reports on the attempt it was handed. */
+import { scopeAllows } from '../../../lib/domain/api-key.js';
+import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, heartbeatJob } from '../../../lib/queue/callbacks.js';
+import { NotFoundError } from '../../../lib/domain/errors.js';
+import { requireJobType } from '../../../lib/queue/job-types.js';
+import { CORRELATION_KEY_PATTERN, type Job } from '../../../lib/domain/job.js';
+import { jobToApi } from '../../../lib/wire/jobs.js';
+import { parseWith } from '../../../lib/wire/parse.js';
+import { createMetricsRecorder } from '../../../lib/queue/metrics-history.js';
+import { finishedOutcomeOfStatus } from '../../../lib/domain/metrics.js';
+import { callbackInputOf, callbackSchema, heartbeatSchema } from '../../../lib/wire/api-requests.js';
+import { json, type HttpResponse } from '../../shared/http.js';
+import { log } from '../../shared/log.js';
+import { assertCallbackAttempt } from '../access.js';
+import { parseJsonBody, pathParam } from '../http.js';
+import { jobId, typeName, type ApiDeps, type Route } from './route.js';
+
+export function callbackRoutes({ ctx, registry }: ApiDeps) {
+  // Attempts ended by a status callback never pass through a worker: the api counts them in the history. Its
+  // write is awaited in the request that makes it (one request per container every 10 s at most), as Lambda
+  // may freeze the container as soon as the answer is out; counts held back go out with a trailing write.
+  // A write that fails is logged and fails nothing.
+  const history = createMetricsRecorder(ctx, (error) => log('warn', 'could not write the metrics history', { error }));
+  const counted = async (job: Job): Promise<HttpResponse> => {
+    const finished = finishedOutcomeOfStatus(job.status);
+    if (finished) history.recordFinished(job.type, finished, ctx.nowMs());
+    history.flushSoon();
+    await history.settled();
+    return json(200, jobToApi(job));
+  };
+
+  return {
+    callback: async (event, principal) => {
+      const id = jobId(event);
+      const body = parseWith(callbackSchema, parseJsonBody(event));
+      assertCallbackAttempt(principal, body.attempt);
+      const jobType = await requireJobType(ctx, typeName(event));
+      return counted(await completeFromCallback(ctx, jobType, id, callbackInputOf(body), registry.retryPolicies));
+    },
+    callbackByCorrelationKey: async (event, principal) => {
+      const correlationKey = pathParam(event, 'correlation_key', CORRELATION_KEY_PATTERN);
+      const body = parseWith(callbackSchema, parseJsonBody(event));
+      const found = await findActiveCorrelatedJob(ctx, correlationKey);
+      // The same answer whether no job holds the key or the caller may not call back jobs of its type,
+      // so a key cannot be used to learn about another type's jobs.
+      if (found === undefined || principal?.kind !== 'key' || !scopeAllows(principal.scopes, 'callback', found.job.type)) {
+        throw new NotFoundError(`no job that has not finished holds correlation_key "${correlationKey}"`);
+      }
+      const jobType = await requireJobType(ctx, found.job.type);
+      return counted(await completeCorrelatedJob(ctx, jobType, found, callbackInputOf(body), registry.retryPolicies));
+    },
+    heartbeat: async (event, principal) => {
+      const body = parseWith(heartbeatSchema, parseJsonBody(event));
+      assertCallbackAttempt(principal, body.attempt);
+      const jobType = await requireJobType(ctx, typeName(event));
+      const job = await heartbeatJob(ctx, jobType, jobId(event), body.attempt, body.extend_s);
+      return json(200, jobToApi(job));
+    },
+  } satisfies Record<string, Route>;
+}

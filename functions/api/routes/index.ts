@@ -1,0 +1,19 @@
+/** The routes of DESIGN §5 served so far, one module per resource: each parses, calls lib/, and maps the result. */
+import { json } from '../../shared/http.js';
+import { callbackRoutes } from './callbacks.js';
+import { jobTypeRoutes } from './job-types.js';
+import { jobRoutes } from './jobs.js';
+import { keyRoutes } from './keys.js';
+import type { ApiDeps, Route } from './route.js';
+import { statsRoutes } from './stats.js';
+
+export function createRoutes(deps: ApiDeps) {
+  return {
+    health: async () => json(200, { status: 'ok' }),
+    ...jobTypeRoutes(deps),
+    ...statsRoutes(deps),
+    ...jobRoutes(deps),
+    ...callbackRoutes(deps),
+    ...keyRoutes(deps),
+  } satisfies Record<string, Route>;
+}

@@ -1,0 +1,50 @@
+/** `/v1/job-types`: define, read, pause and resume job types. */
+import { ValidationError } from '../../../lib/domain/errors.js';
+import { jobTypeInputSchema, jobTypeToApi, type JobTypeInput } from '../../../lib/wire/job-types.js';
+import { parseWith } from '../../../lib/wire/parse.js';
+import { putJobType, requireJobType, setJobTypePaused } from '../../../lib/queue/job-types.js';
+import { statsOfType } from '../../../lib/queue/stats.js';
+import { typeStatsToApi } from '../../../lib/wire/stats.js';
+import { isLinkLocalAddress, literalAddressOf } from '../../../lib/targets/addresses.js';
+import { json } from '../../shared/http.js';
+import { parseJsonBody } from '../http.js';
+import { readableJobTypes, typeName, type ApiDeps, type Route } from './route.js';
+
+function refusesLiteralAddress(url: string): boolean {
+  const literal = literalAddressOf(new URL(url));
+  return literal !== undefined && isLinkLocalAddress(literal);
+}
+
+/** A job type may name only the worker's handlers and retry policies, and an http target no link-local address unless it says so. */
+function assertRunnable(input: JobTypeInput, registry: ApiDeps['registry']): void {
+  if (input.target.kind === 'handler' && !Object.hasOwn(registry.handlers, input.target.name)) {
+    throw new ValidationError([{ field: 'target.name', message: `no handler named "${input.target.name}" in the worker` }]);
+  }
+  if (input.target.kind === 'http' && !input.target.allow_link_local && refusesLiteralAddress(input.target.url)) {
+    throw new ValidationError([{ field: 'target.url', message: 'is a link-local or metadata address; set allow_link_local to allow it' }]);
+  }
+  if (input.retry?.kind === 'custom' && !(input.retry.name in registry.retryPolicies)) {
+    throw new ValidationError([{ field: 'retry.name', message: `no retry policy named "${input.retry.name}" in the worker` }]);
+  }
+}
+
+export function jobTypeRoutes({ ctx, registry }: ApiDeps) {
+  return {
+    putJobType: async (event) => {
+      const name = typeName(event, 'name');
+      const input = parseWith(jobTypeInputSchema, parseJsonBody(event));
+      assertRunnable(input, registry);
+      const { jobType, created, newSigningSecret } = await putJobType(ctx, name, input);
+      // The only time the secret leaves the store: the caller keeps it for the downstream to verify requests.
+      const body = newSigningSecret !== undefined ? { ...jobTypeToApi(jobType), signing_secret: newSigningSecret } : jobTypeToApi(jobType);
+      return json(created ? 201 : 200, body);
+    },
+    listJobTypes: async (_event, principal) => json(200, { job_types: (await readableJobTypes(ctx, principal)).map(jobTypeToApi) }),
+    getJobType: async (event) => {
+      const jobType = await requireJobType(ctx, typeName(event, 'name'));
+      return json(200, { ...jobTypeToApi(jobType), stats: typeStatsToApi(await statsOfType(ctx, jobType)) });
+    },
+    pauseJobType: async (event) => json(200, jobTypeToApi(await setJobTypePaused(ctx, typeName(event, 'name'), true))),
+    resumeJobType: async (event) => json(200, jobTypeToApi(await setJobTypePaused(ctx, typeName(event, 'name'), false))),
+  } satisfies Record<string, Route>;
+}

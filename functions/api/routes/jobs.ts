@@ -1,0 +1,102 @@
+/** `/v1/jobs` and `/jobber/queue`: enqueue (one job or a batch), read, list, cancel and replay jobs. */
+import { scopeAllows } from '../../../lib/domain/api-key.js';
+import { enqueueBatch } from '../../../lib/queue/batch-enqueue.js';
+import type { BatchJob } from '../../../lib/domain/job.js';
+import { ForbiddenError, ValidationError, type FieldIssue } from '../../../lib/domain/errors.js';
+import { listJobs } from '../../../lib/queue/job-listing.js';
+import { requireJobType } from '../../../lib/queue/job-types.js';
+import { assertJsonSize } from '../../../lib/domain/json-size.js';
+import { cancelJob, requireJob } from '../../../lib/queue/jobs.js';
+import { enqueueJob, replayJob } from '../../../lib/queue/enqueue.js';
+import { newJobId } from '../../../lib/domain/new-job.js';
+import { MAX_DATA_BYTES } from '../../../lib/domain/job.js';
+import { jobInputFromBody, jobInputSchema, jobToApi } from '../../../lib/wire/jobs.js';
+import { parseWith } from '../../../lib/wire/parse.js';
+import {
+  BATCH_PATH_SEGMENT,
+  batchSchema,
+  jobberQueueSchema,
+  listJobsQuerySchema,
+  parseBatchItem,
+  RESERVED_ID,
+  withinItem,
+} from '../../../lib/wire/api-requests.js';
+import { json, type HttpEvent, type HttpResponse } from '../../shared/http.js';
+import { log } from '../../shared/log.js';
+import { errorResult } from '../http-errors.js';
+import { MAX_BATCH_BODY_BYTES, parseJsonBody } from '../http.js';
+import { jobId, typeName, type ApiDeps, type Route } from './route.js';
+
+/**
+ * The status and error body of an item that failed, its fields named from the
+ * body's root. A dependency failure is a 500 of its own: the job may or may
+ * not have been stored, and sending the item again with its id is safe.
+ */
+function batchItemError(error: unknown, path: string, requestId: string | undefined): { status: number; error: unknown } {
+  const result = errorResult(error, requestId);
+  const body = result.body.error as { message: string; details: FieldIssue[] };
+  if (result.internal) {
+    log('error', 'batch item failed', { requestId, item: path, error });
+    return { status: result.status, error: { ...body, message: 'internal error: the job may or may not have been enqueued; send it again with this id' } };
+  }
+  return { status: result.status, error: { ...body, details: body.details.map((issue) => withinItem(issue, path)) } };
+}
+
+export function jobRoutes({ ctx }: ApiDeps) {
+  const enqueue = async (event: HttpEvent, id: string): Promise<HttpResponse> => {
+    if (id === BATCH_PATH_SEGMENT) throw new ValidationError([{ field: 'id', message: RESERVED_ID }]);
+    const jobType = await requireJobType(ctx, typeName(event));
+    const input = jobInputFromBody(parseWith(jobInputSchema, parseJsonBody(event)));
+    const { job, created } = await enqueueJob(ctx, jobType, id, input);
+    return json(created ? 201 : 200, jobToApi(job));
+  };
+
+  return {
+    enqueueWithId: async (event) => enqueue(event, jobId(event)),
+    enqueueWithServerId: async (event) => enqueue(event, newJobId(ctx.nowMs())),
+    getJob: async (event) => json(200, jobToApi(await requireJob(ctx, typeName(event), jobId(event)))),
+    listJobs: async (event) => {
+      const jobType = await requireJobType(ctx, typeName(event));
+      const query = parseWith(listJobsQuerySchema, event.queryStringParameters ?? {});
+      const page = await listJobs(ctx, jobType, {
+        status: query.status,
+        limit: query.limit,
+        ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+      });
+      return json(200, { jobs: page.jobs.map(jobToApi), next_cursor: page.nextCursor ?? null });
+    },
+    enqueueBatch: async (event) => {
+      const jobType = await requireJobType(ctx, typeName(event));
+      const { jobs } = parseWith(batchSchema, parseJsonBody(event, MAX_BATCH_BODY_BYTES));
+      const parsed = jobs.map((item, index) => parseBatchItem(item, index, () => newJobId(ctx.nowMs())));
+      const valid = parsed.filter((item): item is BatchJob => !('issues' in item));
+      const outcomes = new Map((await enqueueBatch(ctx, jobType, valid)).map((outcome) => [outcome.index, outcome]));
+      const requestId = event.requestContext?.requestId;
+      const results = parsed.map((item, index) => {
+        if ('issues' in item) {
+          const { body } = errorResult(new ValidationError(item.issues), requestId);
+          return { index, id: item.id ?? null, status: 400, ...body };
+        }
+        const outcome = outcomes.get(index)!;
+        if (outcome.ok) return { index, id: outcome.id, status: outcome.created ? 201 : 200, job: jobToApi(outcome.job) };
+        return { index, id: outcome.id, ...batchItemError(outcome.error, `jobs.${index}`, requestId) };
+      });
+      return json(200, { results });
+    },
+    jobberQueue: async (event, principal) => {
+      const body = parseWith(jobberQueueSchema, parseJsonBody(event));
+      if (principal?.kind !== 'key' || !scopeAllows(principal.scopes, 'enqueue', body.type)) {
+        throw new ForbiddenError(`this route needs scope enqueue:${body.type}`);
+      }
+      const jobType = await requireJobType(ctx, body.type);
+      assertJsonSize('payload', body.payload, MAX_DATA_BYTES);
+      const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), jobInputFromBody(jobInputSchema.parse({ data: body.payload })));
+      return json(201, { 'job-id': job.id });
+    },
+    replay: async (event) => {
+      const jobType = await requireJobType(ctx, typeName(event));
+      return json(201, jobToApi(await replayJob(ctx, jobType, jobId(event))));
+    },
+    cancel: async (event) => json(200, jobToApi(await cancelJob(ctx, typeName(event), jobId(event)))),
+  } satisfies Record<string, Route>;
+}

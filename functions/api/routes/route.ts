@@ -1,0 +1,38 @@
+/** What the route modules share: a route's signature, the api's dependencies, and the path parameters routes name. */
+import { scopeAllows } from '../../../lib/domain/api-key.js';
+import type { QueueContext } from '../../../lib/queue/context.js';
+import type { CustomRetryPolicies } from '../../../lib/domain/retry.js';
+import { JOB_ID_PATTERN } from '../../../lib/domain/job.js';
+import { JOB_TYPE_NAME_PATTERN, type JobType } from '../../../lib/domain/job-type.js';
+import { listJobTypes } from '../../../lib/queue/job-types.js';
+import type { HttpEvent, HttpResponse } from '../../shared/http.js';
+import type { Principal } from '../../shared/principal.js';
+import { pathParam } from '../http.js';
+
+/**
+ * The worker's code as far as the api needs it: the handlers a job type may target, only by name (the keys
+ * of `handlers`, so the worker's own registry serves too), and the custom retry policies, which a status
+ * callback's failure goes through.
+ */
+export interface WorkerCatalog {
+  handlers: Readonly<Record<string, unknown>>;
+  retryPolicies: CustomRetryPolicies;
+}
+
+export interface ApiDeps {
+  ctx: QueueContext;
+  /** So a job type can only name handlers and retry policies that exist. */
+  registry: WorkerCatalog;
+}
+
+/** A route gets the caller the api authorised (undefined on public routes). */
+export type Route = (event: HttpEvent, principal: Principal | undefined) => Promise<HttpResponse>;
+
+export const typeName = (event: HttpEvent, param = 'type'): string => pathParam(event, param, JOB_TYPE_NAME_PATTERN);
+export const jobId = (event: HttpEvent): string => pathParam(event, 'id', JOB_ID_PATTERN);
+
+/** The job types the caller may read, for the routes that answer about every type at once. */
+export async function readableJobTypes(ctx: QueueContext, principal: Principal | undefined): Promise<JobType[]> {
+  const readable = (jobType: JobType): boolean => principal?.kind === 'key' && scopeAllows(principal.scopes, 'read', jobType.name);
+  return (await listJobTypes(ctx)).filter(readable);
+}

@@ -1,0 +1,104 @@
+/**
+ * The api's request bodies and queries that are not a model's own input (jobs, job types and keys have
+ * theirs beside the model): their zod schemas, and helpers that parse them into lib's inputs, each failure
+ * naming its field from the body's root.
+ */
+import { z } from 'zod';
+import { ValidationError, type FieldIssue } from '../domain/errors.js';
+import { issuesToDetails } from './parse.js';
+import { JOB_ID_PATTERN, JOB_STATUSES } from '../domain/job.js';
+import { JOB_TYPE_NAME_PATTERN } from '../domain/job-type.js';
+import { jobInputFromBody, jobInputSchema } from './jobs.js';
+import { MAX_BATCH_JOBS, type BatchJob } from '../domain/job.js';
+import type { CallbackInput } from '../domain/attempts.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/job.js';
+import { MAX_METRICS_MINUTES } from '../domain/metrics.js';
+
+/** `POST /v1/jobs/{type}/{id}`: a status callback. */
+export const callbackSchema = z.strictObject({
+  status: z.enum(['succeeded', 'failed']),
+  attempt: z.number().int().min(1).max(1000),
+  retryable: z.boolean().optional(),
+  error: z
+    .strictObject({
+      class: z.string().min(1).max(128).optional(),
+      message: z.string().max(10_000).optional(),
+      trace: z.string().max(100_000).optional(),
+    })
+    .optional(),
+  result: z.json().optional(),
+});
+
+export function callbackInputOf(body: z.output<typeof callbackSchema>): CallbackInput {
+  return {
+    status: body.status,
+    attempt: body.attempt,
+    ...(body.retryable !== undefined ? { retryable: body.retryable } : {}),
+    ...(body.error ? { error: body.error } : {}),
+    ...(body.result !== undefined ? { result: body.result } : {}),
+  };
+}
+
+/** `POST /v1/jobs/{type}/{id}/heartbeat`. */
+export const heartbeatSchema = z.strictObject({
+  attempt: z.number().int().min(1).max(1000),
+  extend_s: z.number().int().min(1).max(43_200).optional(),
+});
+
+/** `POST /v1/jobs/{type}/batch` is the batch route, so no job may take `batch` as its id. */
+export const BATCH_PATH_SEGMENT = 'batch';
+export const RESERVED_ID = 'is reserved: POST /v1/jobs/{type}/batch enqueues a batch';
+
+export const batchSchema = z.strictObject({
+  // Each item is validated on its own (parseBatchItem), so one bad item fails alone.
+  jobs: z.array(z.unknown()).min(1).max(MAX_BATCH_JOBS),
+});
+
+/** An issue of one batch item, its field named from the body's root. */
+export const withinItem = (issue: FieldIssue, path: string): FieldIssue => ({
+  ...issue,
+  field: issue.field === 'body' ? path : `${path}.${issue.field}`,
+});
+
+/** A batch item as a job to enqueue (an id of its own or a new server id), or the issues that make it invalid, fields named from the body's root. */
+export function parseBatchItem(item: unknown, index: number, newId: () => string): BatchJob | { id?: string; issues: FieldIssue[] } {
+  const path = `jobs.${index}`;
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return { issues: [{ field: path, message: 'must be an object' }] };
+  const { id, ...body } = item as Record<string, unknown>;
+  const issues: FieldIssue[] = [];
+  if (id !== undefined && (typeof id !== 'string' || !JOB_ID_PATTERN.test(id))) {
+    issues.push({ field: `${path}.id`, message: `must match ${JOB_ID_PATTERN.source}` });
+  } else if (id === BATCH_PATH_SEGMENT) {
+    issues.push({ field: `${path}.id`, message: RESERVED_ID });
+  }
+  const parsed = jobInputSchema.safeParse(body);
+  if (!parsed.success) issues.push(...issuesToDetails(parsed.error).map((issue) => withinItem(issue, path)));
+  const ownId = typeof id === 'string' && issues.every((issue) => issue.field !== `${path}.id`) ? id : undefined;
+  if (issues.length > 0 || !parsed.success) return { ...(ownId !== undefined ? { id: ownId } : {}), issues };
+  return { index, id: ownId ?? newId(), input: jobInputFromBody(parsed.data) };
+}
+
+/** `POST /jobber/queue`: a job of the type the body names, its payload as the data. */
+export const jobberQueueSchema = z.strictObject({
+  type: z.string().regex(JOB_TYPE_NAME_PATTERN, `must match ${JOB_TYPE_NAME_PATTERN.source}`),
+  payload: z.json().default(null),
+});
+
+/** `GET /v1/jobs/{type}?status=&limit=&cursor=`. */
+export const listJobsQuerySchema = z.strictObject({
+  status: z.enum(JOB_STATUSES),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+  cursor: z.string().min(1).max(2_000).optional(),
+});
+
+const DEFAULT_METRICS_MINUTES = 60;
+
+/** `GET /v1/metrics?minutes=`: 1 to MAX_METRICS_MINUTES, 60 when absent; anything else is a 400 naming `minutes`. */
+export function parseMetricsMinutes(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return DEFAULT_METRICS_MINUTES;
+  const minutes = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+  if (!(minutes >= 1 && minutes <= MAX_METRICS_MINUTES)) {
+    throw new ValidationError([{ field: 'minutes', message: `must be an integer from 1 to ${MAX_METRICS_MINUTES}` }]);
+  }
+  return minutes;
+}
