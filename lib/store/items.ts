@@ -1,6 +1,4 @@
 /** Converting between stored items and domain objects: the key attributes stay in the store layer. */
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Job } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 
@@ -44,9 +42,4 @@ const JOB_TYPE_DEFAULTS: Pick<JobType, 'paused' | 'rateLimitPerS' | 'priorityOrd
 
 export function itemToJobType(item: Item): JobType {
   return { ...JOB_TYPE_DEFAULTS, ...withoutStoreAttributes(item) } as unknown as JobType;
-}
-
-/** Items on a ConditionalCheckFailedException come back in wire format, even through the document client. */
-export function unmarshallItem(item: Record<string, AttributeValue>): Record<string, unknown> {
-  return unmarshall(item);
 }
