@@ -30,25 +30,31 @@ export interface LaneScan {
 }
 
 /**
- * Due entries of one lane shard, oldest bucket first, at most `limit`.
- * `startBucket` is where to begin when the lane has no cursor yet.
+ * Due entries of one lane shard, oldest bucket first, at most `limit`: those due by now, or by `upToMs` when
+ * it is later (entries falling due soon; in the next bucket only when the lane has entries already, so an idle
+ * lane costs what it did). `startBucket` is where to begin when the lane has no cursor yet. The cursor's
+ * advance depends on now only.
  */
 export async function scanLane(
   ctx: QueueContext,
   lane: Lane,
   shard: number,
-  options: { startBucket: number; limit: number; cursor?: number | undefined },
+  options: { startBucket: number; limit: number; cursor?: number | undefined; upToMs?: number },
 ): Promise<LaneScan> {
   const nowMs = ctx.nowMs();
+  const upToMs = Math.max(nowMs, options.upToMs ?? nowMs);
   const { bucketMs, cursorSafetyMarginMs } = ctx.settings;
   const cursor = options.cursor;
   const first = cursor ?? options.startBucket;
-  const current = bucketOf(nowMs, bucketMs);
+  const last = bucketOf(upToMs, bucketMs);
   const entries: DueEntry[] = [];
   let advanceTo: number | undefined;
   let contiguousEmpty = true;
-  for (let bucket = first; bucket <= current && entries.length < options.limit; bucket++) {
-    const found = await queryDue(ctx, lanePartition(lane, bucket, shard), nowMs, options.limit - entries.length);
+  const current = bucketOf(nowMs, bucketMs);
+  for (let bucket = first; bucket <= last && entries.length < options.limit; bucket++) {
+    // A lane that holds nothing due is not read into the next bucket: that would cost an idle lane a query.
+    if (bucket > current && entries.length === 0) break;
+    const found = await queryDue(ctx, lanePartition(lane, bucket, shard), upToMs, options.limit - entries.length);
     entries.push(...found);
     const settled = bucketStartMs(bucket + 1, bucketMs) <= nowMs - cursorSafetyMarginMs;
     if (found.length === 0 && contiguousEmpty && settled) advanceTo = bucket + 1;

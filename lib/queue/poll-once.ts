@@ -6,9 +6,11 @@ import pLimit from 'p-limit';
 import { DEFAULT_PRIORITY } from '../domain/job.js';
 import type { JobType, PriorityOrder } from '../domain/job-type.js';
 import { advanceCursor, readCursor, type DueEntry } from '../store/due-index.js';
-import { bucketOf, sortKeyTimeMs, type Lane } from '../store/keys.js';
+import { bucketOf, jobKey, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
 import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-due.js';
+import { hasSlotLimits } from '../domain/slots.js';
+import { abortableSleep } from '../domain/sleep.js';
 import { releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
 import { scanLane } from './lanes.js';
@@ -56,7 +58,36 @@ export interface PollOptions {
   /** Token buckets this poller has seen; a fresh map costs one failed write per rate-limited type. */
   rateBuckets?: RateBucketCache;
   shards?: number[];
+  /**
+   * Also read the jobs that fall due within this long, and claim each when it falls due, from a timer inside
+   * the poll (types without concurrency, throttle or rate limits). The loop passes its poll interval, so a job
+   * enqueued ahead starts on time whatever the interval. @default 0
+   */
+  claimAheadMs?: number;
+  /** Waits for the timers of claims ahead; tests pass one that moves their clock. */
+  sleep?: (ms: number) => Promise<void>;
+  /** Stops waiting for claims ahead: what is left is found again by the next poll. */
+  signal?: AbortSignal;
+  /**
+   * Entries this poller claimed lately, by entry (job key and sort key), with when: the index may still show
+   * an entry for a moment after its claim moved it, and a poll that follows at once skips it rather than pay
+   * for a claim bound to fail. A retry comes back under another sort key, so it is never skipped.
+   */
+  recentClaims?: RecentClaims;
 }
+
+export type RecentClaims = Map<string, number>;
+
+/** Longer than the index takes to show a write. */
+const RECENT_CLAIM_MEMORY_MS = 5_000;
+
+const entryId = (entry: Pick<DueEntry, 'pk' | 'gsi1sk'>): string => `${entry.pk}\u0000${entry.gsi1sk}`;
+
+/**
+ * Jobs falling due within this long of each other are claimed together, when the last of them falls due:
+ * a job starts at most this late for the timer's sake, and a worker batch carries what fell due in it.
+ */
+export const CLAIM_AHEAD_SLICE_MS = 25;
 
 /** What one poll shares between its types and lanes. */
 interface Poll {
@@ -64,12 +95,16 @@ interface Poll {
   options: PollOptions;
   result: PollResult;
   nowMs: number;
+  /** How far ahead of now types that may claim ahead read their lanes. */
+  claimAheadMs: number;
+  /** Hands over the jobs claimed so far, so those claimed from a timer reach a worker at once. */
+  flush: () => void;
   rateBuckets: RateBucketCache;
   shards: number[];
 }
 
 /** The due entries of one lane shard, moving its cursor past settled empty buckets. */
-async function scanShard(poll: Poll, jobType: JobType, shard: number): Promise<DueEntry[]> {
+async function scanShard(poll: Poll, jobType: JobType, shard: number, upToMs: number): Promise<DueEntry[]> {
   const { ctx, options, result } = poll;
   const { settings } = ctx;
   const lane: Lane = { kind: 'queued', type: jobType.name };
@@ -79,6 +114,7 @@ async function scanShard(poll: Poll, jobType: JobType, shard: number): Promise<D
     cursor,
     startBucket: bucketOf(jobType.createdAtMs, settings.bucketMs),
     limit: settings.claimPageSize,
+    upToMs,
   });
   options.cursors.set(cacheKey, cursor);
   if (scan.advanceTo !== undefined) {
@@ -91,22 +127,58 @@ async function scanShard(poll: Poll, jobType: JobType, shard: number): Promise<D
   return scan.entries;
 }
 
-async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<void> {
+/** Claims `entries` within the type's rate limit; they are due by now. */
+async function claimWithinRate(poll: Poll, sink: ClaimSink, jobType: JobType, entries: DueEntry[]): Promise<void> {
   const { ctx, rateBuckets } = poll;
+  const tokens = await takeRateTokens(ctx, jobType, entries.length, rateBuckets);
+  let used = 0;
+  try {
+    used = await claimDueEntries(ctx, sink, jobType, entries, tokens);
+  } finally {
+    if (jobType.rateLimitPerS !== null) await returnRateTokens(ctx, jobType.name, tokens - used, rateBuckets);
+  }
+}
+
+/** Limits are counted per claim against counters read per poll: such types claim only what is due now. */
+function mayClaimAhead(jobType: JobType): boolean {
+  return jobType.rateLimitPerS === null && !hasSlotLimits(jobType);
+}
+
+/**
+ * The entries not yet due, in slices of CLAIM_AHEAD_SLICE_MS by ready time: each slice is claimed once its last
+ * entry is due (a claim before `run_after` fails its condition), and handed to a worker at once. The claims of
+ * one slice may still be in flight when the next falls due: waiting for them would let the slices fall behind.
+ */
+async function claimAhead(poll: Poll, sink: ClaimSink, jobType: JobType, ahead: DueEntry[]): Promise<void> {
+  const sleep = poll.options.sleep ?? abortableSleep;
+  const byReadyTime = [...ahead].sort((a, b) => readyAtMsOf(a) - readyAtMsOf(b));
+  const claims: Promise<void>[] = [];
+  while (byReadyTime.length > 0) {
+    const sliceEndMs = readyAtMsOf(byReadyTime[0]!) + CLAIM_AHEAD_SLICE_MS;
+    const count = byReadyTime.findIndex((entry) => readyAtMsOf(entry) >= sliceEndMs);
+    const slice = byReadyTime.splice(0, count === -1 ? byReadyTime.length : count);
+    const dueAtMs = readyAtMsOf(slice.at(-1)!);
+    // A timer may fire a little before the clock reads its time, and a claim before run_after fails.
+    while (poll.ctx.nowMs() < dueAtMs && !poll.options.signal?.aborted) await sleep(dueAtMs - poll.ctx.nowMs());
+    if (poll.options.signal?.aborted) break;
+    claims.push(claimDueEntries(poll.ctx, sink, jobType, orderDueEntries(slice, jobType.priorityOrder), slice.length).then(poll.flush));
+  }
+  throwFirstRejection(await Promise.allSettled(claims));
+}
+
+async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<void> {
+  const upToMs = mayClaimAhead(jobType) ? poll.nowMs + poll.claimAheadMs : poll.nowMs;
   // Settled, not all-or-nothing: one lane's failure must not keep the other lanes' jobs from being claimed.
-  const scans = await Promise.allSettled(poll.shards.map((shard) => scanShard(poll, jobType, shard)));
-  const entries = orderDueEntries(
-    scans.flatMap((scan) => (scan.status === 'fulfilled' ? scan.value : [])),
-    jobType.priorityOrder,
-  );
-  if (entries.length > 0) {
-    const tokens = await takeRateTokens(ctx, jobType, entries.length, rateBuckets);
-    let used = 0;
-    try {
-      used = await claimDueEntries(ctx, sink, jobType, entries, tokens);
-    } finally {
-      if (jobType.rateLimitPerS !== null) await returnRateTokens(ctx, jobType.name, tokens - used, rateBuckets);
-    }
+  const scans = await Promise.allSettled(poll.shards.map((shard) => scanShard(poll, jobType, shard, upToMs)));
+  const recent = poll.options.recentClaims;
+  const found = scans.flatMap((scan) => (scan.status === 'fulfilled' ? scan.value : [])).filter((entry) => !recent?.has(entryId(entry)));
+  const dueNow = orderDueEntries(found.filter((entry) => readyAtMsOf(entry) <= poll.nowMs), jobType.priorityOrder);
+  if (dueNow.length > 0) await claimWithinRate(poll, sink, jobType, dueNow);
+  const ahead = found.filter((entry) => readyAtMsOf(entry) > poll.nowMs);
+  if (ahead.length > 0) {
+    // What was claimed now goes to a worker before the poll waits for what falls due later.
+    poll.flush();
+    await claimAhead(poll, sink, jobType, ahead);
   }
   throwFirstRejection(scans);
 }
@@ -129,24 +201,31 @@ export function emptyPollResult(): PollResult {
 }
 
 export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise<PollResult> {
+  const dispatches: Promise<void>[] = [];
+  // A batch goes to a worker as soon as it is full, so early claims do not wait out the slow ones.
+  const batcher = createBatcher(ctx.settings.workerBatchSize, (batch) => dispatches.push(dispatch(poll, batch)));
   const poll: Poll = {
     ctx,
     options,
     result: emptyPollResult(),
     nowMs: ctx.nowMs(),
+    claimAheadMs: options.claimAheadMs ?? 0,
+    flush: () => batcher.close(),
     rateBuckets: options.rateBuckets ?? new Map(),
     shards: options.shards ?? Array.from({ length: ctx.settings.shards }, (_, shard) => shard),
   };
   const { result } = poll;
-  const dispatches: Promise<void>[] = [];
-  // A batch goes to a worker as soon as it is full, so early claims do not wait out the slow ones.
-  const batcher = createBatcher(ctx.settings.workerBatchSize, (batch) => dispatches.push(dispatch(poll, batch)));
+  for (const [entry, claimedAtMs] of options.recentClaims ?? []) {
+    if (poll.nowMs - claimedAtMs > RECENT_CLAIM_MEMORY_MS) options.recentClaims?.delete(entry);
+  }
   const sink: ClaimSink = {
     limit: pLimit(ctx.settings.claimConcurrency),
     record(claim: ClaimResult, jobType: JobType): boolean {
       if (claim.kind === 'claimed') {
         result.claimed++;
-        batcher.add(claim.job, jobType);
+        const { job } = claim;
+        options.recentClaims?.set(entryId({ pk: jobKey(job.type, job.id).pk, gsi1sk: queuedSortKey(job.runAfterMs, job.id) }), poll.nowMs);
+        batcher.add(job, jobType);
         return true;
       }
       if (claim.kind === 'expired') result.expired++;

@@ -1,13 +1,14 @@
 /**
  * The poller's loop: polls again at once while a lane is saturated, otherwise
  * one poll interval after the last poll began, re-reading job types as it goes.
+ * Each poll also claims, on time, what falls due before the next one begins.
  */
 import type { JobType } from '../domain/job-type.js';
 import { abortableSleep } from '../domain/sleep.js';
 import type { WorkerInvoker } from './batcher.js';
 import type { QueueContext } from './context.js';
 import { JOB_TYPES_REFRESH_MS, listJobTypes } from './job-types.js';
-import { emptyPollResult, pollOnce, type CursorCache, type PollResult } from './poll-once.js';
+import { emptyPollResult, pollOnce, type CursorCache, type PollResult, type RecentClaims } from './poll-once.js';
 import type { RateBucketCache } from './rate-limit.js';
 
 export interface PollerLoopOptions {
@@ -32,6 +33,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   const deadlineMs = ctx.nowMs() + (options.runForMs ?? ctx.settings.pollerRunMs);
   const cursors: CursorCache = new Map();
   const rateBuckets: RateBucketCache = new Map();
+  const recentClaims: RecentClaims = new Map();
   const totals = emptyPollResult();
   let jobTypes: JobType[] = [];
   let jobTypesReadAtMs = -Infinity;
@@ -42,7 +44,18 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         jobTypes = await listJobTypes(ctx);
         jobTypesReadAtMs = ctx.nowMs();
       }
-      const result = await pollOnce(ctx, { jobTypes, invoker: options.invoker, cursors, rateBuckets, ...(options.shards ? { shards: options.shards } : {}) });
+      const result = await pollOnce(ctx, {
+        jobTypes,
+        invoker: options.invoker,
+        cursors,
+        rateBuckets,
+        recentClaims,
+        // What falls due before the next poll is claimed on time from this one, never past the run's end.
+        claimAheadMs: Math.min(ctx.settings.pollIntervalMs, Math.max(0, deadlineMs - ctx.nowMs())),
+        sleep: (ms) => sleep(ms, options.signal),
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.shards ? { shards: options.shards } : {}),
+      });
       totals.claimed += result.claimed;
       totals.lostRaces += result.lostRaces;
       totals.expired += result.expired;

@@ -37,17 +37,17 @@ export async function advanceCursor(ctx: StoreContext, lane: Lane, shard: number
   return (await updateItem(ctx, advanceCursorParams(lane, shard, from, to))).ok;
 }
 
-/** The entries of an index partition due at or before `nowMs`, oldest first. */
-export function dueQueryParams(partition: string, nowMs: number): QueryParams {
+/** The entries of an index partition due at or before `upToMs`, oldest first. */
+export function dueQueryParams(partition: string, upToMs: number): QueryParams {
   return {
     IndexName: DUE_INDEX,
     KeyConditionExpression: 'gsi1pk = :partition AND gsi1sk <= :upTo',
-    ExpressionAttributeValues: { ':partition': partition, ':upTo': dueUpToSortKey(nowMs) },
+    ExpressionAttributeValues: { ':partition': partition, ':upTo': dueUpToSortKey(upToMs) },
   };
 }
 
-export async function queryDue(ctx: StoreContext, partition: string, nowMs: number, limit: number): Promise<DueEntry[]> {
-  const { Items } = await queryPage(ctx, { ...dueQueryParams(partition, nowMs), Limit: limit });
+export async function queryDue(ctx: StoreContext, partition: string, upToMs: number, limit: number): Promise<DueEntry[]> {
+  const { Items } = await queryPage(ctx, { ...dueQueryParams(partition, upToMs), Limit: limit });
   return (Items ?? []) as DueEntry[];
 }
 

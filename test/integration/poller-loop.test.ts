@@ -21,7 +21,7 @@ function clockSleep(advance: (ms: number) => void, sleeps: number[] = []) {
 }
 
 describe('runPollerLoop', () => {
-  test('polls until its run time is over, sleeping the poll interval after each poll that found little, and claims a job when it falls due', async () => {
+  test('polls until its run time is over, sleeping the poll interval after each poll that found little, and claims a job on time when it falls due between polls', async () => {
     const { ctx, clock } = queue();
     const emails = await defineType(ctx, 'emails');
     await enqueue(ctx, emails, 'e-1', { runAfterMs: T0 + 2_500 });
@@ -39,11 +39,12 @@ describe('runPollerLoop', () => {
       },
     });
 
-    // The poll at 3 s fills its one-entry page, so the loop polls again at once.
-    expect(polledAt).toEqual([0, 1_000, 2_000, 3_000, 3_000, 4_000]);
-    expect(sleeps.every((ms) => ms === POLL_INTERVAL_MS)).toBe(true);
+    // The poll at 2 s reads what falls due before the next poll, waits for the job's due time and claims it
+    // then; its one-entry page was full, so the loop polls again at once.
+    expect(polledAt).toEqual([0, 1_000, 2_500, 2_500, 3_500, 4_500]);
+    expect(sleeps).toEqual([POLL_INTERVAL_MS, POLL_INTERVAL_MS, 500, POLL_INTERVAL_MS, POLL_INTERVAL_MS, POLL_INTERVAL_MS]);
     expect(totals).toMatchObject({ claimed: 1, dispatched: 1 });
-    expect(invoker.jobs[0]).toMatchObject({ id: 'e-1', claimedAtMs: T0 + 3_000 });
+    expect(invoker.jobs[0]).toMatchObject({ id: 'e-1', claimedAtMs: T0 + 2_500 });
   });
 
   test('a saturated poll (a full page) is followed at once by another, without sleeping', async () => {
