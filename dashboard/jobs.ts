@@ -35,6 +35,11 @@ function openByIdForm(typeNames: string[], type: string): HTMLFormElement {
   );
 }
 
+/** Whether the user has typed into the open-by-id form. */
+function openFormTouched(view: HTMLElement): boolean {
+  return [...view.querySelectorAll<HTMLInputElement>('form.open-job input')].some((input) => input.value !== input.defaultValue);
+}
+
 function jobListTable(jobs: Job[]): HTMLTableElement {
   return h(
     'table',
@@ -122,10 +127,11 @@ export function jobsView(context: ViewContext, initialType: string | undefined, 
   void load();
   return {
     element,
-    // Opened before the first stats arrived: show the first type once its name is known.
+    // Opened before the first stats arrived: show the first type once its name is known, unless the user has
+    // begun to open a job by id, whose typing the new view would throw away.
     update: () => {
       const first = typeNames()[0];
-      if (!type && first) location.hash = routeHref('jobs', first, initialStatus);
+      if (!type && first && !openFormTouched(element)) location.hash = routeHref('jobs', first, initialStatus);
     },
   };
 }
