@@ -5,12 +5,12 @@
 import pLimit from 'p-limit';
 import { DEFAULT_PRIORITY } from '../domain/job.js';
 import type { JobType, PriorityOrder } from '../domain/job-type.js';
+import { hasSlotLimits } from '../domain/slots.js';
+import { abortableSleep } from '../domain/sleep.js';
 import { advanceCursor, readCursor, type DueEntry } from '../store/due-index.js';
 import { bucketOf, jobKey, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
 import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-due.js';
-import { hasSlotLimits } from '../domain/slots.js';
-import { abortableSleep } from '../domain/sleep.js';
 import { releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
 import { scanLane } from './lanes.js';

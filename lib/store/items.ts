@@ -1,8 +1,7 @@
 /** Converting between stored items and domain objects: the key attributes stay in the store layer. */
 import type { Job } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
-
-type Item = Record<string, unknown>;
+import type { Item } from './send.js';
 
 const STORE_ONLY_ATTRIBUTES = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'purgeAtS'] as const;
 

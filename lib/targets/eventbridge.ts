@@ -26,7 +26,7 @@ export async function runEventBridgeTarget(
     Time: new Date(run.nowMs()),
   };
   const { eventIds, refusal } = await putEventsResendingRefused(client, [entry], { ...options, signal: run.signal });
-  const eventId = eventIds[0];
-  if (refusal || eventId === undefined) return failed(refusal?.code ?? 'PutEventsError', refusal?.message ?? 'the event was not put');
-  return { kind: 'succeeded', result: { event_id: eventId } };
+  // Without a refusal the one entry was accepted, with its event id.
+  if (refusal) return failed(refusal.code, refusal.message);
+  return { kind: 'succeeded', result: { event_id: eventIds[0] } };
 }
