@@ -41,6 +41,12 @@ export const AUTHORIZED_ROUTES: readonly { method: 'POST'; path: string; authori
   { method: 'POST', path: '/jobber/queue', authorizer: 'key' },
 ];
 
+/**
+ * How long API Gateway keeps the key authorizer's answer for one Authorization header: a revoked key stops
+ * working within this. The callback authorizer has no identity source, so its answers are never kept.
+ */
+export const KEY_AUTHORIZER_CACHE_TTL_S = 30;
+
 /** The authorizer function's Lambda timeout: past it the invocation fails, and API Gateway answers 500. */
 export const AUTHORIZER_TIMEOUT_MS = AUTHORIZER_TIMEOUT_S * 1000;
 

@@ -22,7 +22,7 @@ import { DASHBOARD_PATHS } from '../functions/shared/public-paths.js';
 import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S, WORKER_TIMEOUT_S } from '../lib/domain/limits.js';
 import { TABLE_SCHEMA } from '../lib/store/table.js';
 import { createQueueAlarms } from './alarms.js';
-import { AUTHORIZED_ROUTES } from './api-gateway.js';
+import { AUTHORIZED_ROUTES, KEY_AUTHORIZER_CACHE_TTL_S } from './api-gateway.js';
 import { QueueFunction, type QueueFunctionName, type QueueFunctionProps } from './queue-function.js';
 import { TABLE_GRANTS } from './table-grants.js';
 import { shardsOfPartition, type StackSettings } from './settings.js';
@@ -33,9 +33,6 @@ export interface QueueStackProps extends StackProps {
 
 /** Lambda's async invoke queue keeps a poller event no longer than this: a late poller would only overlap the next. */
 const SCHEDULED_EVENT_MAX_AGE = Duration.minutes(1);
-
-/** Keys revoked or expired stop opening the API within this. */
-const AUTHORIZER_CACHE_TTL = Duration.seconds(30);
 
 /** What sets one function apart; the stack gives every function the same log retention and metrics namespace. */
 type FunctionSpec = Omit<QueueFunctionProps, 'entry' | 'logRetention' | 'metricsNamespace'>;
@@ -227,7 +224,7 @@ export class QueueStack extends Stack {
       responseTypes: [HttpLambdaResponseType.SIMPLE],
       identitySource: ['$request.header.Authorization'],
       // A revoked key stops working within this; the api also checks each key's expiry itself.
-      resultsCacheTtl: AUTHORIZER_CACHE_TTL,
+      resultsCacheTtl: Duration.seconds(KEY_AUTHORIZER_CACHE_TTL_S),
     });
 
     const integration = new HttpLambdaIntegration('ApiIntegration', functions.api.function);

@@ -1,6 +1,6 @@
 /** The worker function: runs one batch of claimed jobs. */
 import type { QueueContext } from '../../lib/queue/context.js';
-import { createSigningSecretCache } from '../../lib/queue/job-types.js';
+import { createSigningSecretCache } from '../../lib/queue/job-type-cache.js';
 import type { WorkerIdentity } from '../../lib/domain/job.js';
 import { createMetricsRecorder } from '../../lib/queue/metrics-history.js';
 import { finishedOutcomeOf } from '../../lib/domain/metrics.js';

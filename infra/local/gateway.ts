@@ -5,14 +5,16 @@
  * with the gateway's own answers, and when admitted reaches the api with the
  * authorizer's context in `requestContext.authorizer.lambda`.
  *
- * Locally nothing caches the authorizer's answers, so a revoked key stops at
- * once; behind API Gateway it stops within the authorizer's cache TTL.
+ * Its answers are kept as API Gateway keeps them: per Authorization header,
+ * admitted or refused, for KEY_AUTHORIZER_CACHE_TTL_S; a failure is not kept.
+ * So a revoked key stops within that TTL here too, and a request costs the
+ * authorizer's key read only once per key and period.
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { Authorizer, AuthorizerEvent, AuthorizerResult } from '../../functions/authorizer/app.js';
 import { PUBLIC_PATHS } from '../../functions/shared/public-paths.js';
 import { log } from '../../functions/shared/log.js';
-import { AUTHORIZER_TIMEOUT_MS, gatewayAnswer, identitySourceOf } from '../api-gateway.js';
+import { AUTHORIZER_TIMEOUT_MS, gatewayAnswer, identitySourceOf, KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
 import type { ApiHandler } from './http-server.js';
 
 /** The REQUEST authorizer event API Gateway builds from a request (payload format 2.0). */
@@ -47,16 +49,57 @@ async function withinTimeout(answer: Promise<AuthorizerResult>, timeoutMs: numbe
   }
 }
 
-export function createLocalGateway(deps: { authorizer: Authorizer; api: ApiHandler; authorizerTimeoutMs?: number }): ApiHandler {
+/** Distinct Authorization headers within one TTL are few; the bound only keeps a flood of made-up keys from growing the map. */
+const MAX_CACHED_ANSWERS = 10_000;
+
+/** The authorizer's answers by identity source, each until its TTL ends; none for a route without identity sources. */
+function createAnswerCache(ttlMs: number, nowMs: () => number) {
+  // In the order they were kept, so the expired ones are at the front.
+  const answers = new Map<string, { keptUntilMs: number; result: AuthorizerResult }>();
+  const keyOf = (identitySource: string[]): string | undefined => (ttlMs > 0 && identitySource.length > 0 ? JSON.stringify(identitySource) : undefined);
+  return {
+    get(identitySource: string[]): AuthorizerResult | undefined {
+      const key = keyOf(identitySource);
+      if (key === undefined) return undefined;
+      const kept = answers.get(key);
+      if (kept && kept.keptUntilMs > nowMs()) return kept.result;
+      answers.delete(key);
+      return undefined;
+    },
+    keep(identitySource: string[], result: AuthorizerResult): void {
+      const key = keyOf(identitySource);
+      if (key === undefined) return;
+      for (const [kept, { keptUntilMs }] of answers) {
+        if (keptUntilMs > nowMs() && answers.size < MAX_CACHED_ANSWERS) break;
+        answers.delete(kept);
+      }
+      answers.set(key, { keptUntilMs: nowMs() + ttlMs, result });
+    },
+  };
+}
+
+export function createLocalGateway(deps: {
+  authorizer: Authorizer;
+  api: ApiHandler;
+  authorizerTimeoutMs?: number;
+  /** @default KEY_AUTHORIZER_CACHE_TTL_S, as the stack sets it */
+  authorizerCacheTtlMs?: number;
+  /** @default Date.now */
+  nowMs?: () => number;
+}): ApiHandler {
   const timeoutMs = deps.authorizerTimeoutMs ?? AUTHORIZER_TIMEOUT_MS;
+  const cache = createAnswerCache(deps.authorizerCacheTtlMs ?? KEY_AUTHORIZER_CACHE_TTL_S * 1000, deps.nowMs ?? Date.now);
   return async (event, context) => {
     const { method, path } = event.requestContext.http;
     if (method === 'GET' && PUBLIC_PATHS.has(path)) return deps.api(event, context);
     const identitySource = identitySourceOf(event);
     if (identitySource === undefined) return gatewayAnswer('unauthorized');
-    let result;
+    let result = cache.get(identitySource);
     try {
-      result = await withinTimeout(deps.authorizer(toAuthorizerEvent(event, identitySource)), timeoutMs);
+      if (!result) {
+        result = await withinTimeout(deps.authorizer(toAuthorizerEvent(event, identitySource)), timeoutMs);
+        cache.keep(identitySource, result);
+      }
     } catch (error) {
       log('error', 'authorizer failed', { requestId: event.requestContext.requestId, error });
       return gatewayAnswer('authorizer_failed');

@@ -27,6 +27,7 @@ import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
 import { ensureTable } from '../../lib/store/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
+import { KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
 import { deployContext } from '../cdk-context.js';
 import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import type { IamDecision } from './iam/iam-check.js';
@@ -184,7 +185,9 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
     ...(env.API_TOKEN ? { staticAdminToken: env.API_TOKEN } : {}),
     callbackTokenSecret: fixedSecret(callbackTokenSecret),
   });
-  const server = createHttpServer(createLocalGateway({ authorizer, api: createApiHandler({ ctx: contexts.api, registry }) }));
+  const server = createHttpServer(
+    createLocalGateway({ authorizer, api: createApiHandler({ ctx: contexts.api, registry }), authorizerCacheTtlMs: authorizerCacheTtlMs(env) }),
+  );
   await listen(server, port);
 
   return {
@@ -213,6 +216,15 @@ function logDenial(decision: IamDecision): void {
   if (decision.allowed) return;
   const { fn, request } = decision;
   log('error', 'IAM check denied a call', { function: fn, action: request.action, resource: request.resource, context: request.context });
+}
+
+/** AUTHORIZER_CACHE_TTL_S, locally only: the stack's TTL unless a test or a demo of revocation wants it shorter. */
+function authorizerCacheTtlMs(env: Env): number {
+  const raw = env.AUTHORIZER_CACHE_TTL_S;
+  if (raw === undefined || raw === '') return KEY_AUTHORIZER_CACHE_TTL_S * 1000;
+  const ttlS = Number(raw);
+  if (!Number.isInteger(ttlS) || ttlS < 0 || ttlS > 3600) throw new Error(`AUTHORIZER_CACHE_TTL_S must be a whole number of seconds from 0 to 3600, got "${raw}"`);
+  return ttlS * 1000;
 }
 
 /** DESIGN §7: with AWS credentials and a table name, run against that table in the cloud. */

@@ -21,43 +21,6 @@ export async function getJobType(ctx: QueueContext, name: string): Promise<JobTy
   return item ? itemToJobType(item) : undefined;
 }
 
-/** The most types a process keeps the signing secret of; more within one cache period only cost a read each. */
-export const MAX_CACHED_SIGNING_SECRETS = 1_000;
-
-/** A type's signing secret as its item holds it; undefined when the type or its secret is gone. */
-export interface SigningSecrets {
-  get(type: string): Promise<string | undefined>;
-}
-
-/**
- * Signing secrets read from the types' items and kept JOB_TYPES_REFRESH_MS, the staleness pollers allow
- * themselves for the rest of a type: a worker reads a type's item once per period however many of its jobs
- * run, and signs with a changed secret within that period. Jobs of one type asking at once share one read;
- * a read that fails is not kept, so the next job asks the table again.
- */
-export function createSigningSecretCache(ctx: QueueContext): SigningSecrets {
-  // In the order they were read, so the expired ones are at the front.
-  const reads = new Map<string, { readAtMs: number; secret: Promise<string | undefined> }>();
-  return {
-    get(type) {
-      const nowMs = ctx.nowMs();
-      for (const [name, read] of reads) {
-        if (nowMs - read.readAtMs < JOB_TYPES_REFRESH_MS) break;
-        reads.delete(name);
-      }
-      const kept = reads.get(type);
-      if (kept) return kept.secret;
-      if (reads.size >= MAX_CACHED_SIGNING_SECRETS) reads.delete(reads.keys().next().value!);
-      const read = { readAtMs: nowMs, secret: getJobType(ctx, type).then((jobType) => jobType?.signingSecret) };
-      reads.set(type, read);
-      read.secret.catch(() => {
-        if (reads.get(type) === read) reads.delete(type);
-      });
-      return read.secret;
-    },
-  };
-}
-
 export async function requireJobType(ctx: QueueContext, name: string): Promise<JobType> {
   const jobType = await getJobType(ctx, name);
   if (!jobType) throw new NotFoundError(`job type "${name}" does not exist`);

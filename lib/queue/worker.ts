@@ -9,7 +9,7 @@ import { deferAttempt, endAttempt, extendClaim, markStarted, releaseClaim } from
 import { guardOf, type AttemptEnding } from '../domain/attempts.js';
 import type { QueueContext } from './context.js';
 import { ClaimLostError } from '../domain/errors.js';
-import { createSigningSecretCache, type SigningSecrets } from './job-types.js';
+import { createSigningSecretCache, type SigningSecrets } from './job-type-cache.js';
 import { jsonBytes } from '../domain/json-size.js';
 import { MAX_RESULT_BYTES, type WorkerIdentity } from '../domain/job.js';
 import type { JobTypeWithoutSecrets } from '../domain/job-type.js';

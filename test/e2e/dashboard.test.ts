@@ -27,7 +27,8 @@ let requestedUrls: string[];
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'djq-dashboard-'));
   delete process.env.API_TOKEN;
-  const env = { PORT: String(await freePort()), DATA_DIR: dataDir, POLL_INTERVAL_MS: '200', SWEEP_INTERVAL_MS: '1000' };
+  // A revoked key is refused once the gateway's kept answer ends: 1 s here rather than the stack's 30.
+  const env = { PORT: String(await freePort()), DATA_DIR: dataDir, POLL_INTERVAL_MS: '200', SWEEP_INTERVAL_MS: '1000', AUTHORIZER_CACHE_TTL_S: '1' };
   [runtime, browser] = await Promise.all([npmStart(env), chromium.launch({ executablePath: CHROMIUM_PATH })]);
   await mkdir(ARTIFACTS_DIR, { recursive: true });
 }, 120_000);

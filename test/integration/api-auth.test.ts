@@ -3,7 +3,7 @@
  * answers, locally as behind API Gateway; refused requests change nothing; error bodies are clean.
  */
 import { describe, expect, test } from 'vitest';
-import { authorizerOf } from '../../infra/api-gateway.js';
+import { authorizerOf, KEY_AUTHORIZER_CACHE_TTL_S } from '../../infra/api-gateway.js';
 import { createApiClient, freshApiPerTest, leaksInternals, tableItems, type HttpMethod } from '../support/api.js';
 
 const api = freshApiPerTest();
@@ -113,10 +113,12 @@ describe('a refused key', () => {
     expect({ status: response.status, body: response.body }).toEqual(REFUSED);
   });
 
-  test('a revoked key is 403 {"message":"Forbidden"}', async () => {
+  test('a revoked key is 403 {"message":"Forbidden"} once the gateway no longer keeps its last answer', async () => {
     const { id, client } = await keyFor({});
     expect((await client.get('/v1/job-types')).status).toBe(200);
     expect((await api().api.delete(`/v1/keys/${id}`)).status).toBe(200);
+    expect((await client.get('/v1/job-types')).status).toBe(200);
+    api().queue.clock.advance(KEY_AUTHORIZER_CACHE_TTL_S * 1000);
     const response = await client.get('/v1/job-types');
     expect({ status: response.status, body: response.body }).toEqual(REFUSED);
   });

@@ -1,6 +1,9 @@
 /** DESIGN §5: PUT/GET /v1/job-types, validated field by field against the worker's registry. */
 import { describe, expect, test } from 'vitest';
 import { MAX_WORKER_ATTEMPT_S } from '../../lib/domain/limits.js';
+import { JOB_TYPES_REFRESH_MS, putJobType } from '../../lib/queue/job-types.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { trackConsumedCapacity } from '../support/capacity.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 
 const api = freshApiPerTest();
@@ -161,5 +164,43 @@ describe('GET /v1/job-types/{name}', () => {
     const response = await api().api.get('/v1/job-types/bad%23name');
     expect(response.status).toBe(400);
     expect(response.body.error.details).toContainEqual({ field: 'name', message: expect.any(String) });
+  });
+});
+
+describe('the job types the api acts on', () => {
+  const typeReads = (totals: ReturnType<typeof trackConsumedCapacity>): number => totals.byCommand.GetItemCommand?.calls ?? 0;
+
+  test('an enqueue reads its type once per refresh period, not once per job', async () => {
+    const { api: client, queue } = api();
+    await client.put('/v1/job-types/emails', ECHO);
+    const calls = trackConsumedCapacity(queue.clientsOf('api').base);
+    for (const id of ['j1', 'j2', 'j3']) expect((await client.put(`/v1/jobs/emails/${id}`, { data: 1 })).status).toBe(201);
+    queue.clock.advance(JOB_TYPES_REFRESH_MS);
+    expect((await client.put('/v1/jobs/emails/j4', { data: 1 })).status).toBe(201);
+    expect(typeReads(calls)).toBe(1);
+  });
+
+  test('a type changed through the api applies to the next enqueue at once', async () => {
+    const { api: client } = api();
+    await client.put('/v1/job-types/emails', ECHO);
+    await client.put('/v1/jobs/emails/j1', { data: 1 });
+    await client.put('/v1/job-types/emails', { ...ECHO, attempts: 7 });
+    expect((await client.put('/v1/jobs/emails/j2', { data: 1 })).body.max_attempts).toBe(7);
+  });
+
+  test('a type changed by another process applies within the refresh period', async () => {
+    const { api: client, queue } = api();
+    await client.put('/v1/job-types/emails', ECHO);
+    await client.put('/v1/jobs/emails/j1', { data: 1 });
+    await putJobType(queue.ctx, 'emails', jobTypeInputSchema.parse({ ...ECHO, attempts: 7 }));
+    queue.clock.advance(JOB_TYPES_REFRESH_MS);
+    expect((await client.put('/v1/jobs/emails/j2', { data: 1 })).body.max_attempts).toBe(7);
+  });
+
+  test('a type made by another process is found at once: a type that did not exist is not remembered', async () => {
+    const { api: client, queue } = api();
+    expect((await client.put('/v1/jobs/emails/j1', { data: 1 })).status).toBe(404);
+    await putJobType(queue.ctx, 'emails', jobTypeInputSchema.parse(ECHO));
+    expect((await client.put('/v1/jobs/emails/j1', { data: 1 })).status).toBe(201);
   });
 });

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { createCallbackToken } from '../../lib/domain/callback-tokens.js';
 import { toAuthorizerEvent } from '../../infra/local/gateway.js';
+import { KEY_AUTHORIZER_CACHE_TTL_S } from '../../infra/api-gateway.js';
 import { claimJob } from '../../lib/queue/claims.js';
 import { requireJobType } from '../../lib/queue/job-types.js';
 import { ADMIN_TOKEN, buildHttpApiEvent, createApiClient, createTestApi, tableItems, type ApiClient } from '../support/api.js';
@@ -68,13 +69,14 @@ describe('the key routes', () => {
     expect(listed.last_used_at).toBe(new Date(queue.clock.nowMs()).toISOString());
   });
 
-  test('DELETE /v1/keys/{id} revokes: the key is refused from then on, 403 Forbidden', async () => {
+  test('DELETE /v1/keys/{id} revokes: the key is refused, 403 Forbidden, once the gateway no longer keeps its last answer', async () => {
     const created = await admin.post('/v1/keys', { scopes: ['read:*'] });
     const reader = createApiClient(admin.handler, created.body.key);
     expect((await reader.get('/v1/job-types')).status).toBe(200);
     const revoked = await admin.delete(`/v1/keys/${created.body.id}`);
     expect(revoked.status).toBe(200);
     expect(revoked.body.revoked_at).toEqual(expect.any(String));
+    queue.clock.advance(KEY_AUTHORIZER_CACHE_TTL_S * 1000);
     const refused = await reader.get('/v1/job-types');
     expect({ status: refused.status, body: refused.body }).toEqual({ status: 403, body: { message: 'Forbidden' } });
   });

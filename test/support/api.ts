@@ -127,7 +127,9 @@ export function createTestApi(
     ...(options.callbackTokenSecret ? { callbackTokenSecret: fixedSecret(options.callbackTokenSecret) } : {}),
   });
   const api = createApiHandler({ ctx: queue.as('api'), registry: options.registry ?? builtinRegistry }) as ApiHandler;
-  return createApiClient(createLocalGateway({ authorizer, api }), adminToken);
+  // The gateway keeps the authorizer's answers by the queue's clock, so a test can move past their TTL.
+  const nowMs = () => queue.as('api').nowMs();
+  return createApiClient(createLocalGateway({ authorizer, api, nowMs }), adminToken);
 }
 
 export interface ApiFixture {

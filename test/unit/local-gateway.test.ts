@@ -6,14 +6,14 @@
  */
 import { describe, expect, test, vi } from 'vitest';
 import type { Authorizer } from '../../functions/authorizer/app.js';
-import { AUTHORIZED_ROUTES, authorizerOf } from '../../infra/api-gateway.js';
+import { AUTHORIZED_ROUTES, authorizerOf, KEY_AUTHORIZER_CACHE_TTL_S } from '../../infra/api-gateway.js';
 import { createLocalGateway } from '../../infra/local/gateway.js';
 import { lambdaContext, type ApiHandler } from '../../infra/local/http-server.js';
 import { buildHttpApiEvent, type HttpMethod, type RequestOptions } from '../support/api.js';
 
 const ADMITTED = { isAuthorized: true, context: { principal: 'key', key_id: 'k1', scopes: 'admin' } };
 
-function gatewayWith(authorize: Authorizer, options: { authorizerTimeoutMs?: number } = {}) {
+function gatewayWith(authorize: Authorizer, options: { authorizerTimeoutMs?: number; nowMs?: () => number } = {}) {
   const authorizer = vi.fn(authorize);
   const api = vi.fn<ApiHandler>(async () => ({ statusCode: 200, body: '{}' }));
   const gateway = createLocalGateway({ authorizer, api, ...options });
@@ -120,4 +120,61 @@ test('an admitted request reaches the api with the authorizer context', async ()
 test('each route of its own picks the authorizer the stack gives it', () => {
   const sample = (template: string) => template.replace(/\{[^}]+\}/g, 'x1');
   for (const route of AUTHORIZED_ROUTES) expect(authorizerOf(route.method, sample(route.path))).toBe(route.authorizer);
+});
+
+describe("the authorizer's answers, kept as API Gateway keeps them", () => {
+  const TTL_MS = KEY_AUTHORIZER_CACHE_TTL_S * 1000;
+  function clockedGateway(authorize: Authorizer) {
+    let nowMs = 1_000_000;
+    const gateway = gatewayWith(authorize, { nowMs: () => nowMs });
+    return { ...gateway, advance: (ms: number) => (nowMs += ms) };
+  }
+
+  test('the same Authorization header within the TTL reaches the api without asking the authorizer again', async () => {
+    const { authorizer, api, send, advance } = clockedGateway(async () => ADMITTED);
+    await send('GET', '/v1/job-types', { token: 'k' });
+    advance(TTL_MS - 1);
+    expect((await send('PUT', '/v1/jobs/emails/j1', { token: 'k', body: {} })).status).toBe(200);
+    expect(authorizer).toHaveBeenCalledOnce();
+    expect(api.mock.calls[1]![0].requestContext).toMatchObject({ authorizer: { lambda: ADMITTED.context } });
+  });
+
+  test('once the TTL has passed the authorizer is asked again, so a revoked key stops within it', async () => {
+    const { authorizer, send, advance } = clockedGateway(async () => ADMITTED);
+    await send('GET', '/v1/job-types', { token: 'k' });
+    authorizer.mockImplementation(async () => ({ isAuthorized: false, context: {} }));
+    advance(TTL_MS);
+    expect((await send('GET', '/v1/job-types', { token: 'k' })).status).toBe(403);
+    expect(authorizer).toHaveBeenCalledTimes(2);
+  });
+
+  test('a refusal is kept too', async () => {
+    const { authorizer, send } = clockedGateway(async () => ({ isAuthorized: false, context: {} }));
+    await send('GET', '/v1/job-types', { token: 'k' });
+    expect((await send('GET', '/v1/job-types', { token: 'k' })).status).toBe(403);
+    expect(authorizer).toHaveBeenCalledOnce();
+  });
+
+  test('another Authorization header is asked about on its own', async () => {
+    const { authorizer, send } = clockedGateway(async () => ADMITTED);
+    await send('GET', '/v1/job-types', { token: 'k1' });
+    await send('GET', '/v1/job-types', { token: 'k2' });
+    expect(authorizer.mock.calls.map(([event]) => event.identitySource)).toEqual([['Bearer k1'], ['Bearer k2']]);
+  });
+
+  test('a failure is not kept: the next request asks again', async () => {
+    const { authorizer, send } = clockedGateway(async () => {
+      throw new Error('the table is unreachable');
+    });
+    await send('GET', '/v1/job-types', { token: 'k' });
+    authorizer.mockImplementation(async () => ADMITTED);
+    expect((await send('GET', '/v1/job-types', { token: 'k' })).status).toBe(200);
+  });
+
+  test('a callback, whose authorizer has no identity source, asks the authorizer every time', async () => {
+    const { authorizer, send } = clockedGateway(async () => ADMITTED);
+    await send('POST', '/v1/jobs/emails/j1?token=t', { body: { attempt: 1 } });
+    await send('POST', '/v1/jobs/emails/j1?token=t', { body: { attempt: 1 } });
+    expect(authorizer).toHaveBeenCalledTimes(2);
+  });
 });

@@ -2,7 +2,6 @@
 import { scopeAllows } from '../../../lib/domain/api-key.js';
 import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, heartbeatJob } from '../../../lib/queue/callbacks.js';
 import { NotFoundError } from '../../../lib/domain/errors.js';
-import { requireJobType } from '../../../lib/queue/job-types.js';
 import { CORRELATION_KEY_PATTERN, type Job } from '../../../lib/domain/job.js';
 import { jobToApi } from '../../../lib/wire/jobs.js';
 import { parseWith } from '../../../lib/wire/parse.js';
@@ -13,9 +12,9 @@ import { json, type HttpResponse } from '../../shared/http.js';
 import { log } from '../../shared/log.js';
 import { assertCallbackAttempt } from '../access.js';
 import { parseJsonBody, pathParam } from '../http.js';
-import { jobId, typeName, type ApiDeps, type Route } from './route.js';
+import { jobId, typeName, type Route, type RouteDeps } from './route.js';
 
-export function callbackRoutes({ ctx, registry }: ApiDeps) {
+export function callbackRoutes({ ctx, registry, jobTypes }: RouteDeps) {
   // Attempts ended by a status callback never pass through a worker: the api counts them in the history. Its
   // write is awaited in the request that makes it (one request per container every 10 s at most), as Lambda
   // may freeze the container as soon as the answer is out; counts held back go out with a trailing write.
@@ -34,7 +33,7 @@ export function callbackRoutes({ ctx, registry }: ApiDeps) {
       const id = jobId(event);
       const body = parseWith(callbackSchema, parseJsonBody(event));
       assertCallbackAttempt(principal, body.attempt);
-      const jobType = await requireJobType(ctx, typeName(event));
+      const jobType = await jobTypes.require(typeName(event));
       return counted(await completeFromCallback(ctx, jobType, id, callbackInputOf(body), registry.retryPolicies));
     },
     callbackByCorrelationKey: async (event, principal) => {
@@ -46,13 +45,13 @@ export function callbackRoutes({ ctx, registry }: ApiDeps) {
       if (found === undefined || principal?.kind !== 'key' || !scopeAllows(principal.scopes, 'callback', found.job.type)) {
         throw new NotFoundError(`no job that has not finished holds correlation_key "${correlationKey}"`);
       }
-      const jobType = await requireJobType(ctx, found.job.type);
+      const jobType = await jobTypes.require(found.job.type);
       return counted(await completeCorrelatedJob(ctx, jobType, found, callbackInputOf(body), registry.retryPolicies));
     },
     heartbeat: async (event, principal) => {
       const body = parseWith(heartbeatSchema, parseJsonBody(event));
       assertCallbackAttempt(principal, body.attempt);
-      const jobType = await requireJobType(ctx, typeName(event));
+      const jobType = await jobTypes.require(typeName(event));
       const job = await heartbeatJob(ctx, jobType, jobId(event), body.attempt, body.extend_s);
       return json(200, jobToApi(job));
     },

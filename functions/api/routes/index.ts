@@ -4,10 +4,12 @@ import { callbackRoutes } from './callbacks.js';
 import { jobTypeRoutes } from './job-types.js';
 import { jobRoutes } from './jobs.js';
 import { keyRoutes } from './keys.js';
+import { createJobTypeCache } from '../../../lib/queue/job-type-cache.js';
 import type { ApiDeps, Route } from './route.js';
 import { statsRoutes } from './stats.js';
 
-export function createRoutes(deps: ApiDeps) {
+export function createRoutes(apiDeps: ApiDeps) {
+  const deps = { ...apiDeps, jobTypes: createJobTypeCache(apiDeps.ctx) };
   return {
     health: async () => json(200, { status: 'ok' }),
     ...jobTypeRoutes(deps),

@@ -1,5 +1,6 @@
 /** `/v1/job-types`: define, read, pause and resume job types. */
 import { ValidationError } from '../../../lib/domain/errors.js';
+import type { JobType } from '../../../lib/domain/job-type.js';
 import { jobTypeInputSchema, jobTypeToApi, type JobTypeInput } from '../../../lib/wire/job-types.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import { putJobType, requireJobType, setJobTypePaused } from '../../../lib/queue/job-types.js';
@@ -8,7 +9,7 @@ import { typeStatsToApi } from '../../../lib/wire/stats.js';
 import { isLinkLocalAddress, literalAddressOf } from '../../../lib/targets/addresses.js';
 import { json } from '../../shared/http.js';
 import { parseJsonBody } from '../http.js';
-import { readableJobTypes, typeName, type ApiDeps, type Route } from './route.js';
+import { readableJobTypes, typeName, type ApiDeps, type Route, type RouteDeps } from './route.js';
 
 function refusesLiteralAddress(url: string): boolean {
   const literal = literalAddressOf(new URL(url));
@@ -28,23 +29,28 @@ function assertRunnable(input: JobTypeInput, registry: ApiDeps['registry']): voi
   }
 }
 
-export function jobTypeRoutes({ ctx, registry }: ApiDeps) {
+export function jobTypeRoutes({ ctx, registry, jobTypes }: RouteDeps) {
+  const kept = (jobType: JobType): JobType => {
+    jobTypes.keep(jobType);
+    return jobType;
+  };
   return {
     putJobType: async (event) => {
       const name = typeName(event, 'name');
       const input = parseWith(jobTypeInputSchema, parseJsonBody(event));
       assertRunnable(input, registry);
       const { jobType, created, newSigningSecret } = await putJobType(ctx, name, input);
+      kept(jobType);
       // The only time the secret leaves the store: the caller keeps it for the downstream to verify requests.
       const body = newSigningSecret !== undefined ? { ...jobTypeToApi(jobType), signing_secret: newSigningSecret } : jobTypeToApi(jobType);
       return json(created ? 201 : 200, body);
     },
     listJobTypes: async (_event, principal) => json(200, { job_types: (await readableJobTypes(ctx, principal)).map(jobTypeToApi) }),
     getJobType: async (event) => {
-      const jobType = await requireJobType(ctx, typeName(event, 'name'));
+      const jobType = kept(await requireJobType(ctx, typeName(event, 'name')));
       return json(200, { ...jobTypeToApi(jobType), stats: typeStatsToApi(await statsOfType(ctx, jobType)) });
     },
-    pauseJobType: async (event) => json(200, jobTypeToApi(await setJobTypePaused(ctx, typeName(event, 'name'), true))),
-    resumeJobType: async (event) => json(200, jobTypeToApi(await setJobTypePaused(ctx, typeName(event, 'name'), false))),
+    pauseJobType: async (event) => json(200, jobTypeToApi(kept(await setJobTypePaused(ctx, typeName(event, 'name'), true)))),
+    resumeJobType: async (event) => json(200, jobTypeToApi(kept(await setJobTypePaused(ctx, typeName(event, 'name'), false)))),
   } satisfies Record<string, Route>;
 }

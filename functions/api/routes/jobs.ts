@@ -4,7 +4,6 @@ import { enqueueBatch } from '../../../lib/queue/batch-enqueue.js';
 import type { BatchJob } from '../../../lib/domain/job.js';
 import { ForbiddenError, ValidationError, type FieldIssue } from '../../../lib/domain/errors.js';
 import { listJobs } from '../../../lib/queue/job-listing.js';
-import { requireJobType } from '../../../lib/queue/job-types.js';
 import { assertJsonSize } from '../../../lib/domain/json-size.js';
 import { cancelJob, requireJob } from '../../../lib/queue/jobs.js';
 import { enqueueJob, replayJob } from '../../../lib/queue/enqueue.js';
@@ -25,7 +24,7 @@ import { json, type HttpEvent, type HttpResponse } from '../../shared/http.js';
 import { log } from '../../shared/log.js';
 import { errorResult } from '../http-errors.js';
 import { MAX_BATCH_BODY_BYTES, parseJsonBody } from '../http.js';
-import { jobId, typeName, type ApiDeps, type Route } from './route.js';
+import { jobId, typeName, type Route, type RouteDeps } from './route.js';
 
 /**
  * The status and error body of an item that failed, its fields named from the
@@ -42,10 +41,10 @@ function batchItemError(error: unknown, path: string, requestId: string | undefi
   return { status: result.status, error: { ...body, details: body.details.map((issue) => withinItem(issue, path)) } };
 }
 
-export function jobRoutes({ ctx }: ApiDeps) {
+export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
   const enqueue = async (event: HttpEvent, id: string): Promise<HttpResponse> => {
     if (id === BATCH_PATH_SEGMENT) throw new ValidationError([{ field: 'id', message: RESERVED_ID }]);
-    const jobType = await requireJobType(ctx, typeName(event));
+    const jobType = await jobTypes.require(typeName(event));
     const input = jobInputFromBody(parseWith(jobInputSchema, parseJsonBody(event)));
     const { job, created } = await enqueueJob(ctx, jobType, id, input);
     return json(created ? 201 : 200, jobToApi(job));
@@ -56,7 +55,7 @@ export function jobRoutes({ ctx }: ApiDeps) {
     enqueueWithServerId: async (event) => enqueue(event, newJobId(ctx.nowMs())),
     getJob: async (event) => json(200, jobToApi(await requireJob(ctx, typeName(event), jobId(event)))),
     listJobs: async (event) => {
-      const jobType = await requireJobType(ctx, typeName(event));
+      const jobType = await jobTypes.require(typeName(event));
       const query = parseWith(listJobsQuerySchema, event.queryStringParameters ?? {});
       const page = await listJobs(ctx, jobType, {
         status: query.status,
@@ -66,7 +65,7 @@ export function jobRoutes({ ctx }: ApiDeps) {
       return json(200, { jobs: page.jobs.map(jobToApi), next_cursor: page.nextCursor ?? null });
     },
     enqueueBatch: async (event) => {
-      const jobType = await requireJobType(ctx, typeName(event));
+      const jobType = await jobTypes.require(typeName(event));
       const { jobs } = parseWith(batchSchema, parseJsonBody(event, MAX_BATCH_BODY_BYTES));
       const parsed = jobs.map((item, index) => parseBatchItem(item, index, () => newJobId(ctx.nowMs())));
       const valid = parsed.filter((item): item is BatchJob => !('issues' in item));
@@ -88,13 +87,13 @@ export function jobRoutes({ ctx }: ApiDeps) {
       if (principal?.kind !== 'key' || !scopeAllows(principal.scopes, 'enqueue', body.type)) {
         throw new ForbiddenError(`this route needs scope enqueue:${body.type}`);
       }
-      const jobType = await requireJobType(ctx, body.type);
+      const jobType = await jobTypes.require(body.type);
       assertJsonSize('payload', body.payload, MAX_DATA_BYTES);
       const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), jobInputFromBody(jobInputSchema.parse({ data: body.payload })));
       return json(201, { 'job-id': job.id });
     },
     replay: async (event) => {
-      const jobType = await requireJobType(ctx, typeName(event));
+      const jobType = await jobTypes.require(typeName(event));
       return json(201, jobToApi(await replayJob(ctx, jobType, jobId(event))));
     },
     cancel: async (event) => json(200, jobToApi(await cancelJob(ctx, typeName(event), jobId(event)))),

@@ -5,6 +5,7 @@ import type { CustomRetryPolicies } from '../../../lib/domain/retry.js';
 import { JOB_ID_PATTERN } from '../../../lib/domain/job.js';
 import { JOB_TYPE_NAME_PATTERN, type JobType } from '../../../lib/domain/job-type.js';
 import { listJobTypes } from '../../../lib/queue/job-types.js';
+import type { JobTypeCache } from '../../../lib/queue/job-type-cache.js';
 import type { HttpEvent, HttpResponse } from '../../shared/http.js';
 import type { Principal } from '../../shared/principal.js';
 import { pathParam } from '../http.js';
@@ -23,6 +24,14 @@ export interface ApiDeps {
   ctx: QueueContext;
   /** So a job type can only name handlers and retry policies that exist. */
   registry: WorkerCatalog;
+}
+
+/**
+ * What routes share within one api process: the job types as read within JOB_TYPES_REFRESH_MS, so an
+ * enqueue or a callback does not read its type every time (pollers act on types as stale as that already).
+ */
+export interface RouteDeps extends ApiDeps {
+  jobTypes: JobTypeCache;
 }
 
 /** A route gets the caller the api authorised (undefined on public routes). */

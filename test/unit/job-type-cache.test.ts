@@ -3,7 +3,9 @@ import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, expect, test } from 'vitest';
 import { createQueueContext, readQueueSettings } from '../../lib/queue/context.js';
-import { createSigningSecretCache, JOB_TYPES_REFRESH_MS, MAX_CACHED_SIGNING_SECRETS } from '../../lib/queue/job-types.js';
+import { createJobTypeCache, createSigningSecretCache, MAX_CACHED_JOB_TYPES } from '../../lib/queue/job-type-cache.js';
+import { JOB_TYPES_REFRESH_MS } from '../../lib/queue/job-types.js';
+import { NotFoundError } from '../../lib/domain/errors.js';
 import { jobTypeKey } from '../../lib/store/keys.js';
 import { T0 } from '../support/jobs.js';
 
@@ -66,8 +68,8 @@ test('a read that fails is not kept: the next job reads the item again', async (
   expect(reads('emails')).toBe(2);
 });
 
-test(`the cache holds at most ${MAX_CACHED_SIGNING_SECRETS} types: past that, the one read longest ago is read again`, async () => {
-  const names = Array.from({ length: MAX_CACHED_SIGNING_SECRETS + 1 }, (_, i) => `type-${i}`);
+test(`the cache holds at most ${MAX_CACHED_JOB_TYPES} types: past that, the one read longest ago is read again`, async () => {
+  const names = Array.from({ length: MAX_CACHED_JOB_TYPES + 1 }, (_, i) => `type-${i}`);
   for (const name of names) stored.set(name, { name, signingSecret: `whsec_${name}` });
   const secrets = createSigningSecretCache(ctx);
   for (const name of names) await secrets.get(name);
@@ -75,4 +77,20 @@ test(`the cache holds at most ${MAX_CACHED_SIGNING_SECRETS} types: past that, th
   expect(reads(names[1]!)).toBe(1);
   await secrets.get(names[0]!);
   expect(reads(names[0]!)).toBe(2);
+});
+
+test('a type that does not exist is not kept: once made, it is found at once', async () => {
+  const types = createJobTypeCache(ctx);
+  await expect(types.require('emails')).rejects.toThrow(NotFoundError);
+  stored.set('emails', { name: 'emails' });
+  expect((await types.require('emails')).name).toBe('emails');
+});
+
+test('a type this process changed is acted on at once, without a read', async () => {
+  stored.set('emails', { name: 'emails', attempts: 3 });
+  const types = createJobTypeCache(ctx);
+  const read = await types.require('emails');
+  types.keep({ ...read, attempts: 5 });
+  expect((await types.require('emails')).attempts).toBe(5);
+  expect(reads('emails')).toBe(1);
 });
