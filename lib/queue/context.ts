@@ -24,8 +24,13 @@ export interface QueueSettings {
   backstopBuckets: number;
   /** How long terminal jobs stay in the table before DynamoDB TTL removes them. @default 30 */
   retentionDays: number;
-  /** Pause between polls when the last poll found nothing to claim. @default 500 */
+  /** How often polls start while no job arrives due. @default 500 */
   pollIntervalMs: number;
+  /**
+   * How often polls may start while jobs keep arriving due (enqueued with no future run_after): about as
+   * often as they arrive, never more often than this nor less often than pollIntervalMs. @default 50
+   */
+  minPollIntervalMs: number;
   /** How long one poller invocation keeps looping. @default 55000 */
   pollerRunMs: number;
   /** Claims in flight at once inside one poller. @default 16 */
@@ -72,6 +77,7 @@ export function readQueueSettings(env: Env): QueueSettings {
     backstopBuckets: integerSetting(env, 'BACKSTOP_BUCKETS', 10, 0, 10_000),
     retentionDays: integerSetting(env, 'RETENTION_DAYS', 30, 1, 3_650),
     pollIntervalMs: integerSetting(env, 'POLL_INTERVAL_MS', 500, 10, 60_000),
+    minPollIntervalMs: integerSetting(env, 'MIN_POLL_INTERVAL_MS', 50, 10, 60_000),
     pollerRunMs: integerSetting(env, 'POLLER_RUN_MS', 55_000, 0, 900_000),
     claimConcurrency: integerSetting(env, 'CLAIM_CONCURRENCY', 16, 1, 1_000),
     claimPageSize: integerSetting(env, 'CLAIM_PAGE_SIZE', 100, 1, 1_000),

@@ -24,6 +24,11 @@ export interface PollResult {
   released: number;
   /** Some lane returned a full page: more may be due right now. */
   saturated: boolean;
+  /**
+   * Jobs claimed that were due within what the previous round of polls read of their type: they arrived due
+   * after it read (or a race or a limit kept it from them). The loop paces its polls by them.
+   */
+  arrivals: number;
   /** Age of the oldest due job seen, in ms. */
   oldestDueLagMs: number;
 }
@@ -74,6 +79,10 @@ export interface PollOptions {
    * for a claim bound to fail. A retry comes back under another sort key, so it is never skipped.
    */
   recentClaims?: RecentClaims;
+  /** How far the previous round of polls read each type's lanes, by type name, for `arrivals`. */
+  readUpToBefore?: ReadonlyMap<string, number>;
+  /** Where this poll records how far it read each type's lanes. */
+  readUpTo?: Map<string, number>;
 }
 
 export type RecentClaims = Map<string, number>;
@@ -168,6 +177,7 @@ async function claimAhead(poll: Poll, sink: ClaimSink, jobType: JobType, ahead: 
 
 async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<void> {
   const upToMs = mayClaimAhead(jobType) ? poll.nowMs + poll.claimAheadMs : poll.nowMs;
+  poll.options.readUpTo?.set(jobType.name, upToMs);
   // Settled, not all-or-nothing: one lane's failure must not keep the other lanes' jobs from being claimed.
   const scans = await Promise.allSettled(poll.shards.map((shard) => scanShard(poll, jobType, shard, upToMs)));
   const recent = poll.options.recentClaims;
@@ -197,7 +207,7 @@ async function dispatch(poll: Poll, batch: WorkerBatch): Promise<void> {
 }
 
 export function emptyPollResult(): PollResult {
-  return { claimed: 0, lostRaces: 0, expired: 0, dispatched: 0, released: 0, saturated: false, oldestDueLagMs: 0 };
+  return { claimed: 0, lostRaces: 0, expired: 0, dispatched: 0, released: 0, saturated: false, arrivals: 0, oldestDueLagMs: 0 };
 }
 
 export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise<PollResult> {
@@ -224,6 +234,7 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
       if (claim.kind === 'claimed') {
         result.claimed++;
         const { job } = claim;
+        if (job.runAfterMs <= (options.readUpToBefore?.get(job.type) ?? -Infinity)) result.arrivals++;
         options.recentClaims?.set(entryId({ pk: jobKey(job.type, job.id).pk, gsi1sk: queuedSortKey(job.runAfterMs, job.id) }), poll.nowMs);
         batcher.add(job, jobType);
         return true;

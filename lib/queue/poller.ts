@@ -2,8 +2,10 @@
  * The poller's loop: polls again at once while a lane is saturated, otherwise
  * one poll interval after the last poll began, re-reading job types as it goes.
  * Each poll also claims, on time, what falls due before the next one begins.
+ * The interval shortens while jobs arrive due, so they do not wait a whole one.
  */
 import type { JobType } from '../domain/job-type.js';
+import type { QueueSettings } from './context.js';
 import { abortableSleep } from '../domain/sleep.js';
 import type { WorkerInvoker } from './batcher.js';
 import type { QueueContext } from './context.js';
@@ -26,6 +28,62 @@ export interface PollerLoopOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
+/**
+ * The time from one poll's start to the next's: POLL_INTERVAL_MS while no job arrives due; while they do,
+ * about the time between arrivals, so a job due on arrival waits about that long and each extra poll finds
+ * one job on average: an idle queue, or one whose jobs are enqueued ahead, polls no more often than before.
+ */
+export function nextPollIntervalMs(settings: Pick<QueueSettings, 'pollIntervalMs' | 'minPollIntervalMs'>, sinceLastRoundMs: number, arrivals: number): number {
+  const { pollIntervalMs } = settings;
+  if (arrivals === 0) return pollIntervalMs;
+  return Math.min(pollIntervalMs, Math.max(Math.min(settings.minPollIntervalMs, pollIntervalMs), Math.floor(sinceLastRoundMs / arrivals)));
+}
+
+/**
+ * Paces the loop by rounds: the polls that follow one another at once while lanes are saturated, then a wait.
+ * A round's arrivals came in since the previous round read, which sets the interval before the next round.
+ */
+function createPacer(settings: QueueSettings) {
+  let intervalMs = settings.pollIntervalMs;
+  let readUpToBefore = new Map<string, number>();
+  let readUpTo = new Map<string, number>();
+  let roundStartedAtMs: number | undefined;
+  let previousRoundStartedAtMs: number | undefined;
+  let roundArrivals = 0;
+  return {
+    get intervalMs() {
+      return intervalMs;
+    },
+    /** What polls of the current round pass to pollOnce. */
+    get horizons() {
+      return { readUpToBefore, readUpTo };
+    },
+    /** How long to wait after a poll that began at `pollStartedAtMs`: none while saturated. */
+    waitAfter(result: PollResult, pollStartedAtMs: number, nowMs: number): number {
+      roundStartedAtMs ??= pollStartedAtMs;
+      roundArrivals += result.arrivals;
+      if (result.saturated) return 0;
+      const sinceLastRoundMs = roundStartedAtMs - (previousRoundStartedAtMs ?? roundStartedAtMs - intervalMs);
+      intervalMs = nextPollIntervalMs(settings, sinceLastRoundMs, roundArrivals);
+      previousRoundStartedAtMs = roundStartedAtMs;
+      roundStartedAtMs = undefined;
+      roundArrivals = 0;
+      readUpToBefore = readUpTo;
+      readUpTo = new Map(readUpToBefore);
+      // Polls start every interval, not an interval after the last one ended: a slow poll does not stretch the lag.
+      return Math.max(0, intervalMs - (nowMs - pollStartedAtMs));
+    },
+    afterError(): number {
+      intervalMs = settings.pollIntervalMs;
+      roundStartedAtMs = previousRoundStartedAtMs = undefined;
+      roundArrivals = 0;
+      readUpToBefore = new Map();
+      readUpTo = new Map();
+      return intervalMs;
+    },
+  };
+}
+
 /** Polls until the run time is over: at once again while a lane is saturated, otherwise one poll interval after the last poll began. */
 export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOptions): Promise<PollResult> {
   const sleep = options.sleep ?? abortableSleep;
@@ -34,6 +92,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   const cursors: CursorCache = new Map();
   const rateBuckets: RateBucketCache = new Map();
   const recentClaims: RecentClaims = new Map();
+  const pacer = createPacer(ctx.settings);
   const totals = emptyPollResult();
   let jobTypes: JobType[] = [];
   let jobTypesReadAtMs = -Infinity;
@@ -50,8 +109,9 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         cursors,
         rateBuckets,
         recentClaims,
+        ...pacer.horizons,
         // What falls due before the next poll is claimed on time from this one, never past the run's end.
-        claimAheadMs: Math.min(ctx.settings.pollIntervalMs, Math.max(0, deadlineMs - ctx.nowMs())),
+        claimAheadMs: Math.min(pacer.intervalMs, Math.max(0, deadlineMs - ctx.nowMs())),
         sleep: (ms) => sleep(ms, options.signal),
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.shards ? { shards: options.shards } : {}),
@@ -61,14 +121,15 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
       totals.expired += result.expired;
       totals.dispatched += result.dispatched;
       totals.released += result.released;
+      totals.arrivals += result.arrivals;
       totals.oldestDueLagMs = Math.max(totals.oldestDueLagMs, result.oldestDueLagMs);
       options.onPoll?.(result);
-      // Polls start every interval, not an interval after the last one ended: a slow poll does not stretch the lag.
-      if (!result.saturated) await sleep(Math.max(0, ctx.settings.pollIntervalMs - (ctx.nowMs() - pollStartedAtMs)), options.signal);
+      const waitMs = pacer.waitAfter(result, pollStartedAtMs, ctx.nowMs());
+      if (!result.saturated) await sleep(waitMs, options.signal);
     } catch (error) {
       options.onError?.(error);
       cursors.clear();
-      await sleep(ctx.settings.pollIntervalMs, options.signal);
+      await sleep(pacer.afterError(), options.signal);
     }
   } while (ctx.nowMs() < deadlineMs && !options.signal?.aborted);
   return totals;

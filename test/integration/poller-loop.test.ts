@@ -130,4 +130,49 @@ describe('runPollerLoop', () => {
     expect(claimedAt).toEqual([3_000]);
     expect(invoker.jobs.map((job) => job.id)).toEqual(['l-1']);
   });
+
+});
+
+describe('runPollerLoop while jobs arrive due', () => {
+  const arriving = freshQueuePerTest({ settings: { pollIntervalMs: POLL_INTERVAL_MS, minPollIntervalMs: 50, shards: 1 } });
+
+  /** Runs the loop for 6 s while a job arrives, due at once, every `spacingMs` from 1 s to 3 s; returns when each was claimed. */
+  async function runWithArrivals(spacingMs: number) {
+    const { ctx, clock } = arriving();
+    const emails = await defineType(ctx, 'emails');
+    const arrivalsAtMs = Array.from({ length: Math.floor(2_000 / spacingMs) }, (_, i) => T0 + 1_000 + i * spacingMs);
+    const sleeps: number[] = [];
+    const invoker = new RecordingInvoker();
+    await runPollerLoop(asFunction(ctx, 'poller'), {
+      invoker,
+      runForMs: 6_000,
+      sleep: async (ms) => {
+        sleeps.push(ms);
+        clock.advance(ms);
+        // Arrivals are enqueued between polls, as producers would.
+        while (arrivalsAtMs.length > 0 && arrivalsAtMs[0]! <= clock.nowMs()) {
+          const atMs = arrivalsAtMs.shift()!;
+          await enqueue(ctx, emails, `a-${atMs - T0}`, { runAfterMs: atMs });
+        }
+      },
+    });
+    const lagsMs = new Map(invoker.jobs.map((job) => [job.runAfterMs - T0, job.claimedAtMs! - job.runAfterMs]));
+    return { sleeps, lagsMs, claimed: invoker.jobs.length };
+  }
+
+  test('polls about as often as they arrive, so each waits about their spacing rather than a poll interval', async () => {
+    const { sleeps, lagsMs, claimed } = await runWithArrivals(200);
+    expect(claimed).toBe(10);
+    // The first arrivals meet the idle interval; once a poll has found them, polls start every 200 ms.
+    expect(sleeps).toEqual([1_000, 1_000, 200, 200, 200, 200, 200, 1_000, 1_000, 1_000]);
+    expect([...lagsMs].filter(([dueAtMs]) => dueAtMs > 2_000).every(([, lagMs]) => lagMs <= 200)).toBe(true);
+  });
+
+  test('never polls more often than MIN_POLL_INTERVAL_MS, and goes back to the poll interval when they stop', async () => {
+    const { sleeps, claimed } = await runWithArrivals(10);
+    expect(claimed).toBe(200);
+    expect(Math.min(...sleeps)).toBe(50);
+    expect(sleeps.filter((ms) => ms === 50).length).toBeGreaterThan(10);
+    expect(sleeps.slice(-2)).toEqual([POLL_INTERVAL_MS, POLL_INTERVAL_MS]);
+  });
 });
