@@ -18,6 +18,14 @@ export interface BenchArgs {
   w2RatePerS: number;
   /** The bench job type's `concurrency`; undefined: unlimited. */
   typeConcurrency: number | undefined;
+  /** Jobs in each HTTP workload (W2 and due-on-arrival scale from it). */
+  httpN: number;
+  /** Enqueue requests in flight over HTTP. */
+  httpConcurrency: number;
+  /** Jobs enqueued per second, due on arrival, in HTTP-due-on-arrival. */
+  arrivalRatePerS: number;
+  /** Where the HTTP workloads' DynamoDB Local keeps its data. */
+  httpStorage: 'disk' | 'memory';
 }
 
 const BOOLEAN_FLAGS = new Set(['split-shards', 'scale', 'help']);
@@ -30,13 +38,19 @@ export const USAGE = `npm run bench -- [options]
   --pollers K                pollers running at once (default 1); they race over all shards unless --split-shards
   --split-shards             give each poller its own subset of shards
   --runs R                   runs of each workload; medians are reported (default 3)
-  --only a,b                 run only these of: W1-delayed, W1-immediate, W2-steady, ceiling, idle
+  --only a,b                 run only these of: W1-delayed, W1-immediate, W2-steady, ceiling, idle, and over HTTP
+                             through npm start: put-ceiling, disk-ceiling, HTTP-W1-immediate, HTTP-W1-batch,
+                             HTTP-W1-http, HTTP-W2-steady, HTTP-due-on-arrival, HTTP-calls
   --scale                    also run W1-immediate at N = 2000, 20000, 200000 (--scale-ns to change)
   --delivery D               at_least_once (default) or at_most_once
   --idle-seconds S           how long the idle poller is measured (default 20)
   --deadline-seconds S       a job not run this long after the last is due is lost (default 120)
   --w2-rate R                jobs due per second in W2-steady (default 200)
   --type-concurrency L       the job type's concurrency limit (default: none)
+  --http-n N                 jobs in each HTTP workload (default: the smaller of --n and 5000)
+  --http-concurrency C       enqueue requests in flight over HTTP (default 64)
+  --arrival-rate R           jobs per second enqueued due on arrival in HTTP-due-on-arrival (default 100)
+  --http-storage S           disk (default: as npm start keeps its data) or memory, for the HTTP workloads' DynamoDB Local
 Queue settings come from the environment as in production (POLL_INTERVAL_MS, CLAIM_CONCURRENCY, ...).`;
 
 function positiveInteger(name: string, raw: string): number {
@@ -59,10 +73,12 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     }
   }
   if (values.has('help')) return 'help';
-  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'deadline-seconds', 'w2-rate', 'type-concurrency']);
+  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'deadline-seconds', 'w2-rate', 'type-concurrency', 'http-n', 'http-concurrency', 'arrival-rate', 'http-storage']);
   for (const name of values.keys()) if (!known.has(name)) throw new Error(`unknown option --${name}\n${USAGE}`);
   const int = (name: string, fallback: number): number => (values.has(name) ? positiveInteger(name, values.get(name) as string) : fallback);
   const delivery = values.get('delivery') ?? 'at_least_once';
+  const httpStorage = values.get('http-storage') ?? 'disk';
+  if (httpStorage !== 'disk' && httpStorage !== 'memory') throw new Error(`--http-storage must be disk or memory, got "${httpStorage}"`);
   if (delivery !== 'at_least_once' && delivery !== 'at_most_once') throw new Error(`--delivery must be at_least_once or at_most_once, got "${delivery}"`);
   return {
     n: int('n', 20_000),
@@ -80,5 +96,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     deadlineSeconds: int('deadline-seconds', 120),
     w2RatePerS: int('w2-rate', 200),
     typeConcurrency: values.has('type-concurrency') ? int('type-concurrency', 1) : undefined,
+    httpN: int('http-n', Math.min(int('n', 20_000), 5_000)),
+    httpConcurrency: int('http-concurrency', 64),
+    arrivalRatePerS: int('arrival-rate', 100),
+    httpStorage,
   };
 }

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local.js';
 import { readQueueSettings } from '../lib/queue/context.js';
 import { parseBenchArgs, USAGE, type BenchArgs } from './args.js';
+import { HTTP_WORKLOADS, httpTables, runHttpBench, summariseHttp, type HttpBenchResults } from './http-run.js';
 import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';
 import { median } from './stats.js';
 import { benchTableName, PHASES } from './system.js';
@@ -29,12 +30,11 @@ import {
 } from './workloads.js';
 
 /**
- * Queue settings the bench runs with unless the environment says otherwise: a 100 ms poll interval (the
- * figures in the README were taken with it; since polls claim ahead, the interval bounds how soon a job due on
- * arrival is found, not how late a job enqueued ahead starts), and batches of 16 run 16 at a time, so two
- * invocations in flight fill the worker process's 32 slots.
+ * Queue settings the bench runs with unless the environment says otherwise: the production defaults (since
+ * polls claim ahead and pace themselves by arrivals, the poll interval no longer decides how late a job
+ * starts), with batches of 16 run 16 at a time, so two invocations in flight fill the worker process's 32 slots.
  */
-const BENCH_SETTINGS: Record<string, string> = { POLL_INTERVAL_MS: '100', WORKER_BATCH_SIZE: '16', WORKER_CONCURRENCY: '16' };
+const BENCH_SETTINGS: Record<string, string> = { WORKER_BATCH_SIZE: '16', WORKER_CONCURRENCY: '16' };
 
 /** The production default, for the idle cost beside the bench's own interval. */
 const DEFAULT_POLL_INTERVAL_MS = 500;
@@ -130,6 +130,7 @@ async function main(): Promise<number> {
   const env = { ...BENCH_SETTINGS, ...process.env, TABLE_NAME: 'bench', ...(args.shards ? { SHARDS: String(args.shards) } : {}) };
   const { tableName: _unused, ...settings } = readQueueSettings(env);
   const wants = (name: string) => args.only === undefined || args.only.includes(name);
+  const inProcess = ['W1-delayed', 'W1-immediate', 'W2-steady', 'ceiling', 'idle'].some(wants) || args.scale;
 
   const machine = {
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -168,7 +169,7 @@ async function main(): Promise<number> {
   const scale: Record<string, WorkloadResult[]> = {};
   try {
     // DynamoDB Local is a JVM: its first thousands of calls run slower while the JIT compiles them.
-    await runCeiling(config, Math.min(args.n, 3_000), benchTableName('warmup'), 'warm-up');
+    if (inProcess) await runCeiling(config, Math.min(args.n, 3_000), benchTableName('warmup'), 'warm-up');
     const specs = [w1Delayed(args.n), w1Immediate(args.n), w2For(args.n, args.w2RatePerS)].filter((spec) => wants(spec.name));
     for (let run = 1; run <= args.runs; run++) {
       // The ceiling and the workloads alternate inside each run, so load on the machine affects them alike.
@@ -197,6 +198,14 @@ async function main(): Promise<number> {
     }
   } finally {
     await dynamo.stop();
+  }
+  let http: HttpBenchResults | undefined;
+  if (HTTP_WORKLOADS.some(wants)) {
+    http = await runHttpBench(
+      config,
+      { n: args.httpN, runs: args.runs, concurrency: args.httpConcurrency, w2RatePerS: args.w2RatePerS, arrivalRatePerS: args.arrivalRatePerS, deadlineMs: config.deadlineMs, storage: args.httpStorage, wants },
+      (line) => console.log(line),
+    );
   }
 
   const summaries = Object.values(raw).map(summarise);
@@ -276,14 +285,18 @@ async function main(): Promise<number> {
     console.log('\nscale curve (W1-immediate, medians)');
     console.log(table(['N', 'drain/s', 'p50', 'p99', 'max', 'WRU/job', 'RRU/job', 'duplicates', 'lost'], scaleSummaries.map((s) => [String(s.n), fmt(s.drainJobsPerS), fmt(s.lagP50), fmt(s.lagP99), fmt(s.lagMax), fmt(s.writeUnitsPerJob, 2), fmt(s.readUnitsPerJob, 2), String(s.duplicates), String(s.lost)])));
   }
+  const httpSummaries = Object.values(http?.workloads ?? {}).map((results) => summariseHttp(results, median));
+  const httpCeilings = { putJobsPerS: median(http?.putCeilingJobsPerS ?? []), diskJobsPerS: median(http?.diskCeilingJobsPerS ?? []) };
+  if (http) console.log(`\n${httpTables(httpSummaries, httpCeilings, http.callsPerJob, table)}`);
   machine.loadAverageAtStart = machine.loadAverageAtStart.map((l) => Number(l.toFixed(2)));
-  const failures = [...summaries, ...scaleSummaries].filter((s) => s.duplicates > 0 || s.lost > 0);
+  console.log(`\nload average at start ${machine.loadAverageAtStart.join(' ')}, at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const failures = [...summaries, ...scaleSummaries, ...httpSummaries].filter((s) => s.duplicates > 0 || s.lost > 0);
   const outDir = join(dirname(fileURLToPath(import.meta.url)), 'results');
   await mkdir(outDir, { recursive: true });
   const outFile = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   await writeFile(
     outFile,
-    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, scale: scaleSummaries, raw, rawScale: scale }, null, 2)}\n`,
+    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
   );
   console.log(`\nwrote ${outFile}`);
   if (failures.length > 0) {

@@ -1,0 +1,224 @@
+/**
+ * The HTTP half of `npm run bench`: `npm start` at its defaults, driven over
+ * HTTP, beside two ceilings measured on the same DynamoDB Local in the same
+ * run (bare job PutItems, and the in-process ceiling), then one more pass
+ * through a counting proxy for the DynamoDB calls each job costs.
+ */
+import pLimit from 'p-limit';
+import { createQueueContext } from '../lib/queue/context.js';
+import { enqueueJob } from '../lib/queue/enqueue.js';
+import { putJobType } from '../lib/queue/job-types.js';
+import { createDynamoClients } from '../lib/store/client.js';
+import { ensureTable } from '../lib/store/table.js';
+import { jobTypeInputSchema } from '../lib/wire/job-types.js';
+import { startHttpSystem, type CallCounts, type HttpSystem } from './http-system.js';
+import { runHttpWorkload, type HttpWorkloadResult, type HttpWorkloadSpec } from './http-workloads.js';
+import { benchTableName } from './system.js';
+import { payloadOf, progressLine, runCeiling, type BenchConfig } from './workloads.js';
+
+export const HTTP_WORKLOADS = ['put-ceiling', 'disk-ceiling', 'HTTP-W1-immediate', 'HTTP-W1-batch', 'HTTP-W1-http', 'HTTP-W2-steady', 'HTTP-due-on-arrival', 'HTTP-calls'] as const;
+
+export interface HttpBenchOptions {
+  n: number;
+  runs: number;
+  concurrency: number;
+  w2RatePerS: number;
+  arrivalRatePerS: number;
+  deadlineMs: number;
+  storage: 'disk' | 'memory';
+  wants: (name: string) => boolean;
+}
+
+export interface HttpBenchResults {
+  putCeilingJobsPerS: number[];
+  diskCeilingJobsPerS: number[];
+  workloads: Record<string, HttpWorkloadResult[]>;
+  /** DynamoDB calls per job by operation, from the counting pass, by workload. */
+  callsPerJob: Record<string, Record<string, number>>;
+}
+
+/** Job PutItems as the api sends them (one conditional put each), `concurrency` in flight, on a table of their own. */
+async function runPutCeiling(endpoint: string, config: BenchConfig, n: number, concurrency: number, label: string): Promise<number> {
+  const clients = createDynamoClients({ endpoint });
+  const settings = { ...config.settings, tableName: benchTableName('put-ceiling') };
+  await ensureTable(clients.base, settings.tableName);
+  const ctx = createQueueContext(clients.db, settings);
+  const { jobType } = await putJobType(ctx, 'put-ceiling', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'echo' } }));
+  let done = 0;
+  const stopProgress = progressLine(() => `${label}: ${done}/${n} job puts`);
+  try {
+    const limit = pLimit(concurrency);
+    const startMs = Date.now();
+    await Promise.all(
+      Array.from({ length: n }, (_, index) =>
+        limit(async () => {
+          await enqueueJob(ctx, jobType, `p-${index}`, { data: payloadOf(index), priority: 100, weight: 1 });
+          done++;
+        }),
+      ),
+    );
+    return (n * 1_000) / (Date.now() - startMs);
+  } finally {
+    stopProgress();
+    clients.base.destroy();
+  }
+}
+
+function specs(options: HttpBenchOptions): HttpWorkloadSpec[] {
+  const { n, concurrency } = options;
+  // WORKLOAD.md's W2: jobs due at a steady rate, the first 30 s in (scaled down with n), enqueued ahead.
+  const w2Jobs = Math.round((Math.min(12_000, Math.round(n * 2.4)) * options.w2RatePerS) / 200);
+  const w2LeadMs = Math.max(5_000, Math.round((30_000 * w2Jobs) / 12_000));
+  const arrivals = Math.min(n, options.arrivalRatePerS * 30);
+  const immediate = { dueOffsetMs: () => undefined, firstDueOffsetMs: 0, lastDueOffsetMs: 0 };
+  return [
+    { name: 'HTTP-W1-immediate', n, target: 'echo', concurrency, batch: false, ...immediate },
+    { name: 'HTTP-W1-batch', n, target: 'echo', concurrency: Math.max(1, Math.round(concurrency / 8)), batch: true, ...immediate },
+    { name: 'HTTP-W1-http', n, target: 'http', concurrency, batch: false, ...immediate },
+    {
+      name: 'HTTP-W2-steady',
+      n: w2Jobs,
+      target: 'http',
+      concurrency,
+      batch: false,
+      dueOffsetMs: (index) => w2LeadMs + Math.floor((index * 1_000) / options.w2RatePerS),
+      firstDueOffsetMs: w2LeadMs,
+      lastDueOffsetMs: w2LeadMs + Math.floor(((w2Jobs - 1) * 1_000) / options.w2RatePerS),
+    },
+    {
+      name: 'HTTP-due-on-arrival',
+      n: arrivals,
+      target: 'http',
+      concurrency,
+      batch: false,
+      sendOffsetMs: (index) => Math.floor((index * 1_000) / options.arrivalRatePerS),
+      ...immediate,
+      lastDueOffsetMs: Math.floor((arrivals * 1_000) / options.arrivalRatePerS),
+    },
+  ] satisfies HttpWorkloadSpec[];
+}
+
+/** Calls per job of one echo and one http workload, through the counting proxy. */
+async function countCalls(options: HttpBenchOptions): Promise<HttpBenchResults['callsPerJob']> {
+  const system = await startHttpSystem({ countCalls: true, storage: options.storage });
+  const perJob: HttpBenchResults['callsPerJob'] = {};
+  try {
+    const n = Math.min(options.n, 2_000);
+    for (const spec of specs({ ...options, n }).filter((candidate) => ['HTTP-W1-immediate', 'HTTP-W1-http'].includes(candidate.name))) {
+      const before = { ...(system.calls as CallCounts) };
+      await runHttpWorkload(system, spec, `${spec.name} counted`, options.deadlineMs);
+      const after = system.calls as CallCounts;
+      perJob[spec.name] = Object.fromEntries(Object.keys(after).map((operation) => [operation, ((after[operation] ?? 0) - (before[operation] ?? 0)) / n]));
+    }
+  } finally {
+    await system.stop();
+  }
+  return perJob;
+}
+
+export async function runHttpBench(config: BenchConfig, options: HttpBenchOptions, log: (line: string) => void): Promise<HttpBenchResults> {
+  const results: HttpBenchResults = { putCeilingJobsPerS: [], diskCeilingJobsPerS: [], workloads: {}, callsPerJob: {} };
+  log(`http: starting DynamoDB Local (${options.storage === 'disk' ? 'on disk, as npm start keeps it' : 'in memory'}) and npm start at its defaults`);
+  const system: HttpSystem = await startHttpSystem({ countCalls: false, storage: options.storage });
+  const diskConfig: BenchConfig = { ...config, endpoint: system.dynamo.endpoint, dynamoPid: system.dynamo.process.pid };
+  try {
+    // Both JVM and runtime warm up before anything is timed.
+    await runPutCeiling(diskConfig.endpoint, diskConfig, Math.min(options.n, 2_000), options.concurrency, 'http warm-up: puts');
+    await runHttpWorkload(system, { ...specs(options)[0]!, n: Math.min(options.n, 1_000), name: 'warm-up' }, 'http warm-up', options.deadlineMs);
+    for (let run = 1; run <= options.runs; run++) {
+      if (options.wants('put-ceiling')) {
+        results.putCeilingJobsPerS.push(await runPutCeiling(diskConfig.endpoint, diskConfig, options.n, options.concurrency, `put-ceiling run ${run}`));
+      }
+      if (options.wants('disk-ceiling')) {
+        results.diskCeilingJobsPerS.push((await runCeiling(diskConfig, options.n, benchTableName('disk-ceiling'), `disk-ceiling run ${run}`)).jobsPerS);
+      }
+      for (const spec of specs(options).filter((candidate) => options.wants(candidate.name))) {
+        const result = await runHttpWorkload(system, spec, `${spec.name} run ${run}`, options.deadlineMs);
+        (results.workloads[spec.name] ??= []).push(result);
+        log(
+          `${spec.name} run ${run}: enqueue ${result.enqueueJobsPerS.toFixed(0)}/s, drain ${result.drainJobsPerS?.toFixed(0)}/s, lag p99 ${result.lagMs?.p99 ?? '-'} ms max ${result.lagMs?.max ?? '-'} ms, duplicates ${result.duplicates}, lost ${result.lost}`,
+        );
+      }
+    }
+  } finally {
+    await system.stop();
+  }
+  if (options.wants('HTTP-calls')) results.callsPerJob = await countCalls(options);
+  return results;
+}
+
+const fmt = (value: number | undefined, digits = 0): string => (value === undefined ? '-' : value.toFixed(digits));
+const pct = (part: number | undefined, whole: number | undefined): string => (part !== undefined && whole ? `${fmt((100 * part) / whole)} %` : '-');
+
+export interface HttpSummary {
+  workload: string;
+  n: number;
+  enqueueJobsPerS: number | undefined;
+  drainJobsPerS: number | undefined;
+  lagP50: number | undefined;
+  lagP95: number | undefined;
+  lagP99: number | undefined;
+  lagMax: number | undefined;
+  duplicates: number;
+  lost: number;
+  enqueuedAfterDue: number | undefined;
+  cpuMsPerJob: { runtimeMs: number | undefined; dynamoMs: number | undefined; benchMs: number | undefined };
+}
+
+export function summariseHttp(results: HttpWorkloadResult[], median: (values: (number | undefined)[]) => number | undefined): HttpSummary {
+  const first = results[0]!;
+  const med = (pick: (result: HttpWorkloadResult) => number | undefined) => median(results.map(pick));
+  return {
+    workload: first.workload,
+    n: first.n,
+    enqueueJobsPerS: med((r) => r.enqueueJobsPerS),
+    drainJobsPerS: med((r) => r.drainJobsPerS),
+    lagP50: med((r) => r.lagMs?.p50),
+    lagP95: med((r) => r.lagMs?.p95),
+    lagP99: med((r) => r.lagMs?.p99),
+    lagMax: med((r) => r.lagMs?.max),
+    duplicates: results.reduce((sum, r) => sum + r.duplicates, 0),
+    lost: results.reduce((sum, r) => sum + r.lost, 0),
+    enqueuedAfterDue: med((r) => r.enqueuedAfterDue),
+    cpuMsPerJob: { runtimeMs: med((r) => r.cpuMsPerJob.runtimeMs), dynamoMs: med((r) => r.cpuMsPerJob.dynamoMs), benchMs: med((r) => r.cpuMsPerJob.benchMs) },
+  };
+}
+
+export function httpTables(
+  summaries: HttpSummary[],
+  ceilings: { putJobsPerS: number | undefined; diskJobsPerS: number | undefined },
+  callsPerJob: HttpBenchResults['callsPerJob'],
+  table: (headers: string[], rows: string[][]) => string,
+): string {
+  const rows = summaries.map((s) => [
+    s.workload,
+    String(s.n),
+    fmt(s.enqueueJobsPerS),
+    pct(s.enqueueJobsPerS, ceilings.putJobsPerS),
+    fmt(s.drainJobsPerS),
+    s.workload === 'HTTP-W2-steady' || s.workload === 'HTTP-due-on-arrival' ? '-' : pct(s.drainJobsPerS, ceilings.diskJobsPerS),
+    fmt(s.lagP50),
+    fmt(s.lagP95),
+    fmt(s.lagP99),
+    fmt(s.lagMax),
+    s.duplicates > 0 ? `FAILURE ${s.duplicates}` : '0',
+    s.lost > 0 ? `FAILURE ${s.lost}` : '0',
+    fmt(s.enqueuedAfterDue),
+    `${fmt(s.cpuMsPerJob.runtimeMs, 2)} / ${fmt(s.cpuMsPerJob.dynamoMs, 2)} / ${fmt(s.cpuMsPerJob.benchMs, 2)}`,
+  ]);
+  rows.push(['put-ceiling', '-', fmt(ceilings.putJobsPerS), '100 %', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-']);
+  rows.push(['disk-ceiling', '-', '-', '-', fmt(ceilings.diskJobsPerS), '100 %', '-', '-', '-', '-', '-', '-', '-', '-']);
+  const lines = [
+    'over HTTP through npm start (defaults); enqueue as % of job PutItems, drain as % of the in-process ceiling, both on the same DynamoDB Local',
+    table(
+      ['workload', 'N', 'enqueue/s', 'of puts', 'drain/s', 'of ceiling', 'p50', 'p95', 'p99', 'max', 'duplicates', 'lost', 'late enq', 'CPU ms/job npm start / ddb / bench'],
+      rows,
+    ),
+  ];
+  const operations = [...new Set(Object.values(callsPerJob).flatMap((calls) => Object.keys(calls)))].sort();
+  if (operations.length > 0) {
+    lines.push('\nDynamoDB calls per job over HTTP (a separate pass through a counting proxy), by operation');
+    lines.push(table(['workload', ...operations], Object.entries(callsPerJob).map(([workload, calls]) => [workload, ...operations.map((op) => fmt(calls[op] ?? 0, 3))])));
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,170 @@
+/**
+ * `npm start` as a user runs it, for the bench's HTTP workloads: a DynamoDB Local
+ * on disk (as `npm start` keeps its data), `npm start` in a process group of its
+ * own at the default queue settings, the admin key it made, and the CPU time of
+ * each process: the runtime's node processes, DynamoDB Local, and this one.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, startDynamoDbLocal, type DynamoDbLocal } from '../infra/local/dynamodb-local.js';
+import { createClient, type QueueClient } from '../lib/client/index.js';
+import { npmStart, stop, type Started } from '../test/support/npm-start.js';
+
+/** CPU ms of `pid` (user + system), from /proc; 0 when it is gone. */
+function processCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/** `pid` and every process below it. */
+function processTree(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(name)]);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  const tree: number[] = [];
+  const visit = (at: number): void => {
+    tree.push(at);
+    for (const child of children.get(at) ?? []) visit(child);
+  };
+  visit(pid);
+  return tree;
+}
+
+export interface ProcessCpu {
+  /** `npm start`: npm, tsx and the runtime's node process. */
+  runtimeMs: number;
+  dynamoMs: number;
+  /** This process: the typed client, the sink, the bench. */
+  benchMs: number;
+}
+
+/** Calls to DynamoDB by operation (`PutItem`, `Query`, ...), as the proxy in front of it saw them. */
+export type CallCounts = Record<string, number>;
+
+/**
+ * Forwards every request to DynamoDB Local untouched, counting it by its X-Amz-Target. It adds a hop, so
+ * only the pass that counts calls goes through it, never a timed one.
+ */
+async function startCountingProxy(target: string): Promise<{ endpoint: string; counts: CallCounts; server: Server }> {
+  const counts: CallCounts = {};
+  const { hostname, port } = new URL(target);
+  const server = createServer((incoming, outgoing) => {
+    const operation = String(incoming.headers['x-amz-target'] ?? 'unknown').replace(/^DynamoDB_\d+\./, '');
+    counts[operation] = (counts[operation] ?? 0) + 1;
+    const forwarded = httpRequest({ hostname, port, path: incoming.url, method: incoming.method, headers: incoming.headers }, (answer) => {
+      outgoing.writeHead(answer.statusCode ?? 500, answer.headers);
+      answer.pipe(outgoing);
+    });
+    forwarded.on('error', () => outgoing.destroy());
+    incoming.pipe(forwarded);
+  });
+  const proxyPort = await freePort();
+  await new Promise<void>((resolve) => server.listen(proxyPort, '127.0.0.1', resolve));
+  return { endpoint: `http://127.0.0.1:${proxyPort}`, counts, server };
+}
+
+/** A job's success as `npm start` logged it (lifecycle events go to its log when no bus is set). */
+export interface LoggedSuccess {
+  attempt: number;
+  /** When this process read the line. */
+  seenAtMs: number;
+}
+
+/** Reads `npm start`'s log as it comes, keeping each job.succeeded event by type and id: a check that costs the runtime nothing. */
+function watchSuccesses(started: Started): Map<string, Map<string, LoggedSuccess[]>> {
+  const byType = new Map<string, Map<string, LoggedSuccess[]>>();
+  let partial = '';
+  started.child.stdout?.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.includes('"message":"job.succeeded"')) continue;
+      const event = JSON.parse(line) as { type: string; id: string; attempt: number };
+      const ofType = byType.get(event.type) ?? new Map<string, LoggedSuccess[]>();
+      byType.set(event.type, ofType);
+      ofType.set(event.id, [...(ofType.get(event.id) ?? []), { attempt: event.attempt, seenAtMs: Date.now() }]);
+    }
+  });
+  return byType;
+}
+
+export interface HttpSystem {
+  url: string;
+  /** job.succeeded events logged so far, by type then id. */
+  successes: Map<string, Map<string, LoggedSuccess[]>>;
+  client: QueueClient;
+  dynamo: DynamoDbLocal;
+  /** Calls by operation since start, when started with `countCalls`. */
+  calls: CallCounts | undefined;
+  sampleCpu(): ProcessCpu;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts DynamoDB Local and `npm start` against it, at the default queue settings. On disk, as `npm start`
+ * keeps it; `memory` measures what keeping nothing across restarts would buy.
+ */
+export async function startHttpSystem(options: { countCalls: boolean; storage: 'disk' | 'memory' }): Promise<HttpSystem> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'bench-npm-start-'));
+  const dynamo = await startDynamoDbLocal(options.storage === 'disk' ? { dbPath: dataDir } : {});
+  const proxy = options.countCalls ? await startCountingProxy(dynamo.endpoint) : undefined;
+  let started: Started;
+  try {
+    // Only what a user on a fresh machine sets: a port and where the data goes (plus where DynamoDB Local is).
+    started = await npmStart({ PORT: String(await freePort()), DATA_DIR: dataDir, DYNAMODB_ENDPOINT: proxy?.endpoint ?? dynamo.endpoint, API_TOKEN: '' });
+  } catch (error) {
+    proxy?.server.close();
+    await dynamo.stop();
+    throw error;
+  }
+  const runtimePid = started.child.pid ?? 0;
+  const dynamoPid = dynamo.process.pid ?? 0;
+  return {
+    url: started.url,
+    successes: watchSuccesses(started),
+    client: createClient({ url: started.url, token: started.token, retries: 3 }),
+    dynamo,
+    calls: proxy?.counts,
+    sampleCpu: () => {
+      const own = process.cpuUsage();
+      return {
+        runtimeMs: processTree(runtimePid).reduce((sum, pid) => sum + processCpuMs(pid), 0),
+        dynamoMs: processCpuMs(dynamoPid),
+        benchMs: (own.user + own.system) / 1_000,
+      };
+    },
+    stop: async () => {
+      try {
+        await stop(started);
+      } finally {
+        proxy?.server.close();
+        await dynamo.stop();
+        await rm(dataDir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+export function cpuBetween(start: ProcessCpu, end: ProcessCpu, jobs: number): ProcessCpu {
+  return {
+    runtimeMs: (end.runtimeMs - start.runtimeMs) / jobs,
+    dynamoMs: (end.dynamoMs - start.dynamoMs) / jobs,
+    benchMs: (end.benchMs - start.benchMs) / jobs,
+  };
+}
