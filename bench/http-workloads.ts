@@ -24,6 +24,8 @@ export interface HttpWorkloadResult {
   duplicates: number;
   lost: number;
   enqueuedAfterDue: number;
+  /** Batch items the api answered 5xx for (it could not store them) and the bench sent again. */
+  resentBatchItems: number;
   cpuMsPerJob: ProcessCpu;
 }
 
@@ -83,6 +85,7 @@ export interface HttpWorkloadSpec {
 async function produce(client: QueueClient, type: string, spec: HttpWorkloadSpec, runId: string, startMs: number, onEnqueued: () => void) {
   const dueAtMs = new Map<string, number>();
   let enqueuedAfterDue = 0;
+  let resent = 0;
   const limit = pLimit(spec.concurrency);
   const bodyOf = (index: number) => {
     const offset = spec.dueOffsetMs?.(index);
@@ -105,13 +108,20 @@ async function produce(client: QueueClient, type: string, spec: HttpWorkloadSpec
           const { id, ...job } = bodyOf(first);
           return record(await client.enqueue(type, job, { id }));
         }
-        const items = Array.from({ length: Math.min(size, spec.n - first) }, (_, i) => bodyOf(first + i));
-        const { results } = await client.enqueueBatch(type, items);
-        for (const result of results) if ('job' in result) record(result.job);
+        let items = Array.from({ length: Math.min(size, spec.n - first) }, (_, i) => bodyOf(first + i));
+        // An item the api could not store answers 5xx inside the batch's 200; the API says to send it again by its id.
+        for (let tries = 1; items.length > 0; tries++) {
+          const { results } = await client.enqueueBatch(type, items);
+          for (const result of results) if ('job' in result) record(result.job);
+          const failed = new Set(results.flatMap((result) => ('job' in result || result.status < 500 ? [] : [result.index])));
+          if (failed.size > 0 && tries >= 5) throw new Error(`${failed.size} batch items still failed after ${tries} tries: ${JSON.stringify(results.find((result) => !('job' in result)))}`);
+          resent += failed.size;
+          items = items.filter((_, index) => failed.has(index));
+        }
       }),
     ),
   );
-  return { dueAtMs, enqueuedAfterDue };
+  return { dueAtMs, enqueuedAfterDue, resent };
 }
 
 /** Waits until every job of the type has succeeded (as `npm start` logged it), or the deadline. */
@@ -143,7 +153,7 @@ export async function runHttpWorkload(system: HttpSystem, spec: HttpWorkloadSpec
     await sleep(JOB_TYPES_REFRESH_MS + 500);
     const cpuStart = system.sampleCpu();
     const startMs = Date.now();
-    const { dueAtMs, enqueuedAfterDue } = await produce(system.client, type, spec, runId, startMs, () => enqueued++);
+    const { dueAtMs, enqueuedAfterDue, resent } = await produce(system.client, type, spec, runId, startMs, () => enqueued++);
     const enqueueEndMs = Date.now();
     const lastDueMs = Math.max(enqueueEndMs, startMs + spec.lastDueOffsetMs);
     await waitUntilSucceeded(system, type, spec.n, lastDueMs + deadlineMs);
@@ -161,6 +171,7 @@ export async function runHttpWorkload(system: HttpSystem, spec: HttpWorkloadSpec
       duplicates: checked.duplicates,
       lost: checked.lost,
       enqueuedAfterDue,
+      resentBatchItems: resent,
       cpuMsPerJob: cpu,
     };
   } finally {
