@@ -136,7 +136,7 @@ export async function runHttpBench(config: BenchConfig, options: HttpBenchOption
         const result = await runHttpWorkload(system, spec, `${spec.name} run ${run}`, options.deadlineMs);
         (results.workloads[spec.name] ??= []).push(result);
         log(
-          `${spec.name} run ${run}: enqueue ${result.enqueueJobsPerS.toFixed(0)}/s, drain ${result.drainJobsPerS?.toFixed(0)}/s, lag p99 ${result.lagMs?.p99 ?? '-'} ms max ${result.lagMs?.max ?? '-'} ms, duplicates ${result.duplicates}, lost ${result.lost}, batch items resent ${result.resentBatchItems}`,
+          `${spec.name} run ${run}: enqueue ${result.enqueueJobsPerS.toFixed(0)}/s, drain ${result.drainJobsPerS?.toFixed(0)}/s, lag p99 ${result.lagMs?.p99 ?? '-'} ms max ${result.lagMs?.max ?? '-'} ms, duplicates ${result.duplicates}, lost ${result.lost}, sent again after 5xx ${result.resentBatchItems}`,
         );
       }
     }

@@ -24,7 +24,7 @@ export interface HttpWorkloadResult {
   duplicates: number;
   lost: number;
   enqueuedAfterDue: number;
-  /** Batch items the api answered 5xx for (it could not store them) and the bench sent again. */
+  /** Requests (or batch items) the api answered 5xx for even after the client's retries, and the bench sent again. */
   resentBatchItems: number;
   cpuMsPerJob: ProcessCpu;
 }
@@ -106,7 +106,16 @@ async function produce(client: QueueClient, type: string, spec: HttpWorkloadSpec
         if (Date.now() < sendAtMs) await sleep(sendAtMs - Date.now());
         if (!spec.batch) {
           const { id, ...job } = bodyOf(first);
-          return record(await client.enqueue(type, job, { id }));
+          // The client already retried a 5xx three times; a producer would keep trying a PUT by id a little longer.
+          for (let tries = 1; ; tries++) {
+            try {
+              return record(await client.enqueue(type, job, { id }));
+            } catch (error) {
+              if (tries >= 3) throw error;
+              resent++;
+              await sleep(1_000);
+            }
+          }
         }
         let items = Array.from({ length: Math.min(size, spec.n - first) }, (_, i) => bodyOf(first + i));
         // An item the api could not store answers 5xx inside the batch's 200; the API says to send it again by its id.
