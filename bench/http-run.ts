@@ -13,6 +13,7 @@ import { ensureTable } from '../lib/store/table.js';
 import { jobTypeInputSchema } from '../lib/wire/job-types.js';
 import { startHttpSystem, type CallCounts, type HttpSystem } from './http-system.js';
 import { runHttpWorkload, type HttpWorkloadResult, type HttpWorkloadSpec } from './http-workloads.js';
+import { fmt, lagAndOutcomeCells } from './stats.js';
 import { benchTableName } from './system.js';
 import { payloadOf, progressLine, runCeiling, type BenchConfig } from './workloads.js';
 
@@ -147,7 +148,6 @@ export async function runHttpBench(config: BenchConfig, options: HttpBenchOption
   return results;
 }
 
-const fmt = (value: number | undefined, digits = 0): string => (value === undefined ? '-' : value.toFixed(digits));
 const pct = (part: number | undefined, whole: number | undefined): string => (part !== undefined && whole ? `${fmt((100 * part) / whole)} %` : '-');
 
 export interface HttpSummary {
@@ -197,13 +197,7 @@ export function httpTables(
     pct(s.enqueueJobsPerS, ceilings.putJobsPerS),
     fmt(s.drainJobsPerS),
     s.workload === 'HTTP-W2-steady' || s.workload === 'HTTP-due-on-arrival' ? '-' : pct(s.drainJobsPerS, ceilings.diskJobsPerS),
-    fmt(s.lagP50),
-    fmt(s.lagP95),
-    fmt(s.lagP99),
-    fmt(s.lagMax),
-    s.duplicates > 0 ? `FAILURE ${s.duplicates}` : '0',
-    s.lost > 0 ? `FAILURE ${s.lost}` : '0',
-    fmt(s.enqueuedAfterDue),
+    ...lagAndOutcomeCells(s),
     `${fmt(s.cpuMsPerJob.runtimeMs, 2)} / ${fmt(s.cpuMsPerJob.dynamoMs, 2)} / ${fmt(s.cpuMsPerJob.benchMs, 2)}`,
   ]);
   rows.push(['put-ceiling', '-', fmt(ceilings.putJobsPerS), '100 %', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-']);

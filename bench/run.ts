@@ -13,7 +13,7 @@ import { readQueueSettings } from '../lib/queue/context.js';
 import { parseBenchArgs, USAGE, type BenchArgs } from './args.js';
 import { HTTP_WORKLOADS, httpTables, runHttpBench, summariseHttp, type HttpBenchResults } from './http-run.js';
 import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';
-import { median } from './stats.js';
+import { fmt, lagAndOutcomeCells, median } from './stats.js';
 import { benchTableName, PHASES } from './system.js';
 import {
   runCeiling,
@@ -112,7 +112,6 @@ function summarise(results: WorkloadResult[]): Summary {
   };
 }
 
-const fmt = (value: number | undefined, digits = 0): string => (value === undefined ? '-' : value.toFixed(digits));
 
 function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)));
@@ -160,7 +159,7 @@ async function main(): Promise<number> {
   console.log(
     `settings: POLL_INTERVAL_MS=${settings.pollIntervalMs} SHARDS=${settings.shards} CLAIM_CONCURRENCY=${settings.claimConcurrency} CLAIM_PAGE_SIZE=${settings.claimPageSize} WORKER_BATCH_SIZE=${settings.workerBatchSize} WORKER_CONCURRENCY=${settings.workerConcurrency}; ` +
       `worker process concurrency ${args.concurrency}, ${args.pollers} poller(s)${args.pollers > 1 ? (args.splitShards ? ' on split shards' : ' racing over all shards') : ''}, ${args.delivery}, job type concurrency ${args.typeConcurrency ?? 'unlimited'}; ` +
-      `producer: lib enqueueJob via the api's path minus HTTP (job type read, body validated, conditional put), ${args.producerConcurrency} in flight`,
+      `producer: lib enqueueJob via the api's path minus HTTP (job type kept as the api keeps it, body validated, conditional put), ${args.producerConcurrency} in flight`,
   );
 
   const raw: Record<string, WorkloadResult[]> = {};
@@ -217,13 +216,7 @@ async function main(): Promise<number> {
     fmt(s.drainJobsPerS),
     // W2's drain is paced by its due times, not by the queue: no fraction of the ceiling to speak of.
     ceilingJobsPerS && s.drainJobsPerS && s.workload !== 'W2-steady' ? `${fmt((100 * s.drainJobsPerS) / ceilingJobsPerS)} %` : '-',
-    fmt(s.lagP50),
-    fmt(s.lagP95),
-    fmt(s.lagP99),
-    fmt(s.lagMax),
-    s.duplicates > 0 ? `FAILURE ${s.duplicates}` : '0',
-    s.lost > 0 ? `FAILURE ${s.lost}` : '0',
-    fmt(s.enqueuedAfterDue),
+    ...lagAndOutcomeCells(s),
     fmt(s.writeUnitsPerJob, 2),
     fmt(s.readUnitsPerJob, 2),
     `${fmt(s.nodeCpuMsPerJob, 2)} / ${fmt(s.dynamoCpuMsPerJob, 2)}`,

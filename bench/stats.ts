@@ -32,3 +32,26 @@ export function median(values: readonly (number | undefined)[]): number | undefi
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle] : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
+
+export const fmt = (value: number | undefined, digits = 0): string => (value === undefined ? '-' : value.toFixed(digits));
+
+/** The cells every workload table shares: lag percentiles, then duplicates, lost and late enqueues, failures marked. */
+export function lagAndOutcomeCells(s: {
+  lagP50: number | undefined;
+  lagP95: number | undefined;
+  lagP99: number | undefined;
+  lagMax: number | undefined;
+  duplicates: number;
+  lost: number;
+  enqueuedAfterDue: number | undefined;
+}): string[] {
+  return [
+    fmt(s.lagP50),
+    fmt(s.lagP95),
+    fmt(s.lagP99),
+    fmt(s.lagMax),
+    s.duplicates > 0 ? `FAILURE ${s.duplicates}` : '0',
+    s.lost > 0 ? `FAILURE ${s.lost}` : '0',
+    fmt(s.enqueuedAfterDue),
+  ];
+}

@@ -3,7 +3,7 @@
  * W2-steady), the bare-call ceiling, and the idle poller's cost.
  */
 import pLimit from 'p-limit';
-import { requireJobType } from '../lib/queue/job-types.js';
+import { createJobTypeCache } from '../lib/queue/job-type-cache.js';
 import { endAttempt, claimJob } from '../lib/queue/claims.js';
 import { createQueueContext, type QueueSettings } from '../lib/queue/context.js';
 import { createDynamoClients } from '../lib/store/client.js';
@@ -88,8 +88,8 @@ export function progressLine(render: () => string): () => void {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * The producer: the api handler's enqueue path minus HTTP (read the job type, validate the body,
- * conditional put), `concurrency` requests in flight. Returns the count enqueued after their due time.
+ * The producer: the api handler's enqueue path minus HTTP (the job type as the api keeps it, validate the
+ * body, conditional put), `concurrency` requests in flight. Returns the count enqueued after their due time.
  */
 async function produce(
   system: RunningSystem,
@@ -100,13 +100,15 @@ async function produce(
   onEnqueued: () => void,
 ): Promise<number> {
   const limit = pLimit(config.producerConcurrency);
+  // As the api does: the type is read once per JOB_TYPES_REFRESH_MS, not per job.
+  const jobTypes = createJobTypeCache(system.producerCtx);
   let enqueuedAfterDue = 0;
   await Promise.all(
     Array.from({ length: n }, (_, index) =>
       limit(async () => {
         const runAfterMs = runAfterOf(index);
         const body = { data: payloadOf(index), ...(runAfterMs !== undefined ? { run_after: new Date(runAfterMs).toISOString() } : {}) };
-        const jobType = await requireJobType(system.producerCtx, BENCH_TYPE);
+        const jobType = await jobTypes.require(BENCH_TYPE);
         const input = jobInputFromBody(parseWith(jobInputSchema, body));
         await enqueueJob(system.producerCtx, jobType, `${runId}-${index}`, input);
         if (runAfterMs !== undefined && Date.now() > runAfterMs) enqueuedAfterDue++;
