@@ -13,7 +13,7 @@ import { ensureTable } from '../lib/store/table.js';
 import { jobTypeInputSchema } from '../lib/wire/job-types.js';
 import { startHttpSystem, type CallCounts, type HttpSystem } from './http-system.js';
 import { runHttpWorkload, type HttpWorkloadResult, type HttpWorkloadSpec } from './http-workloads.js';
-import { fmt, lagAndOutcomeCells } from './stats.js';
+import { fmt, lagAndOutcomeCells, type WorkloadSummary } from './stats.js';
 import { benchTableName } from './system.js';
 import { payloadOf, progressLine, runCeiling, type BenchConfig } from './workloads.js';
 
@@ -150,18 +150,7 @@ export async function runHttpBench(config: BenchConfig, options: HttpBenchOption
 
 const pct = (part: number | undefined, whole: number | undefined): string => (part !== undefined && whole ? `${fmt((100 * part) / whole)} %` : '-');
 
-export interface HttpSummary {
-  workload: string;
-  n: number;
-  enqueueJobsPerS: number | undefined;
-  drainJobsPerS: number | undefined;
-  lagP50: number | undefined;
-  lagP95: number | undefined;
-  lagP99: number | undefined;
-  lagMax: number | undefined;
-  duplicates: number;
-  lost: number;
-  enqueuedAfterDue: number | undefined;
+export interface HttpSummary extends WorkloadSummary {
   cpuMsPerJob: { runtimeMs: number | undefined; dynamoMs: number | undefined; benchMs: number | undefined };
 }
 

@@ -13,7 +13,7 @@ import { readQueueSettings } from '../lib/queue/context.js';
 import { parseBenchArgs, USAGE, type BenchArgs } from './args.js';
 import { HTTP_WORKLOADS, httpTables, runHttpBench, summariseHttp, type HttpBenchResults } from './http-run.js';
 import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';
-import { fmt, lagAndOutcomeCells, median } from './stats.js';
+import { fmt, lagAndOutcomeCells, median, type WorkloadSummary } from './stats.js';
 import { benchTableName, PHASES } from './system.js';
 import {
   runCeiling,
@@ -45,23 +45,12 @@ function w2For(n: number, ratePerS: number): WorkloadSpec {
   return w2Steady(jobs, ratePerS, Math.max(5_000, Math.round((30_000 * jobs) / 12_000)));
 }
 
-interface Summary {
-  workload: string;
-  n: number;
+interface Summary extends WorkloadSummary {
   runs: number;
-  enqueueJobsPerS: number | undefined;
-  drainJobsPerS: number | undefined;
-  lagP50: number | undefined;
-  lagP95: number | undefined;
-  lagP99: number | undefined;
-  lagMax: number | undefined;
   dueToClaimP50: number | undefined;
   dueToClaimP99: number | undefined;
   claimToStartP50: number | undefined;
   claimToStartP99: number | undefined;
-  duplicates: number;
-  lost: number;
-  enqueuedAfterDue: number | undefined;
   writeUnitsPerJob: number | undefined;
   readUnitsPerJob: number | undefined;
   invocationsPerJob: number | undefined;

@@ -35,8 +35,12 @@ export function median(values: readonly (number | undefined)[]): number | undefi
 
 export const fmt = (value: number | undefined, digits = 0): string => (value === undefined ? '-' : value.toFixed(digits));
 
-/** The cells every workload table shares: lag percentiles, then duplicates, lost and late enqueues, failures marked. */
-export function lagAndOutcomeCells(s: {
+/** What every workload's summary gives, in-process or over HTTP: medians of its runs, and failures summed. */
+export interface WorkloadSummary {
+  workload: string;
+  n: number;
+  enqueueJobsPerS: number | undefined;
+  drainJobsPerS: number | undefined;
   lagP50: number | undefined;
   lagP95: number | undefined;
   lagP99: number | undefined;
@@ -44,7 +48,10 @@ export function lagAndOutcomeCells(s: {
   duplicates: number;
   lost: number;
   enqueuedAfterDue: number | undefined;
-}): string[] {
+}
+
+/** The cells every workload table shares: lag percentiles, then duplicates, lost and late enqueues, failures marked. */
+export function lagAndOutcomeCells(s: WorkloadSummary): string[] {
   return [
     fmt(s.lagP50),
     fmt(s.lagP95),
