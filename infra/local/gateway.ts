@@ -13,6 +13,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { Authorizer, AuthorizerEvent, AuthorizerResult } from '../../functions/authorizer/app.js';
 import { PUBLIC_PATHS } from '../../functions/shared/public-paths.js';
+import { createExpiringMap } from '../../lib/domain/expiring-map.js';
 import { log } from '../../functions/shared/log.js';
 import { AUTHORIZER_TIMEOUT_MS, gatewayAnswer, identitySourceOf, KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
 import type { ApiHandler } from './http-server.js';
@@ -54,26 +55,16 @@ const MAX_CACHED_ANSWERS = 10_000;
 
 /** The authorizer's answers by identity source, each until its TTL ends; none for a route without identity sources. */
 function createAnswerCache(ttlMs: number, nowMs: () => number) {
-  // In the order they were kept, so the expired ones are at the front.
-  const answers = new Map<string, { keptUntilMs: number; result: AuthorizerResult }>();
+  const answers = createExpiringMap<AuthorizerResult>({ ttlMs, maxEntries: MAX_CACHED_ANSWERS, nowMs });
   const keyOf = (identitySource: string[]): string | undefined => (ttlMs > 0 && identitySource.length > 0 ? JSON.stringify(identitySource) : undefined);
   return {
     get(identitySource: string[]): AuthorizerResult | undefined {
       const key = keyOf(identitySource);
-      if (key === undefined) return undefined;
-      const kept = answers.get(key);
-      if (kept && kept.keptUntilMs > nowMs()) return kept.result;
-      answers.delete(key);
-      return undefined;
+      return key === undefined ? undefined : answers.get(key);
     },
     keep(identitySource: string[], result: AuthorizerResult): void {
       const key = keyOf(identitySource);
-      if (key === undefined) return;
-      for (const [kept, { keptUntilMs }] of answers) {
-        if (keptUntilMs > nowMs() && answers.size < MAX_CACHED_ANSWERS) break;
-        answers.delete(kept);
-      }
-      answers.set(key, { keptUntilMs: nowMs() + ttlMs, result });
+      if (key !== undefined) answers.set(key, result);
     },
   };
 }

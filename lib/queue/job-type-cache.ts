@@ -4,6 +4,7 @@
  * per type and period instead of once per job.
  */
 import { NotFoundError } from '../domain/errors.js';
+import { createExpiringMap } from '../domain/expiring-map.js';
 import type { JobType } from '../domain/job-type.js';
 import type { QueueContext } from './context.js';
 import { getJobType, JOB_TYPES_REFRESH_MS } from './job-types.js';
@@ -25,27 +26,16 @@ export interface JobTypeCache {
  * by another process is found at once; a read that fails is not kept either, so the next caller asks again.
  */
 export function createJobTypeCache(ctx: QueueContext): JobTypeCache {
-  // In the order they were read, so the expired ones are at the front.
-  const reads = new Map<string, { readAtMs: number; jobType: Promise<JobType | undefined> }>();
+  const reads = createExpiringMap<Promise<JobType | undefined>>({ ttlMs: JOB_TYPES_REFRESH_MS, maxEntries: MAX_CACHED_JOB_TYPES, nowMs: ctx.nowMs });
   const put = (name: string, jobType: Promise<JobType | undefined>) => {
-    reads.delete(name);
-    if (reads.size >= MAX_CACHED_JOB_TYPES) reads.delete(reads.keys().next().value!);
-    const read = { readAtMs: ctx.nowMs(), jobType };
-    reads.set(name, read);
+    reads.set(name, jobType);
     const forget = (): void => {
-      if (reads.get(name) === read) reads.delete(name);
+      if (reads.get(name) === jobType) reads.delete(name);
     };
     jobType.then((found) => found === undefined && forget(), forget);
     return jobType;
   };
-  const get = (name: string): Promise<JobType | undefined> => {
-    const nowMs = ctx.nowMs();
-    for (const [kept, read] of reads) {
-      if (nowMs - read.readAtMs < JOB_TYPES_REFRESH_MS) break;
-      reads.delete(kept);
-    }
-    return reads.get(name)?.jobType ?? put(name, getJobType(ctx, name));
-  };
+  const get = (name: string): Promise<JobType | undefined> => reads.get(name) ?? put(name, getJobType(ctx, name));
   return {
     get,
     async require(name) {
