@@ -19,7 +19,7 @@ import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
 import { createApiKey, verifyApiKey } from '../../lib/queue/api-keys.js';
-import { createQueueContext, readQueueSettings, type Env, type QueueContext, type QueueSettings } from '../../lib/queue/context.js';
+import { createQueueContext, integerSetting, readQueueSettings, type Env, type QueueContext, type QueueSettings } from '../../lib/queue/context.js';
 import { createDynamoClients, type DynamoClientOptions } from '../../lib/store/client.js';
 import { REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/domain/limits.js';
 import { createMemoryPublisher, type LifecycleEvent, type LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
@@ -220,11 +220,7 @@ function logDenial(decision: IamDecision): void {
 
 /** AUTHORIZER_CACHE_TTL_S, locally only: the stack's TTL unless a test or a demo of revocation wants it shorter. */
 function authorizerCacheTtlMs(env: Env): number {
-  const raw = env.AUTHORIZER_CACHE_TTL_S;
-  if (raw === undefined || raw === '') return KEY_AUTHORIZER_CACHE_TTL_S * 1000;
-  const ttlS = Number(raw);
-  if (!Number.isInteger(ttlS) || ttlS < 0 || ttlS > 3600) throw new Error(`AUTHORIZER_CACHE_TTL_S must be a whole number of seconds from 0 to 3600, got "${raw}"`);
-  return ttlS * 1000;
+  return integerSetting(env, 'AUTHORIZER_CACHE_TTL_S', KEY_AUTHORIZER_CACHE_TTL_S, 0, 3600) * 1000;
 }
 
 /** DESIGN §7: with AWS credentials and a table name, run against that table in the cloud. */

@@ -50,7 +50,8 @@ export type Env = Record<string, string | undefined>;
 /** The longest a write can be in flight, plus 5 s of clock skew between writers and pollers. */
 export const MIN_CURSOR_SAFETY_MARGIN_MS = MAX_DYNAMODB_CALL_MS + 5_000;
 
-function integerSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
+/** An integer setting from the environment, `fallback` when unset; anything else out of range is a ConfigError naming it. */
+export function integerSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
