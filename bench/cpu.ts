@@ -7,7 +7,8 @@ export interface CpuSample {
   dynamoMs: number | undefined;
 }
 
-function processCpuMs(pid: number | undefined): number | undefined {
+/** CPU ms (user + system) of `pid` from /proc; undefined for no pid, or one that is gone. */
+export function processCpuMs(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     // Fields 14 and 15 of /proc/<pid>/stat: user and system time in clock ticks (100 per second on Linux).

@@ -15,7 +15,7 @@ import { startHttpSystem, type CallCounts, type HttpSystem } from './http-system
 import { runHttpWorkload, type HttpWorkloadResult, type HttpWorkloadSpec } from './http-workloads.js';
 import { fmt, lagAndOutcomeCells, type WorkloadSummary } from './stats.js';
 import { benchTableName } from './system.js';
-import { payloadOf, progressLine, runCeiling, type BenchConfig } from './workloads.js';
+import { payloadOf, progressLine, runCeiling, w1Immediate, w2Scaled, type BenchConfig } from './workloads.js';
 
 export const HTTP_WORKLOADS = ['put-ceiling', 'disk-ceiling', 'HTTP-W1-immediate', 'HTTP-W1-batch', 'HTTP-W1-http', 'HTTP-W2-steady', 'HTTP-due-on-arrival', 'HTTP-calls'] as const;
 
@@ -67,33 +67,19 @@ async function runPutCeiling(endpoint: string, config: BenchConfig, n: number, c
 
 function specs(options: HttpBenchOptions): HttpWorkloadSpec[] {
   const { n, concurrency } = options;
-  // WORKLOAD.md's W2: jobs due at a steady rate, the first 30 s in (scaled down with n), enqueued ahead.
-  const w2Jobs = Math.round((Math.min(12_000, Math.round(n * 2.4)) * options.w2RatePerS) / 200);
-  const w2LeadMs = Math.max(5_000, Math.round((30_000 * w2Jobs) / 12_000));
   const arrivals = Math.min(n, options.arrivalRatePerS * 30);
-  const immediate = { dueOffsetMs: () => undefined, firstDueOffsetMs: 0, lastDueOffsetMs: 0 };
   return [
-    { name: 'HTTP-W1-immediate', n, target: 'echo', concurrency, batch: false, ...immediate },
-    { name: 'HTTP-W1-batch', n, target: 'echo', concurrency: Math.max(1, Math.round(concurrency / 8)), batch: true, ...immediate },
-    { name: 'HTTP-W1-http', n, target: 'http', concurrency, batch: false, ...immediate },
+    { ...w1Immediate(n, 'HTTP-W1-immediate'), target: 'echo', concurrency, batch: false },
+    { ...w1Immediate(n, 'HTTP-W1-batch'), target: 'echo', concurrency: Math.max(1, Math.round(concurrency / 8)), batch: true },
+    { ...w1Immediate(n, 'HTTP-W1-http'), target: 'http', concurrency, batch: false },
+    // Enqueued ahead; W2 over HTTP is scaled from --http-n as the in-process one is from --n (12 000 at 5 000).
+    { ...w2Scaled(Math.round(n * 2.4), options.w2RatePerS), name: 'HTTP-W2-steady', target: 'http', concurrency, batch: false },
     {
-      name: 'HTTP-W2-steady',
-      n: w2Jobs,
-      target: 'http',
-      concurrency,
-      batch: false,
-      dueOffsetMs: (index) => w2LeadMs + Math.floor((index * 1_000) / options.w2RatePerS),
-      firstDueOffsetMs: w2LeadMs,
-      lastDueOffsetMs: w2LeadMs + Math.floor(((w2Jobs - 1) * 1_000) / options.w2RatePerS),
-    },
-    {
-      name: 'HTTP-due-on-arrival',
-      n: arrivals,
+      ...w1Immediate(arrivals, 'HTTP-due-on-arrival'),
       target: 'http',
       concurrency,
       batch: false,
       sendOffsetMs: (index) => Math.floor((index * 1_000) / options.arrivalRatePerS),
-      ...immediate,
       lastDueOffsetMs: Math.floor((arrivals * 1_000) / options.arrivalRatePerS),
     },
   ] satisfies HttpWorkloadSpec[];

@@ -12,17 +12,7 @@ import { join } from 'node:path';
 import { freePort, startDynamoDbLocal, type DynamoDbLocal } from '../infra/local/dynamodb-local.js';
 import { createClient, type QueueClient } from '../lib/client/index.js';
 import { npmStart, stop, type Started } from '../test/support/npm-start.js';
-
-/** CPU ms of `pid` (user + system), from /proc; 0 when it is gone. */
-function processCpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
+import { processCpuMs } from './cpu.js';
 
 /** `pid` and every process below it. */
 function processTree(pid: number): number[] {
@@ -144,8 +134,8 @@ export async function startHttpSystem(options: { countCalls: boolean; storage: '
     sampleCpu: () => {
       const own = process.cpuUsage();
       return {
-        runtimeMs: processTree(runtimePid).reduce((sum, pid) => sum + processCpuMs(pid), 0),
-        dynamoMs: processCpuMs(dynamoPid),
+        runtimeMs: processTree(runtimePid).reduce((sum, pid) => sum + (processCpuMs(pid) ?? 0), 0),
+        dynamoMs: processCpuMs(dynamoPid) ?? 0,
         benchMs: (own.user + own.system) / 1_000,
       };
     },

@@ -21,7 +21,7 @@ import {
   runWorkload,
   w1Delayed,
   w1Immediate,
-  w2Steady,
+  w2Scaled,
   type BenchConfig,
   type CeilingResult,
   type IdleResult,
@@ -39,11 +39,7 @@ const BENCH_SETTINGS: Record<string, string> = { WORKER_BATCH_SIZE: '16', WORKER
 /** The production default, for the idle cost beside the bench's own interval. */
 const DEFAULT_POLL_INTERVAL_MS = 500;
 
-function w2For(n: number, ratePerS: number): WorkloadSpec {
-  // WORKLOAD.md: 12 000 jobs at 200/s for 60 s, the first due 30 s in; scaled down with --n so a quick run stays quick.
-  const jobs = Math.round((Math.min(12_000, Math.round(n * 0.6)) * ratePerS) / 200);
-  return w2Steady(jobs, ratePerS, Math.max(5_000, Math.round((30_000 * jobs) / 12_000)));
-}
+const w2For = (n: number, ratePerS: number): WorkloadSpec => w2Scaled(Math.round(n * 0.6), ratePerS);
 
 interface Summary extends WorkloadSummary {
   runs: number;

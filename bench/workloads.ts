@@ -149,6 +149,15 @@ export function w1Immediate(n: number, name = 'W1-immediate'): WorkloadSpec {
   return { name, n, dueOffsetMs: () => undefined, firstDueOffsetMs: 0, lastDueOffsetMs: 0 };
 }
 
+/**
+ * WORKLOAD.md's W2 (12 000 jobs at 200/s, the first due 30 s in), at `ratePerS` and scaled down to `maxJobs`
+ * so a quick run stays quick.
+ */
+export function w2Scaled(maxJobs: number, ratePerS: number): WorkloadSpec {
+  const jobs = Math.round((Math.min(12_000, maxJobs) * ratePerS) / 200);
+  return w2Steady(jobs, ratePerS, Math.max(5_000, Math.round((30_000 * jobs) / 12_000)));
+}
+
 /** Due at a steady `ratePerS` from `leadMs` after the enqueue phase begins. */
 export function w2Steady(n: number, ratePerS: number, leadMs: number): WorkloadSpec {
   return {
