@@ -14,7 +14,7 @@ import {
   type EndAttemptOptions,
   type NextState,
 } from '../domain/attempts.js';
-import type { HeldSlots, Job, WorkerIdentity } from '../domain/job.js';
+import type { AttemptRecord, HeldSlots, Job, WorkerIdentity } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { eventForUnstartedJob, eventsForEndedAttempt } from '../domain/lifecycle-events.js';
 import { limitTooSmall } from '../domain/slots.js';
@@ -171,6 +171,18 @@ export async function releaseClaim(ctx: QueueContext, job: Job, runAfterMs = job
  * the claim is no longer held (a stale worker, callback or sweep), in which case
  * nothing changed and nothing is published.
  */
+/**
+ * Whether the job already holds this very end: a write whose answer was lost (a timeout after it landed) is tried
+ * again by the SDK and meets its own change as a failed condition. Its events must still be published, once.
+ */
+function endLanded(current: Job | undefined, ours: AttemptRecord): boolean {
+  return (
+    current?.history.some(
+      (record) => record.attempt === ours.attempt && record.claimedAtMs === ours.claimedAtMs && record.endedAtMs === ours.endedAtMs && record.outcome === ours.outcome,
+    ) ?? false
+  );
+}
+
 export async function endAttempt(
   ctx: QueueContext,
   job: Job,
@@ -178,7 +190,8 @@ export async function endAttempt(
 ): Promise<{ job: Job; next: NextState } | undefined> {
   const endedAtMs = ctx.nowMs();
   const next = planNextState(ctx, job, options);
-  const end = { next, endedAtMs, ending: options.ending, ...appendHistory(job, attemptRecordOf(job, options, next.outcome, endedAtMs)) };
+  const record = attemptRecordOf(job, options, next.outcome, endedAtMs);
+  const end = { next, endedAtMs, ending: options.ending, ...appendHistory(job, record) };
   const index =
     next.status === 'queued'
       ? queuedIndexKeys(ctx.settings, job, next.runAfterMs, endedAtMs)
@@ -197,12 +210,13 @@ export async function endAttempt(
   if (slotReturns.length > 0) {
     const result = await writeJobWith(ctx, update, slotReturns);
     throwIfContended(result, `ending attempt ${job.attempt} of job "${job.id}"`);
-    if (!result.ok) return undefined;
+    if (!result.ok && !('current' in result && endLanded(result.current, record))) return undefined;
     ended = jobAfterEnd(job, end);
   } else {
     const result = await writeJob(ctx, update);
-    if (!result.ok) return undefined;
-    ended = result.job;
+    if (result.ok) ended = result.job;
+    else if (endLanded(result.current, record)) ended = jobAfterEnd(job, end);
+    else return undefined;
   }
   await ctx.events.publish(eventsForEndedAttempt(ended, options.ending, next));
   return { job: ended, next };

@@ -6,6 +6,8 @@ import { createMemoryPublisher } from '../../lib/domain/lifecycle-events.js';
 import { cancelJob } from '../../lib/queue/jobs.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
+import { loseAnswers } from '../support/faults.js';
+import { jobKey } from '../../lib/store/keys.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 import { T0, defineType, enqueue } from './lib-fixtures.js';
 
@@ -46,6 +48,30 @@ test('a status callback that ends the attempt publishes its events; a stale seco
   await completeFromCallback(queue.ctx, hooks, 'h-1', { status: 'failed', attempt: 1, error: { message: 'nope' } }, {});
   expect(await endAttempt(queue.ctx, job, { ending: { outcome: 'succeeded' }, jobType: hooks, customPolicies: {} })).toBeUndefined();
   expect(events.events.map((event) => [event.name, event.attempt, event.status])).toEqual([['job.failed', 1, 'queued']]);
+});
+
+test('an attempt end whose answer was lost after it landed still publishes its event, once', async () => {
+  await enqueue(queue.ctx, hooks, 'h-1');
+  const job = await claim('h-1');
+  const key = JSON.stringify(jobKey('hooks', 'h-1').pk);
+  const lost = loseAnswers(queue.clientsOf('worker').base, ({ commandName, input }) => commandName === 'UpdateItemCommand' && JSON.stringify(input).includes(key));
+  const ended = await endAttempt(queue.as('worker'), job, { ending: { outcome: 'succeeded' }, jobType: hooks, customPolicies: {} });
+  expect(lost.lost).toBe(1);
+  expect(ended?.job).toMatchObject({ status: 'succeeded', attempt: 1 });
+  expect(events.events.map((event) => [event.name, event.attempt])).toEqual([['job.succeeded', 1]]);
+});
+
+test('a concurrency-limited attempt end whose answer was lost after it landed still publishes its event, once', async () => {
+  const limited = await defineType(queue.ctx, 'limited', { concurrency: 2 });
+  await enqueue(queue.ctx, limited, 'l-1');
+  const claimed = await claimJob(queue.ctx, { type: 'limited', id: 'l-1' }, limited, { weight: 1, type: true });
+  if (claimed.kind !== 'claimed') throw new Error(`not claimed: ${claimed.kind}`);
+  const key = JSON.stringify(jobKey('limited', 'l-1').pk);
+  const lost = loseAnswers(queue.clientsOf('worker').base, ({ commandName, input }) => commandName === 'TransactWriteItemsCommand' && JSON.stringify(input).includes(key));
+  const ended = await endAttempt(queue.as('worker'), claimed.job, { ending: { outcome: 'succeeded' }, jobType: limited, customPolicies: {} });
+  expect(lost.lost).toBe(1);
+  expect(ended?.job).toMatchObject({ status: 'succeeded', attempt: 1 });
+  expect(events.events.map((event) => [event.name, event.attempt])).toEqual([['job.succeeded', 1]]);
 });
 
 test('the last attempt failing publishes job.failed and then job.dead', async () => {

@@ -101,3 +101,21 @@ export const writesTo =
   (pk: string) =>
   ({ commandName, input }: DynamoCall): boolean =>
     /^(PutItem|UpdateItem|DeleteItem|TransactWriteItems)Command$/.test(commandName) && JSON.stringify(input).includes(JSON.stringify(pk));
+
+/**
+ * Applies the first `times` calls `picked` chooses and then loses their answers, as a timed-out request whose
+ * write had landed: the SDK tries the call again, and the second try meets the item as the first left it.
+ */
+export function loseAnswers(client: DynamoDBClient, picked: (call: DynamoCall) => boolean, times = 1): { lost: number } {
+  const answers = { lost: 0 };
+  client.middlewareStack.addRelativeTo(
+    (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
+      if (answers.lost >= times || !picked({ commandName: context.commandName ?? '', input: args.input as Record<string, unknown> })) return next(args);
+      await next(args);
+      answers.lost++;
+      throw faultError('ConnectionResetAfterApply');
+    },
+    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'loseAnswers' },
+  );
+  return answers;
+}
