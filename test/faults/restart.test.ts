@@ -28,11 +28,12 @@ test('jobs running, due and waiting when the runtime is killed all finish after 
   const running = ['r1', 'r2', 'r3'];
   for (const id of running) await call(runtime, 'PUT', `/v1/jobs/slow/${id}`, { data: { ms: 4_000 } });
   for (const id of running) expect((await waitForStatus(runtime, `/v1/jobs/slow/${id}`, 'running', 15_000)).status).toBe('running');
-  // Enqueued only now, so that none of them has started when the runtime dies: they come due while it is down.
-  const due = ['d1', 'd2', 'd3'];
-  for (const id of due) await call(runtime, 'PUT', `/v1/jobs/quick/${id}`, { data: {}, run_after: soon(1_500) });
   const waiting = ['w1', 'w2'];
-  for (const id of waiting) await call(runtime, 'PUT', `/v1/jobs/quick/${id}`, { data: {}, run_after: soon(8_000) });
+  for (const id of waiting) await call(runtime, 'PUT', `/v1/jobs/quick/${id}`, { data: {}, run_after: soon(10_000) });
+  // Enqueued last, just before the kill, so that none of them has started when the runtime dies even on a loaded
+  // machine (an at-most-once job claimed before the kill would rightly never run again): they come due while it is down.
+  const due = ['d1', 'd2', 'd3'];
+  for (const id of due) await call(runtime, 'PUT', `/v1/jobs/quick/${id}`, { data: {}, run_after: soon(2_500) });
 
   await stop(runtime, 'SIGKILL');
   await new Promise((resolve) => setTimeout(resolve, 3_000));
