@@ -15,7 +15,7 @@ import { startHttpSystem, type CallCounts, type HttpSystem } from './http-system
 import { runHttpWorkload, type HttpWorkloadResult, type HttpWorkloadSpec } from './http-workloads.js';
 import { fmt, lagAndOutcomeCells, type WorkloadSummary } from './stats.js';
 import { benchTableName } from './system.js';
-import { payloadOf, progressLine, runCeiling, w1Immediate, w2Scaled, type BenchConfig } from './workloads.js';
+import { payloadOf, progressLine, runCeiling, W2_LEAD_MS, w1Immediate, w2Scaled, w2Steady, type BenchConfig } from './workloads.js';
 
 export const HTTP_WORKLOADS = ['put-ceiling', 'disk-ceiling', 'HTTP-W1-immediate', 'HTTP-W1-batch', 'HTTP-W1-http', 'HTTP-W2-steady', 'HTTP-due-on-arrival', 'HTTP-calls'] as const;
 
@@ -72,8 +72,9 @@ function specs(options: HttpBenchOptions): HttpWorkloadSpec[] {
     { ...w1Immediate(n, 'HTTP-W1-immediate'), target: 'echo', concurrency, batch: false },
     { ...w1Immediate(n, 'HTTP-W1-batch'), target: 'echo', concurrency: Math.max(1, Math.round(concurrency / 8)), batch: true },
     { ...w1Immediate(n, 'HTTP-W1-http'), target: 'http', concurrency, batch: false },
-    // Enqueued ahead; W2 over HTTP is scaled from --http-n as the in-process one is from --n (12 000 at 5 000).
-    { ...w2Scaled(Math.round(n * 2.4), options.w2RatePerS), name: 'HTTP-W2-steady', target: 'http', concurrency, batch: false },
+    // Scaled from --http-n as the in-process one is from --n (12 000 at 5 000), but always due from WORKLOAD's 30 s
+    // on: single PUTs over HTTP need that long to finish before the first job is due, which is what W2 measures.
+    { ...w2Steady(w2Scaled(Math.round(n * 2.4), options.w2RatePerS).n, options.w2RatePerS, W2_LEAD_MS), name: 'HTTP-W2-steady', target: 'http', concurrency, batch: false },
     {
       ...w1Immediate(arrivals, 'HTTP-due-on-arrival'),
       target: 'http',

@@ -155,8 +155,11 @@ export function w1Immediate(n: number, name = 'W1-immediate'): WorkloadSpec {
  */
 export function w2Scaled(maxJobs: number, ratePerS: number): WorkloadSpec {
   const jobs = Math.round((Math.min(12_000, maxJobs) * ratePerS) / 200);
-  return w2Steady(jobs, ratePerS, Math.max(5_000, Math.round((30_000 * jobs) / 12_000)));
+  return w2Steady(jobs, ratePerS, Math.max(5_000, Math.round((W2_LEAD_MS * jobs) / 12_000)));
 }
+
+/** WORKLOAD.md's W2: the first job is due this long after the enqueue phase begins, so the producer is done by then. */
+export const W2_LEAD_MS = 30_000;
 
 /** Due at a steady `ratePerS` from `leadMs` after the enqueue phase begins. */
 export function w2Steady(n: number, ratePerS: number, leadMs: number): WorkloadSpec {
