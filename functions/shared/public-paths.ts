@@ -6,4 +6,4 @@
 export const DASHBOARD_PATHS = { page: '/', script: '/dashboard/app.js', styles: '/dashboard/app.css' } as const;
 
 /** Paths whose GET API Gateway serves without the authorizer; every other route must be wired with it. */
-export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/health', ...Object.values(DASHBOARD_PATHS)]);
+export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/health', '/openapi.json', ...Object.values(DASHBOARD_PATHS)]);

@@ -4,7 +4,8 @@
  * naming its field from the body's root.
  */
 import { z } from 'zod';
-import { ValidationError, type FieldIssue } from '../domain/errors.js';
+import type { FieldIssue } from '../domain/errors.js';
+import { jsonValueSchema } from './fields.js';
 import { issuesToDetails } from './parse.js';
 import { JOB_ID_PATTERN, JOB_STATUSES } from '../domain/job.js';
 import { JOB_TYPE_NAME_PATTERN } from '../domain/job-type.js';
@@ -26,7 +27,7 @@ export const callbackSchema = z.strictObject({
       trace: z.string().max(100_000).optional(),
     })
     .optional(),
-  result: z.json().optional(),
+  result: jsonValueSchema.optional(),
 });
 
 export function callbackInputOf(body: z.output<typeof callbackSchema>): CallbackInput {
@@ -81,7 +82,7 @@ export function parseBatchItem(item: unknown, index: number, newId: () => string
 /** `POST /jobber/queue`: a job of the type the body names, its payload as the data. */
 export const jobberQueueSchema = z.strictObject({
   type: z.string().regex(JOB_TYPE_NAME_PATTERN, `must match ${JOB_TYPE_NAME_PATTERN.source}`),
-  payload: z.json().default(null),
+  payload: jsonValueSchema.default(null),
 });
 
 /** `GET /v1/jobs/{type}?status=&limit=&cursor=`. */
@@ -92,13 +93,22 @@ export const listJobsQuerySchema = z.strictObject({
 });
 
 const DEFAULT_METRICS_MINUTES = 60;
+const MINUTES_RANGE = `must be an integer from 1 to ${MAX_METRICS_MINUTES}`;
 
-/** `GET /v1/metrics?minutes=`: 1 to MAX_METRICS_MINUTES, 60 when absent; anything else is a 400 naming `minutes`. */
-export function parseMetricsMinutes(raw: string | undefined): number {
-  if (raw === undefined || raw === '') return DEFAULT_METRICS_MINUTES;
-  const minutes = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
-  if (!(minutes >= 1 && minutes <= MAX_METRICS_MINUTES)) {
-    throw new ValidationError([{ field: 'minutes', message: `must be an integer from 1 to ${MAX_METRICS_MINUTES}` }]);
-  }
-  return minutes;
-}
+/** `GET /v1/metrics?minutes=`: 1 to MAX_METRICS_MINUTES, 60 when absent. Other parameters are ignored. */
+export const metricsQuerySchema = z.object({
+  minutes: z
+    .string()
+    .regex(/^\d{1,4}$/, MINUTES_RANGE)
+    .transform(Number)
+    .pipe(z.number().min(1, MINUTES_RANGE).max(MAX_METRICS_MINUTES, MINUTES_RANGE))
+    .default(DEFAULT_METRICS_MINUTES),
+});
+
+/** `POST /v1/jobs/{type}/batch` as documented: each item is a job, with its own id or not (parseBatchItem validates them one by one). */
+export const batchDocumentSchema = z.strictObject({
+  jobs: z
+    .array(jobInputSchema.extend({ id: z.string().regex(JOB_ID_PATTERN).optional() }))
+    .min(1)
+    .max(MAX_BATCH_JOBS),
+});

@@ -3,6 +3,14 @@ import { IANAZone } from 'luxon';
 import { z } from 'zod';
 import { MAX_TIME_WINDOWS } from '../domain/windows.js';
 
+/**
+ * Any JSON value (a job's data, a result), as `z.json()` accepts it, written out so its recursion refers to
+ * the named schema itself: the API's description then defines `JsonValue` once, by that name.
+ */
+export const jsonValueSchema: z.ZodType<z.core.util.JSONType, z.core.util.JSONType> = z
+  .lazy(() => z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValueSchema), z.record(z.string(), jsonValueSchema)]))
+  .meta({ id: 'JsonValue' });
+
 /** Throttle keys index counters in the table, so they are bounded and free of control characters. */
 // oxlint-disable-next-line no-control-regex -- the control characters are what the pattern refuses.
 export const THROTTLE_KEY_PATTERN = /^[^\u0000-\u001f]{1,128}$/;

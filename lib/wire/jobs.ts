@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { CORRELATION_KEY_PATTERN, DEFAULT_PRIORITY, type AttemptRecord, type Job, type JobInput } from '../domain/job.js';
 import { isoOrNull } from './parse.js';
-import { THROTTLE_KEY_PATTERN, timeWindowsSchema } from './fields.js';
+import { jsonValueSchema, THROTTLE_KEY_PATTERN, timeWindowsSchema } from './fields.js';
 
 /** Epoch milliseconds before 1970 would be negative, and sort keys pad them as non-negative. */
 const isoWithOffset = z.iso
@@ -11,7 +11,7 @@ const isoWithOffset = z.iso
 
 export const jobInputSchema = z
   .strictObject({
-    data: z.json().default(null),
+    data: jsonValueSchema.default(null),
     run_after: isoWithOffset.optional(),
     expires_at: isoWithOffset.nullable().optional(),
     priority: z.number().int().min(0).max(1000).default(DEFAULT_PRIORITY),

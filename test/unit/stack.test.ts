@@ -10,7 +10,7 @@ import { Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
-import { DASHBOARD_PATHS } from '../../functions/shared/public-paths.js';
+import { PUBLIC_PATHS } from '../../functions/shared/public-paths.js';
 import { createQueueApp } from '../../infra/queue-app.js';
 import { QUEUE_FUNCTIONS } from '../../infra/queue-function.js';
 import type { QueueStack } from '../../infra/queue-stack.js';
@@ -274,11 +274,11 @@ describe('API', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'GET /health', AuthorizationType: 'NONE' });
   });
 
-  test('the dashboard page, script and styles are public GET routes, and no other route is', () => {
+  test('the public paths the local gateway serves without a key (health, the API description, the dashboard) are the public GET routes, and no other route is', () => {
     const publicRoutes = Object.values(template.findResources('AWS::ApiGatewayV2::Route'))
       .filter((route) => route.Properties.AuthorizationType === 'NONE')
       .map((route) => route.Properties.RouteKey);
-    expect(publicRoutes.sort()).toEqual(['GET /health', ...Object.values(DASHBOARD_PATHS).map((path) => `GET ${path}`)].sort());
+    expect(publicRoutes.sort()).toEqual([...PUBLIC_PATHS].map((path) => `GET ${path}`).sort());
   });
 
   test('GET /v1/stats has no route of its own: the $default route serves it through the API key authorizer', () => {
@@ -429,8 +429,8 @@ describe('cdk-nag', () => {
       .findAll()
       .flatMap((construct) => construct.node.metadata.filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
       .flatMap((entry) => Object.entries(entry.data as Record<string, string>));
-    // Routes without an authorizer: /health and the dashboard's page, script and styles.
-    expect(acknowledgments.filter(([id]) => id === 'AwsSolutions::AwsSolutions-APIG4')).toHaveLength(1 + Object.keys(DASHBOARD_PATHS).length);
+    // Routes without an authorizer: /health, /openapi.json and the dashboard's page, script and styles.
+    expect(acknowledgments.filter(([id]) => id === 'AwsSolutions::AwsSolutions-APIG4')).toHaveLength(PUBLIC_PATHS.size);
     for (const [, reason] of acknowledgments) expect(reason.length).toBeGreaterThan(40);
   });
 

@@ -1,5 +1,7 @@
-/** The routes of DESIGN §5 served so far, one module per resource: each parses, calls lib/, and maps the result. */
+/** The routes of DESIGN §5 (functions/api/operations.ts lists them), one module per resource: each parses, calls lib/, and maps the result. */
 import { json } from '../../shared/http.js';
+import { openApiDocument } from '../openapi.js';
+import type { RouteName } from '../operations.js';
 import { callbackRoutes } from './callbacks.js';
 import { jobTypeRoutes } from './job-types.js';
 import { jobRoutes } from './jobs.js';
@@ -10,12 +12,15 @@ import { statsRoutes } from './stats.js';
 
 export function createRoutes(apiDeps: ApiDeps) {
   const deps = { ...apiDeps, jobTypes: createJobTypeCache(apiDeps.ctx) };
+  // Built on the first request only: most api containers never serve it.
+  let openApi: Record<string, unknown> | undefined;
   return {
     health: async () => json(200, { status: 'ok' }),
+    openApi: async () => json(200, (openApi ??= openApiDocument())),
     ...jobTypeRoutes(deps),
     ...statsRoutes(deps),
     ...jobRoutes(deps),
     ...callbackRoutes(deps),
     ...keyRoutes(deps),
-  } satisfies Record<string, Route>;
+  } satisfies Record<RouteName, Route>;
 }

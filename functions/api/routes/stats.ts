@@ -5,7 +5,8 @@ import { metricsHistoryToApi } from '../../../lib/wire/metrics.js';
 import { readMetricsHistory } from '../../../lib/queue/metrics-history.js';
 import { statsOfTypes } from '../../../lib/queue/stats.js';
 import { typeStatsToApi } from '../../../lib/wire/stats.js';
-import { parseMetricsMinutes } from '../../../lib/wire/api-requests.js';
+import { metricsQuerySchema } from '../../../lib/wire/api-requests.js';
+import { parseWith } from '../../../lib/wire/parse.js';
 import { json } from '../../shared/http.js';
 import { readableJobTypes, type ApiDeps, type Route } from './route.js';
 
@@ -26,7 +27,7 @@ export function statsRoutes({ ctx }: ApiDeps) {
       });
     },
     metrics: async (event, principal) => {
-      const minutes = parseMetricsMinutes(event.queryStringParameters?.minutes);
+      const { minutes } = parseWith(metricsQuerySchema, event.queryStringParameters ?? {});
       const readable = await readableJobTypes(ctx, principal);
       return json(200, metricsHistoryToApi(await readMetricsHistory(ctx, readable.map((jobType) => jobType.name), minutes)));
     },
