@@ -22,7 +22,11 @@ export interface PollResult {
   expired: number;
   dispatched: number;
   released: number;
-  /** Some lane returned a full page: more may be due right now. */
+  /**
+   * Some lane returned a full page and its type claimed (or expired) jobs in this poll: more may be due right
+   * now. A full page of which nothing could be claimed (a type at its concurrency, a key at its limit) is not
+   * saturation: polling again at once would only read the same page again.
+   */
   saturated: boolean;
   /**
    * Jobs claimed that were due within what the previous round of polls read of their type: they arrived due
@@ -110,10 +114,12 @@ interface Poll {
   flush: () => void;
   rateBuckets: RateBucketCache;
   shards: number[];
+  /** Jobs each type claimed or found expired in this poll: what moved out of its lanes. */
+  movedByType: Map<string, number>;
 }
 
-/** The due entries of one lane shard, moving its cursor past settled empty buckets. */
-async function scanShard(poll: Poll, jobType: JobType, shard: number, upToMs: number): Promise<DueEntry[]> {
+/** The due entries of one lane shard, moving its cursor past settled empty buckets; `full` when it read a whole page. */
+async function scanShard(poll: Poll, jobType: JobType, shard: number, upToMs: number): Promise<{ entries: DueEntry[]; full: boolean }> {
   const { ctx, options, result } = poll;
   const { settings } = ctx;
   const lane: Lane = { kind: 'queued', type: jobType.name };
@@ -131,9 +137,8 @@ async function scanShard(poll: Poll, jobType: JobType, shard: number, upToMs: nu
     if (moved) options.cursors.set(cacheKey, scan.advanceTo);
     else options.cursors.delete(cacheKey);
   }
-  if (scan.entries.length >= settings.claimPageSize) result.saturated = true;
   for (const entry of scan.entries) result.oldestDueLagMs = Math.max(result.oldestDueLagMs, Math.max(0, poll.nowMs - readyAtMsOf(entry)));
-  return scan.entries;
+  return { entries: scan.entries, full: scan.entries.length >= settings.claimPageSize };
 }
 
 /** Claims `entries` within the type's rate limit; they are due by now. */
@@ -181,7 +186,7 @@ async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<
   // Settled, not all-or-nothing: one lane's failure must not keep the other lanes' jobs from being claimed.
   const scans = await Promise.allSettled(poll.shards.map((shard) => scanShard(poll, jobType, shard, upToMs)));
   const recent = poll.options.recentClaims;
-  const found = scans.flatMap((scan) => (scan.status === 'fulfilled' ? scan.value : [])).filter((entry) => !recent?.has(entryId(entry)));
+  const found = scans.flatMap((scan) => (scan.status === 'fulfilled' ? scan.value.entries : [])).filter((entry) => !recent?.has(entryId(entry)));
   const dueNow = orderDueEntries(found.filter((entry) => readyAtMsOf(entry) <= poll.nowMs), jobType.priorityOrder);
   if (dueNow.length > 0) await claimWithinRate(poll, sink, jobType, dueNow);
   const ahead = found.filter((entry) => readyAtMsOf(entry) > poll.nowMs);
@@ -190,6 +195,8 @@ async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<
     poll.flush();
     await claimAhead(poll, sink, jobType, ahead);
   }
+  const full = scans.some((scan) => scan.status === 'fulfilled' && scan.value.full);
+  if (full && (poll.movedByType.get(jobType.name) ?? 0) > 0) poll.result.saturated = true;
   throwFirstRejection(scans);
 }
 
@@ -222,6 +229,7 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
     claimAheadMs: options.claimAheadMs ?? 0,
     flush: () => batcher.close(),
     rateBuckets: options.rateBuckets ?? new Map(),
+    movedByType: new Map(),
     shards: options.shards ?? Array.from({ length: ctx.settings.shards }, (_, shard) => shard),
   };
   const { result } = poll;
@@ -231,6 +239,7 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
   const sink: ClaimSink = {
     limit: pLimit(ctx.settings.claimConcurrency),
     record(claim: ClaimResult, jobType: JobType): boolean {
+      if (claim.kind === 'claimed' || claim.kind === 'expired') poll.movedByType.set(jobType.name, (poll.movedByType.get(jobType.name) ?? 0) + 1);
       if (claim.kind === 'claimed') {
         result.claimed++;
         const { job } = claim;

@@ -71,6 +71,48 @@ describe('runPollerLoop', () => {
     expect(totals.claimed).toBe(3);
   });
 
+  test('a full page of which nothing can be claimed (the type at its concurrency) waits like an idle poll', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails', { concurrency: 1 });
+    for (const id of ['a', 'b', 'c']) await enqueue(ctx, emails, id);
+    const results: PollResult[] = [];
+    const sleeps: number[] = [];
+
+    await runPollerLoop(asFunction(ctx, 'poller'), {
+      invoker: new RecordingInvoker(),
+      runForMs: 3 * POLL_INTERVAL_MS,
+      sleep: clockSleep(clock.advance, sleeps),
+      onPoll: (result) => results.push(result),
+    });
+
+    expect(results.map((r) => [r.claimed, r.saturated])).toEqual([
+      [1, true],
+      [0, false],
+      [0, false],
+      [0, false],
+    ]);
+    expect(sleeps).toEqual([POLL_INTERVAL_MS, POLL_INTERVAL_MS, POLL_INTERVAL_MS]);
+  });
+
+  test('a full page of a throttle key at limit 0 waits like an idle poll', async () => {
+    const { ctx, clock } = queue();
+    const regional = await defineType(ctx, 'regional', { throttle: { key_field: 'region', limits: { east: { limit: 0 } } } });
+    for (const id of ['a', 'b']) await enqueue(ctx, regional, id, { data: { region: 'east' } });
+    const results: PollResult[] = [];
+
+    await runPollerLoop(asFunction(ctx, 'poller'), {
+      invoker: new RecordingInvoker(),
+      runForMs: 2 * POLL_INTERVAL_MS,
+      sleep: clockSleep(clock.advance),
+      onPoll: (result) => results.push(result),
+    });
+
+    expect(results.map((r) => [r.claimed, r.saturated])).toEqual([
+      [0, false],
+      [0, false],
+    ]);
+  });
+
   test('a poll that throws is reported, and the loop carries on and claims the job later', async () => {
     const { ctx, clock } = queue();
     const emails = await defineType(ctx, 'emails');
