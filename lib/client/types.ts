@@ -144,6 +144,8 @@ export interface Job {
   time_windows: TimeWindow[] | null;
   throttle_key: string | null;
   correlation_key: string | null;
+  /** The schedule that made the job, or null. */
+  schedule: string | null;
   created_at: string | null;
   updated_at: string | null;
   finished_at: string | null;

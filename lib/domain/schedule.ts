@@ -65,7 +65,7 @@ export function scheduledJobId(name: string, fireAtMs: number): string {
 }
 
 /**
- * The first fire time of a definition at `nowMs` (at or after its `start_at`, before its `end_at`); a definition
+ * The first fire time of a definition at `nowMs` (after now, at or after its `start_at`, before its `end_at`); a definition
  * that never fires, or starts too far ahead, is a ValidationError naming the field.
  */
 export function firstFireOf(definition: ScheduleDefinition, nowMs: number): number {
@@ -76,7 +76,8 @@ export function firstFireOf(definition: ScheduleDefinition, nowMs: number): numb
   if (startAtMs !== undefined && endAtMs !== undefined && endAtMs <= startAtMs) {
     throw new ValidationError([{ field: 'end_at', message: 'must be after start_at' }]);
   }
-  const fromMs = Math.max(nowMs, startAtMs ?? nowMs);
+  // After now: a PUT fires nothing at the very instant it is made.
+  const fromMs = Math.max(nowMs + 1, startAtMs ?? 0);
   const first = firstFireAtOrAfter(definition, fromMs, endAtMs);
   if (first !== undefined) return first;
   if (endAtMs !== undefined && firstFireAtOrAfter(definition, fromMs) !== undefined) {
