@@ -57,6 +57,13 @@ export function createApiHandler(deps: ApiDeps) {
       route('POST', '/v1/keys', ADMIN, routes.createKey),
       route('GET', '/v1/keys', ADMIN, routes.listKeys),
       route('DELETE', '/v1/keys/{id}', ADMIN, routes.revokeKey),
+      // A schedule's type is in its body or item: the routes check schedule:<type> or read:<type> themselves.
+      route('GET', '/v1/schedules', { kind: 'any_type', action: 'read' }, routes.listSchedules),
+      route('PUT', '/v1/schedules/{name}', { kind: 'any_type', action: 'schedule' }, routes.putSchedule),
+      route('GET', '/v1/schedules/{name}', { kind: 'any_type', action: 'read' }, routes.getSchedule),
+      route('DELETE', '/v1/schedules/{name}', { kind: 'any_type', action: 'schedule' }, routes.deleteSchedule),
+      route('POST', '/v1/schedules/{name}/pause', { kind: 'any_type', action: 'schedule' }, routes.pauseSchedule),
+      route('POST', '/v1/schedules/{name}/resume', { kind: 'any_type', action: 'schedule' }, routes.resumeSchedule),
     ],
     notFoundResponse: ({ method, path }: { method: string; path: string }) => {
       throw new NotFoundError(`no route ${method} ${path}`);

@@ -7,6 +7,10 @@ import { pageOfSchedules, readSchedule, removeSchedule, writeSchedule, type Sche
 import type { QueueContext } from './context.js';
 import { scheduledJobInput } from './fire-schedules.js';
 
+export function getSchedule(ctx: QueueContext, name: string): Promise<Schedule | undefined> {
+  return readSchedule(ctx, name);
+}
+
 export async function requireSchedule(ctx: QueueContext, name: string): Promise<Schedule> {
   const schedule = await readSchedule(ctx, name);
   if (!schedule) throw new NotFoundError(`schedule "${name}" does not exist`);
