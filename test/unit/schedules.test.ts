@@ -2,7 +2,12 @@
 import { describe, expect, test } from 'vitest';
 import { fireTimesAfter, latestFireTimes, type CronSpec } from '../../lib/domain/cron.js';
 import { ValidationError, type FieldIssue } from '../../lib/domain/errors.js';
+import { eventForUnstartedJob } from '../../lib/domain/lifecycle-events.js';
+import { newJob } from '../../lib/domain/new-job.js';
 import { dueFires, firstFireOf, scheduledJobId, type Schedule, type ScheduleDefinition } from '../../lib/domain/schedule.js';
+import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { lifecycleEventDetail } from '../../lib/wire/lifecycle-events.js';
+import { parseWith } from '../../lib/wire/parse.js';
 
 const at = (iso: string): number => Date.parse(iso);
 const isos = (times: number[]): string[] => times.map((time) => new Date(time).toISOString().replace('.000Z', 'Z'));
@@ -218,4 +223,19 @@ describe('what a poll fires', () => {
 
 test('the job id is the schedule and the fire time', () => {
   expect(scheduledJobId('nightly', at('2026-03-08T07:00:00Z'))).toBe('nightly@2026-03-08T07:00:00Z');
+});
+
+describe('the jobs a schedule makes name it', () => {
+  const jobType = jobTypeFromInput('report', parseWith(jobTypeInputSchema, { target: { kind: 'handler', name: 'echo' } }), { createdAtMs: 0, updatedAtMs: 0 }, false);
+  const input = { data: null, priority: 100, weight: 1 };
+
+  test('in their lifecycle events', () => {
+    const job = newJob(jobType, 'nightly@2026-03-08T07:00:00Z', { ...input, schedule: 'nightly' }, 0);
+    expect(lifecycleEventDetail(eventForUnstartedJob({ ...job, status: 'cancelled' }, 'job.cancelled'))).toMatchObject({ schedule: 'nightly' });
+  });
+
+  test('and the events of other jobs carry no schedule field', () => {
+    const job = newJob(jobType, 'job-1', input, 0);
+    expect(lifecycleEventDetail(eventForUnstartedJob({ ...job, status: 'cancelled' }, 'job.cancelled'))).not.toHaveProperty('schedule');
+  });
 });
