@@ -25,6 +25,8 @@ export interface FireResult {
   skipped: number;
   /** Schedules another writer moved first (a racing poller, an operator): this poll's advance changed nothing. */
   lostRaces: number;
+  /** What each schedule that fired made and skipped, so metrics can name it. */
+  bySchedule: { schedule: string; made: number; skipped: number }[];
 }
 
 /** Due schedules one poll fires at most; more wait for the next poll. */
@@ -70,14 +72,20 @@ async function fireSchedule(ctx: QueueContext, name: string, jobTypes: ReadonlyM
   if (fireAtMs.length === 0 && nextFireAtMs === schedule.nextFireAtMs) return;
   let lastFire: ScheduleFire | undefined = schedule.lastFire;
   let lastJobId = schedule.lastJobId;
+  const counts = { schedule: name, made: 0, skipped: 0 };
+  result.bySchedule.push(counts);
   for (const atMs of fireAtMs) {
     if (schedule.overlap === 'skip' && (await previousJobUnfinished(ctx, schedule, lastJobId))) {
       lastFire = { fireAtMs: atMs, firedAtMs: nowMs, skipped: `overlap: job ${lastJobId} of an earlier fire had not finished` };
       result.skipped++;
+      counts.skipped++;
       continue;
     }
     const job = await makeJob(ctx, schedule, jobType, atMs);
-    if (job.created) result.made++;
+    if (job.created) {
+      result.made++;
+      counts.made++;
+    }
     lastFire = { fireAtMs: atMs, firedAtMs: nowMs, jobId: job.id };
     lastJobId = job.id;
   }
@@ -97,7 +105,7 @@ async function fireSchedule(ctx: QueueContext, name: string, jobTypes: ReadonlyM
  * once all were tried, and the failed schedule stays due for the next poll.
  */
 export async function fireDueSchedules(ctx: QueueContext, jobTypes: readonly JobType[]): Promise<FireResult> {
-  const result: FireResult = { made: 0, skipped: 0, lostRaces: 0 };
+  const result: FireResult = { made: 0, skipped: 0, lostRaces: 0, bySchedule: [] };
   const names = await dueScheduleNames(ctx, ctx.nowMs(), SCHEDULES_PER_POLL);
   if (names.length === 0) return result;
   const byName = new Map(jobTypes.map((jobType) => [jobType.name, jobType]));

@@ -51,7 +51,12 @@ describe('firing', () => {
     const report = await defineType(ctx, 'report');
     await schedule(ctx, 'tick', report, { cron: '* * * * *' });
     clock.set(T0 + 60_000 + 400);
-    expect(await fireDueSchedules(asFunction(ctx, 'poller'), [report])).toEqual({ made: 1, skipped: 0, lostRaces: 0 });
+    expect(await fireDueSchedules(asFunction(ctx, 'poller'), [report])).toEqual({
+      made: 1,
+      skipped: 0,
+      lostRaces: 0,
+      bySchedule: [{ schedule: 'tick', made: 1, skipped: 0 }],
+    });
     const job = await getJob(ctx, 'report', 'tick@2026-11-21T10:01:00Z');
     expect(job).toMatchObject({ status: 'queued', schedule: 'tick', runAfterMs: T0 + 60_000 });
     const after = await requireSchedule(ctx, 'tick');
@@ -64,7 +69,7 @@ describe('firing', () => {
     const report = await defineType(ctx, 'report');
     await schedule(ctx, 'tick', report, { cron: '* * * * *' });
     clock.set(T0 + 59_000);
-    expect(await fireDueSchedules(asFunction(ctx, 'poller'), [report])).toEqual({ made: 0, skipped: 0, lostRaces: 0 });
+    expect(await fireDueSchedules(asFunction(ctx, 'poller'), [report])).toMatchObject({ made: 0, skipped: 0, lostRaces: 0 });
     expect(await jobIds(queue())).toEqual([]);
   });
 
