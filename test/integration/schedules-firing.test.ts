@@ -14,6 +14,7 @@ import { PARTITION_PREFIX } from '../../lib/store/keys.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import { scheduleDefinitionFromInput, scheduleInputSchema } from '../../lib/wire/schedules.js';
 import { tableItems } from '../support/api.js';
+import { trackConsumedCapacity } from '../support/capacity.js';
 import { asFunction, type TestQueue } from '../support/queue.js';
 import { defineType, freshQueuePerTest, RecordingInvoker, T0 } from './lib-fixtures.js';
 
@@ -166,5 +167,22 @@ describe('overlap', () => {
     await fireDueSchedules(poller, [report]);
     clock.set(T0 + 120_000);
     expect(await fireDueSchedules(poller, [report])).toMatchObject({ made: 1, skipped: 0 });
+  });
+});
+
+describe('cost', () => {
+  test('a fire costs the job its enqueue (2 WRU) and the schedule 3 WRU and 1 RRU; a check with nothing due is one query', async () => {
+    const { ctx, clock } = queue();
+    const report = await defineType(ctx, 'report');
+    await schedule(ctx, 'tick', report, { cron: '* * * * *', data: { report: 'daily' } });
+    const poller = asFunction(ctx, 'poller');
+    const totals = trackConsumedCapacity(queue().clientsOf('poller').base);
+    clock.set(T0 + 30_000);
+    await fireDueSchedules(poller, [report]);
+    expect(totals.byCommand).toEqual({ QueryCommand: { calls: 1, writeUnits: 0, readUnits: expect.any(Number) } });
+    clock.set(T0 + 60_000);
+    await fireDueSchedules(poller, [report]);
+    expect(totals.byCommand.PutItemCommand).toEqual({ calls: 2, writeUnits: 5, readUnits: 0 });
+    expect(totals.byCommand.GetItemCommand).toEqual({ calls: 1, writeUnits: 0, readUnits: 1 });
   });
 });
