@@ -273,8 +273,8 @@ export interface Schedule {
   next_fire_at: string | null;
   /** The next few fire times (single schedules, not listings). */
   next_fires?: string[];
-  /** The last fire time: the job it made (`job_id`), or why it made none (`skipped`); `job_status` on single schedules. */
-  last_fire: { fire_at: string; fired_at: string; job_id: string | null; skipped: string | null; job_status?: JobStatus | null } | null;
+  /** The last fire time: the job it made (`job_id`) and its status now, or why it made none (`skipped`). */
+  last_fire: { fire_at: string; fired_at: string; job_id: string | null; skipped: string | null; job_status: JobStatus | null } | null;
   created_at: string;
   updated_at: string;
 }

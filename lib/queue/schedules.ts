@@ -1,9 +1,13 @@
 /** Managing schedules: create or replace, read, list, pause, resume and delete. */
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
+import type { JobStatus } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { newJob } from '../domain/new-job.js';
 import { firstFireOf, scheduledJobId, type Schedule, type ScheduleDefinition } from '../domain/schedule.js';
 import { pageOfSchedules, readSchedule, removeSchedule, writeSchedule, type SchedulePosition } from '../store/schedules.js';
+import { itemToJob } from '../store/items.js';
+import { jobKey } from '../store/keys.js';
+import { batchGetItems } from '../store/send.js';
 import type { QueueContext } from './context.js';
 import { scheduledJobInput } from './fire-schedules.js';
 
@@ -94,4 +98,15 @@ function decodeCursor(cursor: string): SchedulePosition {
 export async function listSchedules(ctx: QueueContext, options: { limit: number; cursor?: string }): Promise<{ schedules: Schedule[]; nextCursor?: string }> {
   const page = await pageOfSchedules(ctx, options.limit, options.cursor !== undefined ? decodeCursor(options.cursor) : undefined);
   return { schedules: page.schedules, ...(page.last ? { nextCursor: encodeCursor(page.last) } : {}) };
+}
+
+/** The status of the job each schedule's last fire made, by schedule name (none for a schedule whose job is gone or that made none). */
+export async function lastJobStatuses(ctx: QueueContext, schedules: readonly Schedule[]): Promise<Map<string, JobStatus>> {
+  const made = schedules.flatMap((schedule) => (schedule.lastFire?.jobId !== undefined ? [{ schedule: schedule.name, type: schedule.jobType, id: schedule.lastFire.jobId }] : []));
+  if (made.length === 0) return new Map();
+  const jobs = new Map((await batchGetItems(ctx, made.map(({ type, id }) => jobKey(type, id)))).map(itemToJob).map((job) => [`${job.type}\u0000${job.id}`, job.status]));
+  return new Map(made.flatMap(({ schedule, type, id }) => {
+    const status = jobs.get(`${type}\u0000${id}`);
+    return status ? [[schedule, status] as const] : [];
+  }));
 }

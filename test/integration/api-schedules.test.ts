@@ -73,6 +73,8 @@ describe('GET /v1/schedules/{name}', () => {
     const jobId = response.body.last_fire.job_id as string;
     expect(jobId).toMatch(/^shown@2026-11-21T\d\d:\d\d:00Z$/);
     expect(response.body.last_fire).toMatchObject({ skipped: null, job_status: 'queued' });
+    const listed = (await admin.get('/v1/schedules?limit=100')).body.schedules.find((schedule: { name: string }) => schedule.name === 'shown');
+    expect(listed.last_fire).toMatchObject({ job_id: jobId, job_status: 'queued' });
     const job = await admin.get(`/v1/jobs/emails/${jobId}`);
     expect(job.status).toBe(200);
     expect(job.body.schedule).toBe('shown');

@@ -5,8 +5,7 @@
 import { scopeAllows, type ScopeAction } from '../../../lib/domain/api-key.js';
 import { ForbiddenError } from '../../../lib/domain/errors.js';
 import { SCHEDULE_NAME_PATTERN, type Schedule } from '../../../lib/domain/schedule.js';
-import { getJob } from '../../../lib/queue/jobs.js';
-import { deleteSchedule, getSchedule, listSchedules, putSchedule, requireSchedule, setSchedulePaused } from '../../../lib/queue/schedules.js';
+import { deleteSchedule, getSchedule, lastJobStatuses, listSchedules, putSchedule, requireSchedule, setSchedulePaused } from '../../../lib/queue/schedules.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import {
   listSchedulesQuerySchema,
@@ -27,6 +26,12 @@ const allows = (principal: Principal | undefined, action: ScopeAction, type: str
 
 function assertAllowed(principal: Principal | undefined, action: ScopeAction, type: string): void {
   if (!allows(principal, action, type)) throw new ForbiddenError(`this route needs scope ${action}:${type}`);
+}
+
+/** The schedule as the API shows it, its last fire with the status of the job it made (null when it made none or the job is gone). */
+function withJobStatus(body: Record<string, unknown>, status: string | undefined): Record<string, unknown> {
+  const lastFire = body.last_fire as Record<string, unknown> | null;
+  return { ...body, last_fire: lastFire && { ...lastFire, job_status: status ?? null } };
 }
 
 export function scheduleRoutes({ ctx, jobTypes }: RouteDeps) {
@@ -53,15 +58,13 @@ export function scheduleRoutes({ ctx, jobTypes }: RouteDeps) {
       const query = parseWith(listSchedulesQuerySchema, event.queryStringParameters ?? {});
       const page = await listSchedules(ctx, { limit: query.limit, ...(query.cursor !== undefined ? { cursor: query.cursor } : {}) });
       const readable = page.schedules.filter((schedule) => allows(principal, 'read', schedule.jobType));
-      return json(200, { schedules: readable.map((schedule) => scheduleToApi(schedule)), next_cursor: page.nextCursor ?? null });
+      const statuses = await lastJobStatuses(ctx, readable);
+      return json(200, { schedules: readable.map((schedule) => withJobStatus(scheduleToApi(schedule), statuses.get(schedule.name))), next_cursor: page.nextCursor ?? null });
     },
     getSchedule: async (event, principal) => {
       const schedule = await scheduleFor(event, principal, 'read');
-      const lastJobId = schedule.lastFire?.jobId;
-      const lastJob = lastJobId !== undefined ? await getJob(ctx, schedule.jobType, lastJobId) : undefined;
-      const body = scheduleToApi(schedule, UPCOMING_FIRES_SHOWN);
-      const lastFire = body.last_fire as Record<string, unknown> | null;
-      return json(200, { ...body, last_fire: lastFire && { ...lastFire, job_status: lastJob?.status ?? null } });
+      const statuses = await lastJobStatuses(ctx, [schedule]);
+      return json(200, withJobStatus(scheduleToApi(schedule, UPCOMING_FIRES_SHOWN), statuses.get(schedule.name)));
     },
     deleteSchedule: async (event, principal) => {
       const schedule = await scheduleFor(event, principal, 'schedule');
