@@ -188,6 +188,11 @@ describe('what a poll fires', () => {
     expect(isos([fires.nextFireAtMs!])).toEqual(['2026-01-01T10:01:00Z']);
   });
 
+  test('a poll at the fire time to the millisecond fires it', () => {
+    expect(isos(dueFires(schedule({}), at('2026-01-01T10:00:00Z')).fireAtMs)).toEqual(['2026-01-01T10:00:00Z']);
+    expect(isos(dueFires(schedule({ cron: '* * * * * *' }), at('2026-01-01T10:00:00Z')).fireAtMs)).toEqual(['2026-01-01T10:00:00Z']);
+  });
+
   test('catch_up latest fires only the most recent of an hour of missed times', () => {
     expect(isos(dueFires(schedule({ catchUp: 'latest' }), anHourLate).fireAtMs)).toEqual(['2026-01-01T11:00:00Z']);
   });
