@@ -29,9 +29,11 @@ export interface FireResult {
   bySchedule: { schedule: string; made: number; skipped: number }[];
 }
 
-/** Due schedules one poll fires at most; more wait for the next poll. */
-const SCHEDULES_PER_POLL = 25;
-const FIRE_CONCURRENCY = 4;
+/** Due schedules one query finds; while a query comes back full, the next is made at once, up to MAX_ROUNDS. */
+const SCHEDULES_PER_QUERY = 100;
+/** So that one check always ends: schedules that cannot fire yet (a type not read) are found again every round. */
+const MAX_ROUNDS = 10;
+const FIRE_CONCURRENCY = 8;
 
 /** The job a schedule makes at `fireAtMs`: due at that time (so at once, unless its type's windows say later). */
 export function scheduledJobInput(schedule: Pick<Schedule, 'name' | 'data' | 'priority' | 'weight' | 'throttleKey'>, fireAtMs: number): JobInput {
@@ -106,12 +108,15 @@ async function fireSchedule(ctx: QueueContext, name: string, jobTypes: ReadonlyM
  */
 export async function fireDueSchedules(ctx: QueueContext, jobTypes: readonly JobType[]): Promise<FireResult> {
   const result: FireResult = { made: 0, skipped: 0, lostRaces: 0, bySchedule: [] };
-  const names = await dueScheduleNames(ctx, ctx.nowMs(), SCHEDULES_PER_POLL);
-  if (names.length === 0) return result;
   const byName = new Map(jobTypes.map((jobType) => [jobType.name, jobType]));
   const limit = pLimit(FIRE_CONCURRENCY);
-  const outcomes = await Promise.allSettled(names.map((name) => limit(() => fireSchedule(ctx, name, byName, result))));
-  const failure = outcomes.find((outcome) => outcome.status === 'rejected');
+  let failure: PromiseRejectedResult | undefined;
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const names = await dueScheduleNames(ctx, ctx.nowMs(), SCHEDULES_PER_QUERY);
+    const outcomes = await Promise.allSettled(names.map((name) => limit(() => fireSchedule(ctx, name, byName, result))));
+    failure ??= outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+    if (names.length < SCHEDULES_PER_QUERY) break;
+  }
   if (failure) throw failure.reason;
   return result;
 }

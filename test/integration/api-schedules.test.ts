@@ -136,6 +136,7 @@ describe('bad input changes nothing', () => {
     ['an unknown catch_up', 'bad', { ...EVERY_MINUTE, catch_up: 'sometimes' }, 400, 'catch_up'],
     ['an unknown field', 'bad', { ...EVERY_MINUTE, every: 'minute' }, 400, 'every'],
     ['an unknown job type', 'bad', { ...EVERY_MINUTE, job_type: 'nowhere' }, 404, undefined],
+    ['data over 16 KiB', 'bad', { ...EVERY_MINUTE, data: 'x'.repeat(17 * 1024) }, 413, 'data'],
     ['a name with a space', 'a%20b', EVERY_MINUTE, 400, 'name'],
     ['a name with a slash', 'a%2Fb', EVERY_MINUTE, 400, 'name'],
     ['a name with an at sign', 'a%40b', EVERY_MINUTE, 400, 'name'],
