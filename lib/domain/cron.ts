@@ -26,10 +26,11 @@ export const MAX_CRON_CHARS = 120;
 const CRON_CHARACTERS = /^@?[A-Za-z0-9*?,/#\- ]+$/;
 
 const DAY_MS = 86_400_000;
+const LIBRARY_START_MARGIN_MS = 2_000;
 /** Longer than any stretch of local time a zone repeats when its clocks go back (two hours at most). */
 const BEFORE_ANY_REPEAT_MS = 3 * 3_600_000;
 
-/** Iterations the library makes at most per time asked for: a cron string rare beyond this is refused as never firing. */
+/** Library times looked at per time asked for, to bound the work: one is dropped only as a duplicate at a spring-forward gap. */
 const ITERATIONS_PER_TIME = 8;
 
 function invalidCron(message: string): ValidationError {
@@ -73,41 +74,68 @@ function offsetChangeBetween(zone: IANAZone, fromMs: number, ms: number): number
   return highS * 1000;
 }
 
+/** What the queue does with a time the library gave: fire at an instant, or skip a repeated stretch of local time. */
+type Policy = { fireAtMs: number } | { repeated: { fromMs: number; untilMs: number } };
+
 /**
- * Where the queue fires for a time the library gave, or undefined for none: the library moves a local time
- * that does not exist forward by the gap, which we move back to the gap's end; and it gives the second pass
- * of a repeated hour, which we drop.
+ * The library moves a local time that does not exist forward by the gap, which we move back to the gap's end;
+ * it gives the second pass of a repeated hour, which we skip whole (one jump, not a step per time in it).
  */
-function policyTime(expression: CronExpression, zone: IANAZone, ms: number): number | undefined {
-  if (!expression.includesDate(new Date(ms))) return offsetChangeBetween(zone, ms - DAY_MS, ms);
-  // In the second pass of a repeated hour, the same local time came one offset change earlier.
+function policyOf(expression: CronExpression, zone: IANAZone, ms: number): Policy {
+  if (!expression.includesDate(new Date(ms))) return { fireAtMs: offsetChangeBetween(zone, ms - DAY_MS, ms) };
+  // In the second pass of a repeated stretch, the same local time came one offset change earlier.
   const offsetMin = zone.offset(ms);
   const earlierOffsetMin = zone.offset(ms - BEFORE_ANY_REPEAT_MS);
-  if (earlierOffsetMin <= offsetMin) return ms;
-  const firstPassMs = ms - (earlierOffsetMin - offsetMin) * 60_000;
-  return zone.offset(firstPassMs) === earlierOffsetMin ? undefined : ms;
+  if (earlierOffsetMin <= offsetMin) return { fireAtMs: ms };
+  const repeatMs = (earlierOffsetMin - offsetMin) * 60_000;
+  if (zone.offset(ms - repeatMs) !== earlierOffsetMin) return { fireAtMs: ms };
+  const fromMs = offsetChangeBetween(zone, ms - BEFORE_ANY_REPEAT_MS, ms);
+  return { repeated: { fromMs, untilMs: fromMs + repeatMs } };
 }
 
-/** The library's next (or previous) time; undefined past the last one it can find. */
-function nextOf(expression: CronExpression, direction: 'next' | 'prev'): number | undefined {
-  try {
-    return expression[direction]().getTime();
-  } catch {
-    return undefined;
+/** How far past a spot where the library fails the next try starts, and how many tries are made. */
+const LIBRARY_RETRY_STEP_MS = 3_600_000;
+const LIBRARY_RETRIES = 24;
+
+/**
+ * The library's next (or previous) time from where `expression` stands at `fromMs`; undefined past the last
+ * one it can find. cron-parser 5 fails ("loop limit exceeded") next to some half-hour offset changes (Lord
+ * Howe Island's): the search is tried again an hour further on, for at most a day, so a schedule goes on
+ * after such a change rather than end.
+ */
+function nextOf(expression: CronExpression, direction: 'next' | 'prev', fromMs?: number): number | undefined {
+  for (let retry = 0; ; retry++) {
+    try {
+      return expression[direction]().getTime();
+    } catch {
+      if (fromMs === undefined || retry >= LIBRARY_RETRIES) return undefined;
+      const stepMs = (retry + 1) * LIBRARY_RETRY_STEP_MS;
+      expression.reset(new Date(direction === 'next' ? fromMs + stepMs : fromMs - stepMs));
+    }
   }
 }
 
 /** Up to `count` fire times strictly after `afterMs` and before `untilMs`, ascending. */
 export function fireTimesAfter(spec: CronSpec, afterMs: number, count: number, untilMs = Infinity): number[] {
-  const expression = iteratorFrom(spec, afterMs);
+  // From a little earlier: started in the last second before a spring-forward gap, the library starts after the
+  // gap and never gives the gap's time. What it gives up to `afterMs` is left out below.
+  const expression = iteratorFrom(spec, afterMs - LIBRARY_START_MARGIN_MS);
   const zone = IANAZone.create(spec.tz);
   const times: number[] = [];
-  for (let step = 0; step < count * ITERATIONS_PER_TIME + ITERATIONS_PER_TIME && times.length < count; step++) {
-    const given = nextOf(expression, 'next');
+  let lastGivenMs = afterMs - LIBRARY_START_MARGIN_MS;
+  for (let step = 0; step < (count + 2) * ITERATIONS_PER_TIME && times.length < count; step++) {
+    const given = nextOf(expression, 'next', lastGivenMs);
+    if (given !== undefined) lastGivenMs = given;
     // A gap's time moves back to the gap's end, never more than a day before what the library gave.
     if (given === undefined || given - DAY_MS >= untilMs) break;
-    const time = policyTime(expression, zone, given);
-    if (time === undefined || time <= afterMs || time >= untilMs || time <= (times.at(-1) ?? -Infinity)) continue;
+    const policy = policyOf(expression, zone, given);
+    if ('repeated' in policy) {
+      lastGivenMs = policy.repeated.untilMs - 1;
+      expression.reset(new Date(lastGivenMs));
+      continue;
+    }
+    const time = policy.fireAtMs;
+    if (time <= afterMs || time >= untilMs || time <= (times.at(-1) ?? -Infinity)) continue;
     times.push(time);
   }
   return times;
@@ -130,16 +158,17 @@ export function latestFireTimes(spec: CronSpec, fromMs: number, upToMs: number, 
   for (let step = 0; step < count * ITERATIONS_PER_TIME + ITERATIONS_PER_TIME && kept.length < count; step++) {
     const given = nextOf(expression, 'prev');
     if (given === undefined || given < fromMs) break;
-    if (policyTime(expression, zone, given) === given) kept.push(given);
+    const policy = policyOf(expression, zone, given);
+    if ('repeated' in policy) expression.reset(new Date(policy.repeated.fromMs));
+    else if (policy.fireAtMs === given) kept.push(given);
   }
-  const windowStartMs = kept.length === count ? kept.at(-1)! : fromMs;
-  const bounds = [upToMs, ...kept, windowStartMs];
+  // Between two of the library's times lie no others but a gap's; a forward walk between them finds it.
+  const bounds = [upToMs, ...kept, kept.length === count ? kept.at(-1)! : fromMs];
   for (let at = 1; at < bounds.length; at++) {
     const laterMs = bounds[at - 1]!;
     const earlierMs = bounds[at]!;
     if (zone.offset(earlierMs) >= zone.offset(laterMs)) continue;
-    const gapEndMs = offsetChangeBetween(zone, earlierMs, laterMs);
-    if (gapEndMs >= fromMs && gapEndMs <= upToMs && fireTimesAfter(spec, gapEndMs - 1, 1)[0] === gapEndMs) kept.push(gapEndMs);
+    kept.push(...fireTimesAfter(spec, earlierMs - 1, 2, laterMs + 1).filter((atMs) => atMs >= fromMs && atMs <= upToMs));
   }
   return [...new Set(kept)].sort((a, b) => a - b).slice(-count);
 }

@@ -1,4 +1,6 @@
 /** Recurring schedules: fire times of cron in a zone, across daylight-saving changes, and what a late poll fires. */
+import fc from 'fast-check';
+import { IANAZone } from 'luxon';
 import { describe, expect, test } from 'vitest';
 import { fireTimesAfter, latestFireTimes, type CronSpec } from '../../lib/domain/cron.js';
 import { ValidationError, type FieldIssue } from '../../lib/domain/errors.js';
@@ -101,6 +103,18 @@ describe('fall back: a local time that happens twice fires once, the first time'
     ]);
   });
 
+  test('New York, 2026-11-01: every second, the schedule goes on after the repeated hour, not ending in it', () => {
+    const spec = { cron: '* * * * * *', tz: NEW_YORK };
+    expect(next(spec, '2026-11-01T05:59:58Z', 3)).toEqual(['2026-11-01T05:59:59Z', '2026-11-01T07:00:00Z', '2026-11-01T07:00:01Z']);
+    expect(next(spec, '2026-11-01T06:30:00Z', 1)).toEqual(['2026-11-01T07:00:00Z']);
+    expect(isos(latestFireTimes(spec, at('2026-11-01T05:00:00Z'), at('2026-11-01T06:30:00Z'), 2))).toEqual(['2026-11-01T05:59:58Z', '2026-11-01T05:59:59Z']);
+  });
+
+  test('New York, 2026-11-01: every minute, a poll inside the repeated hour fires nothing and keeps the next fire at 02:00 EST', () => {
+    const everyMinute = { cron: '* * * * *', tz: NEW_YORK };
+    expect(next(everyMinute, '2026-11-01T06:10:00Z', 1)).toEqual(['2026-11-01T07:00:00Z']);
+  });
+
   test('Sydney, 2026-04-05: 02:30 fires at 02:30 AEDT only', () => {
     expect(next({ cron: '30 2 * * *', tz: SYDNEY }, '2026-04-03T12:00:00Z', 3)).toEqual([
       '2026-04-03T15:30:00Z', // 02:30 AEDT on the 4th
@@ -108,6 +122,55 @@ describe('fall back: a local time that happens twice fires once, the first time'
       '2026-04-05T16:30:00Z', // 02:30 AEST on the 6th
     ]);
   });
+});
+
+describe('forward and backward agree, in any zone, across 2026', () => {
+  const crons = ['* * * * *', '*/30 * * * *', '30 2 * * *', '0 1 * * 0', '15 */2 * * *', '*/20 * * * * *', '0 0 1 * *'];
+  // Lord Howe Island's half-hour changes are left to a test of their own: cron-parser fails next to them.
+  const zones = ['UTC', NEW_YORK, SYDNEY, 'Europe/Berlin', 'America/Santiago', 'Asia/Kolkata', 'Europe/London'];
+  const instant = fc.integer({ min: at('2026-01-01T00:00:00Z'), max: at('2026-12-31T00:00:00Z') });
+
+  test('the next fire time exists, and looking back from it finds it as the latest', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...crons), fc.constantFrom(...zones), instant, (cron, tz, fromMs) => {
+        const spec = { cron, tz };
+        const [first, second] = fireTimesAfter(spec, fromMs, 2);
+        expect(first).toBeGreaterThan(fromMs);
+        expect(second).toBeGreaterThan(first!);
+        expect(latestFireTimes(spec, fromMs + 1, second!, 2)).toEqual([first, second]);
+      }),
+      { numRuns: 150 },
+    );
+  }, 30_000);
+
+  /** Each zone's 2026 offset changes, to the hour. */
+  const changes = zones.flatMap((tz) => {
+    const zone = IANAZone.create(tz);
+    const found: { tz: string; atMs: number }[] = [];
+    for (let hourMs = at('2026-01-01T00:00:00Z'); hourMs < at('2027-01-01T00:00:00Z'); hourMs += 3_600_000) {
+      if (zone.offset(hourMs) !== zone.offset(hourMs + 3_600_000)) found.push({ tz, atMs: hourMs });
+    }
+    return found;
+  });
+
+  test('within three hours of every 2026 offset change, too', () => {
+    expect(changes.length).toBeGreaterThanOrEqual(10);
+    fc.assert(
+      fc.property(fc.constantFrom(...crons), fc.constantFrom(...changes), fc.integer({ min: -3 * 3_600_000, max: 3 * 3_600_000 }), (cron, change, aroundMs) => {
+        const spec = { cron, tz: change.tz };
+        const fromMs = change.atMs + aroundMs;
+        const [first, second] = fireTimesAfter(spec, fromMs, 2);
+        expect(first).toBeGreaterThan(fromMs);
+        expect(second).toBeGreaterThan(first!);
+        expect(latestFireTimes(spec, fromMs + 1, second!, 2)).toEqual([first, second]);
+      }),
+      { numRuns: 200 },
+    );
+  }, 30_000);
+});
+
+test('next to a change the cron library fails on (Lord Howe Island, 2026-04-05), a schedule goes on rather than end', () => {
+  expect(next({ cron: '0 1 * * 0', tz: 'Australia/Lord_Howe' }, '2026-04-04T14:00:00Z', 1)).toEqual(['2026-04-11T14:30:00Z']);
 });
 
 describe('validation', () => {
