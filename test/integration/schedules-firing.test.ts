@@ -110,6 +110,29 @@ describe('firing', () => {
   });
 });
 
+describe('racing an operator', () => {
+  test("a PUT that lands between a poller's read and its move is kept; the poller's move changes nothing", async () => {
+    const { ctx, clock } = queue();
+    const report = await defineType(ctx, 'report');
+    await schedule(ctx, 'tick', report, { cron: '* * * * *' });
+    const poller = asFunction(ctx, 'poller');
+    let operatorWrote = false;
+    const send = async (command: unknown) => {
+      if (!operatorWrote && command instanceof PutCommand && String(command.input.Item?.pk).startsWith(PARTITION_PREFIX.schedule)) {
+        operatorWrote = true;
+        await schedule(ctx, 'tick', report, { cron: '0 * * * *' });
+      }
+      return poller.db.send(command as PutCommand);
+    };
+    clock.set(T0 + 60_000);
+    const fired = await fireDueSchedules({ ...poller, db: { send } as unknown as QueueContext['db'] }, [report]);
+    expect(fired).toMatchObject({ made: 1, lostRaces: 1 });
+    const after = await requireSchedule(ctx, 'tick');
+    expect(after.cron).toBe('0 * * * *');
+    expect(after.nextFireAtMs).toBe(T0 + 3_600_000);
+  });
+});
+
 describe('pause and resume', () => {
   test('a paused schedule makes no jobs; resumed with catch_up latest it makes one, for the latest missed time', async () => {
     const { ctx, clock } = queue();
