@@ -40,6 +40,13 @@ export function clock(ms: number): string {
   return new Date(ms).toLocaleTimeString(undefined, { hour12: false, hour: '2-digit', minute: '2-digit' });
 }
 
+/** What a schedule's last fire came to: its job's status, why it made none, or nothing yet. */
+export function lastFireOutcome(lastFire: { job_status?: string | null; skipped?: string | null } | null | undefined): string {
+  if (!lastFire) return ABSENT;
+  if (lastFire.skipped) return `skipped: ${lastFire.skipped}`;
+  return lastFire.job_status ? lastFire.job_status.replace('_', ' ') : 'job gone';
+}
+
 /** Job data is any JSON: shown as indented JSON text, never as markup. */
 export function json(value: unknown): string {
   return value === undefined ? ABSENT : JSON.stringify(value, null, 2);

@@ -8,6 +8,7 @@ import { h, routeLink } from './dom.js';
 import { assessHealth } from './health.js';
 import { jobsView, jobView } from './jobs.js';
 import { describe, overviewView } from './overview.js';
+import { schedulesView } from './schedules.js';
 
 const KEY_STORAGE = 'djq.api-key';
 /** Stats cost reads per job type and shard on every call (README, "Dashboard"): every 5 s, and only while the tab is seen. */
@@ -138,12 +139,13 @@ function startDashboard(key: string): void {
     const [name, first, second] = location.hash.replace(/^#\/?/, '').split('/').map((segment) => safeDecode(segment));
     if (name === 'jobs') view = jobsView(context, first || undefined, second || 'failed');
     else if (name === 'job' && first && second) view = jobView(context, first, second);
+    else if (name === 'schedules') view = schedulesView(context);
     else view = overviewView(context);
     main.replaceChildren(view.element);
     for (const link of nav.querySelectorAll('a')) link.toggleAttribute('aria-current', link.getAttribute('href') === `#/${name ?? ''}`);
   };
 
-  const nav = h('nav', { class: 'tabs' }, routeLink('Queues', ''), routeLink('Jobs', 'jobs'));
+  const nav = h('nav', { class: 'tabs' }, routeLink('Queues', ''), routeLink('Jobs', 'jobs'), routeLink('Schedules', 'schedules'));
   const header = h(
     'header',
     {},

@@ -12,14 +12,15 @@ import type { QueueFunctionName, TableGrants } from './queue-function.js';
 export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   api: {
     items: {
-      GetItem: ['job', 'jobType', 'correlation', 'cursor'],
+      GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule'],
       // A correlated enqueue writes the job and its CORR pointer in one transaction; a far run_after records its bucket.
-      PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory'],
+      // Schedules are written whole, over the revision read.
+      PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory', 'schedule'],
       // Callbacks end attempts (and give back a type's slots); key revocation; the metrics history.
       UpdateItem: ['job', 'jobType', 'apiKey', 'metrics'],
-      // The correlation callback drops the pointer of the job it finished.
-      DeleteItem: ['correlation'],
-      BatchGetItem: ['job', 'jobType', 'apiKey', 'roster'],
+      // The correlation callback drops the pointer of the job it finished; a schedule is deleted.
+      DeleteItem: ['correlation', 'schedule'],
+      BatchGetItem: ['job', 'jobType', 'apiKey', 'roster', 'schedule'],
       // Stats and listings look ahead through the bucket directory; the dashboard reads the metrics history.
       Query: ['directory', 'metrics'],
     },
@@ -31,9 +32,11 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   },
   poller: {
     items: {
-      GetItem: ['job', 'cursor'],
-      // A claim whose visibility timeout ends beyond the next bucket records that bucket first.
-      PutItem: ['directory'],
+      // A due schedule is read before it fires; overlap "skip" reads its previous job.
+      GetItem: ['job', 'cursor', 'schedule'],
+      // A claim whose visibility timeout ends beyond the next bucket records that bucket first. A schedule's fire
+      // enqueues its job and moves the schedule, written whole over the revision read, to its next fire time.
+      PutItem: ['directory', 'job', 'schedule'],
       UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster'],
       BatchGetItem: ['jobType'],
     },

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { KEY_ID_PATTERN } from '../../lib/domain/api-key.js';
 import { CORRELATION_KEY_PATTERN, JOB_ID_PATTERN } from '../../lib/domain/job.js';
 import { JOB_TYPE_NAME_PATTERN } from '../../lib/domain/job-type.js';
+import { SCHEDULE_NAME_PATTERN } from '../../lib/domain/schedule.js';
 import { apiErrorSchema } from '../../lib/wire/api-errors.js';
 import type { Access } from './access.js';
 import { OPERATIONS, type Operation } from './operations.js';
@@ -14,9 +15,10 @@ export const API_VERSION = '0.1.0';
 
 type JsonSchema = Record<string, unknown>;
 
-/** Each path parameter's pattern, as the routes check it; `/v1/keys/{id}` names a key, not a job. */
+/** Each path parameter's pattern, as the routes check it; `/v1/keys/{id}` names a key and `/v1/schedules/{name}` a schedule. */
 function parameterPattern(path: string, name: string): RegExp {
   if (path.startsWith('/v1/keys/')) return KEY_ID_PATTERN;
+  if (path.startsWith('/v1/schedules/')) return SCHEDULE_NAME_PATTERN;
   switch (name) {
     case 'type':
     case 'name':

@@ -7,6 +7,7 @@ import { apiKeyInputSchema } from '../../lib/wire/api-keys.js';
 import { batchDocumentSchema, callbackSchema, heartbeatSchema, jobberQueueSchema, listJobsQuerySchema, metricsQuerySchema } from '../../lib/wire/api-requests.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { jobInputSchema } from '../../lib/wire/jobs.js';
+import { listSchedulesQuerySchema, scheduleInputSchema } from '../../lib/wire/schedules.js';
 import { ADMIN, PUBLIC, typeScope, type Access } from './access.js';
 
 export type Method = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
@@ -26,6 +27,8 @@ export interface Operation {
 }
 
 const READ_ANY: Access = { kind: 'any_type', action: 'read' };
+/** A schedule's type is in its body or item: the routes check schedule:<type> or read:<type> themselves. */
+const SCHEDULE_ANY: Access = { kind: 'any_type', action: 'schedule' };
 
 /** In the order the router matches them: a literal segment before a `{name}` in the same place. */
 export const OPERATIONS = [
@@ -52,6 +55,12 @@ export const OPERATIONS = [
   { method: 'POST', path: '/v1/keys', access: ADMIN, route: 'createKey', summary: 'Create an API key (the key is shown once)', statuses: [201], body: apiKeyInputSchema },
   { method: 'GET', path: '/v1/keys', access: ADMIN, route: 'listKeys', summary: 'List API keys (never the keys themselves)', statuses: [200] },
   { method: 'DELETE', path: '/v1/keys/{id}', access: ADMIN, route: 'revokeKey', summary: 'Revoke an API key', statuses: [200] },
+  { method: 'GET', path: '/v1/schedules', access: READ_ANY, route: 'listSchedules', summary: 'The schedules of types the key may read, by next fire time', statuses: [200], query: listSchedulesQuerySchema },
+  { method: 'PUT', path: '/v1/schedules/{name}', access: SCHEDULE_ANY, route: 'putSchedule', summary: 'Create or replace a recurring schedule (idempotent)', statuses: [201, 200], body: scheduleInputSchema },
+  { method: 'GET', path: '/v1/schedules/{name}', access: READ_ANY, route: 'getSchedule', summary: 'One schedule with its next fire times and last fire', statuses: [200] },
+  { method: 'DELETE', path: '/v1/schedules/{name}', access: SCHEDULE_ANY, route: 'deleteSchedule', summary: 'Delete a schedule (its jobs stay)', statuses: [200] },
+  { method: 'POST', path: '/v1/schedules/{name}/pause', access: SCHEDULE_ANY, route: 'pauseSchedule', summary: 'Stop firing the schedule', statuses: [200] },
+  { method: 'POST', path: '/v1/schedules/{name}/resume', access: SCHEDULE_ANY, route: 'resumeSchedule', summary: 'Fire the schedule again, catching up as it says', statuses: [200] },
 ] as const satisfies readonly Operation[];
 
 /** The names createRoutes must serve. */

@@ -87,6 +87,14 @@ export function createPollerHandler(deps: PollerDeps) {
           roster.beat();
           history.flushIfDue();
         },
+        // Named per schedule, so an operator sees which schedule made (or skipped) what.
+        onSchedulesFired: ({ bySchedule, lostRaces }) => {
+          for (const { schedule, made, skipped } of bySchedule) {
+            metrics.count('ScheduledJobs', made, { Schedule: schedule });
+            if (skipped > 0) metrics.count('ScheduleFiresSkipped', skipped, { Schedule: schedule });
+          }
+          if (bySchedule.length > 0) log('info', 'schedules fired', { bySchedule, lostRaces });
+        },
         onError: (error) => {
           roster.beat();
           history.flushIfDue();

@@ -10,6 +10,7 @@
  * thrown as the classes of `errors.ts`.
  */
 import { ConflictError } from './errors.js';
+import { scheduleMethods, type ScheduleMethods } from './schedules.js';
 import { createRequester, type Call, type ClientOptions } from './transport.js';
 import type {
   BatchResult,
@@ -38,7 +39,7 @@ export interface ListOptions {
   cursor?: string | null;
 }
 
-export interface QueueClient {
+export interface QueueClient extends ScheduleMethods {
   /** `PUT /v1/job-types/{name}`: creates or replaces a job type. Retried. */
   defineType(name: string, body: JobTypeBody): Promise<JobType>;
   getType(name: string): Promise<JobType>;
@@ -153,6 +154,7 @@ export function createClient(options: ClientOptions): QueueClient {
     resume: (type) => request({ method: 'POST', path: ['v1', 'job-types', type, 'resume'], idempotent: true }),
     stats: () => request({ method: 'GET', path: ['v1', 'stats'], idempotent: true }),
     metrics: ({ minutes } = {}) => request({ method: 'GET', path: ['v1', 'metrics'], query: { minutes }, idempotent: true }),
+    ...scheduleMethods(request),
   };
   return client;
 }

@@ -144,6 +144,8 @@ export interface Job {
   time_windows: TimeWindow[] | null;
   throttle_key: string | null;
   correlation_key: string | null;
+  /** The schedule that made the job, or null. */
+  schedule: string | null;
   created_at: string | null;
   updated_at: string | null;
   finished_at: string | null;
@@ -232,4 +234,52 @@ export interface FailBody {
   error?: { class?: string | undefined; message?: string | undefined; trace?: string | undefined } | undefined;
   /** false: no further attempt, whatever attempts remain. */
   retryable?: boolean | undefined;
+}
+
+/** A recurring schedule's body: `PUT /v1/schedules/{name}`. */
+export interface ScheduleBody {
+  /** Five fields (minute first) or six (second first), e.g. `0 5 * * 1-5`. */
+  cron: string;
+  /** An IANA zone. @default "UTC" */
+  tz?: string | undefined;
+  job_type: string;
+  data?: Json | undefined;
+  priority?: number | undefined;
+  weight?: number | undefined;
+  throttle_key?: string | null | undefined;
+  /** `skip`: a fire while the previous fire's job is unfinished makes no job. @default "allow" */
+  overlap?: 'allow' | 'skip' | undefined;
+  /** After missed fire times: one job for the latest, each (at most 100, the latest), or none. @default "latest" */
+  catch_up?: 'latest' | 'all' | 'none' | undefined;
+  start_at?: Date | string | null | undefined;
+  end_at?: Date | string | null | undefined;
+}
+
+export interface Schedule {
+  name: string;
+  cron: string;
+  tz: string;
+  job_type: string;
+  data: Json;
+  priority: number;
+  weight: number;
+  throttle_key: string | null;
+  overlap: 'allow' | 'skip';
+  catch_up: 'latest' | 'all' | 'none';
+  start_at: string | null;
+  end_at: string | null;
+  paused: boolean;
+  /** null once end_at has passed every fire time. */
+  next_fire_at: string | null;
+  /** The next few fire times (single schedules, not listings). */
+  next_fires?: string[];
+  /** The last fire time: the job it made (`job_id`) and its status now, or why it made none (`skipped`). */
+  last_fire: { fire_at: string; fired_at: string; job_id: string | null; skipped: string | null; job_status: JobStatus | null } | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SchedulePage {
+  schedules: Schedule[];
+  next_cursor: string | null;
 }

@@ -8,9 +8,12 @@
  */
 import { JOB_TYPE_NAME_PATTERN } from './job-type.js';
 
-export const SCOPE_ACTIONS = ['enqueue', 'read', 'callback'] as const;
+export const SCOPE_ACTIONS = ['enqueue', 'read', 'callback', 'schedule'] as const;
 export type ScopeAction = (typeof SCOPE_ACTIONS)[number];
-/** `admin` covers job types, keys and every job; the others cover one job type, or every type with `*`. */
+/**
+ * `admin` covers job types, keys and every job; the others cover one job type, or every type with `*`:
+ * `schedule:<type>` manages the schedules that make jobs of that type.
+ */
 export type Scope = 'admin' | `${ScopeAction}:${string}`;
 
 const TYPED_SCOPE_PATTERN = new RegExp(`^(?:${SCOPE_ACTIONS.join('|')}):(?:\\*|${JOB_TYPE_NAME_PATTERN.source.slice(1, -1)})$`);

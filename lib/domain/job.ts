@@ -59,6 +59,8 @@ interface JobChoices {
   timeWindows?: TimeWindow[];
   /** Unique among jobs that are not terminal; a `CORR#<key>` item points at the job holding it. */
   correlationKey?: string;
+  /** The schedule that made the job, at one of its fire times; absent on every other job, so they cost nothing more. */
+  schedule?: string;
 }
 
 /** A job as stored: the source of truth for its status, data, attempts and history. */
@@ -100,7 +102,8 @@ export const MAX_RESULT_BYTES = 64 * 1024;
 export const MAX_TRACE_CHARS = 2_000;
 export const MAX_ERROR_MESSAGE_CHARS = 1_000;
 
-export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+/** `@` too: a schedule's jobs are `<schedule>@<fire time>`. */
+export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$/;
 /**
  * Correlation keys travel as a path segment of `POST /v1/callbacks/{key}`, so
  * only characters that need no URL encoding and survive every proxy are allowed.

@@ -23,6 +23,8 @@ export interface LifecycleEvent {
   status: JobStatus;
   atMs: number;
   error?: AttemptError;
+  /** The schedule that made the job, when one did. */
+  schedule?: string;
 }
 
 /** Where lifecycle events go. `publish` never rejects: an implementation reports its own delivery failures. */
@@ -50,9 +52,11 @@ export function createMemoryPublisher(
   };
 }
 
+const scheduleOf = (job: Job): { schedule?: string } => (job.schedule !== undefined ? { schedule: job.schedule } : {});
+
 /** The events for an attempt that ended as `ending` and moved the job (now `after`) to `next`. */
 export function eventsForEndedAttempt(after: Job, ending: AttemptEnding, next: NextState): LifecycleEvent[] {
-  const base = { type: after.type, id: after.id, attempt: after.attempt, status: after.status, atMs: after.updatedAtMs };
+  const base = { type: after.type, id: after.id, attempt: after.attempt, status: after.status, atMs: after.updatedAtMs, ...scheduleOf(after) };
   if (ending.outcome === 'succeeded') return [{ ...base, name: 'job.succeeded', outcome: 'succeeded' }];
   if (ending.outcome === 'expired') return [{ ...base, name: 'job.expired', outcome: 'expired' }];
   const failed: LifecycleEvent = { ...base, name: 'job.failed', outcome: next.outcome, error: ending.failure.error };
@@ -71,5 +75,6 @@ export function eventForUnstartedJob(job: Job, name: 'job.cancelled' | 'job.expi
     outcome: name === 'job.cancelled' ? 'cancelled' : 'expired',
     status: job.status,
     atMs: job.updatedAtMs,
+    ...scheduleOf(job),
   };
 }

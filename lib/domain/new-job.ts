@@ -31,6 +31,7 @@ function requestHashOf(input: JobInput): string {
     ...(input.timeWindows ? { timeWindows: input.timeWindows } : {}),
     // Only when given, so the hashes of jobs stored before correlation keys existed stay the same.
     ...(input.correlationKey !== undefined ? { correlationKey: input.correlationKey } : {}),
+    ...(input.schedule !== undefined ? { schedule: input.schedule } : {}),
   });
   return createHash('sha256').update(normalised ?? '').digest('base64url');
 }
@@ -89,6 +90,7 @@ export function newJob(jobType: JobType, id: string, input: JobInput, nowMs: num
     ...(throttleKey !== undefined ? { throttleKey } : {}),
     ...(input.timeWindows ? { timeWindows: input.timeWindows } : {}),
     ...(input.correlationKey !== undefined ? { correlationKey: input.correlationKey } : {}),
+    ...(input.schedule !== undefined ? { schedule: input.schedule } : {}),
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     history: [],

@@ -9,6 +9,7 @@ import type { QueueSettings } from './context.js';
 import { abortableSleep } from '../domain/sleep.js';
 import type { WorkerInvoker } from './batcher.js';
 import type { QueueContext } from './context.js';
+import { fireDueSchedules, type FireResult } from './fire-schedules.js';
 import { JOB_TYPES_REFRESH_MS, listJobTypes } from './job-types.js';
 import { emptyPollResult, pollOnce, type CursorCache, type PollResult, type RecentClaims } from './poll-once.js';
 import type { RateBucketCache } from './rate-limit.js';
@@ -25,6 +26,12 @@ export interface PollerLoopOptions {
   signal?: AbortSignal;
   onPoll?: (result: PollResult) => void;
   onError?: (error: unknown) => void;
+  /**
+   * Fire due schedules (every SCHEDULE_CHECK_MS) as well. @default true for a poller of shard 0 (or of every
+   * shard): one partition of pollers is enough, and the others pay nothing for schedules.
+   */
+  fireSchedules?: boolean;
+  onSchedulesFired?: (result: FireResult) => void;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
@@ -38,6 +45,9 @@ export function nextPollIntervalMs(settings: Pick<QueueSettings, 'pollIntervalMs
   if (arrivals === 0) return pollIntervalMs;
   return Math.min(pollIntervalMs, Math.max(Math.min(settings.minPollIntervalMs, pollIntervalMs), Math.floor(sinceLastRoundMs / arrivals)));
 }
+
+/** How often a poller that fires schedules looks for due ones: a schedule fires at most this late (plus a poll). */
+export const SCHEDULE_CHECK_MS = 1_000;
 
 /**
  * Paces the loop by rounds: the polls that follow one another at once while lanes are saturated, then a wait.
@@ -96,12 +106,19 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   const totals = emptyPollResult();
   let jobTypes: JobType[] = [];
   let jobTypesReadAtMs = -Infinity;
+  const firesSchedules = options.fireSchedules ?? (!options.shards || options.shards.includes(0));
+  let schedulesCheckedAtMs = -Infinity;
   do {
     const pollStartedAtMs = ctx.nowMs();
     try {
       if (ctx.nowMs() - jobTypesReadAtMs >= refreshMs) {
         jobTypes = await listJobTypes(ctx);
         jobTypesReadAtMs = ctx.nowMs();
+      }
+      if (firesSchedules && ctx.nowMs() - schedulesCheckedAtMs >= SCHEDULE_CHECK_MS) {
+        schedulesCheckedAtMs = ctx.nowMs();
+        // Apart from the poll: a schedule that fails to fire is reported and tried again, and jobs are still claimed.
+        await fireDueSchedules(ctx, jobTypes).then(options.onSchedulesFired, options.onError);
       }
       const result = await pollOnce(ctx, {
         jobTypes,

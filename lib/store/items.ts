@@ -1,6 +1,7 @@
 /** Converting between stored items and domain objects: the key attributes stay in the store layer. */
 import type { Job } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
+import type { Schedule } from '../domain/schedule.js';
 import type { Item } from './send.js';
 
 const STORE_ONLY_ATTRIBUTES = ['pk', 'sk', 'gsi1pk', 'gsi1sk', 'purgeAtS'] as const;
@@ -41,4 +42,15 @@ const JOB_TYPE_DEFAULTS: Pick<JobType, 'paused' | 'rateLimitPerS' | 'priorityOrd
 
 export function itemToJobType(item: Item): JobType {
   return { ...JOB_TYPE_DEFAULTS, ...withoutStoreAttributes(item) } as unknown as JobType;
+}
+
+/** A schedule's `data` is stored as JSON text, as a job's is. */
+export function scheduleToItem(schedule: Schedule): Item {
+  const { data, ...rest } = schedule;
+  return { ...rest, dataJson: JSON.stringify(data ?? null) };
+}
+
+export function itemToSchedule(item: Item): Schedule {
+  const { dataJson, ...rest } = withoutStoreAttributes(item);
+  return { ...rest, data: typeof dataJson === 'string' ? JSON.parse(dataJson) : null } as unknown as Schedule;
 }

@@ -53,6 +53,7 @@ export const PARTITION_PREFIX = {
   cursor: 'CURSOR#',
   correlation: 'CORR#',
   directory: 'DIR#',
+  schedule: 'SCHED#',
 } as const;
 
 export type PartitionFamily = keyof typeof PARTITION_PREFIX;
@@ -229,6 +230,21 @@ export function parseCounterSortKey(sk: string): { type: true } | { key: string 
 /** A type's token bucket for `rate_limit_per_s`. */
 export function rateBucketKey(type: string): ItemKey {
   return { pk: `${PARTITION_PREFIX.jobType}${type}`, sk: 'RATE' };
+}
+
+export function scheduleKey(name: string): ItemKey {
+  return { pk: `${PARTITION_PREFIX.schedule}${name}`, sk: 'SCHEDULE' };
+}
+
+/**
+ * Schedules sit in one due-index partition sorted by next fire time, so a poller finds the due ones with one
+ * query, never a scan. Paused and ended schedules sort after every time (letters after digits): listed, never due.
+ */
+export const SCHEDULES_PARTITION = 'SCHEDULES';
+
+export function scheduleIndexKeys(name: string, nextFireAtMs: number | null, paused: boolean): IndexKey {
+  const sortKey = paused ? `PAUSED#${name}` : nextFireAtMs === null ? `ENDED#${name}` : `${padEpochMs(nextFireAtMs)}#${name}`;
+  return { gsi1pk: SCHEDULES_PARTITION, gsi1sk: sortKey };
 }
 
 export function parseMetricsMinuteSortKey(sk: string): number {

@@ -5,7 +5,7 @@ import { isoOrNull } from './parse.js';
 import { jsonValueSchema, THROTTLE_KEY_PATTERN, timeWindowsSchema } from './fields.js';
 
 /** Epoch milliseconds before 1970 would be negative, and sort keys pad them as non-negative. */
-const isoWithOffset = z.iso
+export const isoWithOffset = z.iso
   .datetime({ offset: true, message: 'must be an ISO 8601 date-time with an offset' })
   .refine((text) => Date.parse(text) >= 0, 'must not be before 1970-01-01T00:00:00Z');
 
@@ -71,6 +71,7 @@ export function jobToApi(job: Job): Record<string, unknown> {
     time_windows: job.timeWindows ?? null,
     throttle_key: job.throttleKey ?? null,
     correlation_key: job.correlationKey ?? null,
+    schedule: job.schedule ?? null,
     created_at: isoOrNull(job.createdAtMs),
     updated_at: isoOrNull(job.updatedAtMs),
     finished_at: isoOrNull(job.finishedAtMs),

@@ -11,5 +11,6 @@ export function lifecycleEventDetail(event: LifecycleEvent): Record<string, unkn
     status: event.status,
     at: new Date(event.atMs).toISOString(),
     error: event.error ?? null,
+    ...(event.schedule !== undefined ? { schedule: event.schedule } : {}),
   };
 }

@@ -181,3 +181,20 @@ test('pause stops a type taking jobs and resume drains it, from the queues table
   await cell('pausable', 'due').filter({ hasText: /^0$/ }).waitFor({ timeout: SEEN_WITHIN_MS });
   expect((await waitForStatus(runtime, '/v1/jobs/pausable/p1', 'succeeded', SEEN_WITHIN_MS)).status).toBe('succeeded');
 });
+
+test('the schedules tab shows a schedule firing every second with its last job outcome, and pauses and resumes it', async () => {
+  await call(runtime, 'PUT', '/v1/job-types/ticking', { target: { kind: 'handler', name: 'echo' } });
+  expect((await call(runtime, 'PUT', '/v1/schedules/every-second', { cron: '* * * * * *', job_type: 'ticking' })).status).toBe(201);
+  try {
+    await signIn(runtime.token);
+    await page.getByRole('link', { name: 'Schedules' }).click();
+    const row = page.locator('tr[data-schedule="every-second"]');
+    await row.locator('td[data-field="outcome"]').filter({ hasText: 'succeeded' }).waitFor({ timeout: SEEN_WITHIN_MS });
+    await row.getByRole('button', { name: 'Pause' }).click();
+    await row.locator('td[data-field="next_fire"]').filter({ hasText: 'paused' }).waitFor({ timeout: SEEN_WITHIN_MS });
+    await row.getByRole('button', { name: 'Resume' }).click();
+    await row.getByRole('button', { name: 'Pause' }).waitFor({ timeout: SEEN_WITHIN_MS });
+  } finally {
+    await call(runtime, 'DELETE', '/v1/schedules/every-second');
+  }
+});

@@ -1,9 +1,12 @@
 /**
  * Model-based: fast-check drives random interleavings of enqueue, claim, run
- * (success or failure), stale callback, cancel, replay, clock steps, sweeps and
- * worker crashes against the store on DynamoDB Local, and checks the invariants
- * of DESIGN §4 after every step.
+ * (success or failure), stale callback, cancel, replay, clock steps, sweeps,
+ * worker crashes, and a schedule's fires (pollers dying mid-fire, pauses and
+ * resumes) against the store on DynamoDB Local, and checks the invariants of
+ * DESIGN §4 after every step: for the schedule, one job per fire time, every
+ * time fired so far made.
  */
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import { completeFromCallback } from '../../lib/queue/callbacks.js';
@@ -21,6 +24,12 @@ import { pollOnce } from '../../lib/queue/poll-once.js';
 import type { WorkerBatch } from '../../lib/queue/batcher.js';
 import { runClaimedJob } from '../../lib/queue/worker.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { fireDueSchedules } from '../../lib/queue/fire-schedules.js';
+import { putSchedule, setSchedulePaused } from '../../lib/queue/schedules.js';
+import { PARTITION_PREFIX } from '../../lib/store/keys.js';
+import { scheduleDefinitionFromInput, scheduleInputSchema } from '../../lib/wire/schedules.js';
+import { tableItems } from '../support/api.js';
 import { scaled } from './scale.js';
 
 const TYPES = ['alo', 'amo'] as const;
@@ -33,11 +42,48 @@ interface Real {
   held: Map<string, Job>;
   /** Handler starts per job, and the clock at each start. */
   starts: Map<string, number[]>;
+  /** When the schedule was made. */
+  startMs: number;
 }
 
 interface Model {
   /** Every job the store accepted, by key, with the terminal status once it has one. */
   accepted: Map<string, { type: TypeName; id: string; terminal?: JobStatus }>;
+  /** The schedule (every minute, catch_up all): paused or not, and the clock of its last fire that completed unpaused. */
+  schedule: { paused: boolean; firedUpToMs: number };
+}
+
+const SCHEDULE = 'tick';
+const MINUTE_MS = 60_000;
+
+/** The ids of the jobs the schedule must have made by `upToMs`: one per minute since the queue began. */
+function scheduledIdsUpTo(startMs: number, upToMs: number): string[] {
+  const ids: string[] = [];
+  for (let atMs = Math.floor(startMs / MINUTE_MS) * MINUTE_MS + MINUTE_MS; atMs <= upToMs; atMs += MINUTE_MS) {
+    ids.push(`${SCHEDULE}@${new Date(atMs).toISOString().replace('.000Z', 'Z')}`);
+  }
+  return ids;
+}
+
+/** The poller's context, killed as it writes a schedule: after the jobs of its fires were enqueued, before the schedule moved on. */
+function dyingBeforeAdvance(ctx: QueueContext): QueueContext {
+  const send = (command: unknown) =>
+    command instanceof PutCommand && String(command.input.Item?.pk).startsWith(PARTITION_PREFIX.schedule)
+      ? Promise.reject(new Error('the poller was killed'))
+      : ctx.db.send(command as PutCommand);
+  return { ...ctx, db: { send } as unknown as QueueContext['db'] };
+}
+
+/** One job per fire time, all of them fire times, every time fired so far made; the schedule's jobs join the model. */
+async function checkSchedule(model: Model, real: Real): Promise<void> {
+  const made = (await tableItems(real.queue))
+    .filter((item) => String(item.pk).startsWith(PARTITION_PREFIX.job) && item.schedule === SCHEDULE)
+    .map((item) => String(item.id))
+    .sort();
+  const possible = new Set(scheduledIdsUpTo(real.startMs, real.queue.clock.nowMs()));
+  for (const id of made) expect(possible.has(id), `${id} is no fire time so far`).toBe(true);
+  expect(made, 'times fired so far made').toEqual(expect.arrayContaining(scheduledIdsUpTo(real.startMs, model.schedule.firedUpToMs)));
+  for (const id of made) if (!model.accepted.has(keyOf('alo', id))) model.accepted.set(keyOf('alo', id), { type: 'alo', id });
 }
 
 const keyOf = (type: string, id: string) => `${type}/${id}`;
@@ -78,6 +124,7 @@ const command = (name: string, run: (model: Model, real: Real) => Promise<void>)
   check: () => true,
   run: async (model, real) => {
     await run(model, real);
+    await checkSchedule(model, real);
     await checkInvariants(model, real);
   },
   toString: () => name,
@@ -173,6 +220,24 @@ const allCommands = [
       real.held.clear();
     }),
   ),
+  fc.constant(
+    command('fire due schedules', async (model, real) => {
+      await fireDueSchedules(real.queue.as('poller'), Object.values(real.types));
+      if (!model.schedule.paused) model.schedule.firedUpToMs = real.queue.clock.nowMs();
+    }),
+  ),
+  fc.constant(
+    command('fire due schedules twice at once, one poller killed before it moves the schedule', async (_model, real) => {
+      const poller = real.queue.as('poller');
+      await Promise.allSettled([fireDueSchedules(poller, Object.values(real.types)), fireDueSchedules(dyingBeforeAdvance(poller), Object.values(real.types))]);
+    }),
+  ),
+  fc.boolean().map((paused) =>
+    command(`${paused ? 'pause' : 'resume'} the schedule`, async (model, real) => {
+      await setSchedulePaused(real.queue.ctx, SCHEDULE, paused);
+      model.schedule.paused = paused;
+    }),
+  ),
 ];
 
 // Enqueue, poll and run are listed again so that most sequences carry jobs all the way to a start.
@@ -194,7 +259,16 @@ test('random interleavings of every operation keep the invariants of DESIGN §4'
           };
           types[name] = (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType;
         }
-        await fc.asyncModelRun(() => ({ model: { accepted: new Map() }, real: { queue, types, held: new Map(), starts: new Map() } }), cmds);
+        const body = scheduleInputSchema.parse({ cron: '* * * * *', job_type: 'alo', catch_up: 'all' });
+        await putSchedule(queue.ctx, SCHEDULE, scheduleDefinitionFromInput(body), types.alo);
+        const startMs = queue.clock.nowMs();
+        await fc.asyncModelRun(
+          () => ({
+            model: { accepted: new Map(), schedule: { paused: false, firedUpToMs: startMs } },
+            real: { queue, types, held: new Map(), starts: new Map(), startMs },
+          }),
+          cmds,
+        );
       } finally {
         await queue.drop();
       }

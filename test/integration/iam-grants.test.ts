@@ -3,7 +3,7 @@
  * ways. Every call below goes through the local IAM check, so a grant missing
  * from infra/ fails the step that needs it; and a tour through what each
  * function does (an operator, a producer with a key of its own, the poller,
- * the worker, callbacks, the dashboard's reads, the sweeper) must use every
+ * the worker, callbacks, the dashboard's reads, the sweeper, a schedule) must use every
  * grant each function has, so a grant the code does not need fails too.
  */
 import { createServer } from 'node:http';
@@ -156,6 +156,16 @@ describe('a tour of every function', () => {
     expect(invoker.batches.length).toBe(before + 1);
     advanceS(301);
     expect(await sweep()).toMatchObject({ requeued: 1 });
+  });
+
+  test('an operator schedules a job every minute; the poller fires it; the operator reads, lists and deletes the schedule', async () => {
+    expect((await operator.put('/v1/schedules/minutely', { cron: '* * * * *', job_type: 'plain' })).status).toBe(201);
+    advanceS(60);
+    await poll();
+    const shown = await operator.get('/v1/schedules/minutely');
+    expect(shown.body.last_fire.job_id).toMatch(/^minutely@/);
+    expect((await operator.get('/v1/schedules')).body.schedules).toHaveLength(1);
+    expect((await operator.delete('/v1/schedules/minutely')).status).toBe(200);
   });
 
   test('the operator revokes the producer key', async () => {

@@ -156,16 +156,20 @@ describe('least privilege', () => {
     expect(tableGrantsOf('api').items.Query).toEqual(['directory', 'metrics']);
   });
 
-  test('the poller, worker and sweeper may put bucket directory entries and no other item', () => {
-    for (const name of ['poller', 'worker', 'sweeper'] as const) expect(tableGrantsOf(name).items.PutItem).toEqual(['directory']);
+  test('the worker and sweeper may put bucket directory entries and no other item', () => {
+    for (const name of ['worker', 'sweeper'] as const) expect(tableGrantsOf(name).items.PutItem).toEqual(['directory']);
+  });
+
+  test('the poller may also put the jobs of schedules it fires, and the schedules it moves on', () => {
+    expect(tableGrantsOf('poller').items.PutItem).toEqual(['directory', 'job', 'schedule']);
   });
 
   test('the authorizer reads keys and records their last use, nothing more', () => {
     expect(tableGrantsOf('authorizer')).toEqual({ items: { GetItem: ['apiKey'], UpdateItem: ['apiKey'] }, queriesDueIndex: false });
   });
 
-  test('the api deletes correlation pointers and nothing else', () => {
-    expect(tableGrantsOf('api').items.DeleteItem).toEqual(['correlation']);
+  test('the api deletes correlation pointers and schedules, nothing else', () => {
+    expect(tableGrantsOf('api').items.DeleteItem).toEqual(['correlation', 'schedule']);
   });
 
   test('the poller may also invoke the worker and publish lifecycle events', () => {

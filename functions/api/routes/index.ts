@@ -8,6 +8,7 @@ import { jobRoutes } from './jobs.js';
 import { keyRoutes } from './keys.js';
 import { createJobTypeCache } from '../../../lib/queue/job-type-cache.js';
 import type { ApiDeps, Route } from './route.js';
+import { scheduleRoutes } from './schedules.js';
 import { statsRoutes } from './stats.js';
 
 export function createRoutes(apiDeps: ApiDeps) {
@@ -22,5 +23,6 @@ export function createRoutes(apiDeps: ApiDeps) {
     ...jobRoutes(deps),
     ...callbackRoutes(deps),
     ...keyRoutes(deps),
+    ...scheduleRoutes(deps),
   } satisfies Record<RouteName, Route>;
 }

@@ -1,0 +1,83 @@
+/**
+ * `/v1/schedules`: define, read, list, pause, resume and delete recurring schedules. A schedule's job type is
+ * in its body or its item, not its path: each route checks `schedule:<type>` (managing) or `read:<type>` itself.
+ */
+import { scopeAllows, type ScopeAction } from '../../../lib/domain/api-key.js';
+import { ForbiddenError } from '../../../lib/domain/errors.js';
+import { SCHEDULE_NAME_PATTERN, type Schedule } from '../../../lib/domain/schedule.js';
+import { deleteSchedule, getSchedule, lastJobStatuses, listSchedules, putSchedule, requireSchedule, setSchedulePaused } from '../../../lib/queue/schedules.js';
+import { parseWith } from '../../../lib/wire/parse.js';
+import {
+  listSchedulesQuerySchema,
+  scheduleDefinitionFromInput,
+  scheduleInputSchema,
+  scheduleToApi,
+  UPCOMING_FIRES_SHOWN,
+} from '../../../lib/wire/schedules.js';
+import type { Principal } from '../../shared/principal.js';
+import { json, type HttpEvent } from '../../shared/http.js';
+import { parseJsonBody, pathParam } from '../http.js';
+import type { Route, RouteDeps } from './route.js';
+
+const scheduleName = (event: HttpEvent): string => pathParam(event, 'name', SCHEDULE_NAME_PATTERN);
+
+const allows = (principal: Principal | undefined, action: ScopeAction, type: string): boolean =>
+  principal?.kind === 'key' && scopeAllows(principal.scopes, action, type);
+
+function assertAllowed(principal: Principal | undefined, action: ScopeAction, type: string): void {
+  if (!allows(principal, action, type)) throw new ForbiddenError(`this route needs scope ${action}:${type}`);
+}
+
+/** The schedule as the API shows it, its last fire with the status of the job it made (null when it made none or the job is gone). */
+function withJobStatus(body: Record<string, unknown>, status: string | undefined): Record<string, unknown> {
+  const lastFire = body.last_fire as Record<string, unknown> | null;
+  return { ...body, last_fire: lastFire && { ...lastFire, job_status: status ?? null } };
+}
+
+export function scheduleRoutes({ ctx, jobTypes }: RouteDeps) {
+  /** The schedule, once the caller may `action` schedules of its type. */
+  const scheduleFor = async (event: HttpEvent, principal: Principal | undefined, action: ScopeAction): Promise<Schedule> => {
+    const schedule = await requireSchedule(ctx, scheduleName(event));
+    assertAllowed(principal, action, schedule.jobType);
+    return schedule;
+  };
+  return {
+    putSchedule: async (event, principal) => {
+      const name = scheduleName(event);
+      const body = parseWith(scheduleInputSchema, parseJsonBody(event));
+      assertAllowed(principal, 'schedule', body.job_type);
+      const definition = scheduleDefinitionFromInput(body);
+      const jobType = await jobTypes.require(definition.jobType);
+      // Moving a schedule to another type takes the scope of the type it leaves, too.
+      const existing = await getSchedule(ctx, name);
+      if (existing) assertAllowed(principal, 'schedule', existing.jobType);
+      const { schedule, created } = await putSchedule(ctx, name, definition, jobType);
+      return json(created ? 201 : 200, scheduleToApi(schedule, UPCOMING_FIRES_SHOWN));
+    },
+    listSchedules: async (event, principal) => {
+      const query = parseWith(listSchedulesQuerySchema, event.queryStringParameters ?? {});
+      const page = await listSchedules(ctx, { limit: query.limit, ...(query.cursor !== undefined ? { cursor: query.cursor } : {}) });
+      const readable = page.schedules.filter((schedule) => allows(principal, 'read', schedule.jobType));
+      const statuses = await lastJobStatuses(ctx, readable);
+      return json(200, { schedules: readable.map((schedule) => withJobStatus(scheduleToApi(schedule), statuses.get(schedule.name))), next_cursor: page.nextCursor ?? null });
+    },
+    getSchedule: async (event, principal) => {
+      const schedule = await scheduleFor(event, principal, 'read');
+      const statuses = await lastJobStatuses(ctx, [schedule]);
+      return json(200, withJobStatus(scheduleToApi(schedule, UPCOMING_FIRES_SHOWN), statuses.get(schedule.name)));
+    },
+    deleteSchedule: async (event, principal) => {
+      const schedule = await scheduleFor(event, principal, 'schedule');
+      await deleteSchedule(ctx, schedule.name);
+      return json(200, { name: schedule.name, deleted: true });
+    },
+    pauseSchedule: async (event, principal) => {
+      const schedule = await scheduleFor(event, principal, 'schedule');
+      return json(200, scheduleToApi(await setSchedulePaused(ctx, schedule.name, true), UPCOMING_FIRES_SHOWN));
+    },
+    resumeSchedule: async (event, principal) => {
+      const schedule = await scheduleFor(event, principal, 'schedule');
+      return json(200, scheduleToApi(await setSchedulePaused(ctx, schedule.name, false), UPCOMING_FIRES_SHOWN));
+    },
+  } satisfies Record<string, Route>;
+}

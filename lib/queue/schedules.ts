@@ -1,0 +1,112 @@
+/** Managing schedules: create or replace, read, list, pause, resume and delete. */
+import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
+import type { JobStatus } from '../domain/job.js';
+import type { JobType } from '../domain/job-type.js';
+import { newJob } from '../domain/new-job.js';
+import { firstFireOf, scheduledJobId, type Schedule, type ScheduleDefinition } from '../domain/schedule.js';
+import { pageOfSchedules, readSchedule, removeSchedule, writeSchedule, type SchedulePosition } from '../store/schedules.js';
+import { itemToJob } from '../store/items.js';
+import { jobKey } from '../store/keys.js';
+import { batchGetItems } from '../store/send.js';
+import type { QueueContext } from './context.js';
+import { scheduledJobInput } from './fire-schedules.js';
+
+export function getSchedule(ctx: QueueContext, name: string): Promise<Schedule | undefined> {
+  return readSchedule(ctx, name);
+}
+
+export async function requireSchedule(ctx: QueueContext, name: string): Promise<Schedule> {
+  const schedule = await readSchedule(ctx, name);
+  if (!schedule) throw new NotFoundError(`schedule "${name}" does not exist`);
+  return schedule;
+}
+
+/** A write that raced another write of the schedule (a poller firing it, another change) reads it again, at most this often. */
+const WRITE_TRIES = 5;
+
+/** Reads the schedule, changes it and writes it over the revision read, again while other writes come first. */
+async function changeSchedule(ctx: QueueContext, name: string, change: (existing: Schedule | undefined, nowMs: number) => Schedule): Promise<{ schedule: Schedule; existed: boolean }> {
+  for (let tries = 1; ; tries++) {
+    const existing = await readSchedule(ctx, name);
+    const schedule = change(existing, ctx.nowMs());
+    if (await writeSchedule(ctx, schedule, existing?.revision)) return { schedule, existed: existing !== undefined };
+    if (tries >= WRITE_TRIES) throw new ConflictError(`schedule "${name}" kept changing while it was written; try again`);
+  }
+}
+
+const sameTiming = (a: ScheduleDefinition, b: ScheduleDefinition): boolean =>
+  a.cron === b.cron && a.tz === b.tz && a.startAtMs === b.startAtMs && a.endAtMs === b.endAtMs;
+
+/**
+ * Creates or replaces a schedule of `jobType`; `created` tells which. A replacement with the same timing keeps
+ * its next fire time (a fire due now is not lost to a repeated PUT); new timing starts from now. A paused
+ * schedule stays paused. What it would enqueue is checked now against the type, so a fire never fails on it.
+ */
+export async function putSchedule(
+  ctx: QueueContext,
+  name: string,
+  definition: ScheduleDefinition,
+  jobType: JobType,
+): Promise<{ schedule: Schedule; created: boolean }> {
+  const nextFireAtMs = firstFireOf(definition, ctx.nowMs());
+  newJob(jobType, scheduledJobId(name, nextFireAtMs), scheduledJobInput({ ...definition, name }, nextFireAtMs), ctx.nowMs());
+  const { schedule, existed } = await changeSchedule(ctx, name, (existing, nowMs) => ({
+    ...definition,
+    name,
+    paused: existing?.paused ?? false,
+    nextFireAtMs: existing && sameTiming(existing, definition) ? existing.nextFireAtMs : firstFireOf(definition, nowMs),
+    ...(existing?.lastFire ? { lastFire: existing.lastFire } : {}),
+    ...(existing?.lastJobId !== undefined ? { lastJobId: existing.lastJobId } : {}),
+    revision: (existing?.revision ?? 0) + 1,
+    createdAtMs: existing?.createdAtMs ?? nowMs,
+    updatedAtMs: nowMs,
+  }));
+  return { schedule, created: !existed };
+}
+
+/**
+ * Pauses or resumes. A paused schedule leaves the index of due schedules and makes no job; resumed, its next
+ * fire time is where it stopped, so the next poll fires what it missed as its `catch_up` says.
+ */
+export async function setSchedulePaused(ctx: QueueContext, name: string, paused: boolean): Promise<Schedule> {
+  const { schedule } = await changeSchedule(ctx, name, (existing, nowMs) => {
+    if (!existing) throw new NotFoundError(`schedule "${name}" does not exist`);
+    return { ...existing, paused, revision: existing.revision + 1, updatedAtMs: nowMs };
+  });
+  return schedule;
+}
+
+export async function deleteSchedule(ctx: QueueContext, name: string): Promise<void> {
+  if (!(await removeSchedule(ctx, name))) throw new NotFoundError(`schedule "${name}" does not exist`);
+}
+
+function encodeCursor(position: SchedulePosition): string {
+  return Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): SchedulePosition {
+  try {
+    const position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<SchedulePosition> | null;
+    if (typeof position?.gsi1sk === 'string' && typeof position.name === 'string') return { gsi1sk: position.gsi1sk, name: position.name };
+  } catch {
+    // Reported below, as any other cursor this API did not return.
+  }
+  throw new ValidationError([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
+}
+
+/** A page of schedules, next to fire first (then ended, then paused ones), with a cursor to the next page. */
+export async function listSchedules(ctx: QueueContext, options: { limit: number; cursor?: string }): Promise<{ schedules: Schedule[]; nextCursor?: string }> {
+  const page = await pageOfSchedules(ctx, options.limit, options.cursor !== undefined ? decodeCursor(options.cursor) : undefined);
+  return { schedules: page.schedules, ...(page.last ? { nextCursor: encodeCursor(page.last) } : {}) };
+}
+
+/** The status of the job each schedule's last fire made, by schedule name (none for a schedule whose job is gone or that made none). */
+export async function lastJobStatuses(ctx: QueueContext, schedules: readonly Schedule[]): Promise<Map<string, JobStatus>> {
+  const made = schedules.flatMap((schedule) => (schedule.lastFire?.jobId !== undefined ? [{ schedule: schedule.name, type: schedule.jobType, id: schedule.lastFire.jobId }] : []));
+  if (made.length === 0) return new Map();
+  const jobs = new Map((await batchGetItems(ctx, made.map(({ type, id }) => jobKey(type, id)))).map(itemToJob).map((job) => [`${job.type}\u0000${job.id}`, job.status]));
+  return new Map(made.flatMap(({ schedule, type, id }) => {
+    const status = jobs.get(`${type}\u0000${id}`);
+    return status ? [[schedule, status] as const] : [];
+  }));
+}

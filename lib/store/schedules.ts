@@ -1,0 +1,82 @@
+/**
+ * Schedules in the table: one `SCHED#<name>` item each, written whole and
+ * only over the revision it was read at, and indexed by next fire time under
+ * the due index's `SCHEDULES` partition.
+ */
+import type { Schedule } from '../domain/schedule.js';
+import { itemToSchedule, scheduleToItem } from './items.js';
+import { DUE_INDEX, dueUpToSortKey, scheduleIndexKeys, scheduleKey, SCHEDULES_PARTITION } from './keys.js';
+import { batchGetItems, deleteItem, getItem, putItem, queryPage, type Item, type PutParams, type StoreContext } from './send.js';
+
+/**
+ * Creates the schedule (none may exist), or replaces it only while it is at `readRevision`: a poller's advance
+ * and an operator's change never undo one another; the one that lost reads again.
+ */
+export function putScheduleParams(schedule: Schedule, readRevision: number | undefined): PutParams {
+  return {
+    Item: { ...scheduleKey(schedule.name), ...scheduleIndexKeys(schedule.name, schedule.nextFireAtMs, schedule.paused), ...scheduleToItem(schedule) },
+    ...(readRevision === undefined
+      ? { ConditionExpression: 'attribute_not_exists(pk)' }
+      : { ConditionExpression: 'revision = :readRevision', ExpressionAttributeValues: { ':readRevision': readRevision } }),
+  };
+}
+
+export async function readSchedule(ctx: StoreContext, name: string): Promise<Schedule | undefined> {
+  const item = await getItem(ctx, scheduleKey(name), { consistentRead: true });
+  return item ? itemToSchedule(item) : undefined;
+}
+
+/** Writes `schedule` as `putScheduleParams` says; false when another write came first. */
+export async function writeSchedule(ctx: StoreContext, schedule: Schedule, readRevision: number | undefined): Promise<boolean> {
+  return (await putItem(ctx, putScheduleParams(schedule, readRevision))).ok;
+}
+
+/** Deletes the schedule; false when there was none. */
+export async function removeSchedule(ctx: StoreContext, name: string): Promise<boolean> {
+  return (await deleteItem(ctx, { Key: scheduleKey(name), ConditionExpression: 'attribute_exists(pk)' })).ok;
+}
+
+/** The names of up to `limit` schedules due at or before `nowMs`, earliest first: one query, empty when none is due. */
+export async function dueScheduleNames(ctx: StoreContext, nowMs: number, limit: number): Promise<string[]> {
+  const { Items } = await queryPage(ctx, {
+    IndexName: DUE_INDEX,
+    KeyConditionExpression: 'gsi1pk = :partition AND gsi1sk <= :upTo',
+    ExpressionAttributeValues: { ':partition': SCHEDULES_PARTITION, ':upTo': dueUpToSortKey(nowMs) },
+    ProjectionExpression: 'pk',
+    Limit: limit,
+  });
+  const prefix = scheduleKey('').pk;
+  return (Items ?? []).map((item) => String(item.pk).slice(prefix.length));
+}
+
+/** Where a page of schedules ended: the index key of its last entry. */
+export interface SchedulePosition {
+  gsi1sk: string;
+  name: string;
+}
+
+/** A page of schedules in index order (next fire first, then ended, then paused), from after `after`. */
+export async function pageOfSchedules(
+  ctx: StoreContext,
+  limit: number,
+  after: SchedulePosition | undefined,
+): Promise<{ schedules: Schedule[]; last?: SchedulePosition }> {
+  const startKey: Item | undefined = after && { ...scheduleKey(after.name), gsi1pk: SCHEDULES_PARTITION, gsi1sk: after.gsi1sk };
+  const page = await queryPage(
+    ctx,
+    {
+      IndexName: DUE_INDEX,
+      KeyConditionExpression: 'gsi1pk = :partition',
+      ExpressionAttributeValues: { ':partition': SCHEDULES_PARTITION },
+      Limit: limit,
+    },
+    startKey,
+  );
+  const entries = page.Items ?? [];
+  const prefix = scheduleKey('').pk;
+  const names = entries.map((entry) => String(entry.pk).slice(prefix.length));
+  const byName = new Map((await batchGetItems(ctx, names.map(scheduleKey))).map(itemToSchedule).map((schedule) => [schedule.name, schedule]));
+  const schedules = names.flatMap((name) => byName.get(name) ?? []);
+  const lastEntry = entries.at(-1);
+  return page.LastEvaluatedKey && lastEntry ? { schedules, last: { gsi1sk: String(lastEntry.gsi1sk), name: names.at(-1)! } } : { schedules };
+}
