@@ -13,16 +13,24 @@ import type { JobType } from '../domain/job-type.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
 
 
-function assertCurrentAttempt(job: Job, attempt: number): void {
+/** The attempt a callback or heartbeat reports on: `attempt` when it is the open one, the open one when absent. */
+function assertCurrentAttempt(job: Job, attempt: number | undefined): void {
   const open = job.status === 'running' || job.status === 'awaiting_callback';
-  if (!open || job.attempt !== attempt) {
+  if (attempt === undefined && !open) {
+    throw new ConflictError(`no attempt of job "${job.id}" is open: it is ${job.status}`);
+  }
+  if (!open || (attempt !== undefined && job.attempt !== attempt)) {
     throw new ConflictError(
       `attempt ${attempt} is not open: job "${job.id}" is ${job.status} at attempt ${job.attempt}`,
     );
   }
 }
 
-/** Ends the current attempt from a callback; a stale attempt, or one that already ended, is a ConflictError. */
+/**
+ * Ends the current attempt from a callback; a stale attempt, or one that already ended, is a ConflictError.
+ * The write is guarded by the claim token and attempt of the job as read, so a callback without `attempt`
+ * ends the attempt that was open then, never one that began since.
+ */
 export async function completeFromCallback(
   ctx: QueueContext,
   jobType: JobType,
@@ -57,7 +65,7 @@ async function completeJob(
           },
         };
   const ended = await endAttempt(ctx, job, { ending, jobType, customPolicies });
-  if (!ended) throw new ConflictError(`attempt ${input.attempt} of job "${job.id}" ended while this callback was applied`);
+  if (!ended) throw new ConflictError(`attempt ${job.attempt} of job "${job.id}" ended while this callback was applied`);
   return ended.job;
 }
 

@@ -29,10 +29,16 @@ export const callbackSchema = z.strictObject({
   result: z.json().optional(),
 });
 
-export function callbackInputOf(body: z.output<typeof callbackSchema>): CallbackInput {
+/**
+ * `POST /v1/callbacks/{correlation_key}`: the status callback, `attempt` optional, since the system that
+ * answers under its own reference seldom knows it; the key names the job, whose open attempt it then ends.
+ */
+export const correlationCallbackSchema = callbackSchema.extend({ attempt: callbackSchema.shape.attempt.optional() });
+
+export function callbackInputOf(body: z.output<typeof correlationCallbackSchema>): CallbackInput {
   return {
     status: body.status,
-    attempt: body.attempt,
+    ...(body.attempt !== undefined ? { attempt: body.attempt } : {}),
     ...(body.retryable !== undefined ? { retryable: body.retryable } : {}),
     ...(body.error ? { error: body.error } : {}),
     ...(body.result !== undefined ? { result: body.result } : {}),
