@@ -12,7 +12,7 @@ import { errorResponse } from './http-errors.js';
 import { createRoutes } from './routes/index.js';
 import type { ApiDeps, Route } from './routes/route.js';
 
-type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
+type Method = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
 
 /**
  * The api function trusts the authorizer's context: API Gateway sets it and
@@ -48,6 +48,7 @@ export function createApiHandler(deps: ApiDeps) {
       route('GET', '/v1/jobs/{type}/{id}', typeScope('read'), routes.getJob),
       route('POST', '/v1/jobs/{type}/{id}', { kind: 'callback' }, routes.callback),
       route('DELETE', '/v1/jobs/{type}/{id}', typeScope('enqueue'), routes.cancel),
+      route('PATCH', '/v1/jobs/{type}/{id}', typeScope('enqueue'), routes.changeJob),
       route('POST', '/v1/jobs/{type}/{id}/heartbeat', { kind: 'callback' }, routes.heartbeat),
       route('POST', '/v1/jobs/{type}/{id}/replay', typeScope('enqueue'), routes.replay),
       // The job's type is known only once the key is looked up: the route checks callback:<type> itself.

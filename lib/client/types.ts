@@ -128,6 +128,21 @@ export interface Attempt {
   worker: { id: string; host: string } | null;
 }
 
+/** A value a `PATCH` changed; times as ISO 8601, an expiry null when there was or is none. */
+export interface FieldChange<T> {
+  from: T;
+  to: T;
+}
+
+/** One `PATCH` of a queued job: when, by which key id, and each field it changed. */
+export interface JobChange {
+  at: string;
+  by: string;
+  run_after?: FieldChange<string>;
+  priority?: FieldChange<number>;
+  expires_at?: FieldChange<string | null>;
+}
+
 /** A job as the API returns it, with its attempt history (oldest first). */
 export interface Job {
   id: string;
@@ -151,6 +166,9 @@ export interface Job {
   claimed_until: string | null;
   history: Attempt[];
   history_dropped: number;
+  /** The changes made by `PATCH`, oldest first (the last 25). */
+  changes: JobChange[];
+  changes_dropped: number;
 }
 
 export interface FieldIssue {
