@@ -143,6 +143,24 @@ export interface JobChange {
   expires_at?: FieldChange<string | null>;
 }
 
+/** How far a running attempt got, as it last reported (a heartbeat's `progress`, or its handler's). */
+export interface ProgressBody {
+  /** 0 to 100. */
+  percent?: number | undefined;
+  /** At most 1 000 characters. */
+  message?: string | undefined;
+  data?: Json | undefined;
+}
+
+/** The latest report as the job keeps it: with the attempt that made it, and when. */
+export interface JobProgress {
+  percent: number | null;
+  message: string | null;
+  data: Json;
+  attempt: number;
+  at: string;
+}
+
 /** A job as the API returns it, with its attempt history (oldest first). */
 export interface Job {
   id: string;
@@ -166,6 +184,8 @@ export interface Job {
   claimed_until: string | null;
   history: Attempt[];
   history_dropped: number;
+  /** The latest progress report of an attempt; null until one reports. */
+  progress: JobProgress | null;
   /** The changes made by `PATCH`, oldest first (the last 25). */
   changes: JobChange[];
   changes_dropped: number;

@@ -1,5 +1,6 @@
 /** Jobs as stored: the source of truth for their status, data, attempts and history. */
 import type { DeliveryStrategy } from './job-type.js';
+import type { JobProgress } from './progress.js';
 import type { TimeWindow } from './windows.js';
 
 export const JOB_STATUSES = [
@@ -105,6 +106,8 @@ export interface Job extends JobChoices {
   worker?: WorkerIdentity;
   /** Present while the current claim holds concurrency slots. */
   heldSlots?: HeldSlots;
+  /** The latest progress an attempt reported (a heartbeat's, or its handler's); kept once the attempt ends. */
+  progress?: JobProgress;
   /** The last CHANGES_LIMIT changes made by `PATCH`, oldest first; absent until the first. */
   changes?: JobChangeRecord[];
   /** Every change ever made, those no longer kept included: the version a change is conditioned on. */

@@ -11,6 +11,7 @@ import { isTerminal, MAX_RESULT_BYTES } from '../domain/job.js';
 import type { Job } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
+import { assertProgressFits, type ProgressReport } from '../domain/progress.js';
 
 
 /** The attempt a callback or heartbeat reports on: `attempt` when it is the open one, the open one when absent. */
@@ -104,17 +105,22 @@ export async function completeCorrelatedJob(
   return ended;
 }
 
-/** A remote worker's heartbeat: extends the current attempt's claim by `extendS` (default: the visibility timeout) from now. */
+/**
+ * A remote worker's heartbeat: extends the current attempt's claim by `extendS` (default: the visibility
+ * timeout) from now, and records its progress report when it carries one (over MAX_PROGRESS_BYTES: a
+ * PayloadTooLargeError naming `progress`, before anything is written).
+ */
 export async function heartbeatJob(
   ctx: QueueContext,
   jobType: JobType,
   id: string,
-  attempt: number,
-  extendS: number = jobType.visibilityTimeoutS,
+  beat: { attempt: number; extendS?: number | undefined; progress?: ProgressReport | undefined },
 ): Promise<Job> {
+  const { attempt, extendS = jobType.visibilityTimeoutS, progress } = beat;
+  if (progress !== undefined) assertProgressFits(progress);
   const job = await requireJob(ctx, jobType.name, id);
   assertCurrentAttempt(job, attempt);
-  const extended = await extendClaim(ctx, guardOf(job), ctx.nowMs() + extendS * 1000);
+  const extended = await extendClaim(ctx, guardOf(job), ctx.nowMs() + extendS * 1000, progress);
   if (!extended) throw new ConflictError(`attempt ${attempt} of job "${id}" ended before the heartbeat`);
   return extended;
 }

@@ -13,6 +13,7 @@ import { MAX_BATCH_JOBS, type BatchJob } from '../domain/job.js';
 import type { CallbackInput } from '../domain/attempts.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/job.js';
 import { MAX_METRICS_MINUTES } from '../domain/metrics.js';
+import { MAX_PROGRESS_MESSAGE_CHARS } from '../domain/progress.js';
 
 /** `POST /v1/jobs/{type}/{id}`: a status callback. */
 export const callbackSchema = z.strictObject({
@@ -45,10 +46,18 @@ export function callbackInputOf(body: z.output<typeof correlationCallbackSchema>
   };
 }
 
+/** A running attempt's progress report; its size as a whole is checked after (assertProgressFits: 413 naming `progress`). */
+export const progressSchema = z.strictObject({
+  percent: z.number().min(0).max(100).optional(),
+  message: z.string().max(MAX_PROGRESS_MESSAGE_CHARS).optional(),
+  data: z.json().optional(),
+});
+
 /** `POST /v1/jobs/{type}/{id}/heartbeat`. */
 export const heartbeatSchema = z.strictObject({
   attempt: z.number().int().min(1).max(1000),
   extend_s: z.number().int().min(1).max(43_200).optional(),
+  progress: progressSchema.optional(),
 });
 
 /** `POST /v1/jobs/{type}/batch` is the batch route, so no job may take `batch` as its id. */

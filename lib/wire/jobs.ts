@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { CORRELATION_KEY_PATTERN, DEFAULT_PRIORITY, type AttemptRecord, type FieldChange, type Job, type JobChangeRecord, type JobInput } from '../domain/job.js';
 import type { JobChangeInput } from '../domain/job-changes.js';
+import type { JobProgress } from '../domain/progress.js';
 import { ValidationError } from '../domain/errors.js';
 import { isoOrNull } from './parse.js';
 import { THROTTLE_KEY_PATTERN, timeWindowsSchema } from './fields.js';
@@ -75,6 +76,16 @@ function changeToApi(record: JobChangeRecord): Record<string, unknown> {
   };
 }
 
+function progressToApi(progress: JobProgress): Record<string, unknown> {
+  return {
+    percent: progress.percent ?? null,
+    message: progress.message ?? null,
+    data: progress.data ?? null,
+    attempt: progress.attempt,
+    at: isoOrNull(progress.atMs),
+  };
+}
+
 function attemptToApi(record: AttemptRecord): Record<string, unknown> {
   return {
     attempt: record.attempt,
@@ -111,6 +122,7 @@ export function jobToApi(job: Job): Record<string, unknown> {
     claimed_until: isoOrNull(job.claimedUntilMs),
     history: job.history.map(attemptToApi),
     history_dropped: job.historyDropped,
+    progress: job.progress ? progressToApi(job.progress) : null,
     changes: (job.changes ?? []).map(changeToApi),
     changes_dropped: (job.changeCount ?? 0) - (job.changes?.length ?? 0),
   };

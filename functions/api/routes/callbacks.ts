@@ -52,7 +52,7 @@ export function callbackRoutes({ ctx, registry, jobTypes }: RouteDeps) {
       const body = parseWith(heartbeatSchema, parseJsonBody(event));
       assertCallbackAttempt(principal, body.attempt);
       const jobType = await jobTypes.require(typeName(event));
-      const job = await heartbeatJob(ctx, jobType, jobId(event), body.attempt, body.extend_s);
+      const job = await heartbeatJob(ctx, jobType, jobId(event), { attempt: body.attempt, extendS: body.extend_s, progress: body.progress });
       return json(200, jobToApi(job));
     },
   } satisfies Record<string, Route>;
