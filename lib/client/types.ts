@@ -265,6 +265,33 @@ export interface CompleteBody {
   result?: Json | undefined;
 }
 
+/** `PATCH /v1/jobs/{type}/{id}`: what to change of a queued job; at least one field. */
+export interface JobChangeBody {
+  /** When it is due: a `Date`, an ISO 8601 string with an offset, or `now`. */
+  run_after?: Date | string | undefined;
+  /** 0 to 1000, lower first. */
+  priority?: number | undefined;
+  /** null removes the expiry. */
+  expires_at?: Date | string | null | undefined;
+}
+
+/** A heartbeat: the attempt it is for, how long to hold the claim from now, and how far the attempt got. */
+export interface HeartbeatBody {
+  attempt: number;
+  extend_s?: number | undefined;
+  progress?: ProgressBody | undefined;
+}
+
+/** A callback by correlation key: `attempt` is optional, the key names the job's open attempt. */
+export interface CompleteByKeyBody {
+  attempt?: number | undefined;
+  result?: Json | undefined;
+}
+
+export interface FailByKeyBody extends Omit<FailBody, 'attempt'> {
+  attempt?: number | undefined;
+}
+
 export interface FailBody {
   attempt: number;
   error?: { class?: string | undefined; message?: string | undefined; trace?: string | undefined } | undefined;
