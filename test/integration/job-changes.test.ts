@@ -212,6 +212,35 @@ describe('a change racing a claim', () => {
     expect(job?.changes).toBeUndefined();
   });
 
+  test("a poll racing changes of its due jobs hands each job to a worker or leaves it moved, never both", async () => {
+    const { queue } = api();
+    const { ctx } = queue;
+    const ids = Array.from({ length: 8 }, (_, i) => `p${i}`);
+    for (const id of ids) expect((await api().api.put(`/v1/jobs/reports/${id}`, { data: id })).status).toBe(201);
+    const jobType = await requireJobType(ctx, 'reports');
+    const invoker = new RecordingInvoker();
+    // The changes start as the poll reads the due entries, so they race its claims of them.
+    let racingChanges: Promise<boolean[]> | undefined;
+    queue.clientsOf('poller').base.middlewareStack.addRelativeTo(
+      (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
+        if (context.commandName === 'QueryCommand' && racingChanges === undefined) {
+          racingChanges = Promise.all(
+            ids.map((id) => changeQueuedJob(queue.as('api'), jobType, id, { runAfter: TOMORROW }, 'test').then(() => true, () => false)),
+          );
+        }
+        return next(args);
+      },
+      { relation: 'after', toMiddleware: 'retryMiddleware', name: 'changeOnceRead' },
+    );
+    await poll(ctx, [jobType], invoker);
+    const changes = await racingChanges!;
+    const dispatched = new Set(invoker.jobs.map((job) => job.id));
+    for (const [i, id] of ids.entries()) {
+      expect(dispatched.has(id)).toBe(!changes[i]);
+      expect(await getJob(ctx, 'reports', id)).toMatchObject(changes[i] ? { status: 'queued', runAfterMs: TOMORROW } : { status: 'running', runAfterMs: T0 });
+    }
+  });
+
   test('changes and claims sent at once: for each job exactly one wins, and the job is as the winner left it', async () => {
     const { queue } = api();
     const { ctx } = queue;
