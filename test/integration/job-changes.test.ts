@@ -14,7 +14,8 @@ import { queuedIndexKeys } from '../../lib/store/keys.js';
 import { createApiClient, freshApiPerTest, tableItems, type ApiClient } from '../support/api.js';
 import { RecordingInvoker, poll, readItem } from './lib-fixtures.js';
 
-const api = freshApiPerTest();
+// Hour-long buckets: the fake clock jumps an hour ahead, and a poll scans each bucket it jumped over.
+const api = freshApiPerTest({ settings: { bucketMs: 3_600_000 } });
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
 const iso = (epochMs: number): string => new Date(epochMs).toISOString();
 const HOUR = 3_600_000;
