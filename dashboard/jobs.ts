@@ -1,5 +1,5 @@
 /** The jobs browser (by type and status, paged) and the page of one job. */
-import { apiPath, ApiError, JOB_STATUSES, TERMINAL_STATUSES, type Attempt, type Job, type JobPage } from './api.js';
+import { apiPath, ApiError, JOB_STATUSES, TERMINAL_STATUSES, type Attempt, type Job, type JobPage, type JobProgress } from './api.js';
 import type { View, ViewContext } from './context.js';
 import { h, replace, routeHref, routeLink } from './dom.js';
 import { ABSENT, json, timestamp } from './format.js';
@@ -136,6 +136,20 @@ export function jobsView(context: ViewContext, initialType: string | undefined, 
   };
 }
 
+/** The attempt's latest report: a bar when it gave a percent, its message, when and by which attempt, and its data. */
+function progressSection(progress: JobProgress): HTMLElement[] {
+  const { percent, message, data } = progress;
+  const summary = h(
+    'p',
+    { class: 'progress' },
+    percent !== null ? h('progress', { max: 100, value: percent, 'aria-label': 'Progress' }) : null,
+    percent !== null ? ` ${percent} %` : null,
+    message ? h('span', { class: 'progress-message' }, ` ${message}`) : null,
+    h('span', { class: 'notice' }, ` (attempt ${progress.attempt}, ${timestamp(progress.at)})`),
+  );
+  return [h('h3', {}, 'Progress'), summary, ...(data !== null && data !== undefined ? [h('pre', { class: 'data' }, json(data))] : [])];
+}
+
 function attemptRow(attempt: Attempt): HTMLElement[] {
   const error = attempt.error;
   const worker = attempt.worker ? [attempt.worker.host, attempt.worker.id].filter(Boolean).join(' · ') : ABSENT;
@@ -153,6 +167,21 @@ function attemptRow(attempt: Attempt): HTMLElement[] {
   );
   if (!error?.trace) return [row];
   return [row, h('tr', { class: 'trace-row' }, h('td', { colspan: 8 }, h('details', {}, h('summary', {}, 'Trace'), h('pre', { class: 'trace' }, error.trace))))];
+}
+
+function historySection(job: Job): HTMLElement[] {
+  const heading = h('h3', {}, `Attempts${job.history_dropped > 0 ? ` (the ${job.history_dropped} oldest not kept)` : ''}`);
+  if (job.history.length === 0) return [heading, h('p', { class: 'empty' }, 'No attempt yet.')];
+  const titles = ['#', 'Outcome', 'Claimed', 'Started', 'Ended', 'Worker', 'Error class', 'Message'];
+  return [
+    heading,
+    h(
+      'table',
+      { class: 'history' },
+      h('thead', {}, h('tr', {}, ...titles.map((title) => h('th', { scope: 'col' }, title)))),
+      h('tbody', {}, ...job.history.flatMap(attemptRow)),
+    ),
+  ];
 }
 
 export function jobView(context: ViewContext, type: string, id: string, notice?: string): View {
@@ -207,19 +236,12 @@ export function jobView(context: ViewContext, type: string, id: string, notice?:
         ...field('throttle key', job.throttle_key ?? ABSENT),
         ...field('correlation key', job.correlation_key ?? ABSENT),
       ),
+      ...(job.progress ? progressSection(job.progress) : []),
       h('h3', {}, 'Data'),
       h('pre', { class: 'data' }, json(job.data)),
       job.result !== null && job.result !== undefined ? h('h3', {}, 'Result') : null,
       job.result !== null && job.result !== undefined ? h('pre', { class: 'data' }, json(job.result)) : null,
-      h('h3', {}, `Attempts${job.history_dropped > 0 ? ` (the ${job.history_dropped} oldest not kept)` : ''}`),
-      job.history.length === 0
-        ? h('p', { class: 'empty' }, 'No attempt yet.')
-        : h(
-            'table',
-            { class: 'history' },
-            h('thead', {}, h('tr', {}, ...['#', 'Outcome', 'Claimed', 'Started', 'Ended', 'Worker', 'Error class', 'Message'].map((title) => h('th', { scope: 'col' }, title)))),
-            h('tbody', {}, ...job.history.flatMap(attemptRow)),
-          ),
+      ...historySection(job),
     );
   };
 

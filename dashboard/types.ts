@@ -6,7 +6,7 @@
  */
 import type * as Wire from '../lib/client/types.js';
 
-export { JOB_STATUSES, type Attempt, type FieldIssue, type Job, type JobPage, type RosterEntry, type Schedule, type SchedulePage } from '../lib/client/types.js';
+export { JOB_STATUSES, type Attempt, type FieldIssue, type Job, type JobPage, type JobProgress, type RosterEntry, type Schedule, type SchedulePage } from '../lib/client/types.js';
 
 export type JobTypeStats = Pick<Wire.JobTypeStats, 'name'> & Partial<Omit<Wire.JobTypeStats, 'name'>>;
 

@@ -4,9 +4,9 @@
  */
 import type { z } from 'zod';
 import { apiKeyInputSchema } from '../../lib/wire/api-keys.js';
-import { batchDocumentSchema, callbackSchema, heartbeatSchema, jobberQueueSchema, listJobsQuerySchema, metricsQuerySchema } from '../../lib/wire/api-requests.js';
+import { batchDocumentSchema, callbackSchema, correlationCallbackSchema, heartbeatSchema, jobberQueueSchema, listJobsQuerySchema, metricsQuerySchema } from '../../lib/wire/api-requests.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
-import { jobInputSchema } from '../../lib/wire/jobs.js';
+import { jobInputSchema, jobPatchSchema } from '../../lib/wire/jobs.js';
 import { listSchedulesQuerySchema, scheduleInputSchema } from '../../lib/wire/schedules.js';
 import { ADMIN, PUBLIC, typeScope, type Access } from './access.js';
 
@@ -48,9 +48,10 @@ export const OPERATIONS = [
   { method: 'GET', path: '/v1/jobs/{type}/{id}', access: typeScope('read'), route: 'getJob', summary: 'One job with its history', statuses: [200] },
   { method: 'POST', path: '/v1/jobs/{type}/{id}', access: { kind: 'callback' }, route: 'callback', summary: 'Status callback: end the open attempt', statuses: [200], body: callbackSchema },
   { method: 'DELETE', path: '/v1/jobs/{type}/{id}', access: typeScope('enqueue'), route: 'cancel', summary: 'Cancel a queued job', statuses: [200] },
-  { method: 'POST', path: '/v1/jobs/{type}/{id}/heartbeat', access: { kind: 'callback' }, route: 'heartbeat', summary: 'Extend the open attempt’s claim', statuses: [200], body: heartbeatSchema },
+  { method: 'PATCH', path: '/v1/jobs/{type}/{id}', access: typeScope('enqueue'), route: 'changeJob', summary: 'Move a queued job (run it now), or change its priority or expiry', statuses: [200], body: jobPatchSchema },
+  { method: 'POST', path: '/v1/jobs/{type}/{id}/heartbeat', access: { kind: 'callback' }, route: 'heartbeat', summary: 'Extend the open attempt’s claim, and report its progress', statuses: [200], body: heartbeatSchema },
   { method: 'POST', path: '/v1/jobs/{type}/{id}/replay', access: typeScope('enqueue'), route: 'replay', summary: 'Run a finished job again', statuses: [201] },
-  { method: 'POST', path: '/v1/callbacks/{correlation_key}', access: { kind: 'any_type', action: 'callback' }, route: 'callbackByCorrelationKey', summary: 'Status callback for the unfinished job holding a correlation key', statuses: [200], body: callbackSchema },
+  { method: 'POST', path: '/v1/callbacks/{correlation_key}', access: { kind: 'any_type', action: 'callback' }, route: 'callbackByCorrelationKey', summary: 'Status callback for the unfinished job holding a correlation key', statuses: [200], body: correlationCallbackSchema },
   { method: 'POST', path: '/jobber/queue', access: { kind: 'any_type', action: 'enqueue' }, route: 'jobberQueue', summary: 'Enqueue in the Jobber format: the type in the body', statuses: [201], body: jobberQueueSchema },
   { method: 'POST', path: '/v1/keys', access: ADMIN, route: 'createKey', summary: 'Create an API key (the key is shown once)', statuses: [201], body: apiKeyInputSchema },
   { method: 'GET', path: '/v1/keys', access: ADMIN, route: 'listKeys', summary: 'List API keys (never the keys themselves)', statuses: [200] },

@@ -15,14 +15,19 @@ import { createRequester, type Call, type ClientOptions } from './transport.js';
 import type {
   BatchResult,
   CompleteBody,
+  CompleteByKeyBody,
   EnqueueJob,
   FailBody,
+  FailByKeyBody,
+  HeartbeatBody,
+  JobChangeBody,
   Job,
   JobPage,
   JobStatus,
   JobType,
   JobTypeBody,
   Metrics,
+  ProgressBody,
   Stats,
 } from './types.js';
 
@@ -67,8 +72,24 @@ export interface QueueClient extends ScheduleMethods {
   complete(type: string, id: string, body: CompleteBody): Promise<Job>;
   /** Reports an attempt failed; retried like `complete`. */
   fail(type: string, id: string, body: FailBody): Promise<Job>;
-  /** Extends a running attempt's claim. Retried. */
-  heartbeat(type: string, id: string, body: { attempt: number; extend_s?: number }): Promise<Job>;
+  /** Extends a running attempt's claim, and records its `progress` when given. Retried. */
+  heartbeat(type: string, id: string, body: HeartbeatBody): Promise<Job>;
+  /** Records how far a running attempt got: a heartbeat carrying `progress` (so it extends the claim too). Retried. */
+  reportProgress(type: string, id: string, body: { attempt: number; progress: ProgressBody }): Promise<Job>;
+  /**
+   * `PATCH /v1/jobs/{type}/{id}`: moves a queued job (`run_after: 'now'` runs it now) or changes its priority
+   * or expiry. Retried: the values are absolute, so a repeat changes nothing more; a retry's 409 means the job
+   * has started since, whether or not the first try took effect.
+   */
+  change(type: string, id: string, body: JobChangeBody): Promise<Job>;
+  /**
+   * Reports the attempt of the job holding `correlationKey` succeeded, by `POST /v1/callbacks/{key}`.
+   * Without `attempt`, it ends whichever attempt is open and is not retried (a repeat could end a later
+   * attempt); with it, it is retried, and a retry after a first try that took effect unseen answers 404 or 409.
+   */
+  completeByKey(correlationKey: string, body?: CompleteByKeyBody): Promise<Job>;
+  /** Reports the attempt of the job holding `correlationKey` failed; retried like `completeByKey`. */
+  failByKey(correlationKey: string, body?: FailByKeyBody): Promise<Job>;
   /** Claims none of the type's jobs until `resume`. Needs scope admin. Retried. */
   pause(type: string): Promise<JobType>;
   resume(type: string): Promise<JobType>;
@@ -82,6 +103,15 @@ const iso = (time: Date | string | null | undefined): string | null | undefined 
 /** The job as the API takes it: times as ISO strings, fields left out when not given. */
 function enqueueBody(job: EnqueueJob = {}): Record<string, unknown> {
   const { run_after, expires_at, ...rest } = job;
+  const body: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined));
+  if (run_after !== undefined) body.run_after = iso(run_after);
+  if (expires_at !== undefined) body.expires_at = iso(expires_at);
+  return body;
+}
+
+/** A change as the API takes it: times as ISO strings. */
+function changeBody(change: JobChangeBody): Record<string, unknown> {
+  const { run_after, expires_at, ...rest } = change;
   const body: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined));
   if (run_after !== undefined) body.run_after = iso(run_after);
   if (expires_at !== undefined) body.expires_at = iso(expires_at);
@@ -150,6 +180,23 @@ export function createClient(options: ClientOptions): QueueClient {
         'failed',
       ),
     heartbeat: (type, id, body) => request({ method: 'POST', path: ['v1', 'jobs', type, id, 'heartbeat'], body, idempotent: true }),
+    reportProgress: (type, id, { attempt, progress }) => client.heartbeat(type, id, { attempt, progress }),
+    change: (type, id, body) => request({ method: 'PATCH', path: ['v1', 'jobs', type, id], body: changeBody(body), idempotent: true }),
+    completeByKey: (correlationKey, { attempt, result } = {}) =>
+      request({
+        method: 'POST',
+        path: ['v1', 'callbacks', correlationKey],
+        // Fields left undefined are left out of the JSON.
+        body: { status: 'succeeded', attempt, result },
+        idempotent: attempt !== undefined,
+      }),
+    failByKey: (correlationKey, { attempt, error, retryable } = {}) =>
+      request({
+        method: 'POST',
+        path: ['v1', 'callbacks', correlationKey],
+        body: { status: 'failed', attempt, error, retryable },
+        idempotent: attempt !== undefined,
+      }),
     pause: (type) => request({ method: 'POST', path: ['v1', 'job-types', type, 'pause'], idempotent: true }),
     resume: (type) => request({ method: 'POST', path: ['v1', 'job-types', type, 'resume'], idempotent: true }),
     stats: () => request({ method: 'GET', path: ['v1', 'stats'], idempotent: true }),

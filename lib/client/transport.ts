@@ -22,7 +22,7 @@ export interface ClientOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
+type Method = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
 
 export interface Call {
   method: Method;

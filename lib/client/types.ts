@@ -128,6 +128,39 @@ export interface Attempt {
   worker: { id: string; host: string } | null;
 }
 
+/** A value a `PATCH` changed; times as ISO 8601, an expiry null when there was or is none. */
+export interface FieldChange<T> {
+  from: T;
+  to: T;
+}
+
+/** One `PATCH` of a queued job: when, by which key id, and each field it changed. */
+export interface JobChange {
+  at: string;
+  by: string;
+  run_after?: FieldChange<string>;
+  priority?: FieldChange<number>;
+  expires_at?: FieldChange<string | null>;
+}
+
+/** How far a running attempt got, as it last reported (a heartbeat's `progress`, or its handler's). */
+export interface ProgressBody {
+  /** 0 to 100. */
+  percent?: number | undefined;
+  /** At most 1 000 characters. */
+  message?: string | undefined;
+  data?: Json | undefined;
+}
+
+/** The latest report as the job keeps it: with the attempt that made it, and when. */
+export interface JobProgress {
+  percent: number | null;
+  message: string | null;
+  data: Json;
+  attempt: number;
+  at: string;
+}
+
 /** A job as the API returns it, with its attempt history (oldest first). */
 export interface Job {
   id: string;
@@ -153,6 +186,11 @@ export interface Job {
   claimed_until: string | null;
   history: Attempt[];
   history_dropped: number;
+  /** The latest progress report of an attempt; null until one reports. */
+  progress: JobProgress | null;
+  /** The changes made by `PATCH`, oldest first (the last 25). */
+  changes: JobChange[];
+  changes_dropped: number;
 }
 
 export interface FieldIssue {
@@ -227,6 +265,33 @@ export interface Metrics {
 export interface CompleteBody {
   attempt: number;
   result?: Json | undefined;
+}
+
+/** `PATCH /v1/jobs/{type}/{id}`: what to change of a queued job; at least one field. */
+export interface JobChangeBody {
+  /** When it is due: a `Date`, an ISO 8601 string with an offset, or `now`. */
+  run_after?: Date | string | undefined;
+  /** 0 to 1000, lower first. */
+  priority?: number | undefined;
+  /** null removes the expiry. */
+  expires_at?: Date | string | null | undefined;
+}
+
+/** A heartbeat: the attempt it is for, how long to hold the claim from now, and how far the attempt got. */
+export interface HeartbeatBody {
+  attempt: number;
+  extend_s?: number | undefined;
+  progress?: ProgressBody | undefined;
+}
+
+/** A callback by correlation key: `attempt` is optional, the key names the job's open attempt. */
+export interface CompleteByKeyBody {
+  attempt?: number | undefined;
+  result?: Json | undefined;
+}
+
+export interface FailByKeyBody extends Omit<FailBody, 'attempt'> {
+  attempt?: number | undefined;
 }
 
 export interface FailBody {

@@ -158,7 +158,8 @@ export type JobRunOutcome =
 /** An attempt's outcome reported from outside the worker: a status callback. */
 export interface CallbackInput {
   status: 'succeeded' | 'failed';
-  attempt: number;
+  /** Absent: the attempt that is open when the job is read (a correlation callback's caller may not know it). */
+  attempt?: number;
   /** For a failure: false ends the job whatever attempts remain. @default true */
   retryable?: boolean;
   error?: Partial<AttemptError>;

@@ -1,5 +1,6 @@
 /** Jobs as stored: the source of truth for their status, data, attempts and history. */
 import type { DeliveryStrategy } from './job-type.js';
+import type { JobProgress } from './progress.js';
 import type { TimeWindow } from './windows.js';
 
 export const JOB_STATUSES = [
@@ -48,6 +49,22 @@ export interface AttemptRecord {
   worker?: WorkerIdentity;
 }
 
+/** A value a `PATCH` changed, as it was and as it became. */
+export interface FieldChange<T> {
+  from: T;
+  to: T;
+}
+
+/** One `PATCH` of a queued job: who made it, when, and each value it changed (expiry null: none). */
+export interface JobChangeRecord {
+  atMs: number;
+  /** The id of the API key that made it. */
+  by: string;
+  runAfterMs?: FieldChange<number>;
+  priority?: FieldChange<number>;
+  expiresAtMs?: FieldChange<number | null>;
+}
+
 /** What a producer chooses about a job, stored as given (the throttle key may come from the data instead). */
 interface JobChoices {
   expiresAtMs?: number;
@@ -91,9 +108,16 @@ export interface Job extends JobChoices {
   worker?: WorkerIdentity;
   /** Present while the current claim holds concurrency slots. */
   heldSlots?: HeldSlots;
+  /** The latest progress an attempt reported (a heartbeat's, or its handler's); kept once the attempt ends. */
+  progress?: JobProgress;
+  /** The last CHANGES_LIMIT changes made by `PATCH`, oldest first; absent until the first. */
+  changes?: JobChangeRecord[];
+  /** Every change ever made, those no longer kept included: the version a change is conditioned on. */
+  changeCount?: number;
 }
 
 export const HISTORY_LIMIT = 25;
+export const CHANGES_LIMIT = 25;
 /** Priorities run from 0 to 1000, lower first. */
 export const DEFAULT_PRIORITY = 100;
 export const MAX_DATA_BYTES = 256 * 1024;

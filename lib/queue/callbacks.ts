@@ -11,18 +11,27 @@ import { isTerminal, MAX_RESULT_BYTES } from '../domain/job.js';
 import type { Job } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
+import { assertProgressFits, type ProgressReport } from '../domain/progress.js';
 
 
-function assertCurrentAttempt(job: Job, attempt: number): void {
+/** The attempt a callback or heartbeat reports on: `attempt` when it is the open one, the open one when absent. */
+function assertCurrentAttempt(job: Job, attempt: number | undefined): void {
   const open = job.status === 'running' || job.status === 'awaiting_callback';
-  if (!open || job.attempt !== attempt) {
+  if (attempt === undefined && !open) {
+    throw new ConflictError(`no attempt of job "${job.id}" is open: it is ${job.status}`);
+  }
+  if (!open || (attempt !== undefined && job.attempt !== attempt)) {
     throw new ConflictError(
       `attempt ${attempt} is not open: job "${job.id}" is ${job.status} at attempt ${job.attempt}`,
     );
   }
 }
 
-/** Ends the current attempt from a callback; a stale attempt, or one that already ended, is a ConflictError. */
+/**
+ * Ends the current attempt from a callback; a stale attempt, or one that already ended, is a ConflictError.
+ * The write is guarded by the claim token and attempt of the job as read, so a callback without `attempt`
+ * ends the attempt that was open then, never one that began since.
+ */
 export async function completeFromCallback(
   ctx: QueueContext,
   jobType: JobType,
@@ -57,7 +66,7 @@ async function completeJob(
           },
         };
   const ended = await endAttempt(ctx, job, { ending, jobType, customPolicies });
-  if (!ended) throw new ConflictError(`attempt ${input.attempt} of job "${job.id}" ended while this callback was applied`);
+  if (!ended) throw new ConflictError(`attempt ${job.attempt} of job "${job.id}" ended while this callback was applied`);
   return ended.job;
 }
 
@@ -96,17 +105,22 @@ export async function completeCorrelatedJob(
   return ended;
 }
 
-/** A remote worker's heartbeat: extends the current attempt's claim by `extendS` (default: the visibility timeout) from now. */
+/**
+ * A remote worker's heartbeat: extends the current attempt's claim by `extendS` (default: the visibility
+ * timeout) from now, and records its progress report when it carries one (over MAX_PROGRESS_BYTES: a
+ * PayloadTooLargeError naming `progress`, before anything is written).
+ */
 export async function heartbeatJob(
   ctx: QueueContext,
   jobType: JobType,
   id: string,
-  attempt: number,
-  extendS: number = jobType.visibilityTimeoutS,
+  beat: { attempt: number; extendS?: number | undefined; progress?: ProgressReport | undefined },
 ): Promise<Job> {
+  const { attempt, extendS = jobType.visibilityTimeoutS, progress } = beat;
+  if (progress !== undefined) assertProgressFits(progress);
   const job = await requireJob(ctx, jobType.name, id);
   assertCurrentAttempt(job, attempt);
-  const extended = await extendClaim(ctx, guardOf(job), ctx.nowMs() + extendS * 1000);
+  const extended = await extendClaim(ctx, guardOf(job), ctx.nowMs() + extendS * 1000, progress);
   if (!extended) throw new ConflictError(`attempt ${attempt} of job "${id}" ended before the heartbeat`);
   return extended;
 }

@@ -15,6 +15,8 @@ import {
   type NextState,
 } from '../domain/attempts.js';
 import type { AttemptRecord, HeldSlots, Job, WorkerIdentity } from '../domain/job.js';
+import type { ProgressReport } from '../domain/progress.js';
+import { progressToJson } from '../store/items.js';
 import type { JobType } from '../domain/job-type.js';
 import { eventForUnstartedJob, eventsForEndedAttempt } from '../domain/lifecycle-events.js';
 import { limitTooSmall } from '../domain/slots.js';
@@ -26,6 +28,7 @@ import {
   expireQueuedParams,
   extendClaimParams,
   markStartedParams,
+  recordProgressParams,
   releaseClaimParams,
   updateJob,
   updateJobWith,
@@ -121,14 +124,32 @@ export async function markStarted(ctx: QueueContext, job: Job, worker: WorkerIde
   return result.ok || result.current?.startToken === startToken;
 }
 
-/** Moves the claim's deadline to `claimedUntilMs` (never earlier than it is); undefined when the claim is no longer held. */
-export async function extendClaim(ctx: QueueContext, guard: ClaimGuard, claimedUntilMs: number): Promise<Job | undefined> {
+/** The attempt's report as the job keeps it, made at `nowMs`. */
+function progressJsonOf(guard: ClaimGuard, report: ProgressReport, nowMs: number): string {
+  return progressToJson({ ...report, attempt: guard.attempt, atMs: nowMs });
+}
+
+/**
+ * Moves the claim's deadline to `claimedUntilMs` (never earlier than it is), and records `progress` when
+ * given, even when the deadline is already later; undefined when the claim is no longer held.
+ */
+export async function extendClaim(ctx: QueueContext, guard: ClaimGuard, claimedUntilMs: number, progress?: ProgressReport): Promise<Job | undefined> {
+  const nowMs = ctx.nowMs();
   const index = claimIndexKeys(ctx.settings, guard, claimedUntilMs);
-  const result = await writeJob(ctx, extendClaimParams(guard, ctx.nowMs(), claimedUntilMs, index));
+  const progressJson = progress === undefined ? undefined : progressJsonOf(guard, progress, nowMs);
+  const result = await writeJob(ctx, extendClaimParams(guard, nowMs, claimedUntilMs, index, progressJson));
   if (result.ok) return result.job;
   const current = result.current;
   const stillHeld = current?.claimToken === guard.claimToken && current.attempt === guard.attempt;
-  return stillHeld && (current.status === 'running' || current.status === 'awaiting_callback') ? current : undefined;
+  if (!stillHeld || (current.status !== 'running' && current.status !== 'awaiting_callback')) return undefined;
+  return progress === undefined ? current : recordProgress(ctx, guard, progress);
+}
+
+/** Records the attempt's progress report, its claim's deadline untouched; undefined when the claim is no longer held. */
+export async function recordProgress(ctx: QueueContext, guard: ClaimGuard, progress: ProgressReport): Promise<Job | undefined> {
+  const nowMs = ctx.nowMs();
+  const result = await updateJob(ctx, recordProgressParams(guard, nowMs, progressJsonOf(guard, progress, nowMs)));
+  return result.ok ? result.job : undefined;
 }
 
 /** The attempt now waits for a callback until `timeoutS` from now; the sweeper times it out after that. */

@@ -5,7 +5,8 @@
  */
 import pLimit from 'p-limit';
 import type { JobRunOutcome } from '../domain/attempts.js';
-import { deferAttempt, endAttempt, extendClaim, markStarted, releaseClaim } from './claims.js';
+import { deferAttempt, endAttempt, extendClaim, markStarted, recordProgress, releaseClaim } from './claims.js';
+import { assertProgressFits } from '../domain/progress.js';
 import { guardOf, type AttemptEnding } from '../domain/attempts.js';
 import type { QueueContext } from './context.js';
 import { ClaimLostError } from '../domain/errors.js';
@@ -51,17 +52,23 @@ async function runAttempt(
   const controller = new AbortController();
   const guard = guardOf(job);
   const visibilityMs = jobType.visibilityTimeoutS * 1000;
-  const extend = async (extendMs: number): Promise<void> => {
-    if (await extendClaim(ctx, guard, ctx.nowMs() + extendMs)) return;
+  const claimLost = (): never => {
     const error = new ClaimLostError(`the claim on job "${job.id}" attempt ${job.attempt} is no longer held`);
     controller.abort(error);
     throw error;
+  };
+  const extend = async (extendMs: number): Promise<void> => {
+    if (!(await extendClaim(ctx, guard, ctx.nowMs() + extendMs))) claimLost();
   };
   const context: TargetRun = {
     job,
     jobType,
     signal: controller.signal,
     heartbeat: (extendS = jobType.visibilityTimeoutS) => extend(extendS * 1000),
+    progress: async (report) => {
+      assertProgressFits(report);
+      if (!(await recordProgress(ctx, guard, report))) claimLost();
+    },
     nowMs: ctx.nowMs,
   };
   const stopped = new Promise<never>((_, reject) => {

@@ -1,5 +1,6 @@
 /** Converting between stored items and domain objects: the key attributes stay in the store layer. */
 import type { Job } from '../domain/job.js';
+import type { JobProgress } from '../domain/progress.js';
 import type { JobType } from '../domain/job-type.js';
 import type { Schedule } from '../domain/schedule.js';
 import type { Item } from './send.js';
@@ -18,16 +19,27 @@ function withoutStoreAttributes(item: Item): Item {
  * rules for maps (32 levels of nesting, no empty keys, numbers within 38 digits).
  */
 export function jobToItem(job: Job): Item {
-  const { data, result, ...rest } = job;
-  return { ...rest, dataJson: JSON.stringify(data ?? null), ...(result !== undefined ? { resultJson: JSON.stringify(result) } : {}) };
+  const { data, result, progress, ...rest } = job;
+  return {
+    ...rest,
+    dataJson: JSON.stringify(data ?? null),
+    ...(result !== undefined ? { resultJson: JSON.stringify(result) } : {}),
+    ...(progress !== undefined ? { progressJson: progressToJson(progress) } : {}),
+  };
+}
+
+/** A progress report holds any JSON too, so it is stored as JSON text like data and result. */
+export function progressToJson(progress: JobProgress): string {
+  return JSON.stringify(progress);
 }
 
 export function itemToJob(item: Item): Job {
-  const { dataJson, resultJson, ...rest } = withoutStoreAttributes(item);
+  const { dataJson, resultJson, progressJson, ...rest } = withoutStoreAttributes(item);
   return {
     ...rest,
     data: typeof dataJson === 'string' ? JSON.parse(dataJson) : null,
     ...(typeof resultJson === 'string' ? { result: JSON.parse(resultJson) } : {}),
+    ...(typeof progressJson === 'string' ? { progress: JSON.parse(progressJson) } : {}),
   } as unknown as Job;
 }
 

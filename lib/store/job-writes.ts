@@ -142,14 +142,31 @@ export function markStartedParams(guard: ClaimGuard, nowMs: number, worker: Work
   };
 }
 
-/** Moves the claim's deadline to `claimedUntilMs`, never earlier than it is. */
-export function extendClaimParams(guard: ClaimGuard, nowMs: number, claimedUntilMs: number, index: IndexKey): UpdateParams {
+/** Moves the claim's deadline to `claimedUntilMs`, never earlier than it is; with `progressJson`, records that report too. */
+export function extendClaimParams(guard: ClaimGuard, nowMs: number, claimedUntilMs: number, index: IndexKey, progressJson?: string): UpdateParams {
   return {
     Key: jobKey(guard.type, guard.id),
     ConditionExpression: `${GUARD_CONDITION} AND claimedUntilMs < :until`,
-    UpdateExpression: 'SET claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
+    UpdateExpression: `SET claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk${progressJson === undefined ? '' : ', progressJson = :progress'}`,
     ExpressionAttributeNames: STATUS_NAME,
-    ExpressionAttributeValues: { ...guardValues(guard), ':until': claimedUntilMs, ':now': nowMs, ...indexValues(index) },
+    ExpressionAttributeValues: {
+      ...guardValues(guard),
+      ':until': claimedUntilMs,
+      ':now': nowMs,
+      ...indexValues(index),
+      ...(progressJson === undefined ? {} : { ':progress': progressJson }),
+    },
+  };
+}
+
+/** Records the attempt's progress report while the claim is held, its deadline untouched. */
+export function recordProgressParams(guard: ClaimGuard, nowMs: number, progressJson: string): UpdateParams {
+  return {
+    Key: jobKey(guard.type, guard.id),
+    ConditionExpression: GUARD_CONDITION,
+    UpdateExpression: 'SET progressJson = :progress, updatedAtMs = :now',
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: { ...guardValues(guard), ':progress': progressJson, ':now': nowMs },
   };
 }
 

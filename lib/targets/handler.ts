@@ -2,6 +2,7 @@
 import { NonRetryableError, RetryAfterError } from '../domain/errors.js';
 import type { Job } from '../domain/job.js';
 import type { AttemptFailure } from '../domain/retry.js';
+import type { ProgressReport } from '../domain/progress.js';
 import type { TargetOutcome, TargetRun } from './target.js';
 
 /** Returned by a handler to leave the job `awaiting_callback` until a status callback or `timeout_s`. */
@@ -15,6 +16,12 @@ export interface JobContext {
    * Throws ClaimLostError when the attempt no longer holds the claim.
    */
   heartbeat(extendS?: number): Promise<void>;
+  /**
+   * Records how far the attempt got, `{percent?, message?, data?}`, on the job (GET and the dashboard show
+   * the latest). Throws ValidationError for a percent outside 0–100 or a message over 1 000 characters,
+   * PayloadTooLargeError over 8 KiB, ClaimLostError when the attempt no longer holds the claim.
+   */
+  progress(report: ProgressReport): Promise<void>;
   /** Aborted when the attempt reaches the type's `timeout_s` or loses its claim. */
   readonly signal: AbortSignal;
 }
@@ -32,7 +39,7 @@ export function failureFromError(error: unknown): AttemptFailure {
 
 export async function runHandlerTarget(handler: JobHandler, run: TargetRun): Promise<TargetOutcome> {
   try {
-    const value = await handler(run.job.data, { job: run.job, signal: run.signal, heartbeat: run.heartbeat });
+    const value = await handler(run.job.data, { job: run.job, signal: run.signal, heartbeat: run.heartbeat, progress: run.progress });
     return value === AWAIT_CALLBACK ? { kind: 'awaiting_callback' } : { kind: 'succeeded', result: value };
   } catch (error) {
     return { kind: 'failed', failure: failureFromError(error) };

@@ -2,6 +2,7 @@
 import type { Job } from '../domain/job.js';
 import type { JobTypeWithoutSecrets } from '../domain/job-type.js';
 import type { AttemptFailure } from '../domain/retry.js';
+import type { ProgressReport } from '../domain/progress.js';
 
 /** How an attempt ended, as the target saw it; the worker records it under the claim's guard. */
 export type TargetOutcome =
@@ -17,6 +18,8 @@ export interface TargetRun {
   readonly signal: AbortSignal;
   /** Extends the claim to `extendS` (default: the visibility timeout) from now; throws ClaimLostError once it is lost. */
   heartbeat(extendS?: number): Promise<void>;
+  /** Records how far the attempt got (see JobContext.progress). */
+  progress(report: ProgressReport): Promise<void>;
   nowMs(): number;
 }
 

@@ -14,6 +14,7 @@ import { MAX_BATCH_JOBS, type BatchJob } from '../domain/job.js';
 import type { CallbackInput } from '../domain/attempts.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../domain/job.js';
 import { MAX_METRICS_MINUTES } from '../domain/metrics.js';
+import { MAX_PROGRESS_MESSAGE_CHARS } from '../domain/progress.js';
 
 /** `POST /v1/jobs/{type}/{id}`: a status callback. */
 export const callbackSchema = z.strictObject({
@@ -30,20 +31,34 @@ export const callbackSchema = z.strictObject({
   result: jsonValueSchema.optional(),
 });
 
-export function callbackInputOf(body: z.output<typeof callbackSchema>): CallbackInput {
+/**
+ * `POST /v1/callbacks/{correlation_key}`: the status callback, `attempt` optional, since the system that
+ * answers under its own reference seldom knows it; the key names the job, whose open attempt it then ends.
+ */
+export const correlationCallbackSchema = callbackSchema.extend({ attempt: callbackSchema.shape.attempt.optional() });
+
+export function callbackInputOf(body: z.output<typeof correlationCallbackSchema>): CallbackInput {
   return {
     status: body.status,
-    attempt: body.attempt,
+    ...(body.attempt !== undefined ? { attempt: body.attempt } : {}),
     ...(body.retryable !== undefined ? { retryable: body.retryable } : {}),
     ...(body.error ? { error: body.error } : {}),
     ...(body.result !== undefined ? { result: body.result } : {}),
   };
 }
 
+/** A running attempt's progress report; its size as a whole is checked after (assertProgressFits: 413 naming `progress`). */
+export const progressSchema = z.strictObject({
+  percent: z.number().min(0).max(100).optional(),
+  message: z.string().max(MAX_PROGRESS_MESSAGE_CHARS).optional(),
+  data: jsonValueSchema.optional(),
+});
+
 /** `POST /v1/jobs/{type}/{id}/heartbeat`. */
 export const heartbeatSchema = z.strictObject({
   attempt: z.number().int().min(1).max(1000),
   extend_s: z.number().int().min(1).max(43_200).optional(),
+  progress: progressSchema.optional(),
 });
 
 /** `POST /v1/jobs/{type}/batch` is the batch route, so no job may take `batch` as its id. */

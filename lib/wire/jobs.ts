@@ -1,6 +1,9 @@
 /** Jobs on the wire: the snake_case enqueue body the API accepts and the job as it returns it (DESIGN §5). */
 import { z } from 'zod';
-import { CORRELATION_KEY_PATTERN, DEFAULT_PRIORITY, type AttemptRecord, type Job, type JobInput } from '../domain/job.js';
+import { CORRELATION_KEY_PATTERN, DEFAULT_PRIORITY, type AttemptRecord, type FieldChange, type Job, type JobChangeRecord, type JobInput } from '../domain/job.js';
+import type { JobChangeInput } from '../domain/job-changes.js';
+import type { JobProgress } from '../domain/progress.js';
+import { ValidationError } from '../domain/errors.js';
 import { isoOrNull } from './parse.js';
 import { jsonValueSchema, THROTTLE_KEY_PATTERN, timeWindowsSchema } from './fields.js';
 
@@ -42,6 +45,47 @@ export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInpu
   };
 }
 
+/** `PATCH /v1/jobs/{type}/{id}`: the fields a queued job may change. */
+export const jobPatchSchema = z.strictObject({
+  run_after: z.union([z.literal('now'), isoWithOffset]).optional(),
+  priority: z.number().int().min(0).max(1000).optional(),
+  expires_at: isoWithOffset.nullable().optional(),
+});
+
+/** The change a valid body asks for; a body that asks for none is a ValidationError naming `body`. */
+export function jobChangeFromBody(body: z.output<typeof jobPatchSchema>): JobChangeInput {
+  if (Object.keys(body).length === 0) {
+    throw new ValidationError([{ field: 'body', message: 'must change at least one of run_after, priority, expires_at' }]);
+  }
+  return {
+    ...(body.run_after !== undefined ? { runAfter: body.run_after === 'now' ? 'now' : Date.parse(body.run_after) } : {}),
+    ...(body.priority !== undefined ? { priority: body.priority } : {}),
+    ...(body.expires_at !== undefined ? { expiresAtMs: body.expires_at === null ? null : Date.parse(body.expires_at) } : {}),
+  };
+}
+
+const instantChangeToApi = (change: FieldChange<number | null>) => ({ from: isoOrNull(change.from ?? undefined), to: isoOrNull(change.to ?? undefined) });
+
+function changeToApi(record: JobChangeRecord): Record<string, unknown> {
+  return {
+    at: isoOrNull(record.atMs),
+    by: record.by,
+    ...(record.runAfterMs ? { run_after: instantChangeToApi(record.runAfterMs) } : {}),
+    ...(record.priority ? { priority: record.priority } : {}),
+    ...(record.expiresAtMs ? { expires_at: instantChangeToApi(record.expiresAtMs) } : {}),
+  };
+}
+
+function progressToApi(progress: JobProgress): Record<string, unknown> {
+  return {
+    percent: progress.percent ?? null,
+    message: progress.message ?? null,
+    data: progress.data ?? null,
+    attempt: progress.attempt,
+    at: isoOrNull(progress.atMs),
+  };
+}
+
 function attemptToApi(record: AttemptRecord): Record<string, unknown> {
   return {
     attempt: record.attempt,
@@ -79,5 +123,8 @@ export function jobToApi(job: Job): Record<string, unknown> {
     claimed_until: isoOrNull(job.claimedUntilMs),
     history: job.history.map(attemptToApi),
     history_dropped: job.historyDropped,
+    progress: job.progress ? progressToApi(job.progress) : null,
+    changes: (job.changes ?? []).map(changeToApi),
+    changes_dropped: (job.changeCount ?? 0) - (job.changes?.length ?? 0),
   };
 }

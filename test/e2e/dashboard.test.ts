@@ -198,3 +198,22 @@ test('the schedules tab shows a schedule firing every second with its last job o
     await call(runtime, 'DELETE', '/v1/schedules/every-second');
   }
 });
+
+test("an open attempt's page shows the progress its heartbeat reported, as text", async () => {
+  // Awaiting its callback, the attempt stays open with no worker busy, so npm start still stops at once.
+  await call(runtime, 'PUT', '/v1/job-types/imports', { target: { kind: 'handler', name: 'await_callback' }, timeout_s: 600 });
+  await call(runtime, 'PUT', '/v1/jobs/imports/i1', { data: { rows: 1000 } });
+  expect((await waitForStatus(runtime, '/v1/jobs/imports/i1', 'awaiting_callback', SEEN_WITHIN_MS)).status).toBe('awaiting_callback');
+  const message = '<b id=injected>rows</b> 1-425 of 1000';
+  const beat = await call(runtime, 'POST', '/v1/jobs/imports/i1/heartbeat', { attempt: 1, progress: { percent: 42.5, message, data: { rows_done: 425 } } });
+  expect(beat.status).toBe(200);
+
+  await signIn(runtime.token);
+  await page.locator('.health[data-level]').waitFor({ timeout: SEEN_WITHIN_MS });
+  await page.evaluate("location.hash = '#/job/imports/i1'");
+  await page.getByRole('heading', { name: 'Progress' }).waitFor({ timeout: SEEN_WITHIN_MS });
+  expect(await page.getByLabel('Progress').getAttribute('value')).toBe('42.5');
+  expect(await page.locator('p.progress').textContent()).toContain(`42.5 % ${message}`);
+  expect(await page.locator('pre.data').first().textContent()).toContain('"rows_done": 425');
+  expect(await page.locator('#injected').count()).toBe(0);
+});

@@ -226,6 +226,56 @@ describe('jobs', () => {
   });
 });
 
+describe('job control', () => {
+  test('change moves a queued job to now and changes its priority, the change recorded', async () => {
+    await client.enqueue('emails', { run_after: new Date(T0 + 86_400_000) }, { id: 'p-1' });
+    const changed = await client.change('emails', 'p-1', { run_after: 'now', priority: 5 });
+    expect(changed).toMatchObject({ status: 'queued', run_after: iso(T0), priority: 5 });
+    expect(changed.changes).toEqual([expect.objectContaining({ by: 'API_TOKEN', priority: { from: 100, to: 5 } })]);
+    const expiring = await client.change('emails', 'p-1', { expires_at: new Date(T0 + 60_000) });
+    expect(expiring.expires_at).toBe(iso(T0 + 60_000));
+    await expect(client.change('emails', 'p-1', {})).rejects.toMatchObject({ status: 400, details: [expect.objectContaining({ field: 'body' })] });
+  });
+
+  test('change of a job that has started is a ConflictError', async () => {
+    await client.enqueue('hooks', {}, { id: 'p-2' });
+    await runAttempt('hooks', 'p-2');
+    await expect(client.change('hooks', 'p-2', { priority: 1 })).rejects.toBeInstanceOf(ConflictError);
+  });
+
+  test('completeByKey and failByKey end the open attempt of the job holding the key, without its number', async () => {
+    await client.enqueue('hooks', { correlation_key: 'psp:1' }, { id: 'k-1' });
+    await runAttempt('hooks', 'k-1');
+    expect(await client.failByKey('psp:1', { error: { message: 'declined' } })).toMatchObject({ status: 'queued', attempt: 1 });
+    queue.clock.advance(10_000);
+    await runAttempt('hooks', 'k-1');
+    await expect(client.completeByKey('psp:1', { attempt: 1 })).rejects.toBeInstanceOf(ConflictError);
+    expect(await client.completeByKey('psp:1', { result: { paid: true } })).toMatchObject({ status: 'succeeded', attempt: 2, result: { paid: true } });
+    await expect(client.completeByKey('psp:1')).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  test('a callback by key without attempt is not retried; with it, it is', async () => {
+    await client.enqueue('hooks', { correlation_key: 'psp:2' }, { id: 'k-2' });
+    await runAttempt('hooks', 'k-2');
+    const without = flakyFetch(1, '503');
+    await expect(clientWith({ fetch: without.fetchImpl }).completeByKey('psp:2')).rejects.toBeInstanceOf(ServerError);
+    expect(without.calls).toHaveLength(1);
+    const withAttempt = flakyFetch(1, '503');
+    expect((await clientWith({ fetch: withAttempt.fetchImpl }).completeByKey('psp:2', { attempt: 1 })).status).toBe('succeeded');
+    expect(withAttempt.calls).toHaveLength(2);
+  });
+
+  test('reportProgress and heartbeat record how far a running attempt got', async () => {
+    await client.enqueue('hooks', {}, { id: 'g-1' });
+    await runAttempt('hooks', 'g-1');
+    const reported = await client.reportProgress('hooks', 'g-1', { attempt: 1, progress: { percent: 30, message: 'a third' } });
+    expect(reported.progress).toEqual({ percent: 30, message: 'a third', data: null, attempt: 1, at: iso(T0) });
+    const beat = await client.heartbeat('hooks', 'g-1', { attempt: 1, extend_s: 120, progress: { data: { step: 2 } } });
+    expect(beat.progress).toMatchObject({ percent: null, data: { step: 2 } });
+    await expect(client.reportProgress('hooks', 'g-1', { attempt: 1, progress: { percent: 101 } })).rejects.toBeInstanceOf(InvalidRequestError);
+  });
+});
+
 describe('credentials', () => {
   test("a wrong token is an UnauthorizedError, from the gateway's 403 Forbidden", async () => {
     const error = await clientWith({ token: 'not-a-key' }).stats().catch((thrown: unknown) => thrown);

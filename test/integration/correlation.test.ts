@@ -11,6 +11,7 @@ import { registry } from '../../functions/worker/handlers/index.js';
 import { trackConsumedCapacity } from '../support/capacity.js';
 import { createCallbackToken } from '../../lib/domain/callback-tokens.js';
 import { claimJob } from '../../lib/queue/claims.js';
+import { completeCorrelatedJob, findActiveCorrelatedJob } from '../../lib/queue/callbacks.js';
 import { ConflictError } from '../../lib/domain/errors.js';
 import { requireJobType } from '../../lib/queue/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue.js';
@@ -281,14 +282,79 @@ describe('POST /v1/callbacks/{correlation_key}', () => {
 
   test('an invalid body is 400 before any lookup; a key outside the pattern is 400 naming correlation_key', async () => {
     const { api: client } = api();
-    const noAttempt = await client.post('/v1/callbacks/nobody', { status: 'succeeded' });
-    expect(noAttempt.status).toBe(400);
-    expect(noAttempt.body.error.details.map((d: { field: string }) => d.field)).toEqual(['attempt']);
+    const badAttempt = await client.post('/v1/callbacks/nobody', { status: 'succeeded', attempt: 0 });
+    expect(badAttempt.status).toBe(400);
+    expect(badAttempt.body.error.details.map((d: { field: string }) => d.field)).toEqual(['attempt']);
     for (const path of ['/v1/callbacks/a%2Fb', '/v1/callbacks/a%20b', `/v1/callbacks/${'k'.repeat(257)}`, '/v1/callbacks/%E0%A4%A']) {
       const response = await client.post(path, { status: 'succeeded', attempt: 1 });
       expect(response.status).toBe(400);
       expect(response.body.error.details.map((d: { field: string }) => d.field)).toEqual(['correlation_key']);
     }
+  });
+});
+
+describe('POST /v1/callbacks/{correlation_key} without attempt', () => {
+  test('ends the attempt that is open, as the same callback naming it would', async () => {
+    const { api: client } = api();
+    await awaitingJob('hooks', 'j1', 'k');
+    const failed = await client.post('/v1/callbacks/k', { status: 'failed', error: { class: 'Declined', message: 'no' } });
+    expect(failed.status).toBe(200);
+    expect(failed.body).toMatchObject({ status: 'queued', attempt: 1 });
+    api().queue.clock.advance(10_000);
+    expect(await claimAndRun('hooks', 'j1')).toBe('awaiting_callback');
+    const response = await client.post('/v1/callbacks/k', { status: 'succeeded', result: { paid: true } });
+    expect(response.status).toBe(200);
+    expect(response.body).toMatchObject({ status: 'succeeded', attempt: 2, result: { paid: true } });
+    expect(response.body.history.map((record: { attempt: number; outcome: string }) => [record.attempt, record.outcome])).toEqual([
+      [1, 'failed'],
+      [2, 'succeeded'],
+    ]);
+    expect(await pointerItems('k')).toEqual([]);
+  });
+
+  test('an attempt given is still checked: a stale one is 409 and changes nothing', async () => {
+    const { api: client, queue } = api();
+    await awaitingJob('hooks', 'j1', 'k');
+    expect((await client.post('/v1/callbacks/k', { status: 'failed' })).body.status).toBe('queued');
+    queue.clock.advance(10_000);
+    expect(await claimAndRun('hooks', 'j1')).toBe('awaiting_callback');
+    const before = await tableItems(queue);
+    const response = await client.post('/v1/callbacks/k', { status: 'succeeded', attempt: 1 });
+    expect(response.status).toBe(409);
+    expect(await tableItems(queue)).toEqual(before);
+  });
+
+  test('a job holding the key with no attempt open is 409 naming its status, and changes nothing', async () => {
+    const { api: client, queue } = api();
+    expect((await client.put('/v1/jobs/hooks/j1', { correlation_key: 'k' })).status).toBe(201);
+    const before = await tableItems(queue);
+    const response = await client.post('/v1/callbacks/k', { status: 'succeeded' });
+    expect(response.status).toBe(409);
+    expect(response.body.error.message).toContain('queued');
+    expect(await tableItems(queue)).toEqual(before);
+  });
+
+  test('a key no job holds is 404', async () => {
+    const response = await api().api.post('/v1/callbacks/nobody', { status: 'succeeded' });
+    expect(response.status).toBe(404);
+    expect(response.body.error.code).toBe('not_found');
+  });
+
+  test('a callback read before its attempt ended never ends the attempt that began since', async () => {
+    const { api: client, queue } = api();
+    const { ctx } = queue;
+    await awaitingJob('hooks', 'j1', 'k');
+    const found = await findActiveCorrelatedJob(asFunction(ctx, 'api'), 'k');
+    expect(found?.job.attempt).toBe(1);
+    // Between the callback's read and its write, attempt 1 fails and attempt 2 is claimed.
+    expect((await client.post('/v1/jobs/hooks/j1', { status: 'failed', attempt: 1 })).body.status).toBe('queued');
+    queue.clock.advance(10_000);
+    expect(await claimAndRun('hooks', 'j1')).toBe('awaiting_callback');
+    const jobType = await requireJobType(ctx, 'hooks');
+    await expect(completeCorrelatedJob(asFunction(ctx, 'api'), jobType, found!, { status: 'succeeded' }, registry.retryPolicies)).rejects.toThrow(
+      ConflictError,
+    );
+    expect(await getJob(ctx, 'hooks', 'j1')).toMatchObject({ status: 'awaiting_callback', attempt: 2 });
   });
 });
 

@@ -79,6 +79,9 @@ const CASES: Case[] = [
   { name: 'read:emails sending a status callback', method: 'POST', path: '/v1/jobs/emails/seed-1', who: 'readEmails', body: json({ status: 'succeeded', attempt: 1 }), status: 403, code: 'forbidden' },
   { name: 'enqueue:emails sending a heartbeat', method: 'POST', path: '/v1/jobs/emails/seed-1/heartbeat', who: 'enqueueEmails', body: json({ attempt: 1 }), status: 403, code: 'forbidden' },
   { name: 'enqueue:* listing job types', method: 'GET', path: '/v1/job-types', who: 'enqueueAll', status: 403, code: 'forbidden' },
+  { name: 'callback:emails changing a queued job', method: 'PATCH', path: '/v1/jobs/emails/seed-1', who: 'callbackEmails', body: json({ run_after: 'now' }), status: 403, code: 'forbidden' },
+  { name: 'read:emails changing a queued job', method: 'PATCH', path: '/v1/jobs/emails/seed-1', who: 'readEmails', body: json({ priority: 0 }), status: 403, code: 'forbidden' },
+  { name: 'enqueue:emails changing an invoices job', method: 'PATCH', path: '/v1/jobs/invoices/seed-2', who: 'enqueueEmails', body: json({ priority: 0 }), status: 403, code: 'forbidden' },
   { name: 'callback:emails calling back an invoices job', method: 'POST', path: '/v1/jobs/invoices/x', who: 'callbackEmails', body: json({ status: 'failed', attempt: 1 }), status: 403, code: 'forbidden' },
   { name: 'read:emails climbing from a job path to the keys', method: 'GET', path: '/v1/jobs/emails/../../keys', who: 'readEmails', status: 403, code: 'forbidden' },
 
@@ -197,6 +200,10 @@ const CASES: Case[] = [
   // Methods and routes.
   { name: 'PATCH on a job type', method: 'PATCH', path: '/v1/job-types/emails', who: 'admin', body: json({ attempts: 1 }), status: 404, code: 'not_found' },
   { name: 'GET on the replay route', method: 'GET', path: '/v1/jobs/emails/seed-1/replay', who: 'admin', status: 404, code: 'not_found' },
+  { name: "a PATCH changing a job's data", method: 'PATCH', path: '/v1/jobs/emails/seed-1', who: 'admin', body: json({ data: { seed: false } }), status: 400, code: 'invalid_request', field: 'data' },
+  { name: 'a PATCH with a priority beyond a double', method: 'PATCH', path: '/v1/jobs/emails/seed-1', who: 'admin', body: '{"priority": 1e400}', status: 400, code: 'invalid_request', field: 'priority' },
+  { name: 'a PATCH with an empty body', method: 'PATCH', path: '/v1/jobs/emails/seed-1', who: 'admin', body: json({}), status: 400, code: 'invalid_request', field: 'body' },
+  { name: 'a PATCH of a job that does not exist', method: 'PATCH', path: '/v1/jobs/emails/nope', who: 'admin', body: json({ priority: 1 }), status: 404, code: 'not_found' },
   { name: 'POST on /health without a key: only its GET is public', method: 'POST', path: '/health', who: 'none', body: json({}), status: 401, gateway: 'Unauthorized' },
   { name: 'POST on /health', method: 'POST', path: '/health', who: 'admin', body: json({}), status: 404, code: 'not_found' },
 

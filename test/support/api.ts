@@ -81,6 +81,7 @@ export interface ApiClient {
   get(path: string, options?: RequestOptions): Promise<ApiResponse>;
   put(path: string, body?: unknown, options?: RequestOptions): Promise<ApiResponse>;
   post(path: string, body?: unknown, options?: RequestOptions): Promise<ApiResponse>;
+  patch(path: string, body?: unknown, options?: RequestOptions): Promise<ApiResponse>;
   delete(path: string, options?: RequestOptions): Promise<ApiResponse>;
 }
 
@@ -106,6 +107,7 @@ export function createApiClient(handler: ApiHandler, token: string = ADMIN_TOKEN
     get: (path, options) => request('GET', path, options),
     put: (path, body, options) => request('PUT', path, withBody(body, options)),
     post: (path, body, options) => request('POST', path, withBody(body, options)),
+    patch: (path, body, options) => request('PATCH', path, withBody(body, options)),
     delete: (path, options) => request('DELETE', path, options),
   };
 }

@@ -6,6 +6,7 @@ import { describe, expect, test } from 'vitest';
 import type { AttemptEnd } from '../../lib/domain/attempts.js';
 import { claimParams, endAttemptParams, releaseClaimParams } from '../../lib/store/job-writes.js';
 import { claimIndexKeys, queuedIndexKeys } from '../../lib/store/keys.js';
+import { changeQueuedJobParams } from '../../lib/store/job-change-writes.js';
 
 const layout = { bucketMs: 60_000, shards: 4 };
 const ref = { type: 'email', id: 'j1' };
@@ -69,5 +70,31 @@ describe('releaseClaimParams', () => {
     expect(params.ConditionExpression).toBe(
       'claimToken = :token AND attempt = :attempt AND #status IN (:running, :awaiting) AND attribute_not_exists(startedAtMs)',
     );
+  });
+});
+
+describe('changeQueuedJobParams', () => {
+  const write = { nowMs: 5_000, runAfterMs: 1_000, priority: 5, expiresAtMs: undefined, changes: [] };
+
+  test('writes only over the job as read: queued, at its attempt, index entry and change version', () => {
+    const first = changeQueuedJobParams({ job: { ...ref, attempt: 0 }, index }, { ...write, index: undefined });
+    expect(first.ConditionExpression).toBe('#status = :queued AND attempt = :attempt AND gsi1pk = :seenPk AND gsi1sk = :seenSk AND attribute_not_exists(changeCount)');
+    const later = changeQueuedJobParams({ job: { ...ref, attempt: 0, changeCount: 3 }, index }, { ...write, index: undefined });
+    expect(later.ConditionExpression).toContain('changeCount = :seenCount');
+    expect(later.ExpressionAttributeValues).toMatchObject({ ':seenCount': 3, ':count': 4, ':seenPk': index.gsi1pk, ':seenSk': index.gsi1sk });
+  });
+
+  test('moves the index entry in the same write only when the ready time changes', () => {
+    const moved = queuedIndexKeys(layout, ref, 1_000, 5_000);
+    const params = changeQueuedJobParams({ job: { ...ref, attempt: 0 }, index }, { ...write, index: moved });
+    expect(params.UpdateExpression).toContain('gsi1pk = :gsi1pk, gsi1sk = :gsi1sk');
+    expect(params.ExpressionAttributeValues).toMatchObject({ ':gsi1pk': moved.gsi1pk, ':gsi1sk': moved.gsi1sk });
+    expect(changeQueuedJobParams({ job: { ...ref, attempt: 0 }, index }, { ...write, index: undefined }).UpdateExpression).not.toContain('gsi1pk');
+  });
+
+  test('sets an expiry given, and removes it when none is left', () => {
+    const params = (expiresAtMs: number | undefined) => changeQueuedJobParams({ job: { ...ref, attempt: 0 }, index }, { ...write, expiresAtMs, index: undefined });
+    expect(params(9_000).UpdateExpression).toContain('expiresAtMs = :expiresAt');
+    expect(params(undefined).UpdateExpression).toMatch(/REMOVE expiresAtMs$/);
   });
 });

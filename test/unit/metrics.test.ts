@@ -70,7 +70,7 @@ describe('worker metrics per job type', () => {
     const { metrics, recorded } = recorder();
     let nowMs = 1_000;
     const measured = measuredRegistry({ handlers: { h: handler }, retryPolicies: {} }, metrics, () => nowMs).handlers.h!;
-    const context: JobContext = { job: runningJob({ type: 'email' }), signal: controller.signal, heartbeat: async () => undefined };
+    const context: JobContext = { job: runningJob({ type: 'email' }), signal: controller.signal, heartbeat: async () => undefined, progress: async () => undefined };
     const advance = (ms: number) => (nowMs += ms);
     return { result: Promise.resolve(measured({}, context)), recorded, advance, controller };
   }
@@ -79,7 +79,7 @@ describe('worker metrics per job type', () => {
     const { metrics, recorded } = recorder();
     let nowMs = 1_000;
     const measured = measuredRegistry({ handlers: { h: () => ((nowMs += 250), 'done') }, retryPolicies: {} }, metrics, () => nowMs).handlers.h!;
-    const value = await measured({}, { job: runningJob({ type: 'email' }), signal: new AbortController().signal, heartbeat: async () => undefined });
+    const value = await measured({}, { job: runningJob({ type: 'email' }), signal: new AbortController().signal, heartbeat: async () => undefined, progress: async () => undefined });
     expect(value).toBe('done');
     expect(recorded).toEqual([
       { name: 'Succeeded', value: 1, dimensions: { type: 'email' } },

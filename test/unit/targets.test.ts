@@ -26,7 +26,7 @@ function jobTypeWith(target: Record<string, unknown>): JobType {
 }
 
 function runOf(jobType: JobType, signal = new AbortController().signal): TargetRun {
-  return { job: runningJob({ attempt: 2, data: { to: 'ada' } }), jobType, signal, heartbeat: async () => undefined, nowMs: () => T0 };
+  return { job: runningJob({ attempt: 2, data: { to: 'ada' } }), jobType, signal, heartbeat: async () => undefined, progress: async () => undefined, nowMs: () => T0 };
 }
 
 // The SDK wraps payloads in a Uint8Array subclass; the target reads only the bytes.

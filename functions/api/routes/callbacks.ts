@@ -7,7 +7,7 @@ import { jobToApi } from '../../../lib/wire/jobs.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import { createMetricsRecorder } from '../../../lib/queue/metrics-history.js';
 import { finishedOutcomeOfStatus } from '../../../lib/domain/metrics.js';
-import { callbackInputOf, callbackSchema, heartbeatSchema } from '../../../lib/wire/api-requests.js';
+import { callbackInputOf, callbackSchema, correlationCallbackSchema, heartbeatSchema } from '../../../lib/wire/api-requests.js';
 import { json, type HttpResponse } from '../../shared/http.js';
 import { log } from '../../shared/log.js';
 import { assertCallbackAttempt } from '../access.js';
@@ -38,7 +38,7 @@ export function callbackRoutes({ ctx, registry, jobTypes }: RouteDeps) {
     },
     callbackByCorrelationKey: async (event, principal) => {
       const correlationKey = pathParam(event, 'correlation_key', CORRELATION_KEY_PATTERN);
-      const body = parseWith(callbackSchema, parseJsonBody(event));
+      const body = parseWith(correlationCallbackSchema, parseJsonBody(event));
       const found = await findActiveCorrelatedJob(ctx, correlationKey);
       // The same answer whether no job holds the key or the caller may not call back jobs of its type,
       // so a key cannot be used to learn about another type's jobs.
@@ -52,7 +52,7 @@ export function callbackRoutes({ ctx, registry, jobTypes }: RouteDeps) {
       const body = parseWith(heartbeatSchema, parseJsonBody(event));
       assertCallbackAttempt(principal, body.attempt);
       const jobType = await jobTypes.require(typeName(event));
-      const job = await heartbeatJob(ctx, jobType, jobId(event), body.attempt, body.extend_s);
+      const job = await heartbeatJob(ctx, jobType, jobId(event), { attempt: body.attempt, extendS: body.extend_s, progress: body.progress });
       return json(200, jobToApi(job));
     },
   } satisfies Record<string, Route>;

@@ -9,7 +9,8 @@ import { cancelJob, requireJob } from '../../../lib/queue/jobs.js';
 import { enqueueJob, replayJob } from '../../../lib/queue/enqueue.js';
 import { newJobId } from '../../../lib/domain/new-job.js';
 import { MAX_DATA_BYTES } from '../../../lib/domain/job.js';
-import { jobInputFromBody, jobInputSchema, jobToApi } from '../../../lib/wire/jobs.js';
+import { jobChangeFromBody, jobInputFromBody, jobInputSchema, jobPatchSchema, jobToApi } from '../../../lib/wire/jobs.js';
+import { changeQueuedJob } from '../../../lib/queue/job-changes.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import {
   BATCH_PATH_SEGMENT,
@@ -97,5 +98,12 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
       return json(201, jobToApi(await replayJob(ctx, jobType, jobId(event))));
     },
     cancel: async (event) => json(200, jobToApi(await cancelJob(ctx, typeName(event), jobId(event)))),
+    changeJob: async (event, principal) => {
+      const change = jobChangeFromBody(parseWith(jobPatchSchema, parseJsonBody(event)));
+      const jobType = await jobTypes.require(typeName(event));
+      // typeScope admits keys only; the change is recorded under the key's id.
+      if (principal?.kind !== 'key') throw new ForbiddenError(`this route needs scope enqueue:${jobType.name}`);
+      return json(200, jobToApi(await changeQueuedJob(ctx, jobType, jobId(event), change, principal.keyId)));
+    },
   } satisfies Record<string, Route>;
 }
