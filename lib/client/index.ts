@@ -11,6 +11,7 @@
  */
 import { ConflictError } from './errors.js';
 import { scheduleMethods, type ScheduleMethods } from './schedules.js';
+import { adminMethods, type AdminMethods } from './admin.js';
 import { createRequester, type Call, type ClientOptions } from './transport.js';
 import type {
   BatchResult,
@@ -44,7 +45,7 @@ export interface ListOptions {
   cursor?: string | null;
 }
 
-export interface QueueClient extends ScheduleMethods {
+export interface QueueClient extends ScheduleMethods, AdminMethods {
   /** `PUT /v1/job-types/{name}`: creates or replaces a job type. Retried. */
   defineType(name: string, body: JobTypeBody): Promise<JobType>;
   getType(name: string): Promise<JobType>;
@@ -202,6 +203,7 @@ export function createClient(options: ClientOptions): QueueClient {
     stats: () => request({ method: 'GET', path: ['v1', 'stats'], idempotent: true }),
     metrics: ({ minutes } = {}) => request({ method: 'GET', path: ['v1', 'metrics'], query: { minutes }, idempotent: true }),
     ...scheduleMethods(request),
+    ...adminMethods(request),
   };
   return client;
 }

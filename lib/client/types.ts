@@ -348,3 +348,19 @@ export interface SchedulePage {
   schedules: Schedule[];
   next_cursor: string | null;
 }
+
+/** An API key as the API shows it: never its secret. */
+export interface ApiKey {
+  id: string;
+  name: string | null;
+  scopes: string[];
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+/** A key just created: its secret `key`, shown this once. */
+export interface CreatedApiKey extends ApiKey {
+  key: string;
+}

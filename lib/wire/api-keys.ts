@@ -1,6 +1,6 @@
 /** API keys on the wire: the body that creates one and the key as the API shows it. */
 import { z } from 'zod';
-import { parseScope, type ApiKey } from '../domain/api-key.js';
+import { parseScope, SCOPE_ACTIONS, type ApiKey } from '../domain/api-key.js';
 import { isoOrNull } from './parse.js';
 
 const isoWithOffset = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with an offset' });
@@ -9,7 +9,7 @@ export const apiKeyInputSchema = z.strictObject({
   scopes: z
     .array(
       z.string().refine((text) => parseScope(text) !== undefined, {
-        message: 'must be admin, or enqueue:, read: or callback: followed by a job type name or *',
+        message: `must be admin, or ${SCOPE_ACTIONS.map((action) => `${action}:`).join(', ')} followed by a job type name or *`,
       }),
     )
     .min(1)
