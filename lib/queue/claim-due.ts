@@ -32,7 +32,14 @@ async function claimUnlimited(ctx: QueueContext, sink: ClaimSink, jobType: JobTy
  * weight above 0 is claimed in this poll, so a heavy or urgent job is not overtaken for ever by light ones; a
  * full throttle key holds back only that key's jobs.
  */
-async function claimWithinSlots(ctx: QueueContext, sink: ClaimSink, jobType: JobType, entries: DueEntry[], tokens: number): Promise<number> {
+async function claimWithinSlots(
+  ctx: QueueContext,
+  sink: ClaimSink,
+  jobType: JobType,
+  entries: DueEntry[],
+  tokens: number,
+  fullKeys: Set<string>,
+): Promise<number> {
   const limitedKeys = [...new Set(entries.flatMap((entry) => entry.throttleKey ?? []))].filter(
     (key) => throttleKeyLimit(jobType, key) !== undefined,
   );
@@ -40,7 +47,6 @@ async function claimWithinSlots(ctx: QueueContext, sink: ClaimSink, jobType: Job
   let typeRoom = jobType.concurrency === null ? Infinity : jobType.concurrency - inFlight.type;
   const keyRoom = new Map(limitedKeys.map((key) => [key, (throttleKeyLimit(jobType, key) ?? 0) - (inFlight.keys.get(key) ?? 0)]));
   let typeFull = false;
-  const fullKeys = new Set<string>();
   let used = 0;
   for (const entry of entries) {
     if (used >= tokens) break;
@@ -48,7 +54,9 @@ async function claimWithinSlots(ctx: QueueContext, sink: ClaimSink, jobType: Job
     if (slots) {
       if ((slots.type && typeFull) || (slots.key !== undefined && fullKeys.has(slots.key))) continue;
       // A job heavier than a limit can never run under it: it waits for the type to change, holding nothing up.
-      if (limitTooSmall(jobType, slots)) continue;
+      const tooSmall = limitTooSmall(jobType, slots);
+      if (tooSmall === 'key' && slots.key !== undefined) fullKeys.add(slots.key);
+      if (tooSmall) continue;
       if (slots.type && slots.weight > typeRoom) {
         typeFull = true;
         continue;
@@ -72,10 +80,20 @@ async function claimWithinSlots(ctx: QueueContext, sink: ClaimSink, jobType: Job
   return used;
 }
 
-/** Claims up to `tokens` of the entries; returns how many claims used a token. */
-export function claimDueEntries(ctx: QueueContext, sink: ClaimSink, jobType: JobType, entries: DueEntry[], tokens: number): Promise<number> {
+/**
+ * Claims up to `tokens` of the entries; returns how many claims used a token. The throttle keys found with no
+ * room for their next job (full, or limited below its weight) are added to `fullKeys`.
+ */
+export function claimDueEntries(
+  ctx: QueueContext,
+  sink: ClaimSink,
+  jobType: JobType,
+  entries: DueEntry[],
+  tokens: number,
+  fullKeys: Set<string> = new Set(),
+): Promise<number> {
   return hasSlotLimits(jobType)
-    ? claimWithinSlots(ctx, sink, jobType, entries, tokens)
+    ? claimWithinSlots(ctx, sink, jobType, entries, tokens, fullKeys)
     : claimUnlimited(ctx, sink, jobType, entries.slice(0, tokens));
 }
 

@@ -33,19 +33,21 @@ export interface LaneScan {
  * Due entries of one lane shard, oldest bucket first, at most `limit`: those due by now, or by `upToMs` when
  * it is later (entries falling due soon; in the next bucket only when the lane has entries already, so an idle
  * lane costs what it did). `startBucket` is where to begin when the lane has no cursor yet. The cursor's
- * advance depends on now only.
+ * advance depends on now only. With `after` (an entry of the lane), the scan begins just after it and never
+ * moves the cursor, having not looked at what lies before.
  */
 export async function scanLane(
   ctx: QueueContext,
   lane: Lane,
   shard: number,
-  options: { startBucket: number; limit: number; cursor?: number | undefined; upToMs?: number },
+  options: { startBucket: number; limit: number; cursor?: number | undefined; upToMs?: number; after?: { bucket: number; entry: DueEntry } },
 ): Promise<LaneScan> {
   const nowMs = ctx.nowMs();
   const upToMs = Math.max(nowMs, options.upToMs ?? nowMs);
   const { bucketMs, cursorSafetyMarginMs } = ctx.settings;
   const cursor = options.cursor;
-  const first = cursor ?? options.startBucket;
+  const { after } = options;
+  const first = after?.bucket ?? cursor ?? options.startBucket;
   const last = bucketOf(upToMs, bucketMs);
   const entries: DueEntry[] = [];
   let advanceTo: number | undefined;
@@ -54,10 +56,11 @@ export async function scanLane(
   for (let bucket = first; bucket <= last && entries.length < options.limit; bucket++) {
     // A lane that holds nothing due is not read into the next bucket: that would cost an idle lane a query.
     if (bucket > current && entries.length === 0) break;
-    const found = await queryDue(ctx, lanePartition(lane, bucket, shard), upToMs, options.limit - entries.length);
+    const startAfter = after?.bucket === bucket ? after.entry : undefined;
+    const found = await queryDue(ctx, lanePartition(lane, bucket, shard), upToMs, options.limit - entries.length, startAfter);
     entries.push(...found);
     const settled = bucketStartMs(bucket + 1, bucketMs) <= nowMs - cursorSafetyMarginMs;
-    if (found.length === 0 && contiguousEmpty && settled) advanceTo = bucket + 1;
+    if (found.length === 0 && contiguousEmpty && settled && !after) advanceTo = bucket + 1;
     else contiguousEmpty = false;
   }
   return { entries, cursor, advanceTo: advanceTo !== undefined && advanceTo !== cursor ? advanceTo : undefined };

@@ -10,6 +10,7 @@ import { abortableSleep } from '../domain/sleep.js';
 import { advanceCursor, readCursor, type DueEntry } from '../store/due-index.js';
 import { bucketOf, jobKey, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
+import { blockedRunKey, extendBlockedRun, stillBlockedRuns, type BlockedRun, type BlockedRuns } from './blocked-runs.js';
 import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-due.js';
 import { releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
@@ -83,6 +84,8 @@ export interface PollOptions {
    * for a claim bound to fail. A retry comes back under another sort key, so it is never skipped.
    */
   recentClaims?: RecentClaims;
+  /** Leading runs of entries whose throttle keys had no room, read past while they stay blocked (blocked-runs.ts). */
+  blockedRuns?: BlockedRuns;
   /** How far the previous round of polls read each type's lanes, by type name, for `arrivals`. */
   readUpToBefore?: ReadonlyMap<string, number>;
   /** Where this poll records how far it read each type's lanes. */
@@ -118,8 +121,11 @@ interface Poll {
   movedByType: Map<string, number>;
 }
 
-/** The due entries of one lane shard, moving its cursor past settled empty buckets; `full` when it read a whole page. */
-async function scanShard(poll: Poll, jobType: JobType, shard: number, upToMs: number): Promise<{ entries: DueEntry[]; full: boolean }> {
+/**
+ * The due entries of one lane shard, moving its cursor past settled empty buckets, or after a blocked run (see
+ * blocked-runs.ts); `full` when it read a whole page.
+ */
+async function scanShard(poll: Poll, jobType: JobType, shard: number, upToMs: number, after?: BlockedRun): Promise<{ entries: DueEntry[]; full: boolean }> {
   const { ctx, options, result } = poll;
   const { settings } = ctx;
   const lane: Lane = { kind: 'queued', type: jobType.name };
@@ -130,6 +136,8 @@ async function scanShard(poll: Poll, jobType: JobType, shard: number, upToMs: nu
     startBucket: bucketOf(jobType.createdAtMs, settings.bucketMs),
     limit: settings.claimPageSize,
     upToMs,
+    // A run that begins behind the cursor (its jobs were since cancelled or moved) is not read from.
+    ...(after && (cursor === undefined || after.bucket >= cursor) ? { after } : {}),
   });
   options.cursors.set(cacheKey, cursor);
   if (scan.advanceTo !== undefined) {
@@ -142,12 +150,12 @@ async function scanShard(poll: Poll, jobType: JobType, shard: number, upToMs: nu
 }
 
 /** Claims `entries` within the type's rate limit; they are due by now. */
-async function claimWithinRate(poll: Poll, sink: ClaimSink, jobType: JobType, entries: DueEntry[]): Promise<void> {
+async function claimWithinRate(poll: Poll, sink: ClaimSink, jobType: JobType, entries: DueEntry[], fullKeys: Set<string>): Promise<void> {
   const { ctx, rateBuckets } = poll;
   const tokens = await takeRateTokens(ctx, jobType, entries.length, rateBuckets);
   let used = 0;
   try {
-    used = await claimDueEntries(ctx, sink, jobType, entries, tokens);
+    used = await claimDueEntries(ctx, sink, jobType, entries, tokens, fullKeys);
   } finally {
     if (jobType.rateLimitPerS !== null) await returnRateTokens(ctx, jobType.name, tokens - used, rateBuckets);
   }
@@ -180,15 +188,14 @@ async function claimAhead(poll: Poll, sink: ClaimSink, jobType: JobType, ahead: 
   throwFirstRejection(await Promise.allSettled(claims));
 }
 
-async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<void> {
-  const upToMs = mayClaimAhead(jobType) ? poll.nowMs + poll.claimAheadMs : poll.nowMs;
-  poll.options.readUpTo?.set(jobType.name, upToMs);
-  // Settled, not all-or-nothing: one lane's failure must not keep the other lanes' jobs from being claimed.
-  const scans = await Promise.allSettled(poll.shards.map((shard) => scanShard(poll, jobType, shard, upToMs)));
+type ShardScan = PromiseSettledResult<{ entries: DueEntry[]; full: boolean }>;
+
+/** Claims what the shards' scans found: what is due now, then what falls due within the claim-ahead window. */
+async function claimFound(poll: Poll, sink: ClaimSink, jobType: JobType, scans: ShardScan[], fullKeys: Set<string>): Promise<void> {
   const recent = poll.options.recentClaims;
   const found = scans.flatMap((scan) => (scan.status === 'fulfilled' ? scan.value.entries : [])).filter((entry) => !recent?.has(entryId(entry)));
   const dueNow = orderDueEntries(found.filter((entry) => readyAtMsOf(entry) <= poll.nowMs), jobType.priorityOrder);
-  if (dueNow.length > 0) await claimWithinRate(poll, sink, jobType, dueNow);
+  if (dueNow.length > 0) await claimWithinRate(poll, sink, jobType, dueNow, fullKeys);
   const ahead = found.filter((entry) => readyAtMsOf(entry) > poll.nowMs);
   if (ahead.length > 0) {
     // What was claimed now goes to a worker before the poll waits for what falls due later.
@@ -197,7 +204,39 @@ async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<
   }
   const full = scans.some((scan) => scan.status === 'fulfilled' && scan.value.full);
   if (full && (poll.movedByType.get(jobType.name) ?? 0) > 0) poll.result.saturated = true;
-  throwFirstRejection(scans);
+}
+
+/**
+ * How many pages past blocked keys one poll reads in a shard at most (10 000 entries at the default page):
+ * a larger blocked backlog is read past over the next polls.
+ */
+export const MAX_PAGES_PAST_BLOCKED_KEYS = 100;
+
+async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<void> {
+  const upToMs = mayClaimAhead(jobType) ? poll.nowMs + poll.claimAheadMs : poll.nowMs;
+  poll.options.readUpTo?.set(jobType.name, upToMs);
+  const runs = jobType.throttle ? poll.options.blockedRuns : undefined;
+  const after = runs ? await stillBlockedRuns(poll.ctx, jobType, poll.shards, runs) : new Map<number, BlockedRun>();
+  let shards = poll.shards;
+  for (let page = 0; shards.length > 0 && page < MAX_PAGES_PAST_BLOCKED_KEYS; page++) {
+    const fullKeys = new Set<string>();
+    // Settled, not all-or-nothing: one lane's failure must not keep the other lanes' jobs from being claimed.
+    const scans = await Promise.allSettled(shards.map((shard) => scanShard(poll, jobType, shard, upToMs, after.get(shard))));
+    await claimFound(poll, sink, jobType, scans, fullKeys);
+    const readOn: number[] = [];
+    scans.forEach((scan, at) => {
+      const shard = shards[at];
+      if (!runs || scan.status !== 'fulfilled' || shard === undefined) return;
+      const { run, wholePage } = extendBlockedRun(jobType, after.get(shard), scan.value.entries, fullKeys);
+      if (!run) return;
+      runs.set(blockedRunKey(jobType.name, shard), run);
+      after.set(shard, run);
+      // A whole page of blocked keys: what lies after it may be another key's, due as long.
+      if (wholePage && scan.value.full) readOn.push(shard);
+    });
+    throwFirstRejection(scans);
+    shards = readOn;
+  }
 }
 
 /** Hands a batch to a worker; one that never reached a worker has its claims handed back at once. */

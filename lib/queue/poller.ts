@@ -11,6 +11,7 @@ import type { WorkerInvoker } from './batcher.js';
 import type { QueueContext } from './context.js';
 import { fireDueSchedules, type FireResult } from './fire-schedules.js';
 import { JOB_TYPES_REFRESH_MS, listJobTypes } from './job-types.js';
+import type { BlockedRuns } from './blocked-runs.js';
 import { emptyPollResult, pollOnce, type CursorCache, type PollResult, type RecentClaims } from './poll-once.js';
 import type { RateBucketCache } from './rate-limit.js';
 
@@ -102,6 +103,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   const cursors: CursorCache = new Map();
   const rateBuckets: RateBucketCache = new Map();
   const recentClaims: RecentClaims = new Map();
+  const blockedRuns: BlockedRuns = new Map();
   const pacer = createPacer(ctx.settings);
   const totals = emptyPollResult();
   let jobTypes: JobType[] = [];
@@ -126,6 +128,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         cursors,
         rateBuckets,
         recentClaims,
+        blockedRuns,
         ...pacer.horizons,
         // What falls due before the next poll is claimed on time from this one, never past the run's end.
         claimAheadMs: Math.min(pacer.intervalMs, Math.max(0, deadlineMs - ctx.nowMs())),
@@ -146,6 +149,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
     } catch (error) {
       options.onError?.(error);
       cursors.clear();
+      blockedRuns.clear();
       await sleep(pacer.afterError(), options.signal);
     }
   } while (ctx.nowMs() < deadlineMs && !options.signal?.aborted);

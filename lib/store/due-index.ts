@@ -46,8 +46,10 @@ export function dueQueryParams(partition: string, upToMs: number): QueryParams {
   };
 }
 
-export async function queryDue(ctx: StoreContext, partition: string, upToMs: number, limit: number): Promise<DueEntry[]> {
-  const { Items } = await queryPage(ctx, { ...dueQueryParams(partition, upToMs), Limit: limit });
+/** At most `limit` due entries of a partition, oldest first; after `startAfter` (an entry of it) when given. */
+export async function queryDue(ctx: StoreContext, partition: string, upToMs: number, limit: number, startAfter?: DueEntry): Promise<DueEntry[]> {
+  const startKey = startAfter && { pk: startAfter.pk, sk: startAfter.sk, gsi1pk: startAfter.gsi1pk, gsi1sk: startAfter.gsi1sk };
+  const { Items } = await queryPage(ctx, { ...dueQueryParams(partition, upToMs), Limit: limit }, startKey);
   return (Items ?? []) as DueEntry[];
 }
 
