@@ -30,8 +30,14 @@ const LIBRARY_START_MARGIN_MS = 2_000;
 /** Longer than any stretch of local time a zone repeats when its clocks go back (two hours at most). */
 const BEFORE_ANY_REPEAT_MS = 3 * 3_600_000;
 
-/** Library times looked at per time asked for, to bound the work: one is dropped only as a duplicate at a spring-forward gap. */
+/** Library times looked at per time asked for, to bound the work. */
 const ITERATIONS_PER_TIME = 8;
+/**
+ * Library times inside a spring-forward gap, all moved to the gap's end, looked at besides: every time of a
+ * per-second schedule in a gap of up to two hours, so a gap never uses up the budget above (and never ends a
+ * schedule whose next time lies past it).
+ */
+const MAX_GAP_DUPLICATES = 2 * 3_600 + 60;
 
 function invalidCron(message: string): ValidationError {
   return new ValidationError([{ field: 'cron', message }]);
@@ -123,6 +129,7 @@ export function fireTimesAfter(spec: CronSpec, afterMs: number, count: number, u
   const zone = IANAZone.create(spec.tz);
   const times: number[] = [];
   let lastGivenMs = afterMs - LIBRARY_START_MARGIN_MS;
+  let gapDuplicates = 0;
   for (let step = 0; step < (count + 2) * ITERATIONS_PER_TIME && times.length < count; step++) {
     const given = nextOf(expression, 'next', lastGivenMs);
     if (given !== undefined) lastGivenMs = given;
@@ -135,7 +142,11 @@ export function fireTimesAfter(spec: CronSpec, afterMs: number, count: number, u
       continue;
     }
     const time = policy.fireAtMs;
-    if (time <= afterMs || time >= untilMs || time <= (times.at(-1) ?? -Infinity)) continue;
+    const movedFromGap = time !== given;
+    if (time <= afterMs || time >= untilMs || time <= (times.at(-1) ?? -Infinity)) {
+      if (movedFromGap && gapDuplicates++ < MAX_GAP_DUPLICATES) step--;
+      continue;
+    }
     times.push(time);
   }
   return times;

@@ -97,7 +97,11 @@ export function dueFires(schedule: Schedule, nowMs: number): { fireAtMs: number[
   const { nextFireAtMs, endAtMs, catchUp } = schedule;
   if (nextFireAtMs === null || nextFireAtMs > nowMs) return { fireAtMs: [], nextFireAtMs };
   const upToMs = Math.min(nowMs, (endAtMs ?? Infinity) - 1);
-  const due = latestFireTimes(schedule, nextFireAtMs, upToMs, catchUp === 'all' ? MAX_CATCH_UP_FIRES : 1);
+  const most = catchUp === 'all' ? MAX_CATCH_UP_FIRES : 1;
+  const found = latestFireTimes(schedule, nextFireAtMs, upToMs, most);
+  // nextFireAtMs came from a forward walk, so it is a fire time; a backward walk can miss it when it is a
+  // spring-forward gap's end and the library's previous time lies before the gap.
+  const due = found.length < most && nextFireAtMs <= upToMs && !found.includes(nextFireAtMs) ? [nextFireAtMs, ...found] : found;
   const fireAtMs = catchUp === 'none' ? due.filter((atMs) => nowMs - atMs <= ON_TIME_GRACE_MS) : due;
   return { fireAtMs, nextFireAtMs: fireTimesAfter(schedule, nowMs, 1, endAtMs)[0] ?? null };
 }

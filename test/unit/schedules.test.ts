@@ -255,6 +255,18 @@ describe('what a poll fires', () => {
     expect(isos(dueFires(schedule({ cron: '* * * * * *' }), at('2026-01-01T10:00:00Z')).fireAtMs)).toEqual(['2026-01-01T10:00:00Z']);
   });
 
+  test.each(['* 2 * * *', '*/2 2 * * *', '* * 2 * * *'])('%s in New York, polled a second after the 2026-03-08 gap, fires at its end and goes on to the next day', (cron) => {
+    const gapEnd = at('2026-03-08T07:00:00Z');
+    const fires = dueFires(schedule({ cron, tz: NEW_YORK, nextFireAtMs: gapEnd }), gapEnd + 800);
+    expect(isos(fires.fireAtMs)).toEqual(['2026-03-08T07:00:00Z']);
+    expect(isos([fires.nextFireAtMs!])).toEqual(['2026-03-09T06:00:00Z']);
+  });
+
+  test.each(['0 */2 * * *', '0 2,4 * * *', '*/5 2 * * *'])('%s in New York fires the 2026-03-08 gap time at its end when polled then', (cron) => {
+    const gapEnd = at('2026-03-08T07:00:00Z');
+    expect(isos(dueFires(schedule({ cron, tz: NEW_YORK, nextFireAtMs: gapEnd }), gapEnd + 800).fireAtMs)).toEqual(['2026-03-08T07:00:00Z']);
+  });
+
   test('catch_up latest fires only the most recent of an hour of missed times', () => {
     expect(isos(dueFires(schedule({ catchUp: 'latest' }), anHourLate).fireAtMs)).toEqual(['2026-01-01T11:00:00Z']);
   });
