@@ -9,7 +9,7 @@
  * due, and the next poll makes the same job again, which is no new job.
  */
 import pLimit from 'p-limit';
-import { ConflictError } from '../domain/errors.js';
+import { ConflictError, ValidationError } from '../domain/errors.js';
 import { isTerminal, type JobInput } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { dueFires, scheduledJobId, type Schedule, type ScheduleFire } from '../domain/schedule.js';
@@ -47,13 +47,23 @@ export function scheduledJobInput(schedule: Pick<Schedule, 'name' | 'data' | 'pr
   };
 }
 
-/** Makes the job of one fire time; an existing job of that id (a conflict too: the schedule's data changed since) is the one made before. */
-async function makeJob(ctx: QueueContext, schedule: Schedule, jobType: JobType, fireAtMs: number): Promise<{ id: string; created: boolean }> {
+/**
+ * Makes the job of one fire time; an existing job of that id (a conflict too: the schedule's data changed since)
+ * is the one made before. A job its type now refuses (a weight above a lowered concurrency) is no job, and why:
+ * the schedule moves on rather than fail at every check, holding its place at the head of the index.
+ */
+async function makeJob(
+  ctx: QueueContext,
+  schedule: Schedule,
+  jobType: JobType,
+  fireAtMs: number,
+): Promise<{ id: string; created: boolean } | { refused: string }> {
   const id = scheduledJobId(schedule.name, fireAtMs);
   try {
     return { id, created: (await enqueueJob(ctx, jobType, id, scheduledJobInput(schedule, fireAtMs))).created };
   } catch (error) {
     if (error instanceof ConflictError) return { id, created: false };
+    if (error instanceof ValidationError) return { refused: `job type ${jobType.name} refused the job: ${error.details.map((issue) => `${issue.field} ${issue.message}`).join('; ')}` };
     throw error;
   }
 }
@@ -84,6 +94,12 @@ async function fireSchedule(ctx: QueueContext, name: string, jobTypes: ReadonlyM
       continue;
     }
     const job = await makeJob(ctx, schedule, jobType, atMs);
+    if ('refused' in job) {
+      lastFire = { fireAtMs: atMs, firedAtMs: nowMs, skipped: job.refused };
+      result.skipped++;
+      counts.skipped++;
+      continue;
+    }
     if (job.created) {
       result.made++;
       counts.made++;

@@ -110,6 +110,21 @@ describe('firing', () => {
   });
 });
 
+describe('a fire its type refuses', () => {
+  test('a job its type now refuses (weight above a lowered concurrency) is skipped with the reason, and the schedule moves on', async () => {
+    const { ctx, clock } = queue();
+    const report = await defineType(ctx, 'report', { concurrency: 5 });
+    await schedule(ctx, 'heavy', report, { cron: '* * * * *', weight: 4 });
+    const lowered = await defineType(ctx, 'report', { concurrency: 2 });
+    clock.set(T0 + 60_000 + 400);
+
+    expect(await fireDueSchedules(asFunction(ctx, 'poller'), [lowered])).toMatchObject({ made: 0, skipped: 1 });
+    const moved = await requireSchedule(ctx, 'heavy');
+    expect(moved.lastFire?.skipped).toMatch(/refused the job: weight/);
+    expect(moved.nextFireAtMs).toBe(T0 + 120_000);
+  });
+});
+
 describe('racing an operator', () => {
   test("a PUT that lands between a poller's read and its move is kept; the poller's move changes nothing", async () => {
     const { ctx, clock } = queue();
