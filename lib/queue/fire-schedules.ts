@@ -114,7 +114,7 @@ async function fireSchedule(ctx: QueueContext, name: string, jobTypes: ReadonlyM
     ...(lastJobId !== undefined ? { lastJobId } : {}),
     revision: schedule.revision + 1,
   };
-  if (!(await writeSchedule(ctx, advanced, schedule.revision))) result.lostRaces++;
+  if (!(await writeSchedule(ctx, advanced, schedule))) result.lostRaces++;
 }
 
 /**

@@ -29,7 +29,7 @@ async function changeSchedule(ctx: QueueContext, name: string, change: (existing
   for (let tries = 1; ; tries++) {
     const existing = await readSchedule(ctx, name);
     const schedule = change(existing, ctx.nowMs());
-    if (await writeSchedule(ctx, schedule, existing?.revision)) return { schedule, existed: existing !== undefined };
+    if (await writeSchedule(ctx, schedule, existing)) return { schedule, existed: existing !== undefined };
     if (tries >= WRITE_TRIES) throw new ConflictError(`schedule "${name}" kept changing while it was written; try again`);
   }
 }

@@ -8,16 +8,23 @@ import { itemToSchedule, scheduleToItem } from './items.js';
 import { DUE_INDEX, dueUpToSortKey, scheduleIndexKeys, scheduleKey, SCHEDULES_PARTITION } from './keys.js';
 import { batchGetItems, deleteItem, getItem, putItem, queryPage, type Item, type PutParams, type StoreContext } from './send.js';
 
+/** The schedule as it was read: its revision, and its creation, since a schedule deleted and made again starts at revision 1 again. */
+export type ReadSchedule = Pick<Schedule, 'revision' | 'createdAtMs'>;
+
 /**
- * Creates the schedule (none may exist), or replaces it only while it is at `readRevision`: a poller's advance
- * and an operator's change never undo one another; the one that lost reads again.
+ * Creates the schedule (none may exist), or replaces it only while it is the one `read` (same creation, same
+ * revision): a poller's advance and an operator's change never undo one another, nor does an advance of a
+ * schedule deleted and made again meanwhile; the write that lost reads again.
  */
-export function putScheduleParams(schedule: Schedule, readRevision: number | undefined): PutParams {
+export function putScheduleParams(schedule: Schedule, read: ReadSchedule | undefined): PutParams {
   return {
     Item: { ...scheduleKey(schedule.name), ...scheduleIndexKeys(schedule.name, schedule.nextFireAtMs, schedule.paused), ...scheduleToItem(schedule) },
-    ...(readRevision === undefined
+    ...(read === undefined
       ? { ConditionExpression: 'attribute_not_exists(pk)' }
-      : { ConditionExpression: 'revision = :readRevision', ExpressionAttributeValues: { ':readRevision': readRevision } }),
+      : {
+          ConditionExpression: 'revision = :readRevision AND createdAtMs = :readCreatedAt',
+          ExpressionAttributeValues: { ':readRevision': read.revision, ':readCreatedAt': read.createdAtMs },
+        }),
   };
 }
 
@@ -27,8 +34,8 @@ export async function readSchedule(ctx: StoreContext, name: string): Promise<Sch
 }
 
 /** Writes `schedule` as `putScheduleParams` says; false when another write came first. */
-export async function writeSchedule(ctx: StoreContext, schedule: Schedule, readRevision: number | undefined): Promise<boolean> {
-  return (await putItem(ctx, putScheduleParams(schedule, readRevision))).ok;
+export async function writeSchedule(ctx: StoreContext, schedule: Schedule, read: ReadSchedule | undefined): Promise<boolean> {
+  return (await putItem(ctx, putScheduleParams(schedule, read))).ok;
 }
 
 /** Deletes the schedule; false when there was none. */

@@ -9,7 +9,7 @@ import type { QueueContext } from '../../lib/queue/context.js';
 import { fireDueSchedules } from '../../lib/queue/fire-schedules.js';
 import { cancelJob, getJob } from '../../lib/queue/jobs.js';
 import { runPollerLoop } from '../../lib/queue/poller.js';
-import { putSchedule, requireSchedule, setSchedulePaused } from '../../lib/queue/schedules.js';
+import { deleteSchedule, putSchedule, requireSchedule, setSchedulePaused } from '../../lib/queue/schedules.js';
 import { PARTITION_PREFIX } from '../../lib/store/keys.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import { scheduleDefinitionFromInput, scheduleInputSchema } from '../../lib/wire/schedules.js';
@@ -145,6 +145,26 @@ describe('racing an operator', () => {
     const after = await requireSchedule(ctx, 'tick');
     expect(after.cron).toBe('0 * * * *');
     expect(after.nextFireAtMs).toBe(T0 + 3_600_000);
+  });
+
+  test("a DELETE and a new PUT of the same name between a poller's read and its move are kept, though the new schedule starts at revision 1 again", async () => {
+    const { ctx, clock } = queue();
+    const report = await defineType(ctx, 'report');
+    await schedule(ctx, 'tick', report, { cron: '* * * * *' });
+    const poller = asFunction(ctx, 'poller');
+    let operatorWrote = false;
+    const send = async (command: unknown) => {
+      if (!operatorWrote && command instanceof PutCommand && String(command.input.Item?.pk).startsWith(PARTITION_PREFIX.schedule)) {
+        operatorWrote = true;
+        await deleteSchedule(ctx, 'tick');
+        clock.advance(1);
+        expect((await schedule(ctx, 'tick', report, { cron: '0 * * * *' })).revision).toBe(1);
+      }
+      return poller.db.send(command as PutCommand);
+    };
+    clock.set(T0 + 60_000);
+    expect(await fireDueSchedules({ ...poller, db: { send } as unknown as QueueContext['db'] }, [report])).toMatchObject({ lostRaces: 1 });
+    expect((await requireSchedule(ctx, 'tick')).cron).toBe('0 * * * *');
   });
 });
 
