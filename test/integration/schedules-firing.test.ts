@@ -126,21 +126,31 @@ describe('a fire its type refuses', () => {
 });
 
 describe('racing an operator', () => {
-  test("a PUT that lands between a poller's read and its move is kept; the poller's move changes nothing", async () => {
-    const { ctx, clock } = queue();
-    const report = await defineType(ctx, 'report');
-    await schedule(ctx, 'tick', report, { cron: '* * * * *' });
+  /** The poller's context, but `operator` acts once between the poller's read of a schedule and its move. */
+  function pollerRacedBy(ctx: QueueContext, operator: () => Promise<void>): QueueContext {
     const poller = asFunction(ctx, 'poller');
     let operatorWrote = false;
     const send = async (command: unknown) => {
       if (!operatorWrote && command instanceof PutCommand && String(command.input.Item?.pk).startsWith(PARTITION_PREFIX.schedule)) {
         operatorWrote = true;
-        await schedule(ctx, 'tick', report, { cron: '0 * * * *' });
+        await operator();
       }
       return poller.db.send(command as PutCommand);
     };
+    return { ...poller, db: { send } as unknown as QueueContext['db'] };
+  }
+
+  test("a PUT that lands between a poller's read and its move is kept; the poller's move changes nothing", async () => {
+    const { ctx, clock } = queue();
+    const report = await defineType(ctx, 'report');
+    await schedule(ctx, 'tick', report, { cron: '* * * * *' });
     clock.set(T0 + 60_000);
-    const fired = await fireDueSchedules({ ...poller, db: { send } as unknown as QueueContext['db'] }, [report]);
+    const fired = await fireDueSchedules(
+      pollerRacedBy(ctx, async () => {
+        await schedule(ctx, 'tick', report, { cron: '0 * * * *' });
+      }),
+      [report],
+    );
     expect(fired).toMatchObject({ made: 1, lostRaces: 1 });
     const after = await requireSchedule(ctx, 'tick');
     expect(after.cron).toBe('0 * * * *');
@@ -151,19 +161,13 @@ describe('racing an operator', () => {
     const { ctx, clock } = queue();
     const report = await defineType(ctx, 'report');
     await schedule(ctx, 'tick', report, { cron: '* * * * *' });
-    const poller = asFunction(ctx, 'poller');
-    let operatorWrote = false;
-    const send = async (command: unknown) => {
-      if (!operatorWrote && command instanceof PutCommand && String(command.input.Item?.pk).startsWith(PARTITION_PREFIX.schedule)) {
-        operatorWrote = true;
-        await deleteSchedule(ctx, 'tick');
-        clock.advance(1);
-        expect((await schedule(ctx, 'tick', report, { cron: '0 * * * *' })).revision).toBe(1);
-      }
-      return poller.db.send(command as PutCommand);
-    };
     clock.set(T0 + 60_000);
-    expect(await fireDueSchedules({ ...poller, db: { send } as unknown as QueueContext['db'] }, [report])).toMatchObject({ lostRaces: 1 });
+    const racing = pollerRacedBy(ctx, async () => {
+      await deleteSchedule(ctx, 'tick');
+      clock.advance(1);
+      expect((await schedule(ctx, 'tick', report, { cron: '0 * * * *' })).revision).toBe(1);
+    });
+    expect(await fireDueSchedules(racing, [report])).toMatchObject({ lostRaces: 1 });
     expect((await requireSchedule(ctx, 'tick')).cron).toBe('0 * * * *');
   });
 });

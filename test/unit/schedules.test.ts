@@ -168,22 +168,23 @@ describe('forward and backward agree, in any zone, across 2026', () => {
   }, 30_000);
 });
 
+const definition = (overrides: Partial<ScheduleDefinition> = {}): ScheduleDefinition => ({
+  cron: '0 5 * * *',
+  tz: 'UTC',
+  jobType: 'report',
+  data: null,
+  priority: 100,
+  weight: 1,
+  overlap: 'allow',
+  catchUp: 'latest',
+  ...overrides,
+});
+
 test('next to a change the cron library fails on (Lord Howe Island, 2026-04-05), a schedule goes on rather than end', () => {
   expect(next({ cron: '0 1 * * 0', tz: 'Australia/Lord_Howe' }, '2026-04-04T14:00:00Z', 1)).toEqual(['2026-04-11T14:30:00Z']);
 });
 
 describe('validation', () => {
-  const definition = (overrides: Partial<ScheduleDefinition> = {}): ScheduleDefinition => ({
-    cron: '0 5 * * *',
-    tz: 'UTC',
-    jobType: 'report',
-    data: null,
-    priority: 100,
-    weight: 1,
-    overlap: 'allow',
-    catchUp: 'latest',
-    ...overrides,
-  });
   const nowMs = at('2026-01-01T00:00:00Z');
 
   test.each([
@@ -222,15 +223,8 @@ describe('validation', () => {
 
 describe('what a poll fires', () => {
   const schedule = (overrides: Partial<Schedule>): Schedule => ({
+    ...definition({ cron: '* * * * *' }),
     name: 'tick',
-    cron: '* * * * *',
-    tz: 'UTC',
-    jobType: 'report',
-    data: null,
-    priority: 100,
-    weight: 1,
-    overlap: 'allow',
-    catchUp: 'latest',
     paused: false,
     nextFireAtMs: at('2026-01-01T10:00:00Z'),
     revision: 1,
