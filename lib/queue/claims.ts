@@ -187,12 +187,6 @@ export async function releaseClaim(ctx: QueueContext, job: Job, runAfterMs = job
 }
 
 /**
- * Ends the attempt the guard names: records it in the history and moves the job
- * to its next state, then publishes its lifecycle events. Returns undefined when
- * the claim is no longer held (a stale worker, callback or sweep), in which case
- * nothing changed and nothing is published.
- */
-/**
  * Whether the job already holds this very end: a write whose answer was lost (a timeout after it landed) is tried
  * again by the SDK and meets its own change as a failed condition. Its events must still be published, once.
  */
@@ -204,6 +198,12 @@ function endLanded(current: Job | undefined, ours: AttemptRecord): boolean {
   );
 }
 
+/**
+ * Ends the attempt the guard names: records it in the history and moves the job
+ * to its next state, then publishes its lifecycle events. Returns undefined when
+ * the claim is no longer held (a stale worker, callback or sweep), in which case
+ * nothing changed and nothing is published.
+ */
 export async function endAttempt(
   ctx: QueueContext,
   job: Job,
