@@ -3,6 +3,7 @@
  * description. With index.ts and schedules.ts it covers every operation the api serves.
  */
 import type { Requester } from './transport.js';
+import { wireBody } from './wire.js';
 import type { ApiKey, CreatedApiKey, Json } from './types.js';
 
 export interface AdminMethods {
@@ -22,13 +23,7 @@ export interface AdminMethods {
 
 export function adminMethods(request: Requester): AdminMethods {
   return {
-    createKey: ({ expires_at, ...rest }) =>
-      request({
-        method: 'POST',
-        path: ['v1', 'keys'],
-        body: { ...rest, ...(expires_at !== undefined ? { expires_at: expires_at instanceof Date ? expires_at.toISOString() : expires_at } : {}) },
-        idempotent: false,
-      }),
+    createKey: (body) => request({ method: 'POST', path: ['v1', 'keys'], body: wireBody(body), idempotent: false }),
     listKeys: async () => (await request<{ keys: ApiKey[] }>({ method: 'GET', path: ['v1', 'keys'], idempotent: true })).keys,
     revokeKey: (id) => request({ method: 'DELETE', path: ['v1', 'keys', id], idempotent: true }),
     jobberQueue: (type, payload = null) => request({ method: 'POST', path: ['jobber', 'queue'], body: { type, payload }, idempotent: false }),

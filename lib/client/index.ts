@@ -13,6 +13,7 @@ import { ConflictError } from './errors.js';
 import { scheduleMethods, type ScheduleMethods } from './schedules.js';
 import { adminMethods, type AdminMethods } from './admin.js';
 import { createRequester, type Call, type ClientOptions } from './transport.js';
+import { wireBody } from './wire.js';
 import type {
   BatchResult,
   CompleteBody,
@@ -99,26 +100,6 @@ export interface QueueClient extends ScheduleMethods, AdminMethods {
   metrics(options?: { minutes?: number }): Promise<Metrics>;
 }
 
-const iso = (time: Date | string | null | undefined): string | null | undefined => (time instanceof Date ? time.toISOString() : time);
-
-/** The job as the API takes it: times as ISO strings, fields left out when not given. */
-function enqueueBody(job: EnqueueJob = {}): Record<string, unknown> {
-  const { run_after, expires_at, ...rest } = job;
-  const body: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined));
-  if (run_after !== undefined) body.run_after = iso(run_after);
-  if (expires_at !== undefined) body.expires_at = iso(expires_at);
-  return body;
-}
-
-/** A change as the API takes it: times as ISO strings. */
-function changeBody(change: JobChangeBody): Record<string, unknown> {
-  const { run_after, expires_at, ...rest } = change;
-  const body: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined));
-  if (run_after !== undefined) body.run_after = iso(run_after);
-  if (expires_at !== undefined) body.expires_at = iso(expires_at);
-  return body;
-}
-
 export function createClient(options: ClientOptions): QueueClient {
   const request = createRequester(options);
 
@@ -148,13 +129,13 @@ export function createClient(options: ClientOptions): QueueClient {
     listTypes: async () => (await request<{ job_types: JobType[] }>({ method: 'GET', path: ['v1', 'job-types'], idempotent: true })).job_types,
     enqueue: (type, job, { id } = {}) =>
       id === undefined
-        ? request({ method: 'POST', path: ['v1', 'jobs', type], body: enqueueBody(job), idempotent: false })
-        : request({ method: 'PUT', path: ['v1', 'jobs', type, id], body: enqueueBody(job), idempotent: true }),
+        ? request({ method: 'POST', path: ['v1', 'jobs', type], body: wireBody(job ?? {}), idempotent: false })
+        : request({ method: 'PUT', path: ['v1', 'jobs', type, id], body: wireBody(job ?? {}), idempotent: true }),
     enqueueBatch: (type, jobs) =>
       request({
         method: 'POST',
         path: ['v1', 'jobs', type, 'batch'],
-        body: { jobs: jobs.map(({ id, ...job }) => ({ ...(id !== undefined ? { id } : {}), ...enqueueBody(job) })) },
+        body: { jobs: jobs.map(({ id, ...job }) => ({ ...(id !== undefined ? { id } : {}), ...wireBody(job) })) },
         idempotent: jobs.every((job) => job.id !== undefined),
       }),
     get: (type, id) => request({ method: 'GET', path: ['v1', 'jobs', type, id], idempotent: true }),
@@ -182,7 +163,7 @@ export function createClient(options: ClientOptions): QueueClient {
       ),
     heartbeat: (type, id, body) => request({ method: 'POST', path: ['v1', 'jobs', type, id, 'heartbeat'], body, idempotent: true }),
     reportProgress: (type, id, { attempt, progress }) => client.heartbeat(type, id, { attempt, progress }),
-    change: (type, id, body) => request({ method: 'PATCH', path: ['v1', 'jobs', type, id], body: changeBody(body), idempotent: true }),
+    change: (type, id, body) => request({ method: 'PATCH', path: ['v1', 'jobs', type, id], body: wireBody(body), idempotent: true }),
     completeByKey: (correlationKey, { attempt, result } = {}) =>
       request({
         method: 'POST',

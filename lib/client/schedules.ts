@@ -1,5 +1,6 @@
 /** The client's schedule methods: `/v1/schedules`. Every one but delete is safe to repeat, so retried. */
 import type { Requester } from './transport.js';
+import { wireBody } from './wire.js';
 import type { Schedule, ScheduleBody, SchedulePage } from './types.js';
 
 export interface ScheduleMethods {
@@ -16,19 +17,9 @@ export interface ScheduleMethods {
   deleteSchedule(name: string): Promise<{ name: string; deleted: true }>;
 }
 
-const iso = (time: Date | string | null | undefined): string | null | undefined => (time instanceof Date ? time.toISOString() : time);
-
-function scheduleBody(body: ScheduleBody): Record<string, unknown> {
-  const { start_at, end_at, ...rest } = body;
-  const wire: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined));
-  if (start_at !== undefined) wire.start_at = iso(start_at);
-  if (end_at !== undefined) wire.end_at = iso(end_at);
-  return wire;
-}
-
 export function scheduleMethods(request: Requester): ScheduleMethods {
   return {
-    defineSchedule: (name, body) => request({ method: 'PUT', path: ['v1', 'schedules', name], body: scheduleBody(body), idempotent: true }),
+    defineSchedule: (name, body) => request({ method: 'PUT', path: ['v1', 'schedules', name], body: wireBody(body), idempotent: true }),
     getSchedule: (name) => request({ method: 'GET', path: ['v1', 'schedules', name], idempotent: true }),
     listSchedules: ({ limit, cursor } = {}) => request({ method: 'GET', path: ['v1', 'schedules'], query: { limit, cursor }, idempotent: true }),
     pauseSchedule: (name) => request({ method: 'POST', path: ['v1', 'schedules', name, 'pause'], idempotent: true }),
