@@ -14,12 +14,17 @@ import { recordLaneBucket } from './directory.js';
 /** A change that keeps meeting other writes to the job while it stays queued is tried this often. */
 const CHANGE_TRIES = 5;
 
+/** The job when it exists and is queued; otherwise the error a change of it answers. */
+function queuedJob(job: Job | undefined, type: string, id: string): Job {
+  if (!job) throw new NotFoundError(`job "${id}" of type "${type}" does not exist`);
+  if (job.status !== 'queued') throw new ConflictError(`job "${id}" is ${job.status}; only a queued job can be changed`);
+  return job;
+}
+
 async function readQueuedJob(ctx: QueueContext, type: string, id: string) {
   const item = await getItem(ctx, jobKey(type, id), { consistentRead: true });
-  if (!item) throw new NotFoundError(`job "${id}" of type "${type}" does not exist`);
-  const job = itemToJob(item);
-  if (job.status !== 'queued') throw new ConflictError(`job "${id}" is ${job.status}; only a queued job can be changed`);
-  return { job, index: { gsi1pk: String(item.gsi1pk), gsi1sk: String(item.gsi1sk) } };
+  const job = queuedJob(item && itemToJob(item), type, id);
+  return { job, index: { gsi1pk: String(item?.gsi1pk), gsi1sk: String(item?.gsi1sk) } };
 }
 
 /**
@@ -42,8 +47,7 @@ export async function changeQueuedJob(ctx: QueueContext, jobType: JobType, id: s
       changeQueuedJobParams(seen, { nowMs, ...planned, index, changes: appendChange(seen.job, planned.record) }),
     );
     if (result.ok) return result.job;
-    if (!result.current) throw new NotFoundError(`job "${id}" of type "${jobType.name}" does not exist`);
-    if (result.current.status !== 'queued') throw new ConflictError(`job "${id}" is ${result.current.status}; only a queued job can be changed`);
+    queuedJob(result.current, jobType.name, id);
     if (tries >= CHANGE_TRIES) throw new ConflictError(`job "${id}" kept changing while this change was applied; try again`);
   }
 }
