@@ -236,6 +236,11 @@ export function scheduleKey(name: string): ItemKey {
   return { pk: `${PARTITION_PREFIX.schedule}${name}`, sk: 'SCHEDULE' };
 }
 
+/** The schedule's name from its item's (or index entry's) `pk`. */
+export function parseSchedulePk(pk: string): string {
+  return pk.slice(PARTITION_PREFIX.schedule.length);
+}
+
 /**
  * Schedules sit in one due-index partition sorted by next fire time, so a poller finds the due ones with one
  * query, never a scan. Paused and ended schedules sort after every time (letters after digits): listed, never due.

@@ -5,7 +5,7 @@
  */
 import type { Schedule } from '../domain/schedule.js';
 import { itemToSchedule, scheduleToItem } from './items.js';
-import { DUE_INDEX, dueUpToSortKey, scheduleIndexKeys, scheduleKey, SCHEDULES_PARTITION } from './keys.js';
+import { DUE_INDEX, dueUpToSortKey, parseSchedulePk, scheduleIndexKeys, scheduleKey, SCHEDULES_PARTITION } from './keys.js';
 import { batchGetItems, deleteItem, getItem, putItem, queryPage, type Item, type PutParams, type StoreContext } from './send.js';
 
 /** The schedule as it was read: its revision, and its creation, since a schedule deleted and made again starts at revision 1 again. */
@@ -52,8 +52,7 @@ export async function dueScheduleNames(ctx: StoreContext, nowMs: number, limit: 
     ProjectionExpression: 'pk',
     Limit: limit,
   });
-  const prefix = scheduleKey('').pk;
-  return (Items ?? []).map((item) => String(item.pk).slice(prefix.length));
+  return (Items ?? []).map((item) => parseSchedulePk(String(item.pk)));
 }
 
 /** Where a page of schedules ended: the index key of its last entry. */
@@ -80,8 +79,7 @@ export async function pageOfSchedules(
     startKey,
   );
   const entries = page.Items ?? [];
-  const prefix = scheduleKey('').pk;
-  const names = entries.map((entry) => String(entry.pk).slice(prefix.length));
+  const names = entries.map((entry) => parseSchedulePk(String(entry.pk)));
   const byName = new Map((await batchGetItems(ctx, names.map(scheduleKey))).map(itemToSchedule).map((schedule) => [schedule.name, schedule]));
   const schedules = names.flatMap((name) => byName.get(name) ?? []);
   const lastEntry = entries.at(-1);
