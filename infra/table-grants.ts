@@ -57,8 +57,10 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       GetItem: ['job', 'cursor'],
       // A reclaimed job whose retry waits beyond the next bucket records that bucket first.
       PutItem: ['directory'],
+      // A concurrency counter left above what its jobs hold is reconciled from the type's running jobs.
       UpdateItem: ['job', 'jobType', 'cursor'],
-      BatchGetItem: ['jobType'],
+      BatchGetItem: ['job', 'jobType'],
+      Query: ['jobType', 'directory'],
     },
     queriesDueIndex: true,
   },

@@ -25,6 +25,7 @@ const SWEEP_METRICS: Record<keyof SweepResult, string> = {
   stale: 'StaleEntries',
   failed: 'SweepFailedJobs',
   failedLanes: 'SweepFailedLanes',
+  reconciled: 'CountersReconciled',
 };
 
 export function createSweeperHandler(deps: SweeperDeps) {
@@ -40,7 +41,7 @@ export function createSweeperHandler(deps: SweeperDeps) {
           onError: (failure, error) => log('error', failure.id === undefined ? 'sweep skipped a lane' : 'sweep skipped a job', { ...failure, error }),
         });
         for (const key of Object.keys(totals) as (keyof SweepResult)[]) totals[key] += result[key];
-        if (result.requeued + result.ended + result.stragglers + result.released > 0) log('info', 'sweep', { ...result });
+        if (result.requeued + result.ended + result.stragglers + result.released + result.reconciled > 0) log('info', 'sweep', { ...result });
       } catch (error) {
         metrics.count('SweepErrors', 1);
         log('error', 'sweep failed', { error });

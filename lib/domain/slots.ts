@@ -1,11 +1,12 @@
 /**
  * Concurrency slots (DESIGN §4.6): a type's in-flight weight, and each throttle
- * key's, are counters in the table. A claim adds the job's weight in the same
- * transaction that claims it, conditioned on the counter staying within its
- * limit; the attempt's end takes exactly that weight back in the transaction
- * that ends it. However many pollers claim at once, and whichever way an attempt
- * ends (success, failure, retry, timeout, the sweeper's reclaim, a failed
- * dispatch), the counters stay exact, so a crashed worker never leaks capacity.
+ * key's, are counters in the table. A poll reserves the weight of the jobs it is
+ * about to claim with one conditional write per counter, which fails when a
+ * limit would be passed; claims are then plain job updates, and what was not
+ * claimed is given back in one write. An attempt's end gives its weight back
+ * after the job's write. So a counter is never below what its jobs hold: a
+ * process that dies between two of these writes leaves it above, never below,
+ * and the sweeper brings it back to what the jobs hold (queue/reconcile.ts).
  */
 import { OTHER_THROTTLE_KEYS, type JobType } from './job-type.js';
 import type { HeldSlots, Job } from './job.js';
@@ -48,8 +49,20 @@ export function limitTooSmall(jobType: JobType, slots: HeldSlots): 'type' | 'key
   return undefined;
 }
 
-/** The weight the counters hold now: the type's, and each throttle key's that was asked for. */
+/** The weight the counters hold now: the type's, and each throttle key's that was asked for; and their epochs. */
 export interface InFlight {
   type: number;
   keys: Map<string, number>;
+  /** How many times each counter was reconciled: a reservation is given back only in the epoch it was made in. */
+  epochs: { type: number; keys: Map<string, number> };
+}
+
+/** One counter item as stored. */
+export interface CounterState {
+  inFlight: number;
+  /** Moves with every write: what a reconcile is conditioned on. */
+  rev: number;
+  /** When it was last written: a reconcile waits until it has been quiet long enough for every holder to be listed. */
+  changedAtMs: number;
+  epoch: number;
 }

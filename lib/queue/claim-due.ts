@@ -1,14 +1,17 @@
 /**
  * Claiming a type's due entries, in the order given: all at once when the type
- * has no counters, one at a time while they have room when it does.
+ * has no counters; when it has, those that fit, after reserving their weight.
  */
+import type { HeldSlots } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
-import { hasSlotLimits, limitTooSmall, slotsFor, throttleKeyLimit } from '../domain/slots.js';
-import { readInFlight } from '../store/counters.js';
+import { hasSlotLimits, limitTooSmall, slotsFor, throttleKeyLimit, type InFlight } from '../domain/slots.js';
+import { counterId, countersOf, readInFlight, releaseItems, reserveItems, type Reservation } from '../store/counters.js';
+import { transactWrite } from '../store/send.js';
 import type { DueEntry } from '../store/due-index.js';
 import { parseJobPk } from '../store/keys.js';
 import { claimJob, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
+import { lowerCounters } from './slot-returns.js';
 
 /** Where claims go: `record` counts a claim's outcome and answers whether it used one of the poll's rate tokens. */
 export interface ClaimSink {
@@ -26,11 +29,82 @@ async function claimUnlimited(ctx: QueueContext, sink: ClaimSink, jobType: JobTy
   return outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
 }
 
+/** How long a poll may go on claiming under its reservation; a reconcile waits well past it (queue/reconcile.ts). */
+export const RESERVATION_MS = 5_000;
+
+interface Candidate {
+  entry: DueEntry;
+  slots: HeldSlots | undefined;
+}
+
 /**
- * Claims one at a time, in order, while the counters have room: every claim of the type touches the same
- * counter, so parallel claims would only conflict. When the next job does not fit the type, no later job of
- * weight above 0 is claimed in this poll, so a heavy or urgent job is not overtaken for ever by light ones; a
- * full throttle key holds back only that key's jobs.
+ * The entries to claim, in order, within the room the counters have: when the next job does not fit the type,
+ * no later job of weight above 0 is taken in this poll, so a heavy or urgent job is not overtaken for ever by
+ * light ones; a full throttle key holds back only that key's jobs, and is added to `fullKeys`.
+ */
+function chooseCandidates(jobType: JobType, entries: DueEntry[], inFlight: InFlight, tokens: number, fullKeys: Set<string>): Candidate[] {
+  let typeRoom = jobType.concurrency === null ? Infinity : jobType.concurrency - inFlight.type;
+  const keyRoom = new Map<string, number>();
+  const roomOfKey = (key: string): number => keyRoom.get(key) ?? (throttleKeyLimit(jobType, key) ?? 0) - (inFlight.keys.get(key) ?? 0);
+  let typeFull = false;
+  const chosen: Candidate[] = [];
+  for (const entry of entries) {
+    if (chosen.length >= tokens) break;
+    const slots = slotsFor(jobType, { weight: entry.weight ?? 1, ...(entry.throttleKey !== undefined ? { throttleKey: entry.throttleKey } : {}) });
+    if (slots) {
+      if ((slots.type && typeFull) || (slots.key !== undefined && fullKeys.has(slots.key))) continue;
+      // A job heavier than a limit can never run under it: it waits for the type to change, holding nothing up.
+      const tooSmall = limitTooSmall(jobType, slots);
+      if (tooSmall === 'key' && slots.key !== undefined) fullKeys.add(slots.key);
+      if (tooSmall) continue;
+      if (slots.type && slots.weight > typeRoom) {
+        typeFull = true;
+        continue;
+      }
+      if (slots.key !== undefined && slots.weight > roomOfKey(slots.key)) {
+        fullKeys.add(slots.key);
+        continue;
+      }
+      if (slots.type) typeRoom -= slots.weight;
+      if (slots.key !== undefined) keyRoom.set(slots.key, roomOfKey(slots.key) - slots.weight);
+    }
+    chosen.push({ entry, slots });
+  }
+  return chosen;
+}
+
+/** What the candidates need of each counter, summed. */
+function reservationsFor(jobType: JobType, candidates: Candidate[], inFlight: InFlight): Reservation[] {
+  const byCounter = new Map<string, Reservation>();
+  for (const { slots } of candidates) {
+    if (!slots) continue;
+    for (const { counter, limit } of countersOf(jobType, slots)) {
+      const id = counterId(counter);
+      const epoch = counter.key === undefined ? inFlight.epochs.type : (inFlight.epochs.keys.get(counter.key) ?? 0);
+      const reservation = byCounter.get(id) ?? { counter, weight: 0, limit, epoch };
+      byCounter.set(id, { ...reservation, weight: reservation.weight + slots.weight });
+    }
+  }
+  return [...byCounter.values()];
+}
+
+/** The part of each reservation that the claims did not use. */
+function unusedOf(jobType: JobType, reservations: Reservation[], claimed: Candidate[]): Reservation[] {
+  const used = new Map<string, number>();
+  for (const { slots } of claimed) {
+    if (!slots) continue;
+    for (const { counter } of countersOf(jobType, slots)) used.set(counterId(counter), (used.get(counterId(counter)) ?? 0) + slots.weight);
+  }
+  return reservations
+    .map((reservation) => ({ ...reservation, weight: reservation.weight - (used.get(counterId(reservation.counter)) ?? 0) }))
+    .filter((reservation) => reservation.weight > 0);
+}
+
+/**
+ * Claims under limits: the counters are read once, the jobs that fit are chosen, their weight is reserved on
+ * each counter in one transaction, they are claimed in parallel with plain updates, and what was not claimed
+ * is given back in one more. A reservation refused by a limit (another poller took the room since the read)
+ * claims nothing in this poll: the next reads the counters again.
  */
 async function claimWithinSlots(
   ctx: QueueContext,
@@ -44,40 +118,29 @@ async function claimWithinSlots(
     (key) => throttleKeyLimit(jobType, key) !== undefined,
   );
   const inFlight = await readInFlight(ctx, jobType.name, limitedKeys);
-  let typeRoom = jobType.concurrency === null ? Infinity : jobType.concurrency - inFlight.type;
-  const keyRoom = new Map(limitedKeys.map((key) => [key, (throttleKeyLimit(jobType, key) ?? 0) - (inFlight.keys.get(key) ?? 0)]));
-  let typeFull = false;
-  let used = 0;
-  for (const entry of entries) {
-    if (used >= tokens) break;
-    const slots = slotsFor(jobType, { weight: entry.weight ?? 1, ...(entry.throttleKey !== undefined ? { throttleKey: entry.throttleKey } : {}) });
-    if (slots) {
-      if ((slots.type && typeFull) || (slots.key !== undefined && fullKeys.has(slots.key))) continue;
-      // A job heavier than a limit can never run under it: it waits for the type to change, holding nothing up.
-      const tooSmall = limitTooSmall(jobType, slots);
-      if (tooSmall === 'key' && slots.key !== undefined) fullKeys.add(slots.key);
-      if (tooSmall) continue;
-      if (slots.type && slots.weight > typeRoom) {
-        typeFull = true;
-        continue;
-      }
-      if (slots.key !== undefined && slots.weight > (keyRoom.get(slots.key) ?? 0)) {
-        fullKeys.add(slots.key);
-        continue;
-      }
-    }
-    const claim = await claimJob(ctx, parseJobPk(entry.pk), jobType, slots);
-    if (sink.record(claim, jobType)) used++;
-    if (claim.kind === 'claimed' && slots) {
-      if (slots.type) typeRoom -= slots.weight;
-      if (slots.key !== undefined) keyRoom.set(slots.key, (keyRoom.get(slots.key) ?? 0) - slots.weight);
-    }
-    if (claim.kind === 'full') {
-      if (claim.limit === 'type') typeFull = true;
-      else if (slots?.key !== undefined) fullKeys.add(slots.key);
-    }
+  const candidates = chooseCandidates(jobType, entries, inFlight, tokens, fullKeys);
+  const reservations = reservationsFor(jobType, candidates, inFlight);
+  const { tableName } = ctx.settings;
+  if (reservations.length > 0) {
+    const reserved = await transactWrite(ctx, reserveItems(tableName, jobType.name, reservations, ctx.nowMs()));
+    if (!reserved.ok) return 0;
   }
-  return used;
+  const claimUntilMs = ctx.nowMs() + RESERVATION_MS;
+  const outcomes = await Promise.allSettled(
+    candidates.map((candidate) =>
+      sink.limit(async () => {
+        // Past its reservation's time, a claim could land after a reconcile that did not count it.
+        if (candidate.slots && ctx.nowMs() >= claimUntilMs) return { candidate, used: false };
+        const claim = await claimJob(ctx, parseJobPk(candidate.entry.pk), jobType, candidate.slots);
+        return { candidate, claimed: claim.kind === 'claimed', used: sink.record(claim, jobType) };
+      }),
+    ),
+  );
+  const claimed = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' && 'claimed' in outcome.value && outcome.value.claimed ? [outcome.value.candidate] : []));
+  const unused = unusedOf(jobType, reservations, claimed);
+  await lowerCounters(ctx, releaseItems(tableName, jobType.name, unused, ctx.nowMs()));
+  throwFirstRejection(outcomes);
+  return outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value.used).length;
 }
 
 /**

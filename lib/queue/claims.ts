@@ -19,8 +19,7 @@ import type { ProgressReport } from '../domain/progress.js';
 import { progressToJson } from '../store/items.js';
 import type { JobType } from '../domain/job-type.js';
 import { eventForUnstartedJob, eventsForEndedAttempt } from '../domain/lifecycle-events.js';
-import { limitTooSmall } from '../domain/slots.js';
-import { returnSlotItems, takeSlotItems } from '../store/counters.js';
+import { giveBackSlots } from './slot-returns.js';
 import {
   claimParams,
   deferParams,
@@ -31,15 +30,12 @@ import {
   recordProgressParams,
   releaseClaimParams,
   updateJob,
-  updateJobWith,
-  type JobTransactionResult,
   type JobWriteResult,
 } from '../store/job-writes.js';
 import { claimIndexKeys, finishedIndexKeys, purgeAtS, queuedIndexKeys } from '../store/keys.js';
-import type { TransactItem, UpdateParams } from '../store/send.js';
+import type { UpdateParams } from '../store/send.js';
 import type { QueueContext } from './context.js';
 import { recordLaneBucket } from './directory.js';
-import { getJob } from './jobs.js';
 
 /** A job update, its lane bucket recorded first when it lies ahead (see directory.ts). */
 async function writeJob(ctx: QueueContext, params: UpdateParams): Promise<JobWriteResult> {
@@ -47,23 +43,16 @@ async function writeJob(ctx: QueueContext, params: UpdateParams): Promise<JobWri
   return updateJob(ctx, params);
 }
 
-async function writeJobWith(ctx: QueueContext, params: UpdateParams, extras: TransactItem[]): Promise<JobTransactionResult> {
-  await recordLaneBucket(ctx, params.ExpressionAttributeValues?.[':gsi1pk']);
-  return updateJobWith(ctx, params, extras);
-}
-
 export type ClaimResult =
   | { kind: 'claimed'; job: Job }
   /** Another poller claimed it first, or it is not due (yet) any more. */
   | { kind: 'lost' }
   /** It was due but past its expires_at: archived as expired without running. */
-  | { kind: 'expired'; job: Job }
-  /** The type's, or the job's throttle key's, in-flight weight has no room for it now. */
-  | { kind: 'full'; limit: 'type' | 'key' };
+  | { kind: 'expired'; job: Job };
 
 /**
- * Claims a due job. With `slots`, the claim also takes them in the same
- * transaction, and fails as `full` when a counter has no room.
+ * Claims a due job. With `slots`, the job records them as held: the poll reserved them on the counters
+ * beforehand (queue/claim-due.ts), so the claim itself is a plain conditional update either way.
  */
 export async function claimJob(
   ctx: QueueContext,
@@ -75,24 +64,8 @@ export async function claimJob(
   const nowMs = ctx.nowMs();
   const claimedUntilMs = nowMs + jobType.visibilityTimeoutS * 1000;
   const params = claimParams(ref, { claimToken, nowMs, claimedUntilMs, index: claimIndexKeys(ctx.settings, ref, claimedUntilMs), slots });
-  let claimed: { ok: true; job?: Job } | { ok: false; current?: Job };
-  if (slots) {
-    const tooSmall = limitTooSmall(jobType, slots);
-    if (tooSmall) return { kind: 'full', limit: tooSmall };
-    const result = await writeJobWith(ctx, params, takeSlotItems(ctx.settings.tableName, jobType, slots));
-    // Conflicts with other pollers' claims did not clear: the job stays queued for the next poll.
-    if ('contended' in result) return { kind: 'lost' };
-    if (!result.ok && result.failedExtra !== undefined) {
-      return { kind: 'full', limit: slots.type && result.failedExtra === 0 ? 'type' : 'key' };
-    }
-    claimed = result;
-  } else {
-    claimed = await writeJob(ctx, params);
-  }
-  if (claimed.ok) {
-    const job = claimed.job ?? (await getJob(ctx, ref.type, ref.id));
-    return job?.claimToken === claimToken ? { kind: 'claimed', job } : { kind: 'lost' };
-  }
+  const claimed = await writeJob(ctx, params);
+  if (claimed.ok) return claimed.job.claimToken === claimToken ? { kind: 'claimed', job: claimed.job } : { kind: 'lost' };
   const current = claimed.current;
   // The SDK retried a claim whose first try was applied but whose answer was lost: the claim is ours.
   if (current?.claimToken === claimToken) return { kind: 'claimed', job: current };
@@ -166,11 +139,6 @@ export async function deferAttempt(
   return result.ok ? result.job : undefined;
 }
 
-/** A write that failed with conflicts that did not clear: the claim stays as it was, and lapses if no one retries. */
-function throwIfContended(result: JobTransactionResult, what: string): void {
-  if ('contended' in result) throw new Error(`${what}: the transaction kept conflicting with other writes`);
-}
-
 /**
  * Hands a claim back untouched when the job was never handed to a worker
  * (dispatch failed), or reached it outside its time windows (due again at
@@ -178,11 +146,8 @@ function throwIfContended(result: JobTransactionResult, what: string): void {
  */
 export async function releaseClaim(ctx: QueueContext, job: Job, runAfterMs = job.runAfterMs): Promise<boolean> {
   const nowMs = ctx.nowMs();
-  const update = releaseClaimParams(guardOf(job), nowMs, runAfterMs, queuedIndexKeys(ctx.settings, job, runAfterMs, nowMs));
-  const slotReturns = returnSlotItems(ctx.settings.tableName, job);
-  if (slotReturns.length === 0) return (await writeJob(ctx, update)).ok;
-  const result = await writeJobWith(ctx, update, slotReturns);
-  throwIfContended(result, `releasing the claim on job "${job.id}"`);
+  const result = await writeJob(ctx, releaseClaimParams(guardOf(job), nowMs, runAfterMs, queuedIndexKeys(ctx.settings, job, runAfterMs, nowMs)));
+  if (result.ok) await giveBackSlots(ctx, job);
   return result.ok;
 }
 
@@ -226,19 +191,12 @@ export async function endAttempt(
     purgeAtS: purgeAtS(endedAtMs, ctx.settings.retentionDays),
     expectedClaimedUntilMs: options.expectedClaimedUntilMs,
   });
-  const slotReturns = returnSlotItems(ctx.settings.tableName, job);
+  const result = await writeJob(ctx, update);
   let ended: Job;
-  if (slotReturns.length > 0) {
-    const result = await writeJobWith(ctx, update, slotReturns);
-    throwIfContended(result, `ending attempt ${job.attempt} of job "${job.id}"`);
-    if (!result.ok && !('current' in result && endLanded(result.current, record))) return undefined;
-    ended = jobAfterEnd(job, end);
-  } else {
-    const result = await writeJob(ctx, update);
-    if (result.ok) ended = result.job;
-    else if (endLanded(result.current, record)) ended = jobAfterEnd(job, end);
-    else return undefined;
-  }
+  if (result.ok) ended = result.job;
+  else if (endLanded(result.current, record)) ended = jobAfterEnd(job, end);
+  else return undefined;
+  await giveBackSlots(ctx, job);
   await ctx.events.publish(eventsForEndedAttempt(ended, options.ending, next));
   return { job: ended, next };
 }

@@ -6,6 +6,7 @@ import { MAX_DYNAMODB_CALL_MS } from '../domain/limits.js';
 import type { Db } from '../store/send.js';
 import { ConfigError } from '../domain/errors.js';
 import { discardLifecycleEvents, type LifecyclePublisher } from '../domain/lifecycle-events.js';
+import type { Job } from '../domain/job.js';
 
 export interface QueueSettings {
   tableName: string;
@@ -88,6 +89,11 @@ export function readQueueSettings(env: Env): QueueSettings {
   };
 }
 
+/** Collects the slots of attempts ending close together into one write per counter (queue/slot-returns.ts). */
+export interface SlotReturnQueue {
+  add(job: Pick<Job, 'type' | 'heldSlots'>): Promise<void>;
+}
+
 /**
  * Everything the queue needs to act: the client, the settings, where lifecycle events go, and the clock and
  * randomness, injected so tests control them.
@@ -98,6 +104,8 @@ export interface QueueContext {
   events: LifecyclePublisher;
   nowMs: () => number;
   random: () => number;
+  /** Where ended attempts give their slots back; without one, each gives them back on its own. */
+  slotReturns?: SlotReturnQueue;
 }
 
 export function createQueueContext(

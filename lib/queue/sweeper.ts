@@ -13,6 +13,7 @@ import { bucketOf, parseClaimSortKey, parseJobPk, queuedIndexKeys, sortKeyTimeMs
 import { updateItem } from '../store/send.js';
 import { advanceCursor, readCursor, type DueEntry } from '../store/due-index.js';
 import { scanBehindCursor, scanLane } from './lanes.js';
+import { reconcileCounters } from './reconcile.js';
 import type { JobType } from '../domain/job-type.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
 
@@ -31,11 +32,14 @@ export interface SweepResult {
   failed: number;
   /** Lane shards the sweep could not read: skipped, and read again by the next sweep. */
   failedLanes: number;
+  /** Concurrency counters found above what their jobs hold, after a process died between two writes, and set right. */
+  reconciled: number;
 }
 
 /** What a failure the sweep skipped was about: a lane shard, and the job when it was one job's. */
 export interface SweepFailure {
-  lane: Lane['kind'];
+  /** A lane, or a type's concurrency counters. */
+  lane: Lane['kind'] | 'counters';
   shard: number;
   /** The lane's job type, or the failed job's. */
   type?: string;
@@ -49,7 +53,7 @@ export interface SweepOptions {
   onError?: (failure: SweepFailure, error: unknown) => void;
 }
 
-export const emptySweepResult = (): SweepResult => ({ requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0, failed: 0, failedLanes: 0 });
+export const emptySweepResult = (): SweepResult => ({ requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0, failed: 0, failedLanes: 0, reconciled: 0 });
 
 const SWEEP_PAGE = 100;
 /** Pages per lane shard in one sweep, so one sweep always ends. */
@@ -184,5 +188,17 @@ export async function sweepOnce(ctx: QueueContext, options: SweepOptions): Promi
       return shards.map((shard) => inLane(lane, shard, () => sweepStragglers(lane, shard)));
     }),
   );
+  // Counters are per type, not per shard: the sweep of shard 0 reconciles them.
+  if (shards.includes(0)) await reconcileAll(ctx, jobTypeList, result, skip);
   return result;
+}
+
+async function reconcileAll(ctx: QueueContext, jobTypes: JobType[], result: SweepResult, skip: (failure: SweepFailure, error: unknown) => void): Promise<void> {
+  for (const jobType of jobTypes) {
+    try {
+      result.reconciled += await reconcileCounters(ctx, jobType);
+    } catch (error) {
+      skip({ lane: 'counters', shard: 0, type: jobType.name }, error);
+    }
+  }
 }

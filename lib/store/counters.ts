@@ -3,69 +3,167 @@
  * throttle key's in-flight weight (domain/slots.ts), and a type's token bucket
  * for `rate_limit_per_s` (domain/rate.ts). Pure builders of their writes, and
  * the reads of their current values.
+ *
+ * Every write of an in-flight counter is a transaction, even of one item: the
+ * SDK sends a transaction again with its ClientRequestToken, so a write whose
+ * answer was lost is applied once, where a plain `ADD` sent again would count
+ * twice. Each write also moves `rev` (the version a reconcile is conditioned
+ * on) and `changedAtMs` (how long the counter has been quiet).
  */
 import type { HeldSlots, Job } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import type { RateBucketState } from '../domain/rate.js';
-import { throttleKeyLimit, type InFlight } from '../domain/slots.js';
+import { throttleKeyLimit, type CounterState, type InFlight } from '../domain/slots.js';
 import { keyCounterKey, parseCounterSortKey, rateBucketKey, typeCounterKey, type ItemKey } from './keys.js';
-import { batchGetItems, type Item, type StoreContext, type TransactItem, type UpdateParams } from './send.js';
+import { batchGetItems, queryPages, type Item, type StoreContext, type TransactItem, type UpdateParams } from './send.js';
 
-function counterUpdate(tableName: string, key: ItemKey, weight: number, limit: number): TransactItem {
+/** A counter: the type's own (`key` absent) or one throttle key's. */
+export interface CounterRef {
+  key?: string;
+}
+
+/** A name for the counter within its type, for maps. */
+export function counterId(counter: CounterRef): string {
+  return counter.key === undefined ? 'type' : `key#${counter.key}`;
+}
+
+function counterKeyOf(type: string, counter: CounterRef): ItemKey {
+  return counter.key === undefined ? typeCounterKey(type) : keyCounterKey(type, counter.key);
+}
+
+function counterChange(tableName: string, key: ItemKey, delta: number, nowMs: number, condition?: { expression: string; values: Record<string, unknown> }): TransactItem {
   return {
     Update: {
       TableName: tableName,
       Key: key,
-      UpdateExpression: 'ADD inFlight :weight',
-      // Conditions cannot add, so the limit is checked against what the counter may hold before this claim.
-      ConditionExpression: 'attribute_not_exists(inFlight) OR inFlight <= :most',
-      ExpressionAttributeValues: { ':weight': weight, ':most': limit - weight },
+      UpdateExpression: 'ADD inFlight :delta, rev :one SET changedAtMs = :now',
+      ...(condition ? { ConditionExpression: condition.expression } : {}),
+      ExpressionAttributeValues: { ':delta': delta, ':one': 1, ':now': nowMs, ...condition?.values },
     },
   };
 }
 
-/**
- * The counter updates that take the slots; each fails its condition when the limit would be passed.
- * A counter that does not exist yet passes, so the caller first checks `limitTooSmall`.
- */
-export function takeSlotItems(tableName: string, jobType: JobType, slots: HeldSlots): TransactItem[] {
-  const items: TransactItem[] = [];
-  if (slots.type) items.push(counterUpdate(tableName, typeCounterKey(jobType.name), slots.weight, jobType.concurrency ?? 0));
-  if (slots.key !== undefined) {
-    items.push(counterUpdate(tableName, keyCounterKey(jobType.name, slots.key), slots.weight, throttleKeyLimit(jobType, slots.key) ?? 0));
-  }
-  return items;
+/** The condition that no reconcile rewrote the counter since it was read at `epoch` (0: never reconciled). */
+function sameEpoch(epoch: number): { expression: string; values: Record<string, unknown> } {
+  return epoch === 0 ? { expression: 'attribute_not_exists(epoch)', values: {} } : { expression: 'epoch = :epoch', values: { ':epoch': epoch } };
 }
 
-/** The counter updates that give back what the job's claim took. */
-export function returnSlotItems(tableName: string, job: Pick<Job, 'type' | 'heldSlots'>): TransactItem[] {
-  const slots = job.heldSlots;
-  if (slots === undefined) return [];
-  const keys = [
-    ...(slots.type ? [typeCounterKey(job.type)] : []),
-    ...(slots.key !== undefined ? [keyCounterKey(job.type, slots.key)] : []),
+/** What a poll reserves on one counter: `weight` more in flight, as long as `limit` holds and no reconcile came between. */
+export interface Reservation {
+  counter: CounterRef;
+  weight: number;
+  limit: number;
+  /** The counter's epoch when it was read. */
+  epoch: number;
+}
+
+/**
+ * The updates that reserve slots on each counter for the jobs a poll is about to claim; each fails its condition
+ * when its limit would be passed. Conditions cannot add, so the limit is checked against what the counter may
+ * hold before the reservation.
+ */
+export function reserveItems(tableName: string, type: string, reservations: Reservation[], nowMs: number): TransactItem[] {
+  return reservations.map(({ counter, weight, limit, epoch }) => {
+    const epochCheck = sameEpoch(epoch);
+    return counterChange(tableName, counterKeyOf(type, counter), weight, nowMs, {
+      expression: `(attribute_not_exists(inFlight) OR inFlight <= :most) AND ${epochCheck.expression}`,
+      values: { ':most': limit - weight, ...epochCheck.values },
+    });
+  });
+}
+
+/**
+ * The updates that give back what a poll reserved and did not claim. A reconcile since the reservation already
+ * counted what the poll claimed and nothing more, so then the unused part is not given back again.
+ */
+export function releaseItems(tableName: string, type: string, unused: Reservation[], nowMs: number): TransactItem[] {
+  return unused.map(({ counter, weight, epoch }) => counterChange(tableName, counterKeyOf(type, counter), -weight, nowMs, sameEpoch(epoch)));
+}
+
+/** The counter updates that give back what one or more jobs' claims took: weights summed per counter. */
+export function returnSlotItems(tableName: string, jobs: Pick<Job, 'type' | 'heldSlots'>[], nowMs: number): TransactItem[] {
+  const totals = new Map<string, { key: ItemKey; weight: number }>();
+  for (const { type, heldSlots: slots } of jobs) {
+    if (slots === undefined || slots.weight === 0) continue;
+    const counters: CounterRef[] = [...(slots.type ? [{}] : []), ...(slots.key !== undefined ? [{ key: slots.key }] : [])];
+    for (const counter of counters) {
+      const key = counterKeyOf(type, counter);
+      const id = `${key.pk}|${key.sk}`;
+      totals.set(id, { key, weight: (totals.get(id)?.weight ?? 0) + slots.weight });
+    }
+  }
+  return [...totals.values()].map(({ key, weight }) => counterChange(tableName, key, -weight, nowMs));
+}
+
+/** The counters a claim of these slots reserves, with their limits. */
+export function countersOf(jobType: JobType, slots: HeldSlots): { counter: CounterRef; limit: number }[] {
+  return [
+    ...(slots.type ? [{ counter: {}, limit: jobType.concurrency ?? 0 }] : []),
+    ...(slots.key !== undefined ? [{ counter: { key: slots.key }, limit: throttleKeyLimit(jobType, slots.key) ?? 0 }] : []),
   ];
-  return keys.map((key) => ({
-    Update: { TableName: tableName, Key: key, UpdateExpression: 'ADD inFlight :weight', ExpressionAttributeValues: { ':weight': -slots.weight } },
-  }));
+}
+
+function counterStateOf(item: Item): CounterState {
+  const number = (value: unknown): number => (typeof value === 'number' ? value : 0);
+  return { inFlight: number(item.inFlight), rev: number(item.rev), changedAtMs: number(item.changedAtMs), epoch: number(item.epoch) };
 }
 
 /**
  * The counters as they are now, read once per poll so a full type costs a read
- * rather than a failed transaction; the claim's condition remains the guard.
+ * rather than a failed write; the reservation's condition remains the guard.
  */
 export async function readInFlight(ctx: StoreContext, type: string, throttleKeys: string[]): Promise<InFlight> {
   const wanted = [typeCounterKey(type), ...throttleKeys.map((key) => keyCounterKey(type, key))];
-  const inFlight: InFlight = { type: 0, keys: new Map() };
+  const inFlight: InFlight = { type: 0, keys: new Map(), epochs: { type: 0, keys: new Map() } };
   for (const item of await batchGetItems(ctx, wanted, { consistentRead: true })) {
-    const value = typeof item.inFlight === 'number' ? item.inFlight : 0;
+    const state = counterStateOf(item);
     const counter = parseCounterSortKey(String(item.sk));
-    if (counter && 'type' in counter) inFlight.type = value;
-    else if (counter) inFlight.keys.set(counter.key, value);
+    if (counter && 'type' in counter) {
+      inFlight.type = state.inFlight;
+      inFlight.epochs.type = state.epoch;
+    } else if (counter) {
+      inFlight.keys.set(counter.key, state.inFlight);
+      inFlight.epochs.keys.set(counter.key, state.epoch);
+    }
   }
   return inFlight;
 }
 
+/** Every in-flight counter of a type, the type's own and each throttle key's, as it is now. */
+export async function readCounters(ctx: StoreContext, type: string): Promise<{ counter: CounterRef; state: CounterState }[]> {
+  const counters: { counter: CounterRef; state: CounterState }[] = [];
+  const pages = queryPages(ctx, {
+    KeyConditionExpression: 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': typeCounterKey(type).pk },
+    ConsistentRead: true,
+  });
+  for await (const page of pages) {
+    for (const item of page.Items ?? []) {
+      const counter = parseCounterSortKey(String(item.sk));
+      if (counter) counters.push({ counter: 'type' in counter ? {} : { key: counter.key }, state: counterStateOf(item) });
+    }
+  }
+  return counters;
+}
+
+/**
+ * Sets a counter to what its holders hold, as long as nothing wrote it since it was `seen`; the new epoch
+ * refuses the release of any reservation made before.
+ */
+export function reconcileParams(type: string, counter: CounterRef, seen: CounterState, inFlight: number, nowMs: number): UpdateParams {
+  return {
+    Key: counterKeyOf(type, counter),
+    UpdateExpression: 'SET inFlight = :inFlight, changedAtMs = :now, epoch = :epoch ADD rev :one',
+    ConditionExpression: seen.rev === 0 ? 'attribute_not_exists(rev) AND inFlight = :seen' : 'rev = :rev',
+    ExpressionAttributeValues: {
+      ':inFlight': inFlight,
+      ':now': nowMs,
+      ':epoch': seen.epoch + 1,
+      ':one': 1,
+      ...(seen.rev === 0 ? { ':seen': seen.inFlight } : { ':rev': seen.rev }),
+    },
+  };
+}
 /** Takes tokens with a compare-and-set against the bucket as last `seen` (absent: never written). */
 export function takeRateTokensParams(type: string, seen: RateBucketState | undefined, left: number, nowMs: number): UpdateParams {
   return {

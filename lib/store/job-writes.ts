@@ -11,7 +11,6 @@ import { itemToJob } from './items.js';
 import { correlationItemKey, jobKey, type IndexKey } from './keys.js';
 import {
   putItem,
-  transactWrite,
   updateItem,
   type Item,
   type PutParams,
@@ -260,35 +259,6 @@ export async function updateJob(ctx: StoreContext, params: UpdateParams): Promis
   const result = await updateItem(ctx, { ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD', ...params });
   if (result.ok) return { ok: true, job: itemToJob(result.item ?? {}) };
   return result.current ? { ok: false, current: itemToJob(result.current) } : { ok: false };
-}
-
-export type JobTransactionResult =
-  | { ok: true }
-  | { ok: false; current?: Job; failedExtra?: number }
-  /** Conflicts with other transactions on the same items did not clear. */
-  | { ok: false; contended: true };
-
-/**
- * A job update that must land together with counter updates: one transaction, whose job write reports the job
- * as it was when its condition failed, and otherwise which extra item's condition failed. A transaction returns
- * no new image, so a caller that needs the job builds or reads it.
- */
-export async function updateJobWith(
-  ctx: StoreContext & { random: () => number },
-  params: UpdateParams,
-  extras: TransactItem[],
-): Promise<JobTransactionResult> {
-  const { ReturnValues: _returnValues, ...update } = params;
-  const result = await transactWrite(ctx, [
-    { Update: { TableName: ctx.settings.tableName, ReturnValuesOnConditionCheckFailure: 'ALL_OLD', ...update } as never },
-    ...extras,
-  ]);
-  if (result.ok) return { ok: true };
-  if ('contended' in result) return result;
-  const [jobReason, ...extraReasons] = result.reasons;
-  if (jobReason?.code === 'ConditionalCheckFailed') return { ok: false, ...(jobReason.item ? { current: itemToJob(jobReason.item) } : {}) };
-  const failedExtra = extraReasons.findIndex((reason) => reason.code === 'ConditionalCheckFailed');
-  return { ok: false, ...(failedExtra >= 0 ? { failedExtra } : {}) };
 }
 
 /** Writes a new job; a refusal answers the job stored under its (type, id). */

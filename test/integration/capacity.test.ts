@@ -51,12 +51,13 @@ test(`a job costs at most 7 write units from enqueue to success (${JOBS} jobs)`,
   expect(perJob.writeUnits).toBeLessThanOrEqual(7);
 });
 
-test(`a job of a type with a concurrency limit costs at most 16 write units: claim and finish are transactions (${JOBS} jobs)`, async () => {
+test(`a job of a type with a concurrency limit costs at most 8 write units and 1.2 read units (${JOBS} jobs)`, async () => {
   const body = { target: { kind: 'handler', name: 'echo' }, concurrency: 1_000 };
   const { jobType } = await putJobType(queue.ctx, 'limited', jobTypeInputSchema.parse(body));
   const perJob = await unitsPerJob(jobType);
   console.log('capacity per job with a concurrency limit', perJob);
-  // Claim and finish become transactions that also write the counter, and a transaction is billed at two units
-  // per write, index writes included: enqueue 2 + claim 2 × (job 1 + index 2 + counter 1) + finish 2 × (1 + 1 + 1).
-  expect(perJob.writeUnits).toBeLessThanOrEqual(16);
+  // The 7 of a job without limits, plus its share of a poll's reservation and of a batch's slot return: each a
+  // transaction of one counter, billed at two units.
+  expect(perJob.writeUnits).toBeLessThanOrEqual(8);
+  expect(perJob.readUnits).toBeLessThanOrEqual(1.2);
 });

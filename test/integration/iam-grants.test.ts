@@ -149,21 +149,31 @@ describe('a tour of every function', () => {
     expect((await producer.get('/v1/jobs/plain/p1')).body.status).toBe('succeeded');
   });
 
-  test('the sweeper takes back a claim whose worker died and retries it in an hour', async () => {
+  test('a callback wait holds its slot for an hour', async () => {
+    expect((await producer.put('/v1/jobs/hooks/h2', { data: 2 })).status).toBe(201);
+    const before = invoker.batches.length;
+    expect(await poll()).toMatchObject({ claimed: 1 });
+    expect((await runWorker(invoker.batches[before]!)).awaiting_callback).toBe(1);
+  });
+
+  test('the sweeper takes back a claim whose worker died and retries it in an hour, and finds the slot of the wait held', async () => {
     expect((await producer.put('/v1/jobs/limited/l2', { data: 2 })).status).toBe(201);
     const before = invoker.batches.length;
     expect(await poll()).toMatchObject({ claimed: 1 });
     expect(invoker.batches.length).toBe(before + 1);
     advanceS(301);
-    expect(await sweep()).toMatchObject({ requeued: 1 });
+    expect(await sweep()).toMatchObject({ requeued: 1, reconciled: 0 });
   });
 
-  test('an operator schedules a job every minute; the poller fires it; the operator reads, lists and deletes the schedule', async () => {
-    expect((await operator.put('/v1/schedules/minutely', { cron: '* * * * *', job_type: 'plain' })).status).toBe(201);
+  test('an operator schedules a job every minute, skipped while the last still runs; the poller fires it twice; the operator reads, lists and deletes the schedule', async () => {
+    expect((await operator.put('/v1/schedules/minutely', { cron: '* * * * *', job_type: 'plain', overlap: 'skip' })).status).toBe(201);
+    advanceS(60);
+    await poll();
     advanceS(60);
     await poll();
     const shown = await operator.get('/v1/schedules/minutely');
-    expect(shown.body.last_fire.job_id).toMatch(/^minutely@/);
+    // The first fire's job is still queued: no worker ran it.
+    expect(shown.body.last_fire).toMatchObject({ job_id: null, skipped: expect.stringMatching(/minutely@/) });
     expect((await operator.get('/v1/schedules')).body.schedules).toHaveLength(1);
     expect((await operator.delete('/v1/schedules/minutely')).status).toBe(200);
   });

@@ -26,7 +26,7 @@ describe('a dead worker (at_least_once)', () => {
     await poll(ctx, [emails], new RecordingInvoker());
 
     clock.set(T0 + 29_999);
-    expect(await sweep(ctx)).toEqual({ requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0, failed: 0, failedLanes: 0 });
+    expect(await sweep(ctx)).toEqual({ requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0, failed: 0, failedLanes: 0, reconciled: 0 });
     expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'running', attempt: 1 });
   });
 
@@ -376,7 +376,7 @@ describe('a failure the sweep skips', () => {
     expect(others.filter((id) => shardOfId(q, id) !== shardOfId(q, doomed)).length).toBeGreaterThan(0);
     refuseCalls(q.clientsOf('sweeper').base, writesTo(jobKey('emails', doomed).pk));
 
-    expect(await sweep(q.ctx)).toMatchObject({ requeued: others.length, failed: 1, failedLanes: 0 });
+    expect(await sweep(q.ctx)).toMatchObject({ requeued: others.length, failed: 1, failedLanes: 0, reconciled: 0 });
     for (const id of others) expect(await statusOf(q, id), id).toBe('queued');
     expect(await statusOf(q, doomed)).toBe('running');
   });

@@ -1,0 +1,60 @@
+/**
+ * Giving back the slots of an attempt that ended, after the job's own write: so
+ * a counter is never below what its jobs hold. A process that dies in between,
+ * or a return that fails, leaves the counter above, and the sweeper's
+ * reconcile (queue/reconcile.ts) brings it back.
+ */
+import type { Job } from '../domain/job.js';
+import { returnSlotItems } from '../store/counters.js';
+import { transactWrite, type TransactItem } from '../store/send.js';
+import type { QueueContext, SlotReturnQueue } from './context.js';
+
+type SlotHolder = Pick<Job, 'type' | 'heldSlots'>;
+
+/**
+ * Lowers counters by what was given back. A failure is not the caller's: its jobs have ended or were never
+ * claimed either way, and a counter left too high only holds back claims until it is reconciled.
+ */
+export async function lowerCounters(ctx: QueueContext, items: TransactItem[]): Promise<void> {
+  if (items.length === 0) return;
+  try {
+    await transactWrite(ctx, items);
+  } catch {
+    // Left too high: see above.
+  }
+}
+
+function sendReturns(ctx: QueueContext, jobs: SlotHolder[]): Promise<void> {
+  return lowerCounters(ctx, returnSlotItems(ctx.settings.tableName, jobs, ctx.nowMs()));
+}
+
+/**
+ * A worker runs several jobs at once, and their ends come close together: one write per counter for all
+ * those ending within the window costs a fraction of a write each, at the price of `windowMs` more before
+ * their slots are free.
+ */
+export function createSlotReturnQueue(ctx: QueueContext, windowMs: number): SlotReturnQueue {
+  let pending: SlotHolder[] = [];
+  let flushed: Promise<void> | undefined;
+  return {
+    add(job) {
+      pending.push(job);
+      flushed ??= new Promise<void>((resolve) => {
+        setTimeout(() => {
+          const jobs = pending;
+          pending = [];
+          flushed = undefined;
+          void sendReturns(ctx, jobs).then(resolve);
+        }, windowMs);
+      });
+      return flushed;
+    },
+  };
+}
+
+/** Gives back what the job's claim took, through the context's return queue when it has one. */
+export async function giveBackSlots(ctx: QueueContext, job: SlotHolder): Promise<void> {
+  if (job.heldSlots === undefined || job.heldSlots.weight === 0) return;
+  if (ctx.slotReturns) return ctx.slotReturns.add(job);
+  await sendReturns(ctx, [job]);
+}
