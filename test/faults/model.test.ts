@@ -1,12 +1,15 @@
 /**
  * Model-based: fast-check drives random interleavings of enqueue, claim, run
  * (success or failure), stale callback, cancel, replay, clock steps, sweeps,
- * worker crashes, and a schedule's fires (pollers dying mid-fire, pauses and
- * resumes) against the store on DynamoDB Local, and checks the invariants of
- * DESIGN §4 after every step: for the schedule, one job per fire time, every
- * time fired so far made.
+ * worker crashes, a schedule's fires (pollers dying mid-fire, pauses and
+ * resumes) and a limited type's polls and ends (pollers dying after their
+ * reservation, workers dying before they give slots back) against the store on
+ * DynamoDB Local, and checks the invariants of DESIGN §4 after every step: for
+ * the schedule, one job per fire time, every time fired so far made; for the
+ * limited type, the weight its jobs hold never above its concurrency nor above
+ * its counter, and equal to it once the sweeper has seen the counter quiet.
  */
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import { completeFromCallback } from '../../lib/queue/callbacks.js';
@@ -21,6 +24,8 @@ import type { Job, JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { pollOnce } from '../../lib/queue/poll-once.js';
+import { RESERVATION_MS } from '../../lib/queue/claim-due.js';
+import { readInFlight } from '../../lib/store/counters.js';
 import type { WorkerBatch } from '../../lib/queue/batcher.js';
 import { runClaimedJob } from '../../lib/queue/worker.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
@@ -33,7 +38,10 @@ import { tableItems } from '../support/api.js';
 import { scaled } from './scale.js';
 
 const TYPES = ['alo', 'amo'] as const;
-type TypeName = (typeof TYPES)[number];
+/** A type with a concurrency limit, whose jobs weigh 1 or 2: claimed by polls only, which reserve their slots first. */
+const LIMITED = 'lim';
+const LIMITED_CONCURRENCY = 2;
+type TypeName = (typeof TYPES)[number] | typeof LIMITED;
 
 interface Real {
   queue: TestQueue;
@@ -74,6 +82,24 @@ function dyingBeforeAdvance(ctx: QueueContext): QueueContext {
   return { ...ctx, db: { send } as unknown as QueueContext['db'] };
 }
 
+/** The poller's context, killed once its first counter transaction (a reservation) has landed: no claim, no release. */
+function dyingAfterReservation(ctx: QueueContext): QueueContext {
+  let reserved = false;
+  const send = (command: unknown) => {
+    if (reserved && (command instanceof UpdateCommand || command instanceof TransactWriteCommand)) return Promise.reject(new Error('the poller was killed'));
+    if (command instanceof TransactWriteCommand) reserved = true;
+    return ctx.db.send(command as UpdateCommand);
+  };
+  return { ...ctx, db: { send } as unknown as QueueContext['db'] };
+}
+
+/** The worker's context, killed before any counter write: its ends land, their slots never come back. */
+function withoutCounterWrites(ctx: QueueContext): QueueContext {
+  const send = (command: unknown) =>
+    command instanceof TransactWriteCommand ? Promise.reject(new Error('the worker was killed')) : ctx.db.send(command as UpdateCommand);
+  return { ...ctx, db: { send } as unknown as QueueContext['db'] };
+}
+
 /** One job per fire time, all of them fire times, every time fired so far made; the schedule's jobs join the model. */
 async function checkSchedule(model: Model, real: Real): Promise<void> {
   const made = (await tableItems(real.queue))
@@ -88,8 +114,22 @@ async function checkSchedule(model: Model, real: Real): Promise<void> {
 
 const keyOf = (type: string, id: string) => `${type}/${id}`;
 
+/** What the limited type's claimed jobs hold, and what its counter says. */
+async function limitedWeights(model: Model, real: Real): Promise<{ held: number; counted: number }> {
+  let held = 0;
+  for (const entry of model.accepted.values()) {
+    if (entry.type !== LIMITED) continue;
+    const job = await getJob(real.queue.ctx, entry.type, entry.id);
+    if ((job?.status === 'running' || job?.status === 'awaiting_callback') && job.heldSlots?.type) held += job.heldSlots.weight;
+  }
+  return { held, counted: (await readInFlight(real.queue.ctx, LIMITED, [])).type };
+}
+
 /** Invariants checked against the table after every command. */
 async function checkInvariants(model: Model, real: Real): Promise<void> {
+  const { held, counted } = await limitedWeights(model, real);
+  expect(held, 'weight in flight within the concurrency').toBeLessThanOrEqual(LIMITED_CONCURRENCY);
+  expect(counted, 'the counter never below what its jobs hold').toBeGreaterThanOrEqual(held);
   for (const [key, entry] of model.accepted) {
     const job = await getJob(real.queue.ctx, entry.type, entry.id);
     expect(job, `${key} lost`).toBeDefined();
@@ -107,14 +147,15 @@ async function checkInvariants(model: Model, real: Real): Promise<void> {
 
 type Command = fc.AsyncCommand<Model, Real>;
 
-async function run(real: Real, job: Job, succeeds: boolean): Promise<void> {
+async function run(real: Real, job: Job, succeeds: boolean, worker?: QueueContext, whileRunning?: () => Promise<void>): Promise<void> {
   const key = keyOf(job.type, job.id);
   const handler = async () => {
     real.starts.set(key, [...(real.starts.get(key) ?? []), real.queue.clock.nowMs()]);
+    await whileRunning?.();
     if (!succeeds) throw new Error('failing on purpose');
     return 'ok';
   };
-  await runClaimedJob(real.queue.as('worker'), job, real.types[job.type as TypeName], {
+  await runClaimedJob(worker ?? real.queue.as('worker'), job, real.types[job.type as TypeName], {
     registry: { handlers: { run: handler }, retryPolicies: {} },
     worker: { id: 'w', host: 'h' },
   });
@@ -130,7 +171,9 @@ const command = (name: string, run: (model: Model, real: Real) => Promise<void>)
   toString: () => name,
 });
 
-const typeArb = fc.constantFrom(...TYPES);
+const typeArb = fc.constantFrom<TypeName>(...TYPES, LIMITED);
+/** Claimed by hand, outside a poll: only types without limits, whose claims need no reservation. */
+const unlimitedTypeArb = fc.constantFrom(...TYPES);
 const idArb = fc.integer({ min: 0, max: 1 }).map((n) => `j${n}`);
 const delayArb = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 90_000 }));
 
@@ -148,7 +191,7 @@ const allCommands = [
       }
     }),
   ),
-  fc.tuple(typeArb, idArb).map(([type, id]) =>
+  fc.tuple(unlimitedTypeArb, idArb).map(([type, id]) =>
     command(`claim ${type}/${id}`, async (_model, real) => {
       const before = await getJob(real.queue.ctx, type, id);
       const claim = await claimJob(real.queue.ctx, { type, id }, real.types[type]);
@@ -215,6 +258,17 @@ const allCommands = [
       await sweepOnce(real.queue.as('sweeper'), { customPolicies: {} });
     }),
   ),
+  typeArb.map((type) =>
+    command(`run a held claim of ${type} so slowly that the sweeper takes it back before it ends`, async (_model, real) => {
+      const job = [...real.held.values()].find((held) => held.type === type);
+      if (!job) return;
+      real.held.delete(keyOf(job.type, job.id));
+      await run(real, job, true, undefined, async () => {
+        real.queue.clock.advance(job.claimedUntilMs! - real.queue.clock.nowMs() + 1);
+        await sweepOnce(real.queue.as('sweeper'), { customPolicies: {} });
+      });
+    }),
+  ),
   fc.constant(
     command('worker crash: held claims are forgotten', async (_model, real) => {
       real.held.clear();
@@ -240,10 +294,47 @@ const allCommands = [
   ),
 ];
 
+const limitedCommands = [
+  fc.tuple(idArb, fc.integer({ min: 1, max: 2 })).map(([id, weight]) =>
+    command(`enqueue ${LIMITED}/${id} weighing ${weight}`, async (model, real) => {
+      try {
+        await enqueueJob(real.queue.ctx, real.types[LIMITED], id, { data: { id }, priority: 100, weight });
+        model.accepted.set(keyOf(LIMITED, id), { type: LIMITED, id });
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConflictError);
+      }
+    }),
+  ),
+  fc.constant(
+    command('poll, the poller dying after its reservation', async (_model, real) => {
+      const invoker = { invoke: async (batch: WorkerBatch) => batch.jobs.forEach((job) => real.held.set(keyOf(job.type, job.id), job)) };
+      await pollOnce(dyingAfterReservation(real.queue.as('poller')), { jobTypes: [real.types[LIMITED]], invoker, cursors: new Map() }).catch(() => undefined);
+    }),
+  ),
+  fc.constant(
+    command('run every held claim, the worker dying before it gives slots back', async (_model, real) => {
+      const held = [...real.held.values()];
+      real.held.clear();
+      for (const job of held) await run(real, job, true, withoutCounterWrites(real.queue.as('worker')));
+    }),
+  ),
+  fc.constant(
+    command('advance past a quiet period and sweep twice: the counter equals what its jobs hold', async (model, real) => {
+      for (let sweep = 0; sweep < 2; sweep++) {
+        real.queue.clock.advance(RESERVATION_MS + real.queue.ctx.settings.cursorSafetyMarginMs);
+        await sweepOnce(real.queue.as('sweeper'), { customPolicies: {} });
+      }
+      const { held, counted } = await limitedWeights(model, real);
+      expect(counted, 'the counter reconciled').toBe(held);
+    }),
+  ),
+];
+
 // Enqueue, poll and run are listed again so that most sequences carry jobs all the way to a start.
 const [enqueue, claim, poll, runHeld, runTwice, ...rest] = allCommands as [Arb, Arb, Arb, Arb, Arb, ...Arb[]];
+const [enqueueLimited, ...limitedRest] = limitedCommands as [Arb, ...Arb[]];
 type Arb = fc.Arbitrary<Command>;
-const commands = [enqueue, enqueue, enqueue, claim, poll, poll, runHeld, runHeld, runTwice, runTwice, ...rest];
+const commands = [enqueue, enqueue, enqueue, enqueueLimited, enqueueLimited, claim, poll, poll, runHeld, runHeld, runTwice, runTwice, ...rest, ...limitedRest];
 
 test('random interleavings of every operation keep the invariants of DESIGN §4', async () => {
   await fc.assert(
@@ -251,6 +342,8 @@ test('random interleavings of every operation keep the invariants of DESIGN §4'
       const queue = await createTestQueue({ settings: { bucketMs: 10_000 } });
       try {
         const types = {} as Record<TypeName, JobType>;
+        const limitedBody = { target: { kind: 'handler', name: 'run' }, visibility_timeout_s: 30, concurrency: LIMITED_CONCURRENCY, attempts: 3, retry: { kind: 'fixed', delay_s: 5 } };
+        types[LIMITED] = (await putJobType(queue.ctx, LIMITED, jobTypeInputSchema.parse(limitedBody))).jobType;
         for (const name of TYPES) {
           const body = {
             target: { kind: 'handler', name: 'run' },

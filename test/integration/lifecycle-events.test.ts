@@ -61,19 +61,6 @@ test('an attempt end whose answer was lost after it landed still publishes its e
   expect(events.events.map((event) => [event.name, event.attempt])).toEqual([['job.succeeded', 1]]);
 });
 
-test('a concurrency-limited attempt end whose answer was lost after it landed still publishes its event, once', async () => {
-  const limited = await defineType(queue.ctx, 'limited', { concurrency: 2 });
-  await enqueue(queue.ctx, limited, 'l-1');
-  const claimed = await claimJob(queue.ctx, { type: 'limited', id: 'l-1' }, limited, { weight: 1, type: true });
-  if (claimed.kind !== 'claimed') throw new Error(`not claimed: ${claimed.kind}`);
-  const key = JSON.stringify(jobKey('limited', 'l-1').pk);
-  const lost = loseAnswers(queue.clientsOf('worker').base, ({ commandName, input }) => commandName === 'TransactWriteItemsCommand' && JSON.stringify(input).includes(key));
-  const ended = await endAttempt(queue.as('worker'), claimed.job, { ending: { outcome: 'succeeded' }, jobType: limited, customPolicies: {} });
-  expect(lost.lost).toBe(1);
-  expect(ended?.job).toMatchObject({ status: 'succeeded', attempt: 1 });
-  expect(events.events.map((event) => [event.name, event.attempt])).toEqual([['job.succeeded', 1]]);
-});
-
 test('the last attempt failing publishes job.failed and then job.dead', async () => {
   await enqueue(queue.ctx, hooks, 'h-1');
   for (const attempt of [1, 2]) {
