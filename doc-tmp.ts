@@ -1,0 +1,13 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { openApiDocument } from './functions/api/openapi.js';
+const doc = openApiDocument() as any;
+const ajv = new Ajv2020({ allErrors: true });
+addFormats.default(ajv);
+ajv.addVocabulary(['openapi', 'info', 'paths', 'components']);
+ajv.addSchema(doc, 'openapi.json');
+const ptr = (path: string, method: string, status: string) => `openapi.json#/paths/${path.replaceAll('~','~0').replaceAll('/','~1')}/${method}/responses/${status}/content/application~1json/schema`;
+const v = ajv.getSchema(ptr('/v1/jobs/{type}/{id}', 'get', '200'))!;
+console.log(v({ id: 1 }), JSON.stringify(v.errors).slice(0, 500));
+const e = ajv.getSchema(ptr('/v1/jobs/{type}/{id}', 'get', '404'))!;
+console.log(e({ error: { code: 'x', message: 'm', details: [], request_id: null } }), e({ error: { code: 'x', message: 'm', details: [], request_id: null }, extra: 1 }));
