@@ -176,10 +176,8 @@ const SCENARIOS: Record<RouteName, () => Promise<ApiResponse[]>> = {
   },
 };
 
-const named = (operations: readonly Operation[]) => operations.map((operation) => [`${operation.method} ${operation.path}`, operation] as const);
-
-test.each(named(OPERATIONS))('%s answers each success it documents with a body its schema accepts', async (_name, operation) => {
-  const answers = await SCENARIOS[operation.route as RouteName]();
+test.each(OPERATIONS.map((operation) => [`${operation.method} ${operation.path}`, operation] as const))('%s answers each success it documents with a body its schema accepts', async (_name, operation) => {
+  const answers = await SCENARIOS[operation.route]();
   expect(answers.map((answer) => answer.status).sort()).toEqual(Object.keys(operation.responses).map(Number).sort());
   for (const answer of answers) expect(conformance(operation, answer), `${answer.status} ${answer.text.slice(0, 2_000)}`).toEqual([]);
 });
