@@ -1,12 +1,12 @@
 /** The metrics history as the API returns it. */
 import { z } from 'zod';
-import { FINISHED_OUTCOMES, lagPercentileMs, MINUTE_MS, type FinishedOutcome, type MetricsHistory, type MinuteCounts } from '../domain/metrics.js';
+import { FINISHED_OUTCOMES, lagPercentileMs, MINUTE_MS, type MetricsHistory, type MinuteCounts } from '../domain/metrics.js';
 import { instantSchema } from './fields.js';
 
 const metricsMinuteSchema = z
   .strictObject({
     at: instantSchema.meta({ description: 'The minute’s start' }),
-    finished: z.strictObject(Object.fromEntries(FINISHED_OUTCOMES.map((outcome) => [outcome, z.number().int()])) as Record<FinishedOutcome, z.ZodNumber>),
+    finished: z.record(z.enum(FINISHED_OUTCOMES), z.number().int()),
     lag_p50_ms: z.number().nullable().meta({ description: 'null in a minute without claims' }),
     lag_p99_ms: z.number().nullable(),
   })
