@@ -7,9 +7,9 @@ import { KEY_ID_PATTERN } from '../../lib/domain/api-key.js';
 import { CORRELATION_KEY_PATTERN, JOB_ID_PATTERN } from '../../lib/domain/job.js';
 import { JOB_TYPE_NAME_PATTERN } from '../../lib/domain/job-type.js';
 import { SCHEDULE_NAME_PATTERN } from '../../lib/domain/schedule.js';
-import { apiErrorSchema } from '../../lib/wire/api-errors.js';
+import { apiErrorSchema, gatewayRefusalSchema } from '../../lib/wire/api-errors.js';
 import type { Access } from './access.js';
-import { OPERATIONS, type Operation } from './operations.js';
+import { OPERATIONS, type Operation, type SuccessStatus } from './operations.js';
 
 export const API_VERSION = '0.1.0';
 
@@ -32,15 +32,21 @@ function parameterPattern(path: string, name: string): RegExp {
 
 /**
  * One schema as JSON Schema, its named parts (zod `.meta({ id })`) moved into `components` and referenced
- * there: a `#/$defs/...` reference inside the document would resolve against the document's root.
+ * there: a `#/$defs/...` reference inside the document would resolve against the document's root. A request
+ * is described as it is accepted (`input`: defaults optional), an answer as it is written (`output`).
  */
-function schemaOf(schema: z.ZodType, components: Record<string, JsonSchema>): JsonSchema {
-  const { $schema: _draft, $defs, ...json } = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as JsonSchema;
+function schemaOf(schema: z.ZodType, components: Record<string, JsonSchema>, io: 'input' | 'output'): JsonSchema {
+  const { $schema: _draft, $defs, ...json } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as JsonSchema;
   const toComponents = (value: JsonSchema): JsonSchema =>
     JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/')) as JsonSchema;
   for (const [name, definition] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) {
     if (name.startsWith('__')) throw new Error(`a schema the api documents shares an unnamed part (${name}): give it a .meta({ id })`);
-    components[name] = toComponents(definition);
+    const described = toComponents(definition);
+    // A named part with defaults reads differently accepted and written: it needs a name for each.
+    if (name in components && JSON.stringify(components[name]) !== JSON.stringify(described)) {
+      throw new Error(`the schema named ${name} is described two ways (as a request and as an answer): name each its own`);
+    }
+    components[name] = described;
   }
   return toComponents(json);
 }
@@ -56,22 +62,27 @@ function pathParameters(path: string): JsonSchema[] {
 
 function queryParameters(query: z.ZodType | undefined, components: Record<string, JsonSchema>): JsonSchema[] {
   if (!query) return [];
-  const json = schemaOf(query, components) as { properties?: Record<string, JsonSchema>; required?: string[] };
+  const json = schemaOf(query, components, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
   return Object.entries(json.properties ?? {}).map(([name, schema]) => ({ name, in: 'query', required: json.required?.includes(name) ?? false, schema }));
 }
 
-const SUCCESS: Record<number, string> = { 200: 'Success', 201: 'Created' };
+const SUCCESS: Record<SuccessStatus, string> = { 200: 'Success', 201: 'Created', 202: 'Accepted: it runs in the background' };
 
-const ERROR_STATUSES: Record<number, string> = {
-  400: 'The request is invalid: `details` name each field',
-  401: 'No valid key',
-  403: 'The key’s scopes do not cover this',
-  404: 'Not found',
-  409: 'In conflict with the current state',
-  413: 'Too large',
-  415: 'Not JSON',
-  500: 'Internal error',
-};
+const ERROR_REF = { $ref: '#/components/schemas/Error' };
+/** API Gateway answers a refused key by itself, in its own shape; the api answers a scope the key lacks. */
+const REFUSED_OR_ERROR = { anyOf: [ERROR_REF, { $ref: '#/components/schemas/GatewayRefusal' }] };
+
+/** The error answers of an operation that needs a key; 413 and 415 only where there is a body to refuse. */
+const ERROR_STATUSES: { status: number; description: string; schema: JsonSchema; bodyOnly?: true }[] = [
+  { status: 400, description: 'The request is invalid: `details` name each field', schema: ERROR_REF },
+  { status: 401, description: 'No key', schema: REFUSED_OR_ERROR },
+  { status: 403, description: 'The key is refused (API Gateway’s answer), or its scopes do not cover this (the api’s)', schema: REFUSED_OR_ERROR },
+  { status: 404, description: 'Not found', schema: ERROR_REF },
+  { status: 409, description: 'In conflict with the current state', schema: ERROR_REF },
+  { status: 413, description: 'Too large: `details` name the field', schema: ERROR_REF, bodyOnly: true },
+  { status: 415, description: 'Not JSON', schema: ERROR_REF, bodyOnly: true },
+  { status: 500, description: 'Internal error: the body never says more', schema: ERROR_REF },
+];
 
 function security(access: Access): JsonSchema[] {
   if (access.kind === 'public') return [];
@@ -79,19 +90,25 @@ function security(access: Access): JsonSchema[] {
   return access.kind === 'callback' ? [{ apiKey: [] }, { callbackToken: [] }] : [{ apiKey: [] }];
 }
 
+function errorResponses(operation: Operation): [string, JsonSchema][] {
+  const errors = ERROR_STATUSES.filter(({ status, bodyOnly }) =>
+    operation.access.kind === 'public' ? status === 500 : !bodyOnly || operation.body !== undefined,
+  );
+  return errors.map(({ status, description, schema }) => [String(status), { description, content: { 'application/json': { schema } } }]);
+}
+
 function operationObject(operation: Operation, components: Record<string, JsonSchema>): JsonSchema {
-  const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
-  const errors = Object.entries(ERROR_STATUSES).filter(([status]) => operation.access.kind !== 'public' || status === '500');
+  const successes = Object.entries(operation.responses).map(([status, schema]) => [
+    status,
+    { description: SUCCESS[Number(status) as SuccessStatus], content: { 'application/json': { schema: schemaOf(schema, components, 'output') } } },
+  ]);
   return {
     operationId: operation.route,
     summary: operation.summary,
     security: security(operation.access),
     parameters: [...pathParameters(operation.path), ...queryParameters(operation.query, components)],
-    ...(operation.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(operation.body, components) } } } } : {}),
-    responses: {
-      ...Object.fromEntries(operation.statuses.map((status) => [String(status), { description: SUCCESS[status] ?? 'Success', content: { 'application/json': { schema: {} } } }])),
-      ...Object.fromEntries(errors.map(([status, description]) => [status, errorResponse(description)])),
-    },
+    ...(operation.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(operation.body, components, 'input') } } } } : {}),
+    responses: Object.fromEntries([...successes, ...errorResponses(operation)]),
   };
 }
 
@@ -101,13 +118,14 @@ export function openApiDocument(operations: readonly Operation[] = OPERATIONS): 
   for (const operation of operations) {
     paths[operation.path] = { ...paths[operation.path], [operation.method.toLowerCase()]: operationObject(operation, schemas) };
   }
-  schemas.Error = schemaOf(apiErrorSchema, schemas);
+  // A named schema comes out as a reference to its component, which is what the error answers need.
+  for (const named of [apiErrorSchema, gatewayRefusalSchema]) schemaOf(named, schemas, 'output');
   return {
     openapi: '3.1.0',
     info: {
       title: 'Delayed job queue',
       version: API_VERSION,
-      description: 'Jobs that run at a time, on AWS or locally with `npm start`. Generated from the schemas the API validates requests with.',
+      description: 'Jobs that run at a time, on AWS or locally with `npm start`. Generated from the schemas the API validates requests with and describes its answers by; a test holds every answer to them.',
     },
     paths,
     components: {

@@ -4,7 +4,7 @@
  */
 import type { Requester } from './transport.js';
 import { wireBody } from './wire.js';
-import type { ApiKey, CreatedApiKey, Json } from './types.js';
+import type { ApiKey, CreatedApiKey, Json, OpenApiDocument } from './types.js';
 
 export interface AdminMethods {
   /** `POST /v1/keys`: a new key; its secret (`key`) is in this answer only. Not retried: a repeat makes a second key. */
@@ -18,7 +18,7 @@ export interface AdminMethods {
   /** `GET /health`: whether the API answers (no key needed). */
   health(): Promise<{ status: 'ok' }>;
   /** `GET /openapi.json`: the API as OpenAPI 3.1 (no key needed). */
-  openApi(): Promise<Record<string, unknown>>;
+  openApi(): Promise<OpenApiDocument>;
 }
 
 export function adminMethods(request: Requester): AdminMethods {

@@ -18,6 +18,7 @@ import type {
   BatchResult,
   CompleteBody,
   CompleteByKeyBody,
+  DefinedJobType,
   EnqueueJob,
   FailBody,
   FailByKeyBody,
@@ -28,6 +29,7 @@ import type {
   JobStatus,
   JobType,
   JobTypeBody,
+  JobTypeWithStats,
   Metrics,
   ProgressBody,
   Stats,
@@ -48,8 +50,9 @@ export interface ListOptions {
 
 export interface QueueClient extends ScheduleMethods, AdminMethods {
   /** `PUT /v1/job-types/{name}`: creates or replaces a job type. Retried. */
-  defineType(name: string, body: JobTypeBody): Promise<JobType>;
-  getType(name: string): Promise<JobType>;
+  defineType(name: string, body: JobTypeBody): Promise<DefinedJobType>;
+  /** The type with its live stats. */
+  getType(name: string): Promise<JobTypeWithStats>;
   listTypes(): Promise<JobType[]>;
   /**
    * Enqueues a job: with `id` by `PUT /v1/jobs/{type}/{id}` (the same body again returns the same job, so it

@@ -1,8 +1,10 @@
 /**
  * The API's request and response bodies as they are on the wire (snake_case).
  * Written out here rather than imported from the server's zod schemas, so the
- * client and its declarations depend on nothing but `fetch`; a type test
- * (test/unit/client-types.test.ts) keeps them in step with lib/domain and lib/wire.
+ * client and its declarations depend on nothing but `fetch`; type tests keep
+ * them in step with lib/wire: the bodies with the request schemas
+ * (test/unit/client-types.test.ts), each method's answer with the schema the
+ * OpenAPI document describes its route's answer with (test/unit/client-answer-types.test.ts).
  */
 
 export const JOB_STATUSES = ['queued', 'running', 'awaiting_callback', 'succeeded', 'failed', 'expired', 'cancelled'] as const;
@@ -92,8 +94,16 @@ export interface JobType {
   time_windows: TimeWindow[] | null;
   created_at: string;
   updated_at: string;
-  /** Only in the answer that generated it: the HMAC key of an http target's requests. */
+}
+
+/** `defineType`'s answer: the type, and an http target's HMAC key in the one answer that generated it. */
+export interface DefinedJobType extends JobType {
   signing_secret?: string;
+}
+
+/** `getType`'s answer: the type with its live stats. */
+export interface JobTypeWithStats extends JobType {
+  stats: TypeStats;
 }
 
 /** A job to enqueue. Times are a `Date` or an ISO 8601 string with an offset. */
@@ -204,10 +214,15 @@ export interface ErrorBody {
   error: { code: string; message: string; details: FieldIssue[]; request_id: string | null };
 }
 
-/** One item of a batch's answer: the job, or why it was refused (fields named from the body's root). */
-export type BatchItemResult =
-  | { index: number; id: string; status: 200 | 201; job: Job }
-  | ({ index: number; id: string | null; status: number } & ErrorBody);
+/** A batch item that was refused, and why (fields named from the body's root). */
+export interface BatchItemError extends ErrorBody {
+  index: number;
+  id: string | null;
+  status: number;
+}
+
+/** One item of a batch's answer: the job, or why it was refused. */
+export type BatchItemResult = { index: number; id: string; status: 200 | 201; job: Job } | BatchItemError;
 
 export interface BatchResult {
   results: BatchItemResult[];
@@ -219,8 +234,7 @@ export interface JobPage {
   next_cursor: string | null;
 }
 
-export interface JobTypeStats {
-  name: string;
+export interface TypeStats {
   due: number;
   scheduled: number;
   running: number;
@@ -228,10 +242,16 @@ export interface JobTypeStats {
   oldest_due_lag_ms: number;
   /** The weight the type's concurrency counter holds; null without a concurrency limit. */
   in_flight_weight: number | null;
+}
+
+/** A type's row of `stats()`. */
+export interface JobTypeStats extends TypeStats {
+  name: string;
   concurrency: number | null;
   paused: boolean;
 }
 
+/** A live poller or worker process; a poller's carries the shards it polls. */
 export interface RosterEntry {
   id: string;
   host: string;
@@ -240,10 +260,16 @@ export interface RosterEntry {
   last_seen_at: string;
 }
 
+export interface PollerEntry extends RosterEntry {
+  shards: number[];
+}
+
+export type WorkerEntry = Omit<RosterEntry, 'shards'>;
+
 export interface Stats {
   job_types: JobTypeStats[];
-  pollers: RosterEntry[];
-  workers: RosterEntry[];
+  pollers: PollerEntry[];
+  workers: WorkerEntry[];
 }
 
 export interface MetricsMinute {
@@ -338,8 +364,11 @@ export interface Schedule {
   next_fire_at: string | null;
   /** The next few fire times (single schedules, not listings). */
   next_fires?: string[];
-  /** The last fire time: the job it made (`job_id`) and its status now, or why it made none (`skipped`). */
-  last_fire: { fire_at: string; fired_at: string; job_id: string | null; skipped: string | null; job_status: JobStatus | null } | null;
+  /**
+   * The last fire time: the job it made (`job_id`), or why it made none (`skipped`); `getSchedule` and
+   * `listSchedules` add that job's status now (null when it made none or the job is gone).
+   */
+  last_fire: { fire_at: string; fired_at: string; job_id: string | null; skipped: string | null; job_status?: JobStatus | null } | null;
   created_at: string;
   updated_at: string;
 }
@@ -363,4 +392,12 @@ export interface ApiKey {
 /** A key just created: its secret `key`, shown this once. */
 export interface CreatedApiKey extends ApiKey {
   key: string;
+}
+
+/** `GET /openapi.json`: the API as OpenAPI 3.1. */
+export interface OpenApiDocument {
+  openapi: '3.1.0';
+  info: { title: string; version: string; description: string };
+  paths: Record<string, Record<string, unknown>>;
+  components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
 }

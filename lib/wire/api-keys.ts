@@ -1,6 +1,7 @@
 /** API keys on the wire: the body that creates one and the key as the API shows it. */
 import { z } from 'zod';
 import { parseScope, SCOPE_ACTIONS, type ApiKey } from '../domain/api-key.js';
+import { instantSchema } from './fields.js';
 import { isoOrNull } from './parse.js';
 
 const isoWithOffset = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time with an offset' });
@@ -24,6 +25,23 @@ export const apiKeyInputSchema = z.strictObject({
 });
 
 export type ApiKeyInput = z.output<typeof apiKeyInputSchema>;
+
+export const apiKeySchema = z
+  .strictObject({
+    id: z.string(),
+    name: z.string().nullable(),
+    scopes: z.array(z.string()),
+    created_at: instantSchema,
+    expires_at: instantSchema.nullable(),
+    last_used_at: instantSchema.nullable(),
+    revoked_at: instantSchema.nullable(),
+  })
+  .meta({ id: 'ApiKey' });
+
+/** `POST /v1/keys`: the key with its secret, shown in this answer only. */
+export const createdApiKeySchema = apiKeySchema.extend({ key: z.string() }).meta({ id: 'CreatedApiKey' });
+
+export const apiKeyListSchema = z.strictObject({ keys: z.array(apiKeySchema) });
 
 /** A key as the API shows it: never its secret or hash. */
 export function apiKeyToApi(key: ApiKey): Record<string, unknown> {

@@ -26,9 +26,16 @@ export const timeWindowSchema = z
       .max(64)
       .refine((tz) => IANAZone.isValidZone(tz), 'must be an IANA time zone, e.g. America/New_York'),
   })
-  .refine((window) => window.start !== window.end, { path: ['end'], message: 'must differ from start' });
+  .refine((window) => window.start !== window.end, { path: ['end'], message: 'must differ from start' })
+  .meta({ id: 'TimeWindow' });
 
 export const timeWindowsSchema = z
   .array(timeWindowSchema)
   .min(1, 'must hold at least one window; leave it out (or null) for none')
   .max(MAX_TIME_WINDOWS, `must hold at most ${MAX_TIME_WINDOWS} windows`);
+
+/** An instant the API answers with: always UTC, as `Date.prototype.toISOString` writes it. */
+export const instantSchema = z.iso.datetime();
+
+/** A page's cursor: pass it back for the next page; null on the last. */
+export const nextCursorSchema = z.string().nullable();

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { MAX_WORKER_ATTEMPT_S, WORKER_TIMEOUT_S } from '../domain/limits.js';
 import { DEFAULT_EVENT_SOURCE, DEFAULT_RETRY, DELIVERY_STRATEGIES, PRIORITY_ORDERS, type JobType, type RetryPolicy, type Target } from '../domain/job-type.js';
 import { isoOrNull } from './parse.js';
-import { THROTTLE_KEY_PATTERN, timeWindowsSchema } from './fields.js';
+import { instantSchema, THROTTLE_KEY_PATTERN, timeWindowSchema, timeWindowsSchema } from './fields.js';
+import { typeStatsSchema } from './stats.js';
 
 const retryOnSchema = z
   .array(z.union([z.string().min(1).max(128), z.number().int().min(100).max(599)]))
@@ -57,6 +58,11 @@ const targetSchema = z.discriminatedUnion('kind', [
 ]);
 
 
+const throttleLimitSchema = z.union([
+  z.strictObject({ limit: z.number().int().min(0).max(100_000) }),
+  z.strictObject({ share: z.number().gt(0).max(1) }),
+]);
+
 const throttleSchema = z.strictObject({
   key_field: z
     .string()
@@ -65,10 +71,7 @@ const throttleSchema = z.strictObject({
   limits: z
     .record(
       z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters'),
-      z.union([
-        z.strictObject({ limit: z.number().int().min(0).max(100_000) }),
-        z.strictObject({ share: z.number().gt(0).max(1) }),
-      ]),
+      throttleLimitSchema,
     )
     .refine((limits) => Object.keys(limits).length >= 1 && Object.keys(limits).length <= 100, 'must name 1 to 100 keys'),
 });
@@ -236,3 +239,40 @@ export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
   };
 }
 
+
+const retryOnToApiSchema = z.array(z.union([z.string(), z.number().int()])).nullable();
+
+/** A job type as jobTypeToApi writes it: every default filled in, absent values null. */
+export const jobTypeSchema = z
+  .strictObject({
+    name: z.string(),
+    delivery_strategy: z.enum(DELIVERY_STRATEGIES),
+    attempts: z.number().int(),
+    concurrency: z.number().int().nullable(),
+    paused: z.boolean(),
+    rate_limit_per_s: z.number().nullable(),
+    priority_order: z.enum(PRIORITY_ORDERS),
+    list_succeeded: z.boolean(),
+    throttle: z.strictObject({ key_field: z.string().nullable(), limits: z.record(z.string(), throttleLimitSchema) }).nullable(),
+    visibility_timeout_s: z.number().int(),
+    timeout_s: z.number().int(),
+    retry: z.discriminatedUnion('kind', [
+      z.strictObject({ kind: z.literal('none') }),
+      z.strictObject({ kind: z.literal('fixed'), delay_s: z.number(), retry_on: retryOnToApiSchema }),
+      z.strictObject({ kind: z.literal('exponential'), base_s: z.number(), factor: z.number(), max_s: z.number(), jitter: z.number(), retry_on: retryOnToApiSchema }),
+      z.strictObject({ kind: z.literal('custom'), name: z.string() }),
+    ]),
+    target: targetSchema,
+    time_windows: z.array(timeWindowSchema).nullable(),
+    created_at: instantSchema,
+    updated_at: instantSchema,
+  })
+  .meta({ id: 'JobType' });
+
+/** `PUT /v1/job-types/{name}`: the type, and the signing secret of an http target in the one answer that generated it. */
+export const definedJobTypeSchema = jobTypeSchema.extend({ signing_secret: z.string().optional() }).meta({ id: 'DefinedJobType' });
+
+/** `GET /v1/job-types/{name}`: the type with its live stats. */
+export const jobTypeWithStatsSchema = jobTypeSchema.extend({ stats: typeStatsSchema }).meta({ id: 'JobTypeWithStats' });
+
+export const jobTypeListSchema = z.strictObject({ job_types: z.array(jobTypeSchema) });

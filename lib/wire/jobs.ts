@@ -1,11 +1,12 @@
 /** Jobs on the wire: the snake_case enqueue body the API accepts and the job as it returns it (DESIGN §5). */
 import { z } from 'zod';
-import { CORRELATION_KEY_PATTERN, DEFAULT_PRIORITY, type AttemptRecord, type FieldChange, type Job, type JobChangeRecord, type JobInput } from '../domain/job.js';
+import { ATTEMPT_OUTCOMES, CORRELATION_KEY_PATTERN, DEFAULT_PRIORITY, JOB_STATUSES, type AttemptRecord, type FieldChange, type Job, type JobChangeRecord, type JobInput } from '../domain/job.js';
 import type { JobChangeInput } from '../domain/job-changes.js';
 import type { JobProgress } from '../domain/progress.js';
 import { ValidationError } from '../domain/errors.js';
 import { isoOrNull } from './parse.js';
-import { jsonValueSchema, THROTTLE_KEY_PATTERN, timeWindowsSchema } from './fields.js';
+import { DELIVERY_STRATEGIES } from '../domain/job-type.js';
+import { instantSchema, jsonValueSchema, nextCursorSchema, THROTTLE_KEY_PATTERN, timeWindowSchema, timeWindowsSchema } from './fields.js';
 
 /** Epoch milliseconds before 1970 would be negative, and sort keys pad them as non-negative. */
 export const isoWithOffset = z.iso
@@ -128,3 +129,64 @@ export function jobToApi(job: Job): Record<string, unknown> {
     changes_dropped: (job.changeCount ?? 0) - (job.changes?.length ?? 0),
   };
 }
+
+const fieldChangeSchema = <T extends z.ZodType>(value: T) => z.strictObject({ from: value, to: value });
+
+const jobChangeSchema = z.strictObject({
+  at: instantSchema,
+  by: z.string().meta({ description: 'The id of the key that made the change' }),
+  run_after: fieldChangeSchema(instantSchema).optional(),
+  priority: fieldChangeSchema(z.number().int()).optional(),
+  expires_at: fieldChangeSchema(instantSchema.nullable()).optional(),
+});
+
+const jobProgressSchema = z.strictObject({
+  percent: z.number().nullable(),
+  message: z.string().nullable(),
+  data: jsonValueSchema,
+  attempt: z.number().int(),
+  at: instantSchema,
+});
+
+const attemptSchema = z.strictObject({
+  attempt: z.number().int(),
+  claimed_at: instantSchema.nullable(),
+  started_at: instantSchema.nullable(),
+  ended_at: instantSchema.nullable(),
+  outcome: z.enum(ATTEMPT_OUTCOMES),
+  error: z.strictObject({ class: z.string(), message: z.string(), trace: z.string().optional() }).nullable(),
+  worker: z.strictObject({ id: z.string(), host: z.string() }).nullable(),
+});
+
+/** The job as jobToApi writes it. */
+export const jobSchema = z
+  .strictObject({
+    id: z.string(),
+    type: z.string(),
+    status: z.enum(JOB_STATUSES),
+    data: jsonValueSchema,
+    attempt: z.number().int(),
+    max_attempts: z.number().int(),
+    delivery_strategy: z.enum(DELIVERY_STRATEGIES),
+    run_after: instantSchema.nullable(),
+    expires_at: instantSchema.nullable(),
+    priority: z.number().int(),
+    weight: z.number().int(),
+    time_windows: z.array(timeWindowSchema).nullable(),
+    throttle_key: z.string().nullable(),
+    correlation_key: z.string().nullable(),
+    schedule: z.string().nullable().meta({ description: 'The schedule that made the job' }),
+    created_at: instantSchema.nullable(),
+    updated_at: instantSchema.nullable(),
+    finished_at: instantSchema.nullable(),
+    result: jsonValueSchema,
+    claimed_until: instantSchema.nullable(),
+    history: z.array(attemptSchema).meta({ description: 'Its ended attempts, oldest first' }),
+    history_dropped: z.number().int(),
+    progress: jobProgressSchema.nullable().meta({ description: 'The latest progress report of an attempt' }),
+    changes: z.array(jobChangeSchema).meta({ description: 'The changes PATCH made, oldest first' }),
+    changes_dropped: z.number().int(),
+  })
+  .meta({ id: 'Job' });
+
+export const jobPageSchema = z.strictObject({ jobs: z.array(jobSchema), next_cursor: nextCursorSchema });

@@ -1,11 +1,11 @@
 /** Schedules on the wire: the body `PUT /v1/schedules/{name}` accepts and the schedule as the API returns it. */
 import { z } from 'zod';
 import { assertValidCron, MAX_CRON_CHARS } from '../domain/cron.js';
-import { DEFAULT_PRIORITY, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE } from '../domain/job.js';
+import { DEFAULT_PRIORITY, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE, JOB_STATUSES } from '../domain/job.js';
 import { JOB_TYPE_NAME_PATTERN } from '../domain/job-type.js';
 import { assertJsonSize } from '../domain/json-size.js';
 import { CATCH_UP_POLICIES, OVERLAP_POLICIES, upcomingFireTimes, type Schedule, type ScheduleDefinition } from '../domain/schedule.js';
-import { jsonValueSchema, THROTTLE_KEY_PATTERN } from './fields.js';
+import { instantSchema, jsonValueSchema, nextCursorSchema, THROTTLE_KEY_PATTERN } from './fields.js';
 import { isoWithOffset } from './jobs.js';
 import { isoOrNull } from './parse.js';
 
@@ -90,3 +90,39 @@ export function scheduleToApi(schedule: Schedule, upcoming = 1): Record<string, 
     updated_at: isoOrNull(schedule.updatedAtMs),
   };
 }
+
+/** The schedule as scheduleToApi writes it; the routes that read its last fire's job add that job's status. */
+export const scheduleSchema = z
+  .strictObject({
+    name: z.string(),
+    cron: z.string(),
+    tz: z.string(),
+    job_type: z.string(),
+    data: jsonValueSchema,
+    priority: z.number().int(),
+    weight: z.number().int(),
+    throttle_key: z.string().nullable(),
+    overlap: z.enum(OVERLAP_POLICIES),
+    catch_up: z.enum(CATCH_UP_POLICIES),
+    start_at: instantSchema.nullable(),
+    end_at: instantSchema.nullable(),
+    paused: z.boolean(),
+    next_fire_at: instantSchema.nullable().meta({ description: 'null once end_at has passed every fire time' }),
+    next_fires: z.array(instantSchema).optional().meta({ description: `The next ${UPCOMING_FIRES_SHOWN} fire times; in answers about one schedule, not in listings` }),
+    last_fire: z
+      .strictObject({
+        fire_at: instantSchema,
+        fired_at: instantSchema,
+        job_id: z.string().nullable(),
+        skipped: z.string().nullable().meta({ description: 'Why the fire made no job' }),
+        job_status: z.enum(JOB_STATUSES).nullable().optional().meta({ description: 'The status of the job it made, now (null when it made none or the job is gone); in GET and list answers' }),
+      })
+      .nullable(),
+    created_at: instantSchema,
+    updated_at: instantSchema,
+  })
+  .meta({ id: 'Schedule' });
+
+export const schedulePageSchema = z.strictObject({ schedules: z.array(scheduleSchema), next_cursor: nextCursorSchema });
+
+export const deletedScheduleSchema = z.strictObject({ name: z.string(), deleted: z.literal(true) });

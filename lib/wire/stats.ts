@@ -1,5 +1,18 @@
-/** A type's stats as the API returns them. */
+/** A type's stats as the API returns them, and `GET /v1/stats` as a whole. */
+import { z } from 'zod';
 import type { TypeStats } from '../domain/stats.js';
+import { rosterEntrySchema } from './roster.js';
+
+export const typeStatsSchema = z
+  .strictObject({
+    due: z.number().int(),
+    scheduled: z.number().int(),
+    running: z.number().int(),
+    awaiting_callback: z.number().int(),
+    oldest_due_lag_ms: z.number(),
+    in_flight_weight: z.number().int().nullable().meta({ description: 'null without a concurrency limit' }),
+  })
+  .meta({ id: 'TypeStats' });
 
 export function typeStatsToApi(stats: TypeStats): Record<string, unknown> {
   return {
@@ -11,3 +24,11 @@ export function typeStatsToApi(stats: TypeStats): Record<string, unknown> {
     in_flight_weight: stats.inFlightWeight,
   };
 }
+
+export const statsSchema = z.strictObject({
+  job_types: z.array(
+    typeStatsSchema.extend({ name: z.string(), concurrency: z.number().int().nullable(), paused: z.boolean() }),
+  ),
+  pollers: z.array(rosterEntrySchema.extend({ shards: z.array(z.number().int()) })),
+  workers: z.array(rosterEntrySchema),
+});
