@@ -27,11 +27,12 @@ beforeAll(async () => {
 afterAll(() => queue.drop());
 
 /** Enqueues, claims and runs JOBS jobs of the type to success; returns the units each cost. */
-async function unitsPerJob(jobType: JobType): Promise<{ writeUnits: number; readUnits: number }> {
+async function unitsPerJob(jobType: JobType, keyOf: (i: number) => string | undefined = () => undefined): Promise<{ writeUnits: number; readUnits: number }> {
   const registry = { handlers: { echo: (data: unknown) => data }, retryPolicies: {} };
   const before = { writeUnits: capacity.writeUnits, readUnits: capacity.readUnits };
   for (let i = 0; i < JOBS; i++) {
-    await enqueueJob(queue.as('api'), jobType, `job-${i}`, { data: { i, text: 'x'.repeat(150) }, priority: 100, weight: 1 });
+    const throttleKey = keyOf(i);
+    await enqueueJob(queue.as('api'), jobType, `job-${i}`, { data: { i, text: 'x'.repeat(150) }, priority: 100, weight: 1, ...(throttleKey ? { throttleKey } : {}) });
   }
   const batches: WorkerBatch[] = [];
   const invoker = { invoke: async (batch: WorkerBatch) => void batches.push(batch) };
@@ -58,6 +59,16 @@ test(`a job of a type with a concurrency limit costs at most 8 write units and 1
   console.log('capacity per job with a concurrency limit', perJob);
   // The 7 of a job without limits, plus its share of a poll's reservation and of a batch's slot return: each a
   // transaction of one counter, billed at two units.
+  expect(perJob.writeUnits).toBeLessThanOrEqual(8);
+  expect(perJob.readUnits).toBeLessThanOrEqual(1.2);
+});
+
+test(`a job of a type with a concurrency limit and limited throttle keys costs at most 8 write units (${JOBS} jobs, two keys)`, async () => {
+  const body = { target: { kind: 'handler', name: 'echo' }, concurrency: 1_000, throttle: { limits: { east: { share: 0.5 }, west: { share: 0.5 } } } };
+  const { jobType } = await putJobType(queue.ctx, 'keyed', jobTypeInputSchema.parse(body));
+  const perJob = await unitsPerJob(jobType, (i) => (i % 2 === 0 ? 'east' : 'west'));
+  console.log('capacity per job with a concurrency limit and throttle keys', perJob);
+  // Each key's counter joins the type's in the poll's reservation and in the batch's return: one more item each.
   expect(perJob.writeUnits).toBeLessThanOrEqual(8);
   expect(perJob.readUnits).toBeLessThanOrEqual(1.2);
 });
