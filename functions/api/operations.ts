@@ -5,6 +5,7 @@
 import type { z } from 'zod';
 import { apiKeyInputSchema } from '../../lib/wire/api-keys.js';
 import { batchDocumentSchema, callbackSchema, correlationCallbackSchema, heartbeatSchema, jobberQueueSchema, listJobsQuerySchema, metricsQuerySchema } from '../../lib/wire/api-requests.js';
+import { bulkRequestSchema } from '../../lib/wire/bulk.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { jobInputSchema, jobPatchSchema } from '../../lib/wire/jobs.js';
 import { listSchedulesQuerySchema, scheduleInputSchema } from '../../lib/wire/schedules.js';
@@ -44,6 +45,7 @@ export const OPERATIONS = [
   { method: 'POST', path: '/v1/jobs/{type}', access: typeScope('enqueue'), route: 'enqueueWithServerId', summary: 'Enqueue a job under a new server id', statuses: [201], body: jobInputSchema },
   { method: 'GET', path: '/v1/jobs/{type}', access: typeScope('read'), route: 'listJobs', summary: 'List the type’s jobs by status', statuses: [200], query: listJobsQuerySchema },
   { method: 'POST', path: '/v1/jobs/{type}/batch', access: typeScope('enqueue'), route: 'enqueueBatch', summary: 'Enqueue up to 100 jobs, each answered on its own', statuses: [200], body: batchDocumentSchema },
+  { method: 'POST', path: '/v1/jobs/{type}/bulk', access: typeScope('enqueue'), route: 'startBulk', summary: 'Start a bulk retry or cancel of the type’s jobs (idempotent)', statuses: [202, 200], body: bulkRequestSchema },
   { method: 'PUT', path: '/v1/jobs/{type}/{id}', access: typeScope('enqueue'), route: 'enqueueWithId', summary: 'Enqueue a job under its own id (idempotent)', statuses: [201, 200], body: jobInputSchema },
   { method: 'GET', path: '/v1/jobs/{type}/{id}', access: typeScope('read'), route: 'getJob', summary: 'One job with its history', statuses: [200] },
   { method: 'POST', path: '/v1/jobs/{type}/{id}', access: { kind: 'callback' }, route: 'callback', summary: 'Status callback: end the open attempt', statuses: [200], body: callbackSchema },
@@ -52,6 +54,7 @@ export const OPERATIONS = [
   { method: 'POST', path: '/v1/jobs/{type}/{id}/heartbeat', access: { kind: 'callback' }, route: 'heartbeat', summary: 'Extend the open attempt’s claim, and report its progress', statuses: [200], body: heartbeatSchema },
   { method: 'POST', path: '/v1/jobs/{type}/{id}/replay', access: typeScope('enqueue'), route: 'replay', summary: 'Run a finished job again', statuses: [201] },
   { method: 'POST', path: '/v1/callbacks/{correlation_key}', access: { kind: 'any_type', action: 'callback' }, route: 'callbackByCorrelationKey', summary: 'Status callback for the unfinished job holding a correlation key', statuses: [200], body: correlationCallbackSchema },
+  { method: 'GET', path: '/v1/operations/{id}', access: READ_ANY, route: 'getOperation', summary: 'A bulk operation’s progress (read scope on its type)', statuses: [200] },
   { method: 'POST', path: '/jobber/queue', access: { kind: 'any_type', action: 'enqueue' }, route: 'jobberQueue', summary: 'Enqueue in the Jobber format: the type in the body', statuses: [201], body: jobberQueueSchema },
   { method: 'POST', path: '/v1/keys', access: ADMIN, route: 'createKey', summary: 'Create an API key (the key is shown once)', statuses: [201], body: apiKeyInputSchema },
   { method: 'GET', path: '/v1/keys', access: ADMIN, route: 'listKeys', summary: 'List API keys (never the keys themselves)', statuses: [200] },

@@ -58,6 +58,8 @@ const CLIENT_METHOD_OF: Record<RouteName, keyof QueueClient> = {
   deleteSchedule: 'deleteSchedule',
   pauseSchedule: 'pauseSchedule',
   resumeSchedule: 'resumeSchedule',
+  startBulk: 'startBulk',
+  getOperation: 'getOperation',
 };
 
 test('the client has a method for every operation the api serves', () => {
