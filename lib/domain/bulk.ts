@@ -12,6 +12,12 @@ export type BulkAction = (typeof BULK_ACTIONS)[number];
 /** The statuses each action may select: a retry replays finished jobs that did not succeed, a cancel stops waiting ones. */
 export const BULK_STATUSES = { retry: ['failed', 'expired'], cancel: ['queued'] } as const satisfies Record<BulkAction, readonly JobStatus[]>;
 
+/**
+ * A page whose write failed for some job (DynamoDB still failing after the SDK's retries) is run again by a later
+ * round, up to this many runs in all, before those jobs are counted failed and the operation goes on without them.
+ */
+export const MAX_PAGE_RUNS = 3;
+
 /** Jobs one page acts on: small enough that a page ends well within a sweep and its ids fit on the operation's item. */
 export const BULK_PAGE_SIZE = 25;
 
@@ -32,6 +38,8 @@ export interface PendingPage {
   ids: string[];
   /** Where the listing goes on after this page; absent: this is the last page. */
   nextCursor?: string;
+  /** Runs of the page that could not act on every job; absent before the first such run. */
+  failedRuns?: number;
 }
 
 export interface BulkOperation extends BulkRequest {

@@ -7,6 +7,7 @@
  */
 import {
   BULK_PAGE_SIZE,
+  MAX_PAGE_RUNS,
   newOperation,
   passedRange,
   replayIdOf,
@@ -21,7 +22,7 @@ import type { JobType } from '../domain/job-type.js';
 import { abortableSleep } from '../domain/sleep.js';
 import { itemToJob, itemToOperation } from '../store/items.js';
 import { jobKey, operationKey, purgeAtS } from '../store/keys.js';
-import { countPageParams, newOperationParams, runningOperationIds, takePageParams, type PageCounts } from '../store/operations.js';
+import { countPageParams, newOperationParams, pageFailedParams, runningOperationIds, takePageParams, type PageCounts } from '../store/operations.js';
 import { batchGetItems, getItem, putItem, updateItem } from '../store/send.js';
 import type { QueueContext } from './context.js';
 import { enqueueJob, replayInputOf } from './enqueue.js';
@@ -108,6 +109,11 @@ export async function runOperationPage(ctx: QueueContext, operationId: string): 
   }
   const counts = await runPage(ctx, jobType, operation, page, listed);
   const nowMs = ctx.nowMs();
+  const failedRuns = (page.failedRuns ?? 0) + 1;
+  if (counts.failed > 0 && failedRuns < MAX_PAGE_RUNS) {
+    await updateItem(ctx, pageFailedParams(operation, failedRuns, nowMs));
+    return page.ids.length;
+  }
   const last = page.nextCursor === undefined;
   const finished = last
     ? { state: operation.failed + counts.failed > 0 ? ('failed' as const) : ('succeeded' as const), purgeAtS: purgeAtS(nowMs, ctx.settings.retentionDays) }

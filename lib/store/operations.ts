@@ -29,6 +29,17 @@ export function takePageParams(operation: BulkOperation, pending: PendingPage, n
   };
 }
 
+/** Leaves the page pending for a later round, one failed run more. */
+export function pageFailedParams(operation: BulkOperation, failedRuns: number, nowMs: number): UpdateParams {
+  return {
+    Key: operationKey(operation.id),
+    UpdateExpression: 'SET pending.failedRuns = :failedRuns, updatedAtMs = :now',
+    ConditionExpression: '#state = :running AND #pages = :pages AND attribute_exists(pending)',
+    ExpressionAttributeNames: PAGE_NAMES,
+    ExpressionAttributeValues: { ':failedRuns': failedRuns, ':now': nowMs, ':running': 'running', ':pages': operation.pages },
+  };
+}
+
 /** What one page did to its jobs. */
 export interface PageCounts {
   matched: number;
