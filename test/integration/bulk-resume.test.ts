@@ -41,19 +41,20 @@ function dyingRunner(ctx: QueueContext, survives: number, dies: (command: PutCom
   let markDead: () => void = () => undefined;
   const died = new Promise<void>((resolve) => (markDead = resolve));
   const db = Object.create(ctx.db) as QueueContext['db'];
-  db.send = ((command: never) => {
+  db.send = ((command: object) => {
     if ((command instanceof PutCommand || command instanceof UpdateCommand) && dies(command) && left-- <= 0) {
       markDead();
       return new Promise(() => undefined);
     }
-    return ctx.db.send(command);
+    return ctx.db.send(command as never);
   }) as QueueContext['db']['send'];
   return { ctx: { ...ctx, db }, died };
 }
 
 const keyOf = (command: PutCommand | UpdateCommand): string => String((command instanceof PutCommand ? command.input.Item : command.input.Key)?.pk);
 const jobWrite = (command: PutCommand | UpdateCommand) => keyOf(command).startsWith('JOB#');
-const pageCount = (command: PutCommand | UpdateCommand) => keyOf(command).startsWith('OP#') && String(command.input.UpdateExpression).includes('matched');
+const pageCount = (command: PutCommand | UpdateCommand) =>
+  command instanceof UpdateCommand && keyOf(command).startsWith('OP#') && String(command.input.UpdateExpression).includes('matched');
 
 /** The data ids of every replay in the table: one per replayed job, whatever ran. */
 async function replayedIds(test: TestQueue): Promise<string[]> {
