@@ -5,7 +5,7 @@
  */
 import { PutCommand, ScanCommand, UpdateCommand, type ScanCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, test } from 'vitest';
-import { BULK_PAGE_SIZE, type BulkRequest } from '../../lib/domain/bulk.js';
+import { BULK_PAGE_SIZE, MAX_PAGE_RUNS, replayIdOf, type BulkRequest } from '../../lib/domain/bulk.js';
 import { getOperation, runOperationPage, startBulkOperation } from '../../lib/queue/bulk.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { requireJobType } from '../../lib/queue/job-types.js';
@@ -125,6 +125,37 @@ describe('a runner that dies', () => {
     await cancelJob(queue().ctx, 'echo', 'b');
     await runToEnd(sweeper(), operation.id);
     expect(await getOperation(queue().ctx, operation.id)).toMatchObject({ state: 'succeeded', matched: 3, done: 2, skipped: 1 });
+  });
+});
+
+describe('a job whose write keeps failing', () => {
+  /** The sweeper's context, but every put of `replayId` fails as DynamoDB does once the SDK has given up. */
+  function failingReplay(ctx: QueueContext, replayId: string): QueueContext {
+    const db = Object.create(ctx.db) as QueueContext['db'];
+    db.send = ((command: object) => {
+      if (command instanceof PutCommand && keyOf(command) === `JOB#echo#${replayId}`) return Promise.reject(new Error('InternalServerError'));
+      return ctx.db.send(command as never);
+    }) as QueueContext['db']['send'];
+    return { ...ctx, db };
+  }
+
+  test('leaves its page for a later round, which counts it done once the write goes through', async () => {
+    await seedFinished(queue(), jobType, failedJobs(3));
+    const { operation } = await startBulkOperation(queue().ctx, jobType, RETRY, 'ops');
+    await runOperationPage(failingReplay(sweeper(), replayIdOf(operation.id, 'f1')), operation.id);
+    expect(await getOperation(queue().ctx, operation.id)).toMatchObject({ state: 'running', pages: 0, matched: 0, pending: { failedRuns: 1 } });
+    await runToEnd(sweeper(), operation.id);
+    expect(await getOperation(queue().ctx, operation.id)).toMatchObject({ state: 'succeeded', matched: 3, done: 3, failed: 0 });
+    expect(await replayedIds(queue())).toEqual(['f0', 'f1', 'f2']);
+  });
+
+  test(`is counted failed after ${MAX_PAGE_RUNS} runs of its page, and the operation ends failed`, async () => {
+    await seedFinished(queue(), jobType, failedJobs(3));
+    const { operation } = await startBulkOperation(queue().ctx, jobType, RETRY, 'ops');
+    const failing = failingReplay(sweeper(), replayIdOf(operation.id, 'f1'));
+    expect(await runToEnd(failing, operation.id)).toBe(MAX_PAGE_RUNS);
+    expect(await getOperation(queue().ctx, operation.id)).toMatchObject({ state: 'failed', matched: 3, done: 2, failed: 1 });
+    expect(await replayedIds(queue())).toEqual(['f0', 'f2']);
   });
 });
 

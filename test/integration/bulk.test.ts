@@ -4,6 +4,8 @@
  * the operation, the sweepers run it page by page, and its progress is read back.
  */
 import { beforeEach, describe, expect, test } from 'vitest';
+import { createSweeperHandler } from '../../functions/sweeper/app.js';
+import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
 import { BULK_PAGE_SIZE } from '../../lib/domain/bulk.js';
 import { runOperationPage } from '../../lib/queue/bulk.js';
 import { requireJobType } from '../../lib/queue/job-types.js';
@@ -105,6 +107,22 @@ describe('a bulk cancel', () => {
     expect(ids({ jobs: await listed('emails', 'queued') })).toEqual(['next-week-east', 'now-east', 'tomorrow-west']);
     expect(ids({ jobs: await listed('invoices', 'queued') })).toEqual(['tomorrow-east']);
   });
+});
+
+test('the sweeper runs every running operation a page at a time between its sweeps', async () => {
+  await seedFinished(api().queue, await typeOf('emails'), Array.from({ length: BULK_PAGE_SIZE + 1 }, (_, index) => ({ id: `f${index}`, status: 'failed' as const, finishedAtMs: T0 })));
+  await seedQueued(api().queue.ctx, await typeOf('invoices'), [{ id: 'i1' }]);
+  const retry = await start('emails', { action: 'retry', status: 'failed' });
+  const cancel = await start('invoices', { action: 'cancel', status: 'queued' });
+  // No run time: one sweep, then one round of pages.
+  const sweep = createSweeperHandler({ ctx: api().queue.as('sweeper'), registry: builtinRegistry });
+  await sweep({}, { getRemainingTimeInMillis: () => 0 });
+  expect((await api().api.get(`/v1/operations/${retry.body.id}`)).body).toMatchObject({ state: 'running', pages: 1, done: BULK_PAGE_SIZE });
+  // The queued lane's first page covers the 50 buckets since the type was made, the job due now beyond them.
+  expect((await api().api.get(`/v1/operations/${cancel.body.id}`)).body).toMatchObject({ state: 'running', pages: 1, done: 0 });
+  await sweep({}, { getRemainingTimeInMillis: () => 0 });
+  expect((await api().api.get(`/v1/operations/${retry.body.id}`)).body).toMatchObject({ state: 'succeeded', done: BULK_PAGE_SIZE + 1 });
+  expect((await api().api.get(`/v1/operations/${cancel.body.id}`)).body).toMatchObject({ state: 'succeeded', done: 1 });
 });
 
 describe('starting the same operation again', () => {
