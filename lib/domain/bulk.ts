@@ -114,7 +114,15 @@ export function selects(operation: BulkRequest, job: Job): boolean {
   );
 }
 
-/** Finished jobs are listed newest first: once one finished before `from`, every later one did too. */
-export function passedRange(operation: BulkRequest, job: Job): boolean {
-  return operation.action === 'retry' && operation.fromMs !== undefined && selectionTimeMs(operation, job) < operation.fromMs;
+/**
+ * Whether the listing has passed every job the operation may select. Finished jobs are listed newest first: once
+ * one finished before `from`, every later one did too. Queued jobs are listed by bucket, then ready time, and a job
+ * sits in the bucket of its ready time or, when that had passed, of its enqueue (or last move): once one is due
+ * after both `to` and the operation's start, any later one due by `to` was enqueued after the operation started,
+ * which it leaves alone, as a retry leaves the jobs that fail after it started.
+ */
+export function passedRange(operation: BulkOperation, job: Job): boolean {
+  const atMs = selectionTimeMs(operation, job);
+  if (operation.action === 'retry') return operation.fromMs !== undefined && atMs < operation.fromMs;
+  return operation.toMs !== undefined && atMs > Math.max(operation.toMs, operation.createdAtMs);
 }

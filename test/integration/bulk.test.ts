@@ -125,6 +125,21 @@ test('the sweeper runs every running operation a page at a time between its swee
   expect((await api().api.get(`/v1/operations/${cancel.body.id}`)).body).toMatchObject({ state: 'succeeded', done: 1 });
 });
 
+test('a bulk cancel with to stops at the first job due after it rather than walking the rest of the lane', async () => {
+  const later = Array.from({ length: BULK_PAGE_SIZE * 2 }, (_, index) => ({ id: `later${index}`, runAfterMs: T0 + 3 * HOUR + index }));
+  await seedQueued(api().queue.ctx, await typeOf('emails'), [{ id: 'soon', runAfterMs: T0 + 2 * HOUR }, ...later]);
+  const bounded = await start('emails', { action: 'cancel', status: 'queued', to: iso(T0 + 2 * HOUR) });
+  await runToEnd(sweeperCtx(), bounded.body.id);
+  // The same walk without to, selecting nothing, lists every later job.
+  const whole = await start('emails', { action: 'cancel', status: 'queued', throttle_key: 'no-such-key' });
+  await runToEnd(sweeperCtx(), whole.body.id);
+  const [boundedOperation, wholeOperation] = await Promise.all([bounded, whole].map(async ({ body }) => (await api().api.get(`/v1/operations/${body.id}`)).body));
+  expect(boundedOperation).toMatchObject({ state: 'succeeded', matched: 1, done: 1 });
+  expect(wholeOperation).toMatchObject({ state: 'succeeded', matched: 0 });
+  expect(boundedOperation.pages).toBeLessThan(wholeOperation.pages);
+  expect(ids({ jobs: await listed('emails', 'cancelled') })).toEqual(['soon']);
+});
+
 describe('starting the same operation again', () => {
   test('while it runs or after it ended answers 200 with the same operation and replays nothing twice', async () => {
     await seedFinished(api().queue, await typeOf('emails'), [{ id: 'f1', status: 'failed', finishedAtMs: T0 }]);
