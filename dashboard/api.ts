@@ -26,7 +26,8 @@ export class ApiError extends Error {
 
 export interface Api {
   get<T>(path: string): Promise<T>;
-  post<T>(path: string): Promise<T>;
+  /** `body`, when given, is sent as JSON. */
+  post<T>(path: string, body?: unknown): Promise<T>;
   delete<T>(path: string): Promise<T>;
 }
 
@@ -39,10 +40,11 @@ export const apiPath = (...segments: string[]): string => segments.map(encodeURI
  * under a base path (a custom domain mapping, say).
  */
 export function createApi(key: string, onKeyRefused: (error: ApiError) => void): Api {
-  const call = async <T>(method: string, path: string): Promise<T> => {
+  const call = async <T>(method: string, path: string, sent?: unknown): Promise<T> => {
     const response = await fetch(path, {
       method,
-      headers: { authorization: `Bearer ${key}`, accept: 'application/json' },
+      headers: { authorization: `Bearer ${key}`, accept: 'application/json', ...(sent !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(sent !== undefined ? { body: JSON.stringify(sent) } : {}),
       cache: 'no-store',
       credentials: 'omit',
       referrerPolicy: 'no-referrer',
@@ -56,7 +58,7 @@ export function createApi(key: string, onKeyRefused: (error: ApiError) => void):
   };
   return {
     get: (path) => call('GET', path),
-    post: (path) => call('POST', path),
+    post: (path, body) => call('POST', path, body),
     delete: (path) => call('DELETE', path),
   };
 }

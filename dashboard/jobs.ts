@@ -1,5 +1,6 @@
 /** The jobs browser (by type and status, paged) and the page of one job. */
 import { apiPath, ApiError, JOB_STATUSES, TERMINAL_STATUSES, type Attempt, type Job, type JobPage, type JobProgress } from './api.js';
+import { bulkRetryControls } from './bulk.js';
 import type { View, ViewContext } from './context.js';
 import { h, replace, routeHref, routeLink } from './dom.js';
 import { ABSENT, json, timestamp } from './format.js';
@@ -115,9 +116,9 @@ export function jobsView(context: ViewContext, initialType: string | undefined, 
 
   const renderPage = ({ jobs }: JobPage) => {
     results.replaceChildren(
-      jobs.length === 0
-        ? h('p', { class: 'empty' }, `No ${initialStatus.replace('_', ' ')} jobs of ${type}${page > 0 ? ' on this page' : ''}.`)
-        : jobListTable(jobs),
+      ...(jobs.length === 0
+        ? [h('p', { class: 'empty' }, `No ${initialStatus.replace('_', ' ')} jobs of ${type}${page > 0 ? ' on this page' : ''}.`)]
+        : [bulkRetryControls(context, type, initialStatus, jobs), jobListTable(jobs)].filter((node) => node !== null)),
     );
     const previous = h('button', { type: 'button', disabled: page === 0, onclick: () => ((page -= 1), void load()) }, '← Previous');
     const next = h('button', { type: 'button', disabled: cursors[page + 1] === undefined, onclick: () => ((page += 1), void load()) }, 'Next →');

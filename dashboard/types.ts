@@ -8,6 +8,8 @@ import type * as Wire from '../lib/client/types.js';
 
 export { JOB_STATUSES, type Attempt, type FieldIssue, type Job, type JobPage, type JobProgress, type RosterEntry, type Schedule, type SchedulePage } from '../lib/client/types.js';
 
+export type { BulkOperation } from '../lib/client/bulk.js';
+
 export type JobTypeStats = Pick<Wire.JobTypeStats, 'name'> & Partial<Omit<Wire.JobTypeStats, 'name'>>;
 
 export interface Stats extends Omit<Wire.Stats, 'job_types'> {

@@ -12,10 +12,10 @@ import type { QueueFunctionName, TableGrants } from './queue-function.js';
 export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   api: {
     items: {
-      GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule'],
+      GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation'],
       // A correlated enqueue writes the job and its CORR pointer in one transaction; a far run_after records its bucket.
-      // Schedules are written whole, over the revision read.
-      PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory', 'schedule'],
+      // Schedules are written whole, over the revision read. A bulk operation is only recorded here; sweepers run it.
+      PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory', 'schedule', 'operation'],
       // Callbacks end attempts (and give back a type's slots); key revocation; the metrics history.
       UpdateItem: ['job', 'jobType', 'apiKey', 'metrics'],
       // The correlation callback drops the pointer of the job it finished; a schedule is deleted.
@@ -54,11 +54,14 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   },
   sweeper: {
     items: {
-      GetItem: ['job', 'cursor'],
-      // A reclaimed job whose retry waits beyond the next bucket records that bucket first.
-      PutItem: ['directory'],
-      // A concurrency counter left above what its jobs hold is reconciled from the type's running jobs.
-      UpdateItem: ['job', 'jobType', 'cursor'],
+      // Bulk operations: the operation and its type are read before each page.
+      GetItem: ['job', 'cursor', 'jobType', 'operation'],
+      // A reclaimed job whose retry waits beyond the next bucket records that bucket first; a bulk retry enqueues replays.
+      PutItem: ['directory', 'job'],
+      // A concurrency counter left above what its jobs hold is reconciled from the type's running jobs; a bulk cancel
+      // ends queued jobs; each page of an operation is recorded on it.
+      UpdateItem: ['job', 'jobType', 'cursor', 'operation'],
+      // Reconciling reads the type's running jobs; a bulk operation's pages list jobs as GET /v1/jobs/{type} does.
       BatchGetItem: ['job', 'jobType'],
       Query: ['jobType', 'directory'],
     },

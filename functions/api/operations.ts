@@ -5,6 +5,7 @@
 import type { z } from 'zod';
 import { apiKeyInputSchema, apiKeyListSchema, apiKeySchema, createdApiKeySchema } from '../../lib/wire/api-keys.js';
 import { batchResultSchema, healthSchema, jobberQueueResultSchema, openApiDocumentSchema } from '../../lib/wire/api-responses.js';
+import { bulkOperationSchema, bulkRequestSchema } from '../../lib/wire/bulk.js';
 import { batchDocumentSchema, callbackSchema, correlationCallbackSchema, heartbeatSchema, jobberQueueSchema, listJobsQuerySchema, metricsQuerySchema } from '../../lib/wire/api-requests.js';
 import { definedJobTypeSchema, jobTypeInputSchema, jobTypeListSchema, jobTypeSchema, jobTypeWithStatsSchema } from '../../lib/wire/job-types.js';
 import { jobInputSchema, jobPageSchema, jobPatchSchema, jobSchema } from '../../lib/wire/jobs.js';
@@ -48,6 +49,7 @@ export const OPERATIONS = [
   { method: 'POST', path: '/v1/jobs/{type}', access: typeScope('enqueue'), route: 'enqueueWithServerId', summary: 'Enqueue a job under a new server id', responses: { 201: jobSchema }, body: jobInputSchema },
   { method: 'GET', path: '/v1/jobs/{type}', access: typeScope('read'), route: 'listJobs', summary: 'List the type’s jobs by status', responses: { 200: jobPageSchema }, query: listJobsQuerySchema },
   { method: 'POST', path: '/v1/jobs/{type}/batch', access: typeScope('enqueue'), route: 'enqueueBatch', summary: 'Enqueue up to 100 jobs, each answered on its own', responses: { 200: batchResultSchema }, body: batchDocumentSchema },
+  { method: 'POST', path: '/v1/jobs/{type}/bulk', access: typeScope('enqueue'), route: 'startBulk', summary: 'Start a bulk retry or cancel of the type’s jobs (idempotent)', responses: { 202: bulkOperationSchema, 200: bulkOperationSchema }, body: bulkRequestSchema },
   { method: 'PUT', path: '/v1/jobs/{type}/{id}', access: typeScope('enqueue'), route: 'enqueueWithId', summary: 'Enqueue a job under its own id (idempotent)', responses: { 201: jobSchema, 200: jobSchema }, body: jobInputSchema },
   { method: 'GET', path: '/v1/jobs/{type}/{id}', access: typeScope('read'), route: 'getJob', summary: 'One job with its history', responses: { 200: jobSchema } },
   { method: 'POST', path: '/v1/jobs/{type}/{id}', access: { kind: 'callback' }, route: 'callback', summary: 'Status callback: end the open attempt', responses: { 200: jobSchema }, body: callbackSchema },
@@ -56,6 +58,7 @@ export const OPERATIONS = [
   { method: 'POST', path: '/v1/jobs/{type}/{id}/heartbeat', access: { kind: 'callback' }, route: 'heartbeat', summary: 'Extend the open attempt’s claim, and report its progress', responses: { 200: jobSchema }, body: heartbeatSchema },
   { method: 'POST', path: '/v1/jobs/{type}/{id}/replay', access: typeScope('enqueue'), route: 'replay', summary: 'Run a finished job again', responses: { 201: jobSchema } },
   { method: 'POST', path: '/v1/callbacks/{correlation_key}', access: { kind: 'any_type', action: 'callback' }, route: 'callbackByCorrelationKey', summary: 'Status callback for the unfinished job holding a correlation key', responses: { 200: jobSchema }, body: correlationCallbackSchema },
+  { method: 'GET', path: '/v1/operations/{id}', access: READ_ANY, route: 'getOperation', summary: 'A bulk operation’s progress (read scope on its type)', responses: { 200: bulkOperationSchema } },
   { method: 'POST', path: '/jobber/queue', access: { kind: 'any_type', action: 'enqueue' }, route: 'jobberQueue', summary: 'Enqueue in the Jobber format: the type in the body', responses: { 201: jobberQueueResultSchema }, body: jobberQueueSchema },
   { method: 'POST', path: '/v1/keys', access: ADMIN, route: 'createKey', summary: 'Create an API key (the key is shown once)', responses: { 201: createdApiKeySchema }, body: apiKeyInputSchema },
   { method: 'GET', path: '/v1/keys', access: ADMIN, route: 'listKeys', summary: 'List API keys (never the keys themselves)', responses: { 200: apiKeyListSchema } },

@@ -1,7 +1,11 @@
-/** The sweeper function: sweeps every `sweepIntervalMs` for about a minute, so a dead worker's claim comes back soon after it lapses. */
+/**
+ * The sweeper function: sweeps every `sweepIntervalMs` for about a minute, so a dead worker's claim comes back soon
+ * after it lapses; between sweeps it runs bulk operations' pages, paced, rather than pausing.
+ */
 import type { Context } from 'aws-lambda';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { abortableSleep } from '../../lib/domain/sleep.js';
+import { runBulkOperations } from '../../lib/queue/bulk.js';
 import { emptySweepResult, sweepOnce, type SweepResult } from '../../lib/queue/sweeper.js';
 import type { WorkerRegistry } from '../../lib/queue/worker.js';
 import { log } from '../shared/log.js';
@@ -47,7 +51,19 @@ export function createSweeperHandler(deps: SweeperDeps) {
         log('error', 'sweep failed', { error });
       }
       // Never past the deadline: the Lambda timeout allows for one last sweep, not for a last pause too.
-      await abortableSleep(Math.min(ctx.settings.sweepIntervalMs, Math.max(0, deadlineMs - ctx.nowMs())), deps.signal);
+      const nextSweepAtMs = Math.min(ctx.nowMs() + ctx.settings.sweepIntervalMs, deadlineMs);
+      try {
+        const jobs = await runBulkOperations(ctx, {
+          untilMs: nextSweepAtMs,
+          ...(deps.signal ? { signal: deps.signal } : {}),
+          onError: (operation, error) => log('error', 'bulk operation page failed', { operation, error }),
+        });
+        if (jobs > 0) metrics.count('BulkJobs', jobs);
+      } catch (error) {
+        metrics.count('BulkErrors', 1);
+        log('error', 'bulk operations failed', { error });
+      }
+      await abortableSleep(Math.max(0, nextSweepAtMs - ctx.nowMs()), deps.signal);
     } while (ctx.nowMs() < deadlineMs && !deps.signal?.aborted);
     countTotals(metrics, SWEEP_METRICS, totals);
     metrics.flush();

@@ -12,6 +12,7 @@
 import { ConflictError } from './errors.js';
 import { scheduleMethods, type ScheduleMethods } from './schedules.js';
 import { adminMethods, type AdminMethods } from './admin.js';
+import { bulkMethods, type BulkMethods } from './bulk.js';
 import { createRequester, type Call, type ClientOptions } from './transport.js';
 import { wireBody } from './wire.js';
 import type {
@@ -39,6 +40,7 @@ export * from './errors.js';
 export { DEFAULT_RETRY_POLICY, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.js';
 export type { ClientOptions } from './transport.js';
 export type * from './types.js';
+export type { BulkBody, BulkOperation } from './bulk.js';
 export { JOB_STATUSES } from './types.js';
 
 export interface ListOptions {
@@ -48,7 +50,7 @@ export interface ListOptions {
   cursor?: string | null;
 }
 
-export interface QueueClient extends ScheduleMethods, AdminMethods {
+export interface QueueClient extends ScheduleMethods, AdminMethods, BulkMethods {
   /** `PUT /v1/job-types/{name}`: creates or replaces a job type. Retried. */
   defineType(name: string, body: JobTypeBody): Promise<DefinedJobType>;
   /** The type with its live stats. */
@@ -186,8 +188,7 @@ export function createClient(options: ClientOptions): QueueClient {
     resume: (type) => request({ method: 'POST', path: ['v1', 'job-types', type, 'resume'], idempotent: true }),
     stats: () => request({ method: 'GET', path: ['v1', 'stats'], idempotent: true }),
     metrics: ({ minutes } = {}) => request({ method: 'GET', path: ['v1', 'metrics'], query: { minutes }, idempotent: true }),
-    ...scheduleMethods(request),
-    ...adminMethods(request),
+    ...scheduleMethods(request), ...adminMethods(request), ...bulkMethods(request),
   };
   return client;
 }

@@ -114,6 +114,8 @@ export interface Job extends JobChoices {
   changes?: JobChangeRecord[];
   /** Every change ever made, those no longer kept included: the version a change is conditioned on. */
   changeCount?: number;
+  /** The bulk operation that cancelled it; absent on jobs cancelled one by one. */
+  cancelledBy?: string;
 }
 
 export const HISTORY_LIMIT = 25;

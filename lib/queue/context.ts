@@ -40,6 +40,12 @@ export interface QueueSettings {
   claimPageSize: number;
   /** Pause between sweeps inside one sweeper invocation. @default 10000 */
   sweepIntervalMs: number;
+  /**
+   * Jobs a sweeper acts on per second for bulk operations, between sweeps: a bulk retry enqueues its replays at
+   * this pace rather than all at once, so it does not crowd out the other types' due jobs: 25 is a page a second.
+   * @default 25
+   */
+  bulkJobsPerS: number;
   /** Jobs per worker invocation. @default 10 */
   workerBatchSize: number;
   /** Jobs one worker invocation runs at once. @default 10 */
@@ -84,6 +90,7 @@ export function readQueueSettings(env: Env): QueueSettings {
     claimConcurrency: integerSetting(env, 'CLAIM_CONCURRENCY', 16, 1, 1_000),
     claimPageSize: integerSetting(env, 'CLAIM_PAGE_SIZE', 100, 1, 1_000),
     sweepIntervalMs: integerSetting(env, 'SWEEP_INTERVAL_MS', 10_000, 100, 600_000),
+    bulkJobsPerS: integerSetting(env, 'BULK_JOBS_PER_S', 25, 1, 10_000),
     workerBatchSize: integerSetting(env, 'WORKER_BATCH_SIZE', 10, 1, 1_000),
     workerConcurrency: integerSetting(env, 'WORKER_CONCURRENCY', 10, 1, 1_000),
   };

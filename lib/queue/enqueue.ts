@@ -32,15 +32,20 @@ export async function enqueueJob(
   return written.ok ? { job, created: true } : sameJobOrConflict(ctx, job, written.existing);
 }
 
-/** A new job with the same data, priority, weight and time windows, due now (or when its windows next open). */
-export async function replayJob(ctx: QueueContext, jobType: JobType, id: string): Promise<Job> {
-  const original = await requireJob(ctx, jobType.name, id);
-  const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), {
+/** What a replay of `original` is enqueued with: its data, priority, weight, throttle key and time windows, due now. */
+export function replayInputOf(original: Job): JobInput {
+  return {
     data: original.data,
     priority: original.priority,
     weight: original.weight,
     ...(original.throttleKey !== undefined ? { throttleKey: original.throttleKey } : {}),
     ...(original.timeWindows ? { timeWindows: original.timeWindows } : {}),
-  });
+  };
+}
+
+/** A new job with the same data, priority, weight and time windows, due now (or when its windows next open). */
+export async function replayJob(ctx: QueueContext, jobType: JobType, id: string): Promise<Job> {
+  const original = await requireJob(ctx, jobType.name, id);
+  const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), replayInputOf(original));
   return job;
 }

@@ -10,7 +10,7 @@ import { laneBuckets } from './directory.js';
 import { ValidationError } from '../domain/errors.js';
 import { itemToJob } from '../store/items.js';
 import { pageOfPartition, type IndexEntry } from '../store/due-index.js';
-import { bucketOf, finishedPartition, jobKey, lanePartition, parseJobPk, type Lane } from '../store/keys.js';
+import { bucketOf, finishedPartition, jobKey, lanePartition, padEpochMs, parseJobPk, type Lane } from '../store/keys.js';
 import { oldestCursorBucket } from './lanes.js';
 import { batchGetItems } from '../store/send.js';
 import { isTerminal } from '../domain/job.js';
@@ -52,6 +52,27 @@ function decodeCursor(cursor: string, status: JobStatus): PagePosition {
   }
   if (cursorStatus !== status) throw invalid(`was returned for status ${String(cursorStatus)}, not ${status}`);
   return { status, sortKey, ...(bucket !== undefined ? { bucket } : {}) };
+}
+
+/**
+ * A cursor that starts a listing at a time rather than where a page ended: finished jobs at those that finished
+ * by `toMs` (they are listed newest first), queued ones at those due from `fromMs` (soonest first). Undefined
+ * where the listing's own start is the same.
+ */
+export async function cursorFrom(
+  ctx: QueueContext,
+  jobType: JobType,
+  status: JobStatus,
+  range: { fromMs?: number; toMs?: number },
+): Promise<string | undefined> {
+  if (isTerminal(status)) return range.toMs === undefined ? undefined : encodeCursor({ status, sortKey: padEpochMs(range.toMs + 1) });
+  if (status !== 'queued' || range.fromMs === undefined) return undefined;
+  const lane: Lane = { kind: 'queued', type: jobType.name };
+  const fromBucket = bucketOf(range.fromMs, ctx.settings.bucketMs);
+  // A job due in the past sits in the bucket of its enqueue, never before that of its run_after.
+  const bucket = await oldestCursorBucket(ctx, lane, Math.max(fromBucket, bucketOf(jobType.createdAtMs, ctx.settings.bucketMs)));
+  // '~' sorts after every id character: the first entry after it is the first due at fromMs.
+  return encodeCursor({ status, bucket, sortKey: bucket === fromBucket ? `${padEpochMs(range.fromMs - 1)}~` : '' });
 }
 
 /** An index entry read for a page, with the lane bucket it was read from (lanes only). */

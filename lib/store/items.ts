@@ -1,4 +1,5 @@
 /** Converting between stored items and domain objects: the key attributes stay in the store layer. */
+import type { BulkOperation } from '../domain/bulk.js';
 import type { Job } from '../domain/job.js';
 import type { JobProgress } from '../domain/progress.js';
 import type { JobType } from '../domain/job-type.js';
@@ -65,4 +66,9 @@ export function scheduleToItem(schedule: Schedule): Item {
 export function itemToSchedule(item: Item): Schedule {
   const { dataJson, ...rest } = withoutStoreAttributes(item);
   return { ...rest, data: typeof dataJson === 'string' ? JSON.parse(dataJson) : null } as unknown as Schedule;
+}
+
+/** A bulk operation's item holds the operation as it is, its pending page a map. */
+export function itemToOperation(item: Item): BulkOperation {
+  return withoutStoreAttributes(item) as unknown as BulkOperation;
 }

@@ -101,14 +101,22 @@ export function expireQueuedParams(ref: JobRef, nowMs: number, purgeAtS: number,
 }
 
 /** Cancels a job that has not started. */
-export function cancelParams(ref: JobRef, nowMs: number, purgeAtS: number, finished: IndexKey): UpdateParams {
+export function cancelParams(ref: JobRef, nowMs: number, purgeAtS: number, finished: IndexKey, cancelledBy?: string): UpdateParams {
   return {
     Key: jobKey(ref.type, ref.id),
     ConditionExpression: '#status = :queued',
-    UpdateExpression:
-      'SET #status = :cancelled, updatedAtMs = :now, finishedAtMs = :now, purgeAtS = :purgeAtS, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
+    UpdateExpression: `SET #status = :cancelled, updatedAtMs = :now, finishedAtMs = :now, purgeAtS = :purgeAtS, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk${
+      cancelledBy !== undefined ? ', cancelledBy = :by' : ''
+    }`,
     ExpressionAttributeNames: STATUS_NAME,
-    ExpressionAttributeValues: { ':queued': 'queued', ':cancelled': 'cancelled', ':now': nowMs, ':purgeAtS': purgeAtS, ...indexValues(finished) },
+    ExpressionAttributeValues: {
+      ':queued': 'queued',
+      ':cancelled': 'cancelled',
+      ':now': nowMs,
+      ':purgeAtS': purgeAtS,
+      ...indexValues(finished),
+      ...(cancelledBy !== undefined ? { ':by': cancelledBy } : {}),
+    },
   };
 }
 

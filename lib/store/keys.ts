@@ -54,6 +54,7 @@ export const PARTITION_PREFIX = {
   correlation: 'CORR#',
   directory: 'DIR#',
   schedule: 'SCHED#',
+  operation: 'OP#',
 } as const;
 
 export type PartitionFamily = keyof typeof PARTITION_PREFIX;
@@ -250,6 +251,21 @@ export const SCHEDULES_PARTITION = 'SCHEDULES';
 export function scheduleIndexKeys(name: string, nextFireAtMs: number | null, paused: boolean): IndexKey {
   const sortKey = paused ? `PAUSED#${name}` : nextFireAtMs === null ? `ENDED#${name}` : `${padEpochMs(nextFireAtMs)}#${name}`;
   return { gsi1pk: SCHEDULES_PARTITION, gsi1sk: sortKey };
+}
+
+export function operationKey(id: string): ItemKey {
+  return { pk: `${PARTITION_PREFIX.operation}${id}`, sk: 'OP' };
+}
+
+export function parseOperationPk(pk: string): string {
+  return pk.slice(PARTITION_PREFIX.operation.length);
+}
+
+/** Running bulk operations sit in one due-index partition, oldest first, so a sweeper finds them with one query; a finished one leaves it. */
+export const OPERATIONS_PARTITION = 'OPS';
+
+export function runningOperationIndexKeys(createdAtMs: number, id: string): IndexKey {
+  return { gsi1pk: OPERATIONS_PARTITION, gsi1sk: `${padEpochMs(createdAtMs)}#${id}` };
 }
 
 export function parseMetricsMinuteSortKey(sk: string): number {

@@ -61,9 +61,14 @@ export const heartbeatSchema = z.strictObject({
   progress: progressSchema.optional(),
 });
 
-/** `POST /v1/jobs/{type}/batch` is the batch route, so no job may take `batch` as its id. */
-export const BATCH_PATH_SEGMENT = 'batch';
-export const RESERVED_ID = 'is reserved: POST /v1/jobs/{type}/batch enqueues a batch';
+/** `POST /v1/jobs/{type}/batch` and `.../bulk` are routes of their own, so no job may take those ids: its callbacks could not reach it. */
+export const RESERVED_IDS: Readonly<Record<string, string>> = {
+  batch: 'is reserved: POST /v1/jobs/{type}/batch enqueues a batch',
+  bulk: 'is reserved: POST /v1/jobs/{type}/bulk starts a bulk operation',
+};
+
+/** Why `id` may not name a job, or undefined when it may. */
+export const reservedIdMessage = (id: string): string | undefined => (Object.hasOwn(RESERVED_IDS, id) ? RESERVED_IDS[id] : undefined);
 
 export const batchSchema = z.strictObject({
   // Each item is validated on its own (parseBatchItem), so one bad item fails alone.
@@ -84,8 +89,9 @@ export function parseBatchItem(item: unknown, index: number, newId: () => string
   const issues: FieldIssue[] = [];
   if (id !== undefined && (typeof id !== 'string' || !JOB_ID_PATTERN.test(id))) {
     issues.push({ field: `${path}.id`, message: `must match ${JOB_ID_PATTERN.source}` });
-  } else if (id === BATCH_PATH_SEGMENT) {
-    issues.push({ field: `${path}.id`, message: RESERVED_ID });
+  } else {
+    const reserved = typeof id === 'string' ? reservedIdMessage(id) : undefined;
+    if (reserved !== undefined) issues.push({ field: `${path}.id`, message: reserved });
   }
   const parsed = jobInputSchema.safeParse(body);
   if (!parsed.success) issues.push(...issuesToDetails(parsed.error).map((issue) => withinItem(issue, path)));

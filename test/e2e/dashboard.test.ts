@@ -1,7 +1,7 @@
 /**
  * The dashboard in a real browser (Debian's Chromium driven by playwright-core)
  * against `npm start`, as a new user meets it: open the printed URL, paste the
- * key, watch a queue, open a failed job and replay it.
+ * key, watch a queue, open a failed job and replay it, retry every failed job at once.
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -162,6 +162,18 @@ test('the jobs browser lists a type\'s failed jobs a page at a time, back and fo
   expect(await page.locator('table.job-list tr[data-job]').count()).toBe(25);
   await page.locator('table.job-list tr[data-job] a').first().click();
   await page.getByRole('heading', { name: /Job m\d\d/ }).waitFor();
+});
+
+test('"Retry all matching" on a page of failed jobs starts one bulk retry and shows its progress until it ends', async () => {
+  await call(runtime, 'PUT', '/v1/job-types/bulk-failures', { target: { kind: 'handler', name: 'fail' }, attempts: 1 });
+  await call(runtime, 'POST', '/v1/jobs/bulk-failures/batch', { jobs: ['b0', 'b1', 'b2'].map((id) => ({ id, data: {} })) });
+  for (const id of ['b0', 'b1', 'b2']) await waitForStatus(runtime, `/v1/jobs/bulk-failures/${id}`, 'failed', SEEN_WITHIN_MS);
+
+  await signIn(runtime.token);
+  await page.goto(`${runtime.url}/#/jobs/bulk-failures/failed`);
+  page.once('dialog', (dialog) => void dialog.accept());
+  await page.getByRole('button', { name: 'Retry all matching' }).click();
+  await page.locator('.bulk-actions [role=status]').filter({ hasText: 'Retry succeeded: 3 replayed of 3 found' }).waitFor({ timeout: SEEN_WITHIN_MS });
 });
 
 test('pause stops a type taking jobs and resume drains it, from the queues table', async () => {

@@ -143,6 +143,15 @@ const SCENARIOS: Record<RouteName, () => Promise<ApiResponse[]>> = {
     return [await api().post('/v1/callbacks/psp:ch_1', { status: 'failed', error: { class: 'Declined', message: 'no' }, retryable: false })];
   },
   jobberQueue: async () => [await api().post('/jobber/queue', { type: 'docs', payload: { to: 'ada' } })],
+  startBulk: async () => {
+    await enqueued('j-1');
+    const cancel = { action: 'cancel', status: 'queued', from: '2026-11-21T00:00:00Z', to: '2026-11-22T00:00:00Z', throttle_key: 'acme' };
+    return [await api().post('/v1/jobs/docs/bulk', cancel), await api().post('/v1/jobs/docs/bulk', cancel)];
+  },
+  getOperation: async () => {
+    const started = await api().post('/v1/jobs/docs/bulk', { action: 'retry', status: 'failed', from: '2026-11-21T00:00:00Z' });
+    return [await api().get(`/v1/operations/${started.body.id}`)];
+  },
   createKey: async () => [await api().post('/v1/keys', { scopes: ['read:docs'], name: 'reports', expires_at: '2027-01-01T00:00:00Z' })],
   listKeys: async () => {
     const { body } = await createdKey({ scopes: ['read:*'], name: 'reports' });

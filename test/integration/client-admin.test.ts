@@ -58,6 +58,8 @@ const CLIENT_METHOD_OF: Record<RouteName, keyof QueueClient> = {
   deleteSchedule: 'deleteSchedule',
   pauseSchedule: 'pauseSchedule',
   resumeSchedule: 'resumeSchedule',
+  startBulk: 'startBulk',
+  getOperation: 'getOperation',
 };
 
 test('the client has a method for every operation the api serves', () => {
@@ -84,4 +86,13 @@ test('health and the API description answer without a key', async () => {
   const anonymous = createClient({ url: server.url, token: 'not-a-key' });
   expect(await anonymous.health()).toEqual({ status: 'ok' });
   expect(await anonymous.openApi()).toEqual(openApiDocument());
+});
+
+test('startBulk records one operation however often it is sent, and getOperation reads its progress', async () => {
+  await client.defineType('emails', { target: { kind: 'handler', name: 'echo' } });
+  const body = { action: 'cancel', status: 'queued', from: new Date('2026-11-01T00:00:00Z') } as const;
+  const started = await client.startBulk('emails', body);
+  expect(started).toMatchObject({ type: 'emails', action: 'cancel', status: 'queued', from: '2026-11-01T00:00:00.000Z', state: 'running', matched: 0 });
+  expect((await client.startBulk('emails', body)).id).toBe(started.id);
+  expect(await client.getOperation(started.id)).toEqual(started);
 });

@@ -165,6 +165,16 @@ describe('a tour of every function', () => {
     expect(await sweep()).toMatchObject({ requeued: 1, reconciled: 0 });
   });
 
+  test('an operator bulk-retries the failed jobs of one type and bulk-cancels the queued ones of another; the sweeper runs both', async () => {
+    expect((await producer.post('/v1/jobs/hooks/h2', { status: 'failed', attempt: 1, retryable: false })).body.status).toBe('failed');
+    const retry = await producer.post('/v1/jobs/hooks/bulk', { action: 'retry', status: 'failed' });
+    const cancel = await producer.post('/v1/jobs/plain/bulk', { action: 'cancel', status: 'queued' });
+    expect([retry.status, cancel.status]).toEqual([202, 202]);
+    await sweep();
+    expect((await producer.get(`/v1/operations/${retry.body.id}`)).body).toMatchObject({ state: 'succeeded', matched: 1, done: 1 });
+    expect((await producer.get(`/v1/operations/${cancel.body.id}`)).body).toMatchObject({ state: 'succeeded', matched: 1, done: 1 });
+  });
+
   test('an operator schedules a job every minute, skipped while the last still runs; the poller fires it twice; the operator reads, lists and deletes the schedule', async () => {
     expect((await operator.put('/v1/schedules/minutely', { cron: '* * * * *', job_type: 'plain', overlap: 'skip' })).status).toBe(201);
     advanceS(60);

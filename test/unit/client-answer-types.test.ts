@@ -45,6 +45,8 @@ interface ClientAnswers {
   deleteSchedule: Answer<'deleteSchedule'>;
   pauseSchedule: Answer<'pauseSchedule'>;
   resumeSchedule: Answer<'resumeSchedule'>;
+  startBulk: Answer<'startBulk'>;
+  getOperation: Answer<'getOperation'>;
 }
 
 test('every route the api serves has the answer type of a client method', () => {
@@ -64,6 +66,8 @@ test('the client types the answers about jobs as the document describes them', (
   expectTypeOf<ClientAnswers['replay']>().toEqualTypeOf<Documented<'replay'>>();
   expectTypeOf<ClientAnswers['callbackByCorrelationKey']>().toEqualTypeOf<Documented<'callbackByCorrelationKey'>>();
   expectTypeOf<ClientAnswers['jobberQueue']>().toEqualTypeOf<Documented<'jobberQueue'>>();
+  expectTypeOf<ClientAnswers['startBulk']>().toEqualTypeOf<Documented<'startBulk'>>();
+  expectTypeOf<ClientAnswers['getOperation']>().toEqualTypeOf<Documented<'getOperation'>>();
 });
 
 test('the client types the answers about job types, stats and metrics as the document describes them', () => {

@@ -156,8 +156,12 @@ describe('least privilege', () => {
     expect(tableGrantsOf('api').items.Query).toEqual(['directory', 'metrics']);
   });
 
-  test('the worker and sweeper may put bucket directory entries and no other item', () => {
-    for (const name of ['worker', 'sweeper'] as const) expect(tableGrantsOf(name).items.PutItem).toEqual(['directory']);
+  test('the worker may put bucket directory entries and no other item', () => {
+    expect(tableGrantsOf('worker').items.PutItem).toEqual(['directory']);
+  });
+
+  test("the sweeper may also put jobs: a bulk retry's replays", () => {
+    expect(tableGrantsOf('sweeper').items.PutItem).toEqual(['directory', 'job']);
   });
 
   test('the poller may also put the jobs of schedules it fires, and the schedules it moves on', () => {

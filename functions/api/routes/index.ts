@@ -2,6 +2,7 @@
 import { json } from '../../shared/http.js';
 import { openApiDocument } from '../openapi.js';
 import type { RouteName } from '../operations.js';
+import { bulkRoutes } from './bulk.js';
 import { callbackRoutes } from './callbacks.js';
 import { jobTypeRoutes } from './job-types.js';
 import { jobRoutes } from './jobs.js';
@@ -21,6 +22,7 @@ export function createRoutes(apiDeps: ApiDeps) {
     ...jobTypeRoutes(deps),
     ...statsRoutes(deps),
     ...jobRoutes(deps),
+    ...bulkRoutes(deps),
     ...callbackRoutes(deps),
     ...keyRoutes(deps),
     ...scheduleRoutes(deps),

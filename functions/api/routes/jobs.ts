@@ -13,12 +13,11 @@ import { jobChangeFromBody, jobInputFromBody, jobInputSchema, jobPatchSchema, jo
 import { changeQueuedJob } from '../../../lib/queue/job-changes.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import {
-  BATCH_PATH_SEGMENT,
   batchSchema,
   jobberQueueSchema,
   listJobsQuerySchema,
   parseBatchItem,
-  RESERVED_ID,
+  reservedIdMessage,
   withinItem,
 } from '../../../lib/wire/api-requests.js';
 import { json, type HttpEvent, type HttpResponse } from '../../shared/http.js';
@@ -44,7 +43,8 @@ function batchItemError(error: unknown, path: string, requestId: string | undefi
 
 export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
   const enqueue = async (event: HttpEvent, id: string): Promise<HttpResponse> => {
-    if (id === BATCH_PATH_SEGMENT) throw new ValidationError([{ field: 'id', message: RESERVED_ID }]);
+    const reserved = reservedIdMessage(id);
+    if (reserved !== undefined) throw new ValidationError([{ field: 'id', message: reserved }]);
     const jobType = await jobTypes.require(typeName(event));
     const input = jobInputFromBody(parseWith(jobInputSchema, parseJsonBody(event)));
     const { job, created } = await enqueueJob(ctx, jobType, id, input);

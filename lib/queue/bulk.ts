@@ -1,0 +1,164 @@
+/**
+ * Bulk operations: retry (replay) a type's failed or expired jobs, or cancel its queued ones, selected by status,
+ * a time range and a throttle key. A request only records the operation; sweepers run it, a page at a time at
+ * BULK_JOBS_PER_S, each page's jobs recorded on the operation before any is acted on and counted once after, so
+ * a runner that dies mid-page leaves the page to the next, which acts on its jobs again harmlessly: a replay's
+ * id is fixed by the operation and the job, and a cancel carries the operation's id.
+ */
+import {
+  BULK_PAGE_SIZE,
+  MAX_PAGE_RUNS,
+  newOperation,
+  passedRange,
+  replayIdOf,
+  selects,
+  type BulkOperation,
+  type BulkRequest,
+  type PendingPage,
+} from '../domain/bulk.js';
+import { NotFoundError } from '../domain/errors.js';
+import type { Job } from '../domain/job.js';
+import type { JobType } from '../domain/job-type.js';
+import { abortableSleep } from '../domain/sleep.js';
+import { itemToJob, itemToOperation } from '../store/items.js';
+import { jobKey, operationKey, purgeAtS } from '../store/keys.js';
+import { countPageParams, newOperationParams, pageFailedParams, runningOperationIds, takePageParams, type PageCounts } from '../store/operations.js';
+import { batchGetItems, getItem, putItem, updateItem } from '../store/send.js';
+import type { QueueContext } from './context.js';
+import { enqueueJob, replayInputOf } from './enqueue.js';
+import { cursorFrom, listJobs } from './job-listing.js';
+import { requireJobType } from './job-types.js';
+import { cancelQueuedJob } from './jobs.js';
+
+/**
+ * Records a new operation, to be run by the sweepers; the same type and request while its operation is kept
+ * (until RETENTION_DAYS after it ended) is that operation again, `created: false`.
+ */
+export async function startBulkOperation(
+  ctx: QueueContext,
+  jobType: JobType,
+  request: BulkRequest,
+  by: string,
+): Promise<{ operation: BulkOperation; created: boolean }> {
+  const operation = newOperation(jobType.name, request, by, ctx.nowMs());
+  const written = await putItem(ctx, newOperationParams(operation));
+  if (written.ok) return { operation, created: true };
+  return { operation: written.current ? itemToOperation(written.current) : await requireOperation(ctx, operation.id), created: false };
+}
+
+export async function getOperation(ctx: QueueContext, id: string): Promise<BulkOperation | undefined> {
+  const item = await getItem(ctx, operationKey(id), { consistentRead: true });
+  return item ? itemToOperation(item) : undefined;
+}
+
+export async function requireOperation(ctx: QueueContext, id: string): Promise<BulkOperation> {
+  const operation = await getOperation(ctx, id);
+  if (!operation) throw new NotFoundError(`operation "${id}" does not exist`);
+  return operation;
+}
+
+/** The next page's matching jobs, and where the listing goes on (absent once it has passed the range or ended). */
+async function choosePage(ctx: QueueContext, jobType: JobType, operation: BulkOperation): Promise<{ page: PendingPage; jobs: Job[] }> {
+  const cursor = operation.cursor ?? (await cursorFrom(ctx, jobType, operation.status, operation));
+  const listed = await listJobs(ctx, jobType, { status: operation.status, limit: BULK_PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) });
+  const jobs = listed.jobs.filter((job) => selects(operation, job));
+  const ended = listed.nextCursor === undefined || listed.jobs.some((job) => passedRange(operation, job));
+  return { page: { ids: jobs.map((job) => job.id), ...(ended ? {} : { nextCursor: listed.nextCursor }) }, jobs };
+}
+
+type JobOutcome = 'done' | 'skipped' | 'failed';
+
+/** Acts on one job of the page; a job the operation already acted on (a page run again) is done, not acted on twice. */
+async function actOn(ctx: QueueContext, jobType: JobType, operation: BulkOperation, job: Job | undefined): Promise<JobOutcome> {
+  if (operation.action === 'retry') {
+    if (job?.status !== operation.status) return 'skipped';
+    await enqueueJob(ctx, jobType, replayIdOf(operation.id, job.id), replayInputOf(job));
+    return 'done';
+  }
+  const cancelledByUs = (current: Job | undefined) => current?.status === 'cancelled' && current.cancelledBy === operation.id;
+  if (cancelledByUs(job)) return 'done';
+  if (job?.status !== 'queued') return 'skipped';
+  const result = await cancelQueuedJob(ctx, job, operation.id);
+  return result.ok || cancelledByUs(result.current) ? 'done' : 'skipped';
+}
+
+async function runPage(ctx: QueueContext, jobType: JobType, operation: BulkOperation, page: PendingPage, listed?: Job[]): Promise<PageCounts> {
+  // Jobs listed a moment ago are used as listed; a page taken over from another runner reads them again.
+  const jobs = listed ?? (await batchGetItems(ctx, page.ids.map((id) => jobKey(jobType.name, id)), { consistentRead: true })).map(itemToJob);
+  const byId = new Map(jobs.map((job) => [job.id, job]));
+  const outcomes = await Promise.all(
+    page.ids.map((id) => actOn(ctx, jobType, operation, byId.get(id)).catch((): JobOutcome => 'failed')),
+  );
+  const count = (outcome: JobOutcome) => outcomes.filter((each) => each === outcome).length;
+  return { matched: page.ids.length, done: count('done'), skipped: count('skipped'), failed: count('failed') };
+}
+
+/**
+ * Runs the operation's next page, or finishes the page a runner left: returns how many jobs it acted on, 0 when
+ * the operation is over or another runner holds the page.
+ */
+export async function runOperationPage(ctx: QueueContext, operationId: string): Promise<number> {
+  const operation = await getOperation(ctx, operationId);
+  if (operation?.state !== 'running') return 0;
+  const jobType = await requireJobType(ctx, operation.type);
+  let page = operation.pending;
+  let listed: Job[] | undefined;
+  if (!page) {
+    ({ page, jobs: listed } = await choosePage(ctx, jobType, operation));
+    if (page.ids.length > 0 && !(await updateItem(ctx, takePageParams(operation, page, ctx.nowMs()))).ok) return 0;
+  }
+  const counts = await runPage(ctx, jobType, operation, page, listed);
+  const nowMs = ctx.nowMs();
+  const failedRuns = (page.failedRuns ?? 0) + 1;
+  if (counts.failed > 0 && failedRuns < MAX_PAGE_RUNS) {
+    await updateItem(ctx, pageFailedParams(operation, failedRuns, nowMs));
+    return page.ids.length;
+  }
+  const last = page.nextCursor === undefined;
+  const finished = last
+    ? { state: operation.failed + counts.failed > 0 ? ('failed' as const) : ('succeeded' as const), purgeAtS: purgeAtS(nowMs, ctx.settings.retentionDays) }
+    : undefined;
+  const end = {
+    counts,
+    // A page with no jobs was never recorded as pending; one with jobs was, by this runner or the one before.
+    pendingRecorded: page.ids.length > 0,
+    ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}),
+    ...(finished ? { finished } : {}),
+  };
+  await updateItem(ctx, countPageParams(operation, end, nowMs));
+  return page.ids.length;
+}
+
+export interface BulkRunOptions {
+  /** Pages go on until then, at least one of each running operation. */
+  untilMs: number;
+  signal?: AbortSignal;
+  /** Told of an operation whose page failed; it is tried again in the next round. */
+  onError?: (operationId: string, error: unknown) => void;
+}
+
+/**
+ * Runs the running operations a page at a time, round after round, until `untilMs`. Every page is paced as a
+ * full one, at ctx.settings.bulkJobsPerS for all operations together: a page of no jobs still lists. Returns the
+ * jobs acted on.
+ */
+export async function runBulkOperations(ctx: QueueContext, options: BulkRunOptions): Promise<number> {
+  let total = 0;
+  do {
+    const ids = await runningOperationIds(ctx);
+    if (ids.length === 0) break;
+    for (const id of ids) {
+      let jobs = 0;
+      try {
+        jobs = await runOperationPage(ctx, id);
+      } catch (error) {
+        options.onError?.(id, error);
+      }
+      total += jobs;
+      const pauseMs = Math.min((BULK_PAGE_SIZE * 1000) / ctx.settings.bulkJobsPerS, options.untilMs - ctx.nowMs());
+      if (pauseMs > 0) await abortableSleep(pauseMs, options.signal);
+      if (options.signal?.aborted) break;
+    }
+  } while (ctx.nowMs() < options.untilMs && !options.signal?.aborted);
+  return total;
+}

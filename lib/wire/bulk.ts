@@ -1,0 +1,81 @@
+/** Bulk operations on the wire: the body that starts one and the operation as `GET /v1/operations/{id}` shows it. */
+import { z } from 'zod';
+import { BULK_ACTIONS, BULK_STATUSES, OPERATION_STATES, type BulkOperation, type BulkRequest } from '../domain/bulk.js';
+import { JOB_STATUSES, type JobStatus } from '../domain/job.js';
+import { instantSchema, THROTTLE_KEY_PATTERN } from './fields.js';
+import { isoWithOffset } from './jobs.js';
+import { isoOrNull } from './parse.js';
+
+/** `POST /v1/jobs/{type}/bulk`. */
+export const bulkRequestSchema = z
+  .strictObject({
+    action: z.enum(BULK_ACTIONS),
+    status: z.enum(JOB_STATUSES),
+    from: isoWithOffset.optional(),
+    to: isoWithOffset.optional(),
+    throttle_key: z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters').optional(),
+  })
+  .superRefine((body, ctx) => {
+    const statuses: readonly JobStatus[] = BULK_STATUSES[body.action];
+    if (!statuses.includes(body.status)) {
+      ctx.addIssue({ code: 'custom', path: ['status'], message: `must be ${statuses.join(' or ')} for action ${body.action}` });
+    }
+    if (body.from && body.to && Date.parse(body.from) > Date.parse(body.to)) {
+      ctx.addIssue({ code: 'custom', path: ['from'], message: 'must not be after to' });
+    }
+  });
+
+export function bulkRequestFromBody(body: z.output<typeof bulkRequestSchema>): BulkRequest {
+  return {
+    action: body.action,
+    status: body.status,
+    ...(body.from !== undefined ? { fromMs: Date.parse(body.from) } : {}),
+    ...(body.to !== undefined ? { toMs: Date.parse(body.to) } : {}),
+    ...(body.throttle_key !== undefined ? { throttleKey: body.throttle_key } : {}),
+  };
+}
+
+export function operationToApi(operation: BulkOperation) {
+  return {
+    id: operation.id,
+    type: operation.type,
+    action: operation.action,
+    status: operation.status,
+    from: isoOrNull(operation.fromMs),
+    to: isoOrNull(operation.toMs),
+    throttle_key: operation.throttleKey ?? null,
+    state: operation.state,
+    matched: operation.matched,
+    done: operation.done,
+    skipped: operation.skipped,
+    failed: operation.failed,
+    pages: operation.pages,
+    by: operation.by,
+    created_at: new Date(operation.createdAtMs).toISOString(),
+    updated_at: new Date(operation.updatedAtMs).toISOString(),
+    finished_at: isoOrNull(operation.finishedAtMs),
+  };
+}
+
+/** A bulk operation as operationToApi writes it. */
+export const bulkOperationSchema = z
+  .strictObject({
+    id: z.string(),
+    type: z.string(),
+    action: z.enum(BULK_ACTIONS),
+    status: z.enum([...BULK_STATUSES.retry, ...BULK_STATUSES.cancel]),
+    from: instantSchema.nullable(),
+    to: instantSchema.nullable().meta({ description: 'A retry started without to stops at the jobs finished when it started' }),
+    throttle_key: z.string().nullable(),
+    state: z.enum(OPERATION_STATES),
+    matched: z.number().int().meta({ description: 'Jobs found in the selection so far' }),
+    done: z.number().int().meta({ description: 'Jobs retried or cancelled' }),
+    skipped: z.number().int().meta({ description: 'Jobs that had left the status by the time their page was run' }),
+    failed: z.number().int().meta({ description: 'Jobs whose write kept failing' }),
+    pages: z.number().int(),
+    by: z.string().meta({ description: 'The id of the API key that started it' }),
+    created_at: instantSchema,
+    updated_at: instantSchema,
+    finished_at: instantSchema.nullable(),
+  })
+  .meta({ id: 'BulkOperation' });
