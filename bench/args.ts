@@ -38,7 +38,8 @@ export const USAGE = `npm run bench -- [options]
   --pollers K                pollers running at once (default 1); they race over all shards unless --split-shards
   --split-shards             give each poller its own subset of shards
   --runs R                   runs of each workload; medians are reported (default 3)
-  --only a,b                 run only these of: W1-delayed, W1-immediate, W2-steady, ceiling, idle, and over HTTP
+  --only a,b                 run only these of: W1-delayed, W1-immediate, W1-limited, W2-steady,
+                             W2-blocked (W2 beside 5 000 jobs of a key at limit 0), ceiling, idle, and over HTTP
                              through npm start: put-ceiling, disk-ceiling, HTTP-W1-immediate, HTTP-W1-batch,
                              HTTP-W1-http, HTTP-W2-steady, HTTP-due-on-arrival, HTTP-calls
   --scale                    also run W1-immediate at N = 2000, 20000, 200000 (--scale-ns to change)
@@ -46,7 +47,7 @@ export const USAGE = `npm run bench -- [options]
   --idle-seconds S           how long the idle poller is measured (default 20)
   --deadline-seconds S       a job not run this long after the last is due is lost (default 120)
   --w2-rate R                jobs due per second in W2-steady (default 200)
-  --type-concurrency L       the job type's concurrency limit (default: none)
+  --type-concurrency L       the job type's concurrency limit (default: none; W1-limited's is L, or 64)
   --http-n N                 jobs in each HTTP workload (default: the smaller of --n and 5000)
   --http-concurrency C       enqueue requests in flight over HTTP (default 64)
   --arrival-rate R           jobs per second enqueued due on arrival in HTTP-due-on-arrival (default 100)

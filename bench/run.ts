@@ -21,6 +21,7 @@ import {
   runWorkload,
   w1Delayed,
   w1Immediate,
+  w2Blocked,
   w2Scaled,
   type BenchConfig,
   type CeilingResult,
@@ -38,6 +39,10 @@ const BENCH_SETTINGS: Record<string, string> = { WORKER_BATCH_SIZE: '16', WORKER
 
 /** The production default, for the idle cost beside the bench's own interval. */
 const DEFAULT_POLL_INTERVAL_MS = 500;
+/** W1-limited's concurrency when --type-concurrency is not given: issue 16's figure. */
+const LIMITED_TYPE_CONCURRENCY = 64;
+/** W2-blocked's backlog of a key at limit 0 in one shard: issue 16's figure. */
+const BLOCKED_BACKLOG = 5_000;
 
 const w2For = (n: number, ratePerS: number): WorkloadSpec => w2Scaled(Math.round(n * 0.6), ratePerS);
 
@@ -114,7 +119,7 @@ async function main(): Promise<number> {
   const env = { ...BENCH_SETTINGS, ...process.env, TABLE_NAME: 'bench', ...(args.shards ? { SHARDS: String(args.shards) } : {}) };
   const { tableName: _unused, ...settings } = readQueueSettings(env);
   const wants = (name: string) => args.only === undefined || args.only.includes(name);
-  const inProcess = ['W1-delayed', 'W1-immediate', 'W2-steady', 'ceiling', 'idle'].some(wants) || args.scale;
+  const inProcess = ['W1-delayed', 'W1-immediate', 'W1-limited', 'W2-steady', 'W2-blocked', 'ceiling', 'idle'].some(wants) || args.scale;
 
   const machine = {
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -147,6 +152,8 @@ async function main(): Promise<number> {
       `producer: lib enqueueJob via the api's path minus HTTP (job type kept as the api keeps it, body validated, conditional put), ${args.producerConcurrency} in flight`,
   );
 
+  // W1-limited is W1-immediate under a concurrency limit, beside the unlimited one, so the two compare in one run.
+  const limitedConfig: BenchConfig = { ...config, typeConcurrency: args.typeConcurrency ?? LIMITED_TYPE_CONCURRENCY };
   const raw: Record<string, WorkloadResult[]> = {};
   const ceilings: CeilingResult[] = [];
   const idles: IdleResult[] = [];
@@ -154,12 +161,18 @@ async function main(): Promise<number> {
   try {
     // DynamoDB Local is a JVM: its first thousands of calls run slower while the JIT compiles them.
     if (inProcess) await runCeiling(config, Math.min(args.n, 3_000), benchTableName('warmup'), 'warm-up');
-    const specs = [w1Delayed(args.n), w1Immediate(args.n), w2For(args.n, args.w2RatePerS)].filter((spec) => wants(spec.name));
+    const specs = [
+      { spec: w1Delayed(args.n), config },
+      { spec: w1Immediate(args.n), config },
+      { spec: w1Immediate(args.n, 'W1-limited'), config: limitedConfig },
+      { spec: w2For(args.n, args.w2RatePerS), config },
+      { spec: w2Blocked(w2For(args.n, args.w2RatePerS), BLOCKED_BACKLOG), config },
+    ].filter(({ spec }) => wants(spec.name));
     for (let run = 1; run <= args.runs; run++) {
       // The ceiling and the workloads alternate inside each run, so load on the machine affects them alike.
       if (wants('ceiling')) ceilings.push(await runCeiling(config, args.n, benchTableName('ceiling'), `ceiling run ${run}/${args.runs}`));
-      for (const spec of specs) {
-        const result = await runWorkload(config, spec, benchTableName(spec.name), `${spec.name} run ${run}/${args.runs}`);
+      for (const { spec, config: specConfig } of specs) {
+        const result = await runWorkload(specConfig, spec, benchTableName(spec.name), `${spec.name} run ${run}/${args.runs}`);
         (raw[spec.name] ??= []).push(result);
         console.log(
           `${spec.name} run ${run}: drain ${fmt(result.drainJobsPerS)} jobs/s, lag p99 ${fmt(result.lagMs.p99)} ms max ${fmt(result.lagMs.max)} ms, ${fmt(result.perJob.writeUnits, 2)} WRU/job, duplicates ${result.duplicates}, lost ${result.lost}`,
@@ -200,7 +213,7 @@ async function main(): Promise<number> {
     fmt(s.enqueueJobsPerS),
     fmt(s.drainJobsPerS),
     // W2's drain is paced by its due times, not by the queue: no fraction of the ceiling to speak of.
-    ceilingJobsPerS && s.drainJobsPerS && s.workload !== 'W2-steady' ? `${fmt((100 * s.drainJobsPerS) / ceilingJobsPerS)} %` : '-',
+    ceilingJobsPerS && s.drainJobsPerS && !s.workload.startsWith('W2-') ? `${fmt((100 * s.drainJobsPerS) / ceilingJobsPerS)} %` : '-',
     ...lagAndOutcomeCells(s),
     fmt(s.writeUnitsPerJob, 2),
     fmt(s.readUnitsPerJob, 2),
@@ -213,6 +226,11 @@ async function main(): Promise<number> {
   console.log(`\nmedians of ${args.runs} run(s); lag = started_at - due_at in ms; jobs/s of the whole run's enqueue and of draining from the first due time`);
   console.log(table(['workload', 'N', 'enqueue/s', 'drain/s', 'of ceiling', 'p50', 'p95', 'p99', 'max', 'duplicates', 'lost', 'late enq', 'WRU/job', 'RRU/job', 'CPU ms/job node / ddb'], rows));
 
+  const unlimited = summaries.find((s) => s.workload === 'W1-immediate');
+  const limited = summaries.find((s) => s.workload === 'W1-limited');
+  if (unlimited?.drainJobsPerS && limited?.drainJobsPerS) {
+    console.log(`W1-limited (concurrency ${limitedConfig.typeConcurrency}) drained ${fmt((100 * limited.drainJobsPerS) / unlimited.drainJobsPerS)} % of W1-immediate's rate`);
+  }
   console.log('\nlag split (medians, ms): due -> claimed is finding the job (poll interval, query), claimed -> started the handover (claims in the same poll, dispatch, worker queue)');
   console.log(
     table(

@@ -45,6 +45,8 @@ export interface SystemOptions {
   delivery: DeliveryStrategy;
   /** The job type's concurrency limit; undefined: unlimited. */
   typeConcurrency: number | undefined;
+  /** Throttle keys held at limit 0, so their jobs wait for ever; none by default. */
+  blockedKeys?: string[];
   /** Start the pollers and the sweeper now, or later with `start()`. */
   startNow: boolean;
 }
@@ -141,6 +143,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       target: { kind: 'handler', name: NOOP_HANDLER },
       delivery_strategy: options.delivery,
       concurrency: options.typeConcurrency ?? null,
+      ...(options.blockedKeys?.length ? { throttle: { limits: Object.fromEntries(options.blockedKeys.map((key) => [key, { limit: 0 }])) } } : {}),
     }),
   );
 

@@ -139,6 +139,8 @@ export interface WorkloadSpec {
   /** Drain throughput is measured from here (relative to the enqueue start). */
   firstDueOffsetMs: number;
   lastDueOffsetMs: number;
+  /** Jobs of a throttle key at limit 0, all due, all in shard 0, enqueued before the workload's own: they never run. */
+  blockedBacklog?: number;
 }
 
 export function w1Delayed(n: number): WorkloadSpec {
@@ -172,6 +174,25 @@ export function w2Steady(n: number, ratePerS: number, leadMs: number): WorkloadS
   };
 }
 
+/** W2-steady beside `backlog` jobs of a key at limit 0 in the shard of a quarter of W2's own: issue 16's blocked key. */
+export function w2Blocked(w2: WorkloadSpec, backlog: number): WorkloadSpec {
+  return { ...w2, name: 'W2-blocked', blockedBacklog: backlog };
+}
+
+const BLOCKED_KEY = 'blocked';
+
+/** Enqueues the blocked backlog, due a minute ago, through a client of its own so its writes are not the workload's. */
+async function enqueueBlockedBacklog(config: BenchConfig, system: RunningSystem, tableName: string, count: number): Promise<void> {
+  const ctx = createQueueContext(createDynamoClients({ endpoint: config.endpoint }).db, { ...config.settings, tableName });
+  const limit = pLimit(config.producerConcurrency);
+  const runAfterMs = Date.now() - 60_000;
+  const ids: string[] = [];
+  for (let index = 0; ids.length < count; index++) if (shardOf(`blocked-${index}`, config.settings.shards) === 0) ids.push(`blocked-${index}`);
+  await Promise.all(
+    ids.map((id, index) => limit(() => enqueueJob(ctx, system.jobType, id, { data: payloadOf(index), priority: 100, weight: 1, runAfterMs, throttleKey: BLOCKED_KEY }))),
+  );
+}
+
 /** The system a workload runs on: the bench's configuration, with `settings` over its queue settings. */
 function systemOptions(config: BenchConfig, settings: Partial<BenchConfig['settings']> & { tableName: string }) {
   return {
@@ -187,7 +208,8 @@ function systemOptions(config: BenchConfig, settings: Partial<BenchConfig['setti
 }
 
 export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, tableName: string, label: string): Promise<WorkloadResult> {
-  const system = await startSystem(systemOptions(config, { tableName }));
+  const system = await startSystem({ ...systemOptions(config, { tableName }), ...(spec.blockedBacklog ? { blockedKeys: [BLOCKED_KEY] } : {}) });
+  if (spec.blockedBacklog) await enqueueBlockedBacklog(config, system, tableName, spec.blockedBacklog);
   const { n } = spec;
   let enqueued = 0;
   const stopProgress = progressLine(() => {

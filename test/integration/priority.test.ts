@@ -45,20 +45,20 @@ test('under concurrency 1, two pollers start jobs due at the same time in priori
   }
 }, 90_000);
 
+/** Runs the type's jobs one at a time (concurrency 1) and returns the order they started in. */
+async function startOrder(ctx: QueueContext, jobType: JobType, count: number): Promise<string[]> {
+  const started: string[] = [];
+  const registry = { handlers: { [jobType.name]: (_: unknown, { job }: { job: { id: string } }) => started.push(job.id) }, retryPolicies: {} };
+  for (let i = 0; i < count; i++) {
+    const invoker = new RecordingInvoker();
+    await poll(ctx, [jobType], invoker);
+    for (const batch of invoker.batches) await runWorkerBatch(asFunction(ctx, 'worker'), batch, { registry, worker: WORKER });
+  }
+  return started;
+}
+
 describe('priority order', () => {
   const queue = freshQueuePerTest();
-
-  /** Runs the type's jobs one at a time (concurrency 1) and returns the order they started in. */
-  async function startOrder(ctx: QueueContext, jobType: JobType, count: number): Promise<string[]> {
-    const started: string[] = [];
-    const registry = { handlers: { [jobType.name]: (_: unknown, { job }: { job: { id: string } }) => started.push(job.id) }, retryPolicies: {} };
-    for (let i = 0; i < count; i++) {
-      const invoker = new RecordingInvoker();
-      await poll(ctx, [jobType], invoker);
-      for (const batch of invoker.batches) await runWorkerBatch(asFunction(ctx, 'worker'), batch, { registry, worker: WORKER });
-    }
-    return started;
-  }
 
   test('time_first orders due jobs by ready time, then priority', async () => {
     const { ctx, clock } = queue();
@@ -86,5 +86,27 @@ describe('priority order', () => {
     await enqueue(ctx, jobType, 'future-urgent', { runAfterMs: clock.nowMs() + 60_000, priority: 0 });
     await enqueue(ctx, jobType, 'due-lax', { priority: 1000 });
     expect(await startOrder(ctx, jobType, 2)).toEqual(['due-lax']);
+  });
+});
+
+describe('the bound of priority_first: what one poll reads, CLAIM_PAGE_SIZE due entries per shard, oldest first', () => {
+  const PAGE = 5;
+  const queue = freshQueuePerTest({ settings: { shards: 1, claimPageSize: PAGE } });
+
+  async function urgentAfterLaxOnes(laxCount: number): Promise<string[]> {
+    const { ctx, clock } = queue();
+    const jobType = await defineType(ctx, 'ordered', { concurrency: 1, priority_order: 'priority_first' });
+    const t = clock.nowMs();
+    for (let i = 0; i < laxCount; i++) await enqueue(ctx, jobType, `lax-${i}`, { runAfterMs: t - 10_000 + i, priority: 900 });
+    await enqueue(ctx, jobType, 'urgent', { runAfterMs: t - 1_000, priority: 0 });
+    return startOrder(ctx, jobType, 1);
+  }
+
+  test('an urgent job with fewer than a page of older due jobs in its shard starts first', async () => {
+    expect(await urgentAfterLaxOnes(PAGE - 1)).toEqual(['urgent']);
+  });
+
+  test('an urgent job behind a full page of older due jobs in its shard waits for the poll that reads it', async () => {
+    expect(await urgentAfterLaxOnes(PAGE)).toEqual(['lax-0']);
   });
 });
