@@ -5,7 +5,6 @@
 import pLimit from 'p-limit';
 import { DEFAULT_PRIORITY } from '../domain/job.js';
 import type { JobType, PriorityOrder } from '../domain/job-type.js';
-import { hasSlotLimits } from '../domain/slots.js';
 import { abortableSleep } from '../domain/sleep.js';
 import { advanceCursor, readCursor, type DueEntry } from '../store/due-index.js';
 import { bucketOf, jobKey, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
@@ -161,9 +160,12 @@ async function claimWithinRate(poll: Poll, sink: ClaimSink, jobType: JobType, en
   }
 }
 
-/** Limits are counted per claim against counters read per poll: such types claim only what is due now. */
+/**
+ * A rate limit's tokens are taken once per poll, for what is due now. Concurrency limits are reserved per claim
+ * slice (queue/claim-due.ts), so limited types claim ahead like unlimited ones.
+ */
 function mayClaimAhead(jobType: JobType): boolean {
-  return jobType.rateLimitPerS === null && !hasSlotLimits(jobType);
+  return jobType.rateLimitPerS === null;
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { pollOnce, CLAIM_AHEAD_SLICE_MS, type PollOptions, type RecentClaims } from '../../lib/queue/poll-once.js';
+import { readInFlight } from '../../lib/store/counters.js';
 import { jobKey, queuedSortKey } from '../../lib/store/keys.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { asFunction } from '../support/queue.js';
@@ -89,17 +90,26 @@ describe('claiming ahead', () => {
     expect(invoker.batches.map((batch) => batch.jobs.map((job) => job.id))).toEqual([['now'], ['soon']]);
   });
 
-  test('a type with a concurrency limit or a rate limit claims only what is due now', async () => {
+  test('a type with a rate limit claims only what is due now', async () => {
     const { ctx, clock } = queue();
-    const limited = await defineType(ctx, 'limited', { concurrency: 5 });
     const rated = await defineType(ctx, 'rated', { rate_limit_per_s: 100 });
-    await enqueue(ctx, limited, 'l', { runAfterMs: T0 + 100 });
     await enqueue(ctx, rated, 'r', { runAfterMs: T0 + 100 });
-    const { invoker, sleeps, options } = pollAhead([limited, rated], clock.advance);
+    const { invoker, sleeps, options } = pollAhead([rated], clock.advance);
 
     expect(await pollOnce(asFunction(ctx, 'poller'), options)).toMatchObject({ claimed: 0 });
     expect(invoker.jobs).toEqual([]);
     expect(sleeps).toEqual([]);
+  });
+
+  test('a type with a concurrency limit claims ahead within its limit, reserving each slice when it falls due', async () => {
+    const { ctx, clock } = queue();
+    const limited = await defineType(ctx, 'limited', { concurrency: 2 });
+    for (const id of ['a', 'b', 'c']) await enqueue(ctx, limited, id, { runAfterMs: T0 + 100 });
+    const { invoker, options } = pollAhead([limited], clock.advance);
+
+    expect(await pollOnce(asFunction(ctx, 'poller'), options)).toMatchObject({ claimed: 2 });
+    expect(invoker.jobs.map((job) => job.claimedAtMs! - T0)).toEqual([100, 100]);
+    expect((await readInFlight(ctx, 'limited', [])).type).toBe(2);
   });
 
   test('an entry this poller has just claimed is skipped, so an index that lags costs no claim bound to fail', async () => {
