@@ -119,7 +119,7 @@ async function main(): Promise<number> {
   const env = { ...BENCH_SETTINGS, ...process.env, TABLE_NAME: 'bench', ...(args.shards ? { SHARDS: String(args.shards) } : {}) };
   const { tableName: _unused, ...settings } = readQueueSettings(env);
   const wants = (name: string) => args.only === undefined || args.only.includes(name);
-  const inProcess = ['W1-delayed', 'W1-immediate', 'W1-limited', 'W2-steady', 'W2-blocked', 'ceiling', 'idle'].some(wants) || args.scale;
+  const inProcess = ['W1-delayed', 'W1-immediate', 'W1-limited', 'W2-steady', 'W2-blocked', 'ceiling', 'idle', 'idle-blocked'].some(wants) || args.scale;
 
   const machine = {
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -182,6 +182,12 @@ async function main(): Promise<number> {
     if (wants('idle')) {
       for (const intervalMs of new Set([settings.pollIntervalMs, DEFAULT_POLL_INTERVAL_MS])) {
         idles.push(await runIdle(config, intervalMs, args.idleSeconds * 1_000, benchTableName('idle'), `idle at POLL_INTERVAL_MS=${intervalMs}`));
+      }
+    }
+    if (wants('idle-blocked')) {
+      for (let run = 1; run <= args.runs; run++) {
+        const label = `idle beside ${BLOCKED_BACKLOG} blocked jobs, run ${run}/${args.runs}`;
+        idles.push(await runIdle(config, settings.pollIntervalMs, args.idleSeconds * 1_000, benchTableName('idle-blocked'), label, BLOCKED_BACKLOG));
       }
     }
     if (args.scale) {
@@ -261,9 +267,10 @@ async function main(): Promise<number> {
     console.log(`\nidle queue (one job type, ${settings.shards} shards), per hour; DynamoDB Local bills an empty query 0, AWS at least 0.5 RRU`);
     console.log(
       table(
-        ['POLL_INTERVAL_MS', 'polls', 'poller calls', 'steady-state queries', 'poller RRU', 'sweeper calls', 'sweeper RRU', 'AWS RRU at least', '$/month at least'],
+        ['POLL_INTERVAL_MS', 'blocked jobs', 'polls', 'poller calls', 'steady-state queries', 'poller RRU', 'sweeper calls', 'sweeper RRU', 'AWS RRU at least', '$/month at least'],
         idles.map((idle) => [
           String(idle.pollIntervalMs),
+          String(idle.blockedBacklog),
           fmt(idle.pollsPerHour),
           fmt(idle.pollerCallsPerHour),
           fmt(idle.steadyStateQueriesPerHour),

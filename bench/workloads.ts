@@ -331,6 +331,8 @@ export async function runCeiling(config: BenchConfig, n: number, tableName: stri
 export interface IdleResult {
   measuredMs: number;
   pollIntervalMs: number;
+  /** Jobs of a key at limit 0 waiting in shard 0 the whole time: what a blocked backlog costs on top of idling. */
+  blockedBacklog: number;
   pollers: number;
   pollerReadUnitsPerHour: number;
   pollerWriteUnitsPerHour: number;
@@ -357,23 +359,45 @@ export function scannedBuckets(settings: Pick<QueueSettings, 'bucketMs' | 'curso
 }
 
 /** What an empty queue costs: the pollers and the sweeper running with nothing to do. */
-export async function runIdle(config: BenchConfig, pollIntervalMs: number, measureMs: number, tableName: string, label: string): Promise<IdleResult> {
-  const system = await startSystem(systemOptions(config, { pollIntervalMs, tableName }));
+/** Units and calls per phase between two readings of the same system. */
+function capacitySince(before: Record<Phase, PhaseCapacity>, after: Record<Phase, PhaseCapacity>): Record<Phase, PhaseCapacity> {
+  return Object.fromEntries(
+    PHASES.map((phase) => [
+      phase,
+      { ...after[phase], writeUnits: after[phase].writeUnits - before[phase].writeUnits, readUnits: after[phase].readUnits - before[phase].readUnits, calls: after[phase].calls - before[phase].calls },
+    ]),
+  ) as Record<Phase, PhaseCapacity>;
+}
+
+export async function runIdle(
+  config: BenchConfig,
+  pollIntervalMs: number,
+  measureMs: number,
+  tableName: string,
+  label: string,
+  blockedBacklog = 0,
+): Promise<IdleResult> {
+  const system = await startSystem({ ...systemOptions(config, { pollIntervalMs, tableName }), ...(blockedBacklog > 0 ? { blockedKeys: [BLOCKED_KEY] } : {}) });
+  if (blockedBacklog > 0) await enqueueBlockedBacklog(config, system, tableName, blockedBacklog);
+  // What the pollers paid while the backlog went in is not idling.
+  const before = system.capacity();
+  const pollsBefore = system.counts.polls;
   const startMs = Date.now();
   const stopProgress = progressLine(() => `${label}: idle for ${Math.round((Date.now() - startMs) / 1000)}/${Math.round(measureMs / 1000)} s`);
   try {
     await sleep(measureMs);
-    const capacity = system.capacity();
+    const capacity = capacitySince(before, system.capacity());
     const elapsedMs = Date.now() - startMs;
     return {
       measuredMs: elapsedMs,
       pollIntervalMs,
+      blockedBacklog,
       pollers: config.pollers,
       pollerReadUnitsPerHour: perHour(capacity.poll.readUnits + capacity.claim.readUnits, elapsedMs),
       pollerWriteUnitsPerHour: perHour(capacity.poll.writeUnits + capacity.claim.writeUnits, elapsedMs),
       pollerCallsPerHour: perHour(capacity.poll.calls + capacity.claim.calls, elapsedMs),
-      pollsPerHour: perHour(system.counts.polls, elapsedMs),
-      steadyStateQueriesPerHour: perHour(system.counts.polls, elapsedMs) * config.settings.shards * scannedBuckets(config.settings),
+      pollsPerHour: perHour(system.counts.polls - pollsBefore, elapsedMs),
+      steadyStateQueriesPerHour: perHour(system.counts.polls - pollsBefore, elapsedMs) * config.settings.shards * scannedBuckets(config.settings),
       sweeperReadUnitsPerHour: perHour(capacity.sweep.readUnits, elapsedMs),
       sweeperWriteUnitsPerHour: perHour(capacity.sweep.writeUnits, elapsedMs),
       sweeperCallsPerHour: perHour(capacity.sweep.calls, elapsedMs),
