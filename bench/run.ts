@@ -21,6 +21,7 @@ import {
   runWorkload,
   w1Delayed,
   w1Immediate,
+  w2BesideBulk,
   w2Blocked,
   w2Scaled,
   type BenchConfig,
@@ -43,6 +44,8 @@ const DEFAULT_POLL_INTERVAL_MS = 500;
 const LIMITED_TYPE_CONCURRENCY = 64;
 /** W2-blocked's backlog of a key at limit 0 in one shard: issue 16's figure. */
 const BLOCKED_BACKLOG = 5_000;
+/** W2-bulk's failed jobs of another type: more than the sweeper retries at its pace while W2 runs. */
+const BULK_RETRIED = 2_000;
 
 const w2For = (n: number, ratePerS: number): WorkloadSpec => w2Scaled(Math.round(n * 0.6), ratePerS);
 
@@ -119,7 +122,7 @@ async function main(): Promise<number> {
   const env = { ...BENCH_SETTINGS, ...process.env, TABLE_NAME: 'bench', ...(args.shards ? { SHARDS: String(args.shards) } : {}) };
   const { tableName: _unused, ...settings } = readQueueSettings(env);
   const wants = (name: string) => args.only === undefined || args.only.includes(name);
-  const inProcess = ['W1-delayed', 'W1-immediate', 'W1-limited', 'W2-steady', 'W2-blocked', 'ceiling', 'idle', 'idle-blocked'].some(wants) || args.scale;
+  const inProcess = ['W1-delayed', 'W1-immediate', 'W1-limited', 'W2-steady', 'W2-blocked', 'W2-bulk', 'ceiling', 'idle', 'idle-blocked'].some(wants) || args.scale;
 
   const machine = {
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -167,6 +170,7 @@ async function main(): Promise<number> {
       { spec: w1Immediate(args.n, 'W1-limited'), config: limitedConfig },
       { spec: w2For(args.n, args.w2RatePerS), config },
       { spec: w2Blocked(w2For(args.n, args.w2RatePerS), BLOCKED_BACKLOG), config },
+      { spec: w2BesideBulk(w2For(args.n, args.w2RatePerS), BULK_RETRIED), config },
     ].filter(({ spec }) => wants(spec.name));
     for (let run = 1; run <= args.runs; run++) {
       // The ceiling and the workloads alternate inside each run, so load on the machine affects them alike.

@@ -8,6 +8,8 @@ import { endAttempt, claimJob } from '../lib/queue/claims.js';
 import { createQueueContext, type QueueSettings } from '../lib/queue/context.js';
 import { createDynamoClients } from '../lib/store/client.js';
 import { enqueueJob } from '../lib/queue/enqueue.js';
+import { startBulkOperation } from '../lib/queue/bulk.js';
+import { setJobTypePaused } from '../lib/queue/job-types.js';
 import { bucketOf, lanePartition, shardOf } from '../lib/store/keys.js';
 import { queryDue } from '../lib/store/due-index.js';
 import { jobInputFromBody, jobInputSchema } from '../lib/wire/jobs.js';
@@ -141,6 +143,8 @@ export interface WorkloadSpec {
   lastDueOffsetMs: number;
   /** Jobs of a throttle key at limit 0, all due, all in shard 0, enqueued before the workload's own: they never run. */
   blockedBacklog?: number;
+  /** Failed jobs of another type, bulk-retried by the sweeper while the workload runs. */
+  bulkRetryBeside?: number;
 }
 
 export function w1Delayed(n: number): WorkloadSpec {
@@ -181,6 +185,30 @@ export function w2Blocked(w2: WorkloadSpec, backlog: number): WorkloadSpec {
 
 const BLOCKED_KEY = 'blocked';
 
+/** W2-steady while the sweeper bulk-retries `failed` failed jobs of another type, at BULK_JOBS_PER_S: issue 18's target. */
+export function w2BesideBulk(w2: WorkloadSpec, failed: number): WorkloadSpec {
+  return { ...w2, name: 'W2-bulk', bulkRetryBeside: failed };
+}
+
+/** Fails `count` jobs of the other type (claimed and ended failed, through a client of their own) and starts their bulk retry. */
+async function startBulkRetryBeside(config: BenchConfig, system: RunningSystem, tableName: string, count: number): Promise<void> {
+  const ctx = createQueueContext(createDynamoClients({ endpoint: config.endpoint }).db, { ...config.settings, tableName });
+  const jobType = system.otherType;
+  const limit = pLimit(config.producerConcurrency);
+  await Promise.all(
+    Array.from({ length: count }, (_, index) =>
+      limit(async () => {
+        await enqueueJob(ctx, jobType, `failed-${index}`, { data: payloadOf(index), priority: 100, weight: 1 });
+        const claim = await claimJob(ctx, { type: jobType.name, id: `failed-${index}` }, jobType);
+        if (claim.kind !== 'claimed') throw new Error(`W2-bulk: could not claim failed-${index}`);
+        await endAttempt(ctx, claim.job, { ending: { outcome: 'failed', failure: { error: { class: 'Bench', message: 'failed on purpose' }, retryable: false } }, jobType, customPolicies: {} });
+      }),
+    ),
+  );
+  await startBulkOperation(ctx, jobType, { action: 'retry', status: 'failed' }, 'bench');
+  await setJobTypePaused(ctx, jobType.name, false);
+}
+
 /** Enqueues the blocked backlog, due a minute ago, through a client of its own so its writes are not the workload's. */
 async function enqueueBlockedBacklog(config: BenchConfig, system: RunningSystem, tableName: string, count: number): Promise<void> {
   const ctx = createQueueContext(createDynamoClients({ endpoint: config.endpoint }).db, { ...config.settings, tableName });
@@ -210,6 +238,7 @@ function systemOptions(config: BenchConfig, settings: Partial<BenchConfig['setti
 export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, tableName: string, label: string): Promise<WorkloadResult> {
   const system = await startSystem({ ...systemOptions(config, { tableName }), ...(spec.blockedBacklog ? { blockedKeys: [BLOCKED_KEY] } : {}) });
   if (spec.blockedBacklog) await enqueueBlockedBacklog(config, system, tableName, spec.blockedBacklog);
+  if (spec.bulkRetryBeside) await startBulkRetryBeside(config, system, tableName, spec.bulkRetryBeside);
   const { n } = spec;
   let enqueued = 0;
   const stopProgress = progressLine(() => {

@@ -178,7 +178,7 @@ export type BatchResult = Record<JobRunOutcome | 'error', number>;
  * The jobs of a batch often end close together: their slots go back in one write per counter for all those
  * ending within this window, instead of one each, and are free that much later.
  */
-const SLOT_RETURN_WINDOW_MS = 10;
+const SLOT_RETURN_WINDOW_MS = 25;
 
 export async function runWorkerBatch(
   ctx: QueueContext,
