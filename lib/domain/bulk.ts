@@ -36,6 +36,12 @@ export type OperationState = (typeof OPERATION_STATES)[number];
 /** A page whose jobs were chosen but whose outcome is not yet counted: a runner that finds one finishes it first. */
 export interface PendingPage {
   ids: string[];
+  /**
+   * A retry's replays are due from this time on, one every `replaySpacingMs` in the order of `ids`: recorded with
+   * the page so that whichever runner acts on it enqueues the same replays.
+   */
+  replaysFromMs?: number;
+  replaySpacingMs?: number;
   /** Where the listing goes on after this page; absent: this is the last page. */
   nextCursor?: string;
   /** Runs of the page that could not act on every job; absent before the first such run. */

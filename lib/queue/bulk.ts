@@ -63,16 +63,20 @@ async function choosePage(ctx: QueueContext, jobType: JobType, operation: BulkOp
   const listed = await listJobs(ctx, jobType, { status: operation.status, limit: BULK_PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) });
   const jobs = listed.jobs.filter((job) => selects(operation, job));
   const ended = listed.nextCursor === undefined || listed.jobs.some((job) => passedRange(operation, job));
-  return { page: { ids: jobs.map((job) => job.id), ...(ended ? {} : { nextCursor: listed.nextCursor }) }, jobs };
+  const replays =
+    operation.action === 'retry'
+      ? { replaysFromMs: ctx.nowMs() + 2 * ctx.settings.pollIntervalMs, replaySpacingMs: Math.floor(1000 / ctx.settings.bulkJobsPerS) }
+      : {};
+  return { page: { ids: jobs.map((job) => job.id), ...replays, ...(ended ? {} : { nextCursor: listed.nextCursor }) }, jobs };
 }
 
 type JobOutcome = 'done' | 'skipped' | 'failed';
 
 /** Acts on one job of the page; a job the operation already acted on (a page run again) is done, not acted on twice. */
-async function actOn(ctx: QueueContext, jobType: JobType, operation: BulkOperation, job: Job | undefined): Promise<JobOutcome> {
+async function actOn(ctx: QueueContext, jobType: JobType, operation: BulkOperation, job: Job | undefined, runAfterMs?: number): Promise<JobOutcome> {
   if (operation.action === 'retry') {
     if (job?.status !== operation.status) return 'skipped';
-    await enqueueJob(ctx, jobType, replayIdOf(operation.id, job.id), replayInputOf(job));
+    await enqueueJob(ctx, jobType, replayIdOf(operation.id, job.id), { ...replayInputOf(job), ...(runAfterMs !== undefined ? { runAfterMs } : {}) });
     return 'done';
   }
   const cancelledByUs = (current: Job | undefined) => current?.status === 'cancelled' && current.cancelledBy === operation.id;
@@ -86,8 +90,12 @@ async function runPage(ctx: QueueContext, jobType: JobType, operation: BulkOpera
   // Jobs listed a moment ago are used as listed; a page taken over from another runner reads them again.
   const jobs = listed ?? (await batchGetItems(ctx, page.ids.map((id) => jobKey(jobType.name, id)), { consistentRead: true })).map(itemToJob);
   const byId = new Map(jobs.map((job) => [job.id, job]));
+  // Replays due on arrival would make the pollers poll faster for them, and every other type with them; due a
+  // little ahead and spread at the operation's pace, they are claimed ahead like any scheduled job.
+  const replayDueMs = (index: number): number | undefined =>
+    page.replaysFromMs === undefined ? undefined : page.replaysFromMs + index * (page.replaySpacingMs ?? 0);
   const outcomes = await Promise.all(
-    page.ids.map((id) => actOn(ctx, jobType, operation, byId.get(id)).catch((): JobOutcome => 'failed')),
+    page.ids.map((id, index) => actOn(ctx, jobType, operation, byId.get(id), replayDueMs(index)).catch((): JobOutcome => 'failed')),
   );
   const count = (outcome: JobOutcome) => outcomes.filter((each) => each === outcome).length;
   return { matched: page.ids.length, done: count('done'), skipped: count('skipped'), failed: count('failed') };

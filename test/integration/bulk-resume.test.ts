@@ -9,7 +9,7 @@ import { BULK_PAGE_SIZE, MAX_PAGE_RUNS, replayIdOf, type BulkRequest } from '../
 import { getOperation, runOperationPage, startBulkOperation } from '../../lib/queue/bulk.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { requireJobType } from '../../lib/queue/job-types.js';
-import { cancelJob } from '../../lib/queue/jobs.js';
+import { cancelJob, getJob } from '../../lib/queue/jobs.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { TestQueue } from '../support/queue.js';
 import { runToEnd, seedFinished, seedQueued } from './bulk-fixtures.js';
@@ -77,6 +77,27 @@ async function replayedIds(test: TestQueue): Promise<string[]> {
 }
 
 const sorted = (jobs: { id: string }[]): string[] => jobs.map((job) => job.id).sort();
+
+test("a retry's replays are due just ahead, at the operation's pace, and a runner taking the page over later enqueues the same ones", async () => {
+  const jobs = failedJobs(BULK_PAGE_SIZE);
+  await seedFinished(queue(), jobType, jobs);
+  const { operation } = await startBulkOperation(queue().ctx, jobType, RETRY, 'ops');
+  const takenAtMs = queue().clock.nowMs();
+  const dying = dyingRunner(sweeper(), 10, jobWrite);
+  void runOperationPage(dying.ctx, operation.id);
+  await dying.died;
+  queue().clock.advance(30_000);
+  await runToEnd(sweeper(), operation.id);
+  expect(await getOperation(queue().ctx, operation.id)).toMatchObject({ state: 'succeeded', done: BULK_PAGE_SIZE, failed: 0 });
+  const { pollIntervalMs, bulkJobsPerS } = queue().ctx.settings;
+  const page = (await getOperation(queue().ctx, operation.id))!;
+  const dueTimes = await Promise.all(
+    jobs.map(async ({ id }) => (await getJob(queue().ctx, 'echo', replayIdOf(operation.id, id)))?.runAfterMs),
+  );
+  expect(Math.min(...(dueTimes as number[]))).toBe(takenAtMs + 2 * pollIntervalMs);
+  expect(Math.max(...(dueTimes as number[]))).toBe(takenAtMs + 2 * pollIntervalMs + (BULK_PAGE_SIZE - 1) * Math.floor(1000 / bulkJobsPerS));
+  expect(page.pending).toBeUndefined();
+});
 
 describe('a runner that dies', () => {
   test('mid-page of a retry: the next finishes the page, every job replayed once and counted once', async () => {
