@@ -71,6 +71,66 @@ test('shares of 40 / 30 / 30 % and a limit for the rest hold per key under two p
   }
 }, 150_000);
 
+test('a weighted mix (weights 1 to 5, shares of 40 / 30 / 30 % of 100, 10 % failing once) stays within the type and every share under two pollers', async () => {
+  const queue = await createTestQueue({ clock: realClock, settings: { bucketMs: 5_000, pollIntervalMs: 20, sweepIntervalMs: 200 } });
+  try {
+    const shares = { east: 0.4, north: 0.3, west: 0.3 } as const;
+    const body = {
+      target: { kind: 'handler', name: 'mixed' },
+      concurrency: 100,
+      attempts: 3,
+      retry: { kind: 'fixed', delay_s: 0 },
+      throttle: { key_field: 'region', limits: Object.fromEntries(Object.entries(shares).map(([key, share]) => [key, { share }])) },
+    };
+    const { jobType } = await putJobType(queue.ctx, 'mixed', jobTypeInputSchema.parse(body));
+    // A fixed mix rather than a random one: every weight in every key, one job in ten failing its first attempt.
+    const jobs = [];
+    const regions = Object.keys(shares);
+    for (let i = 0; i < 300; i++) {
+      const region = regions[i % regions.length]!;
+      await enqueue(queue.ctx, jobType, `job-${i}`, { data: { region, workMs: 5 + (i % 7) * 5, failFirst: i % 10 === 0 }, weight: 1 + (i % 5) });
+      jobs.push({ type: 'mixed', id: `job-${i}` });
+    }
+    const failedOnce = new Set<string>();
+    const watch = watchInFlight(async (data) => {
+      const { workMs, failFirst, id } = data as { workMs: number; failFirst: boolean; id: string };
+      await sleepMs(workMs);
+      if (failFirst && !failedOnce.has(id)) {
+        failedOnce.add(id);
+        throw new Error('fails its first attempt');
+      }
+      return 'done';
+    });
+    const starts = new Map<string, number>();
+    const outcome = await runUntilSettled({
+      components: { pollers: [contextWith(queue.ctx, {}), contextWith(queue.ctx, {})], sweepers: [contextWith(queue.ctx, {})], workers: queue.ctx },
+      registry: {
+        handlers: {
+          mixed: (data, context) => {
+            starts.set(context.job.id, (starts.get(context.job.id) ?? 0) + 1);
+            return watch.handler({ ...(data as object), id: context.job.id }, context);
+          },
+        },
+        retryPolicies: {},
+      },
+      auditor: queue.ctx,
+      jobs,
+      timeoutMs: 120_000,
+    });
+    expect(outcome.settled).toBe(true);
+    const audit = await auditJobs(queue.ctx, jobs, starts, new Map([['mixed', jobType]]));
+    expect(audit.findings).toEqual([]);
+    expect(audit.byStatus).toEqual({ succeeded: 300 });
+    expect(failedOnce.size).toBe(30);
+    expect(watch.maxWeight).toBeLessThanOrEqual(100);
+    for (const [key, share] of Object.entries(shares)) expect(watch.maxWeightByKey.get(key), key).toBeLessThanOrEqual(share * 100);
+    const counters = await readInFlight(queue.ctx, 'mixed', regions);
+    expect([counters.type, ...counters.keys.values()]).toEqual([0, 0, 0, 0]);
+  } finally {
+    await queue.drop();
+  }
+}, 150_000);
+
 describe('throttle keys', () => {
   const queue = freshQueuePerTest();
 
