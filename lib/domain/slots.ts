@@ -65,4 +65,6 @@ export interface CounterState {
   /** When it was last written: a reconcile waits until it has been quiet long enough for every holder to be listed. */
   changedAtMs: number;
   epoch: number;
+  /** A reconcile's value, proposed at `atMs` when the counter was at `rev` (queue/reconcile.ts). */
+  proposal?: { inFlight: number; rev: number; atMs: number };
 }

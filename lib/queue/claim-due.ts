@@ -6,7 +6,7 @@ import type { HeldSlots } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { hasSlotLimits, limitTooSmall, slotsFor, throttleKeyLimit, type InFlight } from '../domain/slots.js';
 import { counterId, countersOf, readInFlight, releaseItems, reserveItems, type Reservation } from '../store/counters.js';
-import { transactWrite } from '../store/send.js';
+import { MAX_TRANSACT_ITEMS, transactWrite } from '../store/send.js';
 import type { DueEntry } from '../store/due-index.js';
 import { parseJobPk } from '../store/keys.js';
 import { claimJob, type ClaimResult } from './claims.js';
@@ -48,11 +48,15 @@ function chooseCandidates(jobType: JobType, entries: DueEntry[], inFlight: InFli
   const roomOfKey = (key: string): number => keyRoom.get(key) ?? (throttleKeyLimit(jobType, key) ?? 0) - (inFlight.keys.get(key) ?? 0);
   let typeFull = false;
   const chosen: Candidate[] = [];
+  const counters = new Set<string>();
   for (const entry of entries) {
     if (chosen.length >= tokens) break;
     const slots = slotsFor(jobType, { weight: entry.weight ?? 1, ...(entry.throttleKey !== undefined ? { throttleKey: entry.throttleKey } : {}) });
     if (slots) {
       if ((slots.type && typeFull) || (slots.key !== undefined && fullKeys.has(slots.key))) continue;
+      // A job whose key would take the reservation past one transaction waits for the next poll.
+      const adds = (slots.type && !counters.has('type') ? 1 : 0) + (slots.key !== undefined && !counters.has(`key#${slots.key}`) ? 1 : 0);
+      if (counters.size + adds > MAX_TRANSACT_ITEMS) continue;
       // A job heavier than a limit can never run under it: it waits for the type to change, holding nothing up.
       const tooSmall = limitTooSmall(jobType, slots);
       if (tooSmall === 'key' && slots.key !== undefined) fullKeys.add(slots.key);
@@ -67,6 +71,8 @@ function chooseCandidates(jobType: JobType, entries: DueEntry[], inFlight: InFli
       }
       if (slots.type) typeRoom -= slots.weight;
       if (slots.key !== undefined) keyRoom.set(slots.key, roomOfKey(slots.key) - slots.weight);
+      if (slots.type) counters.add('type');
+      if (slots.key !== undefined) counters.add(`key#${slots.key}`);
     }
     chosen.push({ entry, slots });
   }
@@ -121,13 +127,21 @@ async function claimWithinSlots(
   const candidates = chooseCandidates(jobType, entries, inFlight, tokens, fullKeys);
   const reservations = reservationsFor(jobType, candidates, inFlight);
   const { tableName } = ctx.settings;
+  // The claim deadline counts from the time the reservation writes on the counter, not from its answer, which
+  // SDK retries may delay: the reconcile's quiet period counts from that time too.
+  const reservedAtMs = ctx.nowMs();
+  let toClaim = candidates;
   if (reservations.length > 0) {
-    const reserved = await transactWrite(ctx, reserveItems(tableName, jobType.name, reservations, ctx.nowMs()));
-    if (!reserved.ok) return 0;
+    const reserved = await transactWrite(ctx, reserveItems(tableName, jobType.name, reservations, reservedAtMs));
+    // Jobs that take no slot (weight 0) never wait for one.
+    if (!reserved.ok) {
+      reservations.splice(0);
+      toClaim = candidates.filter((candidate) => !candidate.slots);
+    }
   }
-  const claimUntilMs = ctx.nowMs() + RESERVATION_MS;
+  const claimUntilMs = reservedAtMs + RESERVATION_MS;
   const outcomes = await Promise.allSettled(
-    candidates.map((candidate) =>
+    toClaim.map((candidate) =>
       sink.limit(async () => {
         // Past its reservation's time, a claim could land after a reconcile that did not count it.
         if (candidate.slots && ctx.nowMs() >= claimUntilMs) return { candidate, used: false };
@@ -136,7 +150,11 @@ async function claimWithinSlots(
       }),
     ),
   );
-  const claimed = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' && 'claimed' in outcome.value && outcome.value.claimed ? [outcome.value.candidate] : []));
+  // A claim whose call threw may have landed: its weight stays reserved, and a reconcile takes it back if not.
+  const claimed = toClaim.filter((candidate, at) => {
+    const outcome = outcomes[at]!;
+    return outcome.status === 'rejected' || ('claimed' in outcome.value && outcome.value.claimed);
+  });
   const unused = unusedOf(jobType, reservations, claimed);
   await lowerCounters(ctx, releaseItems(tableName, jobType.name, unused, ctx.nowMs()));
   throwFirstRejection(outcomes);

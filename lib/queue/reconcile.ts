@@ -9,15 +9,19 @@
  * table. So a counter is reconciled only once it has been quiet (no
  * reservation, release or return) for longer than a reservation lasts plus the
  * cursor safety margin, which is longer than any write in flight plus index
- * propagation: every claim that took its slots is listed by then. The write is
- * conditioned on the counter's version, so any change since the read voids it,
- * and it moves the counter's epoch, so a reservation made before it is never
- * given back on top of it.
+ * propagation: every claim that took its slots is listed by then. It goes in
+ * two steps a safety margin apart: the first records the listed weight as a
+ * proposal; the second sets the counter to the larger of that and a second
+ * listing. Both are conditioned on the counter's version, which every counter
+ * write moves, so a return that was in flight during the first listing voids
+ * the proposal rather than being subtracted on top of it. The final write moves
+ * the counter's epoch, so a reservation made before it is never given back on
+ * top of it.
  */
 import type { HeldSlots, JobStatus } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { hasSlotLimits } from '../domain/slots.js';
-import { counterId, readCounters, reconcileParams } from '../store/counters.js';
+import { counterId, proposeParams, readCounters, reconcileParams } from '../store/counters.js';
 import { updateItem } from '../store/send.js';
 import { RESERVATION_MS } from './claim-due.js';
 import type { QueueContext } from './context.js';
@@ -57,9 +61,17 @@ export async function reconcileCounters(ctx: QueueContext, jobType: JobType): Pr
   let changed = 0;
   for (const { counter, state } of quiet) {
     const holding = held.get(counterId(counter)) ?? 0;
+    const { proposal } = state;
+    // A return (or any counter write) in flight while the jobs were listed lands within the safety margin and moves
+    // rev: only a proposal that outlived the margin with rev unmoved is applied, at the larger of two listings.
+    if (!proposal || proposal.rev !== state.rev || ctx.nowMs() - proposal.atMs < ctx.settings.cursorSafetyMarginMs) {
+      if (!proposal || proposal.rev !== state.rev) await updateItem(ctx, proposeParams(jobType.name, counter, state, holding, ctx.nowMs()));
+      continue;
+    }
+    const target = Math.max(holding, proposal.inFlight);
     // Written even when right, so an idle counter whose jobs run long is read again only after another quiet period.
-    const written = await updateItem(ctx, reconcileParams(jobType.name, counter, state, holding, ctx.nowMs()));
-    if (written.ok && holding !== state.inFlight) changed++;
+    const written = await updateItem(ctx, reconcileParams(jobType.name, counter, state, target, ctx.nowMs()));
+    if (written.ok && target !== state.inFlight) changed++;
   }
   return changed;
 }

@@ -6,7 +6,7 @@
  */
 import type { Job } from '../domain/job.js';
 import { returnSlotItems } from '../store/counters.js';
-import { transactWrite, type TransactItem } from '../store/send.js';
+import { MAX_TRANSACT_ITEMS, transactWrite, type TransactItem } from '../store/send.js';
 import type { QueueContext, SlotReturnQueue } from './context.js';
 
 type SlotHolder = Pick<Job, 'type' | 'heldSlots'>;
@@ -16,11 +16,21 @@ type SlotHolder = Pick<Job, 'type' | 'heldSlots'>;
  * claimed either way, and a counter left too high only holds back claims until it is reconciled.
  */
 export async function lowerCounters(ctx: QueueContext, items: TransactItem[]): Promise<void> {
-  if (items.length === 0) return;
+  for (let start = 0; start < items.length; start += MAX_TRANSACT_ITEMS) {
+    const chunk = items.slice(start, start + MAX_TRANSACT_ITEMS);
+    // One counter refusing (a reconcile moved its epoch) must not hold back the others': they go one by one then.
+    // Not after an error, though: the transaction may have landed, and they would be lowered twice.
+    if ((await lowerQuietly(ctx, chunk)) === 'refused' && chunk.length > 1) for (const item of chunk) await lowerQuietly(ctx, [item]);
+  }
+}
+
+async function lowerQuietly(ctx: QueueContext, items: TransactItem[]): Promise<'written' | 'refused' | 'unknown'> {
   try {
-    await transactWrite(ctx, items);
+    const result = await transactWrite(ctx, items);
+    return result.ok ? 'written' : 'reasons' in result ? 'refused' : 'unknown';
   } catch {
-    // Left too high: see above.
+    // Left too high, at worst: see above.
+    return 'unknown';
   }
 }
 

@@ -105,7 +105,9 @@ export function countersOf(jobType: JobType, slots: HeldSlots): { counter: Count
 
 function counterStateOf(item: Item): CounterState {
   const number = (value: unknown): number => (typeof value === 'number' ? value : 0);
-  return { inFlight: number(item.inFlight), rev: number(item.rev), changedAtMs: number(item.changedAtMs), epoch: number(item.epoch) };
+  const state: CounterState = { inFlight: number(item.inFlight), rev: number(item.rev), changedAtMs: number(item.changedAtMs), epoch: number(item.epoch) };
+  if (typeof item.proposedInFlight === 'number') state.proposal = { inFlight: item.proposedInFlight, rev: number(item.proposedRev), atMs: number(item.proposedAtMs) };
+  return state;
 }
 
 /**
@@ -153,7 +155,7 @@ export async function readCounters(ctx: StoreContext, type: string): Promise<{ c
 export function reconcileParams(type: string, counter: CounterRef, seen: CounterState, inFlight: number, nowMs: number): UpdateParams {
   return {
     Key: counterKeyOf(type, counter),
-    UpdateExpression: 'SET inFlight = :inFlight, changedAtMs = :now, epoch = :epoch ADD rev :one',
+    UpdateExpression: 'SET inFlight = :inFlight, changedAtMs = :now, epoch = :epoch ADD rev :one REMOVE proposedInFlight, proposedRev, proposedAtMs',
     ConditionExpression: seen.rev === 0 ? 'attribute_not_exists(rev) AND inFlight = :seen' : 'rev = :rev',
     ExpressionAttributeValues: {
       ':inFlight': inFlight,
@@ -164,6 +166,21 @@ export function reconcileParams(type: string, counter: CounterRef, seen: Counter
     },
   };
 }
+/** Records what a reconcile would set, without moving rev: applied a safety margin later only if rev has not moved. */
+export function proposeParams(type: string, counter: CounterRef, seen: CounterState, inFlight: number, nowMs: number): UpdateParams {
+  return {
+    Key: counterKeyOf(type, counter),
+    UpdateExpression: 'SET proposedInFlight = :inFlight, proposedRev = :seenRev, proposedAtMs = :now',
+    ConditionExpression: seen.rev === 0 ? 'attribute_not_exists(rev) AND inFlight = :seen' : 'rev = :rev',
+    ExpressionAttributeValues: {
+      ':inFlight': inFlight,
+      ':now': nowMs,
+      ':seenRev': seen.rev,
+      ...(seen.rev === 0 ? { ':seen': seen.inFlight } : { ':rev': seen.rev }),
+    },
+  };
+}
+
 /** Takes tokens with a compare-and-set against the bucket as last `seen` (absent: never written). */
 export function takeRateTokensParams(type: string, seen: RateBucketState | undefined, left: number, nowMs: number): UpdateParams {
   return {

@@ -123,6 +123,9 @@ export interface CancellationReason {
  */
 export type TransactionResult = { ok: true } | { ok: false; reasons: CancellationReason[] } | { ok: false; contended: true };
 
+/** DynamoDB's most items in one transaction. */
+export const MAX_TRANSACT_ITEMS = 100;
+
 /** Conflicts clear in milliseconds; these tries span about half a second. */
 const CONFLICT_TRIES = 8;
 const CONFLICT_BACKOFF_MS = 10;
