@@ -105,6 +105,8 @@ export interface Job extends JobChoices {
   startedAtMs?: number;
   /** Written with startedAtMs, so a start whose write was retried recognises itself. */
   startToken?: string;
+  /** Written by the write that ended the last attempt: a retried end recognises its own by it. */
+  endToken?: string;
   worker?: WorkerIdentity;
   /** Present while the current claim holds concurrency slots. */
   heldSlots?: HeldSlots;

@@ -14,7 +14,7 @@ import {
   type EndAttemptOptions,
   type NextState,
 } from '../domain/attempts.js';
-import type { AttemptRecord, HeldSlots, Job, WorkerIdentity } from '../domain/job.js';
+import type { HeldSlots, Job, WorkerIdentity } from '../domain/job.js';
 import type { ProgressReport } from '../domain/progress.js';
 import { progressToJson } from '../store/items.js';
 import type { JobType } from '../domain/job-type.js';
@@ -153,14 +153,12 @@ export async function releaseClaim(ctx: QueueContext, job: Job, runAfterMs = job
 
 /**
  * Whether the job already holds this very end: a write whose answer was lost (a timeout after it landed) is tried
- * again by the SDK and meets its own change as a failed condition. Its events must still be published, once.
+ * again by the SDK and meets its own change as a failed condition. Its events must still be published, and its
+ * slots given back, once. Told by a token of its own: two ends of one attempt (a job delivered twice, both runs
+ * ending in the same millisecond) can write the same history record.
  */
-function endLanded(current: Job | undefined, ours: AttemptRecord): boolean {
-  return (
-    current?.history.some(
-      (record) => record.attempt === ours.attempt && record.claimedAtMs === ours.claimedAtMs && record.endedAtMs === ours.endedAtMs && record.outcome === ours.outcome,
-    ) ?? false
-  );
+function endLanded(current: Job | undefined, endToken: string): boolean {
+  return current?.endToken === endToken;
 }
 
 /**
@@ -185,16 +183,18 @@ export async function endAttempt(
         ? // Removing the entry of a success that is not listed costs a write unit less than moving it.
           undefined
         : finishedIndexKeys(ctx.settings, job, next.status, endedAtMs);
+  const endToken = randomUUID();
   const update = endAttemptParams(guardOf(job), {
     ...end,
     index,
     purgeAtS: purgeAtS(endedAtMs, ctx.settings.retentionDays),
     expectedClaimedUntilMs: options.expectedClaimedUntilMs,
+    endToken,
   });
   const result = await writeJob(ctx, update);
   let ended: Job;
   if (result.ok) ended = result.job;
-  else if (endLanded(result.current, record)) ended = jobAfterEnd(job, end);
+  else if (endLanded(result.current, endToken)) ended = jobAfterEnd(job, end);
   else return undefined;
   await giveBackSlots(ctx, job);
   await ctx.events.publish(eventsForEndedAttempt(ended, options.ending, next));

@@ -148,36 +148,35 @@ export async function readCounters(ctx: StoreContext, type: string): Promise<{ c
   return counters;
 }
 
+/** The condition that nothing wrote the counter since it was `seen`: its version, or for a counter the old code wrote, its value. */
+function unchangedSince(seen: CounterState): { expression: string; values: Record<string, unknown> } {
+  return seen.rev === 0
+    ? { expression: 'attribute_not_exists(rev) AND inFlight = :seen', values: { ':seen': seen.inFlight } }
+    : { expression: 'rev = :rev', values: { ':rev': seen.rev } };
+}
+
 /**
  * Sets a counter to what its holders hold, as long as nothing wrote it since it was `seen`; the new epoch
  * refuses the release of any reservation made before.
  */
 export function reconcileParams(type: string, counter: CounterRef, seen: CounterState, inFlight: number, nowMs: number): UpdateParams {
+  const unchanged = unchangedSince(seen);
   return {
     Key: counterKeyOf(type, counter),
     UpdateExpression: 'SET inFlight = :inFlight, changedAtMs = :now, epoch = :epoch ADD rev :one REMOVE proposedInFlight, proposedRev, proposedAtMs',
-    ConditionExpression: seen.rev === 0 ? 'attribute_not_exists(rev) AND inFlight = :seen' : 'rev = :rev',
-    ExpressionAttributeValues: {
-      ':inFlight': inFlight,
-      ':now': nowMs,
-      ':epoch': seen.epoch + 1,
-      ':one': 1,
-      ...(seen.rev === 0 ? { ':seen': seen.inFlight } : { ':rev': seen.rev }),
-    },
+    ConditionExpression: unchanged.expression,
+    ExpressionAttributeValues: { ':inFlight': inFlight, ':now': nowMs, ':epoch': seen.epoch + 1, ':one': 1, ...unchanged.values },
   };
 }
+
 /** Records what a reconcile would set, without moving rev: applied a safety margin later only if rev has not moved. */
 export function proposeParams(type: string, counter: CounterRef, seen: CounterState, inFlight: number, nowMs: number): UpdateParams {
+  const unchanged = unchangedSince(seen);
   return {
     Key: counterKeyOf(type, counter),
     UpdateExpression: 'SET proposedInFlight = :inFlight, proposedRev = :seenRev, proposedAtMs = :now',
-    ConditionExpression: seen.rev === 0 ? 'attribute_not_exists(rev) AND inFlight = :seen' : 'rev = :rev',
-    ExpressionAttributeValues: {
-      ':inFlight': inFlight,
-      ':now': nowMs,
-      ':seenRev': seen.rev,
-      ...(seen.rev === 0 ? { ':seen': seen.inFlight } : { ':rev': seen.rev }),
-    },
+    ConditionExpression: unchanged.expression,
+    ExpressionAttributeValues: { ':inFlight': inFlight, ':now': nowMs, ':seenRev': seen.rev, ...unchanged.values },
   };
 }
 

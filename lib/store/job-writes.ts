@@ -217,7 +217,7 @@ export function releaseClaimParams(guard: ClaimGuard, nowMs: number, runAfterMs:
  */
 export function endAttemptParams(
   guard: ClaimGuard,
-  end: AttemptEnd & { index: IndexKey | undefined; purgeAtS: number; expectedClaimedUntilMs?: number | undefined },
+  end: AttemptEnd & { index: IndexKey | undefined; purgeAtS: number; expectedClaimedUntilMs?: number | undefined; endToken: string },
 ): UpdateParams {
   const { next, ending } = end;
   const values: Record<string, unknown> = {
@@ -226,8 +226,9 @@ export function endAttemptParams(
     ':now': end.endedAtMs,
     ':history': end.history,
     ':dropped': end.historyDropped,
+    ':endToken': end.endToken,
   };
-  const sets = ['#status = :status', 'updatedAtMs = :now', 'history = :history', 'historyDropped = :dropped'];
+  const sets = ['#status = :status', 'updatedAtMs = :now', 'history = :history', 'historyDropped = :dropped', 'endToken = :endToken'];
   const removes = ['claimToken', 'claimedAtMs', 'claimedUntilMs', 'startedAtMs', 'startToken', 'worker', 'heldSlots'];
   if (next.status === 'queued') {
     sets.push('runAfterMs = :runAfter');

@@ -130,6 +130,19 @@ test('a page with more limited throttle keys than one transaction holds is claim
   expect(outcomes.reduce<number>((sum, o) => sum + (typeof o === 'number' ? o : 0), 0)).toBe(120);
 });
 
+test('two ends of one attempt in the same millisecond (a job delivered twice) give its slots back once', async () => {
+  const { ctx } = queue();
+  const limited = await defineType(ctx, 'limited', { concurrency: 2, timeout_s: 3_600 });
+  for (const id of ['a', 'b']) await enqueue(ctx, limited, id);
+  const invoker = new RecordingInvoker();
+  await poll(ctx, [limited], invoker);
+  const jobA = invoker.jobs.find((job) => job.id === 'a')!;
+  const apiCtx = asFunction(ctx, 'worker');
+  // e.g. a callback delivered twice at once: the clock reads the same ms for both
+  const ends = await Promise.all([1, 2].map(() => endAttempt(apiCtx, jobA, { ending: { outcome: 'succeeded' }, jobType: limited, customPolicies: {} })));
+  expect({ ends: ends.filter(Boolean).length, counter: await typeInFlight('limited') }).toEqual({ ends: 1, counter: 1 });
+});
+
 test('a critical job (weight 0) is claimed even when the reservation for the others in its poll is refused', async () => {
   const { ctx } = queue();
   const limited = await defineType(ctx, 'limited', { concurrency: 1 });

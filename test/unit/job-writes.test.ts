@@ -35,20 +35,26 @@ describe('claimParams', () => {
 
 describe('endAttemptParams', () => {
   test('a retry moves the job back into its lane at its new ready time', () => {
-    const params = endAttemptParams(guard, { ...ended({ status: 'queued', outcome: 'failed', runAfterMs: 90_000 }), index, purgeAtS: 0 });
+    const params = endAttemptParams(guard, { ...ended({ status: 'queued', outcome: 'failed', runAfterMs: 90_000 }), index, purgeAtS: 0, endToken: 'e' });
     expect(params.UpdateExpression).toContain('runAfterMs = :runAfter');
     expect(params.UpdateExpression).toContain('gsi1pk = :gsi1pk');
     expect(params.UpdateExpression).not.toContain('finishedAtMs');
   });
 
   test('a success that is not listed leaves the index, and keeps its result', () => {
-    const params = endAttemptParams(guard, { ...ended({ status: 'succeeded', outcome: 'succeeded' }, { outcome: 'succeeded', result: { ok: 1 } }), index: undefined, purgeAtS: 9 });
+    const params = endAttemptParams(guard, { ...ended({ status: 'succeeded', outcome: 'succeeded' }, { outcome: 'succeeded', result: { ok: 1 } }), index: undefined, purgeAtS: 9, endToken: 'e' });
     expect(params.UpdateExpression).toMatch(/REMOVE .*gsi1pk, gsi1sk/);
     expect(params.ExpressionAttributeValues).toMatchObject({ ':resultJson': '{"ok":1}', ':purgeAtS': 9 });
   });
 
+  test('an end writes its own token, so a retried end tells its own write from another end of the attempt', () => {
+    const params = endAttemptParams(guard, { ...ended({ status: 'failed', outcome: 'failed' }), index, purgeAtS: 0, endToken: 'mine' });
+    expect(params.UpdateExpression).toContain('endToken = :endToken');
+    expect(params.ExpressionAttributeValues).toMatchObject({ ':endToken': 'mine' });
+  });
+
   test('the sweeper ends only the claim it saw lapse', () => {
-    const params = endAttemptParams(guard, { ...ended({ status: 'failed', outcome: 'timed_out' }), index, purgeAtS: 0, expectedClaimedUntilMs: 5 });
+    const params = endAttemptParams(guard, { ...ended({ status: 'failed', outcome: 'timed_out' }), index, purgeAtS: 0, expectedClaimedUntilMs: 5, endToken: 'e' });
     expect(params.ConditionExpression).toContain('claimedUntilMs = :seenUntil');
     expect(params.ExpressionAttributeValues).toMatchObject({ ':seenUntil': 5 });
   });
