@@ -5,7 +5,7 @@
 import type { HeldSlots } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { hasSlotLimits, limitTooSmall, slotsFor, throttleKeyLimit, type InFlight } from '../domain/slots.js';
-import { counterId, countersOf, readInFlight, releaseItems, reserveItems, type Reservation } from '../store/counters.js';
+import { counterId, counterLimit, countersHeld, readInFlight, releaseItems, reserveItems, weightByCounter, type Reservation } from '../store/counters.js';
 import { MAX_TRANSACT_ITEMS, transactWrite } from '../store/send.js';
 import type { DueEntry } from '../store/due-index.js';
 import { parseJobPk } from '../store/keys.js';
@@ -55,8 +55,8 @@ function chooseCandidates(jobType: JobType, entries: DueEntry[], inFlight: InFli
     if (slots) {
       if ((slots.type && typeFull) || (slots.key !== undefined && fullKeys.has(slots.key))) continue;
       // A job whose key would take the reservation past one transaction waits for the next poll.
-      const adds = (slots.type && !counters.has('type') ? 1 : 0) + (slots.key !== undefined && !counters.has(`key#${slots.key}`) ? 1 : 0);
-      if (counters.size + adds > MAX_TRANSACT_ITEMS) continue;
+      const held = countersHeld(slots).map(counterId);
+      if (counters.size + held.filter((id) => !counters.has(id)).length > MAX_TRANSACT_ITEMS) continue;
       // A job heavier than a limit can never run under it: it waits for the type to change, holding nothing up.
       const tooSmall = limitTooSmall(jobType, slots);
       if (tooSmall === 'key' && slots.key !== undefined) fullKeys.add(slots.key);
@@ -71,8 +71,7 @@ function chooseCandidates(jobType: JobType, entries: DueEntry[], inFlight: InFli
       }
       if (slots.type) typeRoom -= slots.weight;
       if (slots.key !== undefined) keyRoom.set(slots.key, roomOfKey(slots.key) - slots.weight);
-      if (slots.type) counters.add('type');
-      if (slots.key !== undefined) counters.add(`key#${slots.key}`);
+      for (const id of held) counters.add(id);
     }
     chosen.push({ entry, slots });
   }
@@ -81,28 +80,19 @@ function chooseCandidates(jobType: JobType, entries: DueEntry[], inFlight: InFli
 
 /** What the candidates need of each counter, summed. */
 function reservationsFor(jobType: JobType, candidates: Candidate[], inFlight: InFlight): Reservation[] {
-  const byCounter = new Map<string, Reservation>();
-  for (const { slots } of candidates) {
-    if (!slots) continue;
-    for (const { counter, limit } of countersOf(jobType, slots)) {
-      const id = counterId(counter);
-      const epoch = counter.key === undefined ? inFlight.epochs.type : (inFlight.epochs.keys.get(counter.key) ?? 0);
-      const reservation = byCounter.get(id) ?? { counter, weight: 0, limit, epoch };
-      byCounter.set(id, { ...reservation, weight: reservation.weight + slots.weight });
-    }
-  }
-  return [...byCounter.values()];
+  return [...weightByCounter(candidates.map(({ slots }) => slots)).values()].map(({ counter, weight }) => ({
+    counter,
+    weight,
+    limit: counterLimit(jobType, counter),
+    epoch: counter.key === undefined ? inFlight.epochs.type : (inFlight.epochs.keys.get(counter.key) ?? 0),
+  }));
 }
 
 /** The part of each reservation that the claims did not use. */
-function unusedOf(jobType: JobType, reservations: Reservation[], claimed: Candidate[]): Reservation[] {
-  const used = new Map<string, number>();
-  for (const { slots } of claimed) {
-    if (!slots) continue;
-    for (const { counter } of countersOf(jobType, slots)) used.set(counterId(counter), (used.get(counterId(counter)) ?? 0) + slots.weight);
-  }
+function unusedOf(reservations: Reservation[], claimed: Candidate[]): Reservation[] {
+  const used = weightByCounter(claimed.map(({ slots }) => slots));
   return reservations
-    .map((reservation) => ({ ...reservation, weight: reservation.weight - (used.get(counterId(reservation.counter)) ?? 0) }))
+    .map((reservation) => ({ ...reservation, weight: reservation.weight - (used.get(counterId(reservation.counter))?.weight ?? 0) }))
     .filter((reservation) => reservation.weight > 0);
 }
 
@@ -125,7 +115,7 @@ async function claimWithinSlots(
   );
   const inFlight = await readInFlight(ctx, jobType.name, limitedKeys);
   const candidates = chooseCandidates(jobType, entries, inFlight, tokens, fullKeys);
-  const reservations = reservationsFor(jobType, candidates, inFlight);
+  let reservations = reservationsFor(jobType, candidates, inFlight);
   const { tableName } = ctx.settings;
   // The claim deadline counts from the time the reservation writes on the counter, not from its answer, which
   // SDK retries may delay: the reconcile's quiet period counts from that time too.
@@ -135,7 +125,7 @@ async function claimWithinSlots(
     const reserved = await transactWrite(ctx, reserveItems(tableName, jobType.name, reservations, reservedAtMs));
     // Jobs that take no slot (weight 0) never wait for one.
     if (!reserved.ok) {
-      reservations.splice(0);
+      reservations = [];
       toClaim = candidates.filter((candidate) => !candidate.slots);
     }
   }
@@ -144,18 +134,18 @@ async function claimWithinSlots(
     toClaim.map((candidate) =>
       sink.limit(async () => {
         // Past its reservation's time, a claim could land after a reconcile that did not count it.
-        if (candidate.slots && ctx.nowMs() >= claimUntilMs) return { candidate, used: false };
+        if (candidate.slots && ctx.nowMs() >= claimUntilMs) return { claimed: false, used: false };
         const claim = await claimJob(ctx, parseJobPk(candidate.entry.pk), jobType, candidate.slots);
-        return { candidate, claimed: claim.kind === 'claimed', used: sink.record(claim, jobType) };
+        return { claimed: claim.kind === 'claimed', used: sink.record(claim, jobType) };
       }),
     ),
   );
   // A claim whose call threw may have landed: its weight stays reserved, and a reconcile takes it back if not.
   const claimed = toClaim.filter((candidate, at) => {
     const outcome = outcomes[at]!;
-    return outcome.status === 'rejected' || ('claimed' in outcome.value && outcome.value.claimed);
+    return outcome.status === 'rejected' || outcome.value.claimed;
   });
-  const unused = unusedOf(jobType, reservations, claimed);
+  const unused = unusedOf(reservations, claimed);
   await lowerCounters(ctx, releaseItems(tableName, jobType.name, unused, ctx.nowMs()));
   throwFirstRejection(outcomes);
   return outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value.used).length;

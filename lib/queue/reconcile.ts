@@ -21,7 +21,7 @@
 import type { HeldSlots, JobStatus } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { hasSlotLimits } from '../domain/slots.js';
-import { counterId, proposeParams, readCounters, reconcileParams } from '../store/counters.js';
+import { counterId, proposeParams, readCounters, reconcileParams, weightByCounter } from '../store/counters.js';
 import { updateItem } from '../store/send.js';
 import { RESERVATION_MS } from './claim-due.js';
 import type { QueueContext } from './context.js';
@@ -31,23 +31,17 @@ const HOLDING_STATUSES: JobStatus[] = ['running', 'awaiting_callback'];
 const LISTING_PAGE = 100;
 
 /** The weight the type's claimed jobs hold, per counter (counterId). */
-async function heldWeights(ctx: QueueContext, jobType: JobType): Promise<Map<string, number>> {
-  const held = new Map<string, number>();
-  const add = (counter: string, slots: HeldSlots): void => {
-    held.set(counter, (held.get(counter) ?? 0) + slots.weight);
-  };
+async function heldWeights(ctx: QueueContext, jobType: JobType): Promise<Map<string, { weight: number }>> {
+  const held: (HeldSlots | undefined)[] = [];
   for (const status of HOLDING_STATUSES) {
     let cursor: string | undefined;
     do {
       const page = await listJobs(ctx, jobType, { status, limit: LISTING_PAGE, ...(cursor !== undefined ? { cursor } : {}) });
-      for (const { heldSlots } of page.jobs) {
-        if (heldSlots?.type) add(counterId({}), heldSlots);
-        if (heldSlots?.key !== undefined) add(counterId({ key: heldSlots.key }), heldSlots);
-      }
+      held.push(...page.jobs.map((job) => job.heldSlots));
       cursor = page.nextCursor;
     } while (cursor !== undefined);
   }
-  return held;
+  return weightByCounter(held);
 }
 
 /** Reconciles the type's quiet counters that hold weight; returns how many it changed. */
@@ -60,7 +54,7 @@ export async function reconcileCounters(ctx: QueueContext, jobType: JobType): Pr
   const held = await heldWeights(ctx, jobType);
   let changed = 0;
   for (const { counter, state } of quiet) {
-    const holding = held.get(counterId(counter)) ?? 0;
+    const holding = held.get(counterId(counter))?.weight ?? 0;
     const { proposal } = state;
     // A return (or any counter write) in flight while the jobs were listed lands within the safety margin and moves
     // rev: only a proposal that outlived the margin with rev unmoved is applied, at the larger of two listings.

@@ -82,25 +82,36 @@ export function releaseItems(tableName: string, type: string, unused: Reservatio
 
 /** The counter updates that give back what one or more jobs' claims took: weights summed per counter. */
 export function returnSlotItems(tableName: string, jobs: Pick<Job, 'type' | 'heldSlots'>[], nowMs: number): TransactItem[] {
-  const totals = new Map<string, { key: ItemKey; weight: number }>();
-  for (const { type, heldSlots: slots } of jobs) {
-    if (slots === undefined || slots.weight === 0) continue;
-    const counters: CounterRef[] = [...(slots.type ? [{}] : []), ...(slots.key !== undefined ? [{ key: slots.key }] : [])];
-    for (const counter of counters) {
-      const key = counterKeyOf(type, counter);
-      const id = `${key.pk}|${key.sk}`;
-      totals.set(id, { key, weight: (totals.get(id)?.weight ?? 0) + slots.weight });
-    }
-  }
-  return [...totals.values()].map(({ key, weight }) => counterChange(tableName, key, -weight, nowMs));
+  const heldByType = new Map<string, (HeldSlots | undefined)[]>();
+  for (const { type, heldSlots } of jobs) heldByType.set(type, [...(heldByType.get(type) ?? []), heldSlots]);
+  return [...heldByType].flatMap(([type, held]) =>
+    [...weightByCounter(held).values()]
+      .filter(({ weight }) => weight > 0)
+      .map(({ counter, weight }) => counterChange(tableName, counterKeyOf(type, counter), -weight, nowMs)),
+  );
 }
 
-/** The counters a claim of these slots reserves, with their limits. */
-export function countersOf(jobType: JobType, slots: HeldSlots): { counter: CounterRef; limit: number }[] {
-  return [
-    ...(slots.type ? [{ counter: {}, limit: jobType.concurrency ?? 0 }] : []),
-    ...(slots.key !== undefined ? [{ counter: { key: slots.key }, limit: throttleKeyLimit(jobType, slots.key) ?? 0 }] : []),
-  ];
+/** The counters slots are held on: the type's, the throttle key's, or both. */
+export function countersHeld(slots: HeldSlots): CounterRef[] {
+  return [...(slots.type ? [{}] : []), ...(slots.key !== undefined ? [{ key: slots.key }] : [])];
+}
+
+/** The weight held on each counter by these slots, summed, by counterId. */
+export function weightByCounter(held: (HeldSlots | undefined)[]): Map<string, { counter: CounterRef; weight: number }> {
+  const totals = new Map<string, { counter: CounterRef; weight: number }>();
+  for (const slots of held) {
+    if (!slots) continue;
+    for (const counter of countersHeld(slots)) {
+      const id = counterId(counter);
+      totals.set(id, { counter, weight: (totals.get(id)?.weight ?? 0) + slots.weight });
+    }
+  }
+  return totals;
+}
+
+/** The limit a counter of the type keeps within. */
+export function counterLimit(jobType: JobType, counter: CounterRef): number {
+  return (counter.key === undefined ? jobType.concurrency : throttleKeyLimit(jobType, counter.key)) ?? 0;
 }
 
 function counterStateOf(item: Item): CounterState {
