@@ -5,7 +5,7 @@
 import pLimit from 'p-limit';
 import { createJobTypeCache } from '../lib/queue/job-type-cache.js';
 import { endAttempt, claimJob } from '../lib/queue/claims.js';
-import { createQueueContext, type QueueSettings } from '../lib/queue/context.js';
+import { createQueueContext, type QueueContext, type QueueSettings } from '../lib/queue/context.js';
 import { createDynamoClients } from '../lib/store/client.js';
 import { enqueueJob } from '../lib/queue/enqueue.js';
 import { startBulkOperation } from '../lib/queue/bulk.js';
@@ -190,35 +190,49 @@ export function w2BesideBulk(w2: WorkloadSpec, failed: number): WorkloadSpec {
   return { ...w2, name: 'W2-bulk', bulkRetryBeside: failed };
 }
 
+/** A context on a client of its own, outside the system's tallies; `close` when done with it. */
+function ownContext(config: BenchConfig, tableName: string): { ctx: QueueContext; close: () => void } {
+  const clients = createDynamoClients({ endpoint: config.endpoint });
+  return { ctx: createQueueContext(clients.db, { ...config.settings, tableName }), close: () => clients.base.destroy() };
+}
+
 /** Fails `count` jobs of the other type (claimed and ended failed, through a client of their own) and starts their bulk retry. */
 async function startBulkRetryBeside(config: BenchConfig, system: RunningSystem, tableName: string, count: number): Promise<void> {
-  const ctx = createQueueContext(createDynamoClients({ endpoint: config.endpoint }).db, { ...config.settings, tableName });
+  const { ctx, close } = ownContext(config, tableName);
   const jobType = system.otherType;
   const limit = pLimit(config.producerConcurrency);
-  await Promise.all(
-    Array.from({ length: count }, (_, index) =>
-      limit(async () => {
-        await enqueueJob(ctx, jobType, `failed-${index}`, { data: payloadOf(index), priority: 100, weight: 1 });
-        const claim = await claimJob(ctx, { type: jobType.name, id: `failed-${index}` }, jobType);
-        if (claim.kind !== 'claimed') throw new Error(`W2-bulk: could not claim failed-${index}`);
-        await endAttempt(ctx, claim.job, { ending: { outcome: 'failed', failure: { error: { class: 'Bench', message: 'failed on purpose' }, retryable: false } }, jobType, customPolicies: {} });
-      }),
-    ),
-  );
-  await startBulkOperation(ctx, jobType, { action: 'retry', status: 'failed' }, 'bench');
-  await setJobTypePaused(ctx, jobType.name, false);
+  try {
+    await Promise.all(
+      Array.from({ length: count }, (_, index) =>
+        limit(async () => {
+          await enqueueJob(ctx, jobType, `failed-${index}`, { data: payloadOf(index), priority: 100, weight: 1 });
+          const claim = await claimJob(ctx, { type: jobType.name, id: `failed-${index}` }, jobType);
+          if (claim.kind !== 'claimed') throw new Error(`W2-bulk: could not claim failed-${index}`);
+          await endAttempt(ctx, claim.job, { ending: { outcome: 'failed', failure: { error: { class: 'Bench', message: 'failed on purpose' }, retryable: false } }, jobType, customPolicies: {} });
+        }),
+      ),
+    );
+    await startBulkOperation(ctx, jobType, { action: 'retry', status: 'failed' }, 'bench');
+    await setJobTypePaused(ctx, jobType.name, false);
+  } finally {
+    close();
+  }
 }
 
 /** Enqueues the blocked backlog, due a minute ago, through a client of its own so its writes are not the workload's. */
 async function enqueueBlockedBacklog(config: BenchConfig, system: RunningSystem, tableName: string, count: number): Promise<void> {
-  const ctx = createQueueContext(createDynamoClients({ endpoint: config.endpoint }).db, { ...config.settings, tableName });
+  const { ctx, close } = ownContext(config, tableName);
   const limit = pLimit(config.producerConcurrency);
   const runAfterMs = Date.now() - 60_000;
   const ids: string[] = [];
   for (let index = 0; ids.length < count; index++) if (shardOf(`blocked-${index}`, config.settings.shards) === 0) ids.push(`blocked-${index}`);
-  await Promise.all(
-    ids.map((id, index) => limit(() => enqueueJob(ctx, system.jobType, id, { data: payloadOf(index), priority: 100, weight: 1, runAfterMs, throttleKey: BLOCKED_KEY }))),
-  );
+  try {
+    await Promise.all(
+      ids.map((id, index) => limit(() => enqueueJob(ctx, system.jobType, id, { data: payloadOf(index), priority: 100, weight: 1, runAfterMs, throttleKey: BLOCKED_KEY }))),
+    );
+  } finally {
+    close();
+  }
 }
 
 /** The system a workload runs on: the bench's configuration, with `settings` over its queue settings. */
@@ -321,8 +335,7 @@ export async function runCeiling(config: BenchConfig, n: number, tableName: stri
     typeConcurrency: config.typeConcurrency,
     startNow: false,
   });
-  const clients = createDynamoClients({ endpoint: config.endpoint });
-  const ctx = createQueueContext(clients.db, { ...config.settings, tableName });
+  const { ctx, close } = ownContext(config, tableName);
   const jobType = system.jobType;
   const worker = { id: 'ceiling', host: 'localhost' };
   let next = 0;
@@ -352,7 +365,7 @@ export async function runCeiling(config: BenchConfig, n: number, tableName: stri
     return { n, concurrency: config.workerConcurrency, jobsPerS, cpuMsPerJob: perJobCpu(cpuSince(cpuStart, config.dynamoPid), n) };
   } finally {
     stopProgress();
-    clients.base.destroy();
+    close();
     await system.stop();
   }
 }
