@@ -86,7 +86,24 @@ async function actOn(ctx: QueueContext, jobType: JobType, operation: BulkOperati
   return result.ok || cancelledByUs(result.current) ? 'done' : 'skipped';
 }
 
-async function runPage(ctx: QueueContext, jobType: JobType, operation: BulkOperation, page: PendingPage, listed?: Job[]): Promise<PageCounts> {
+export interface PageOptions {
+  /**
+   * Acts on the page's jobs this far apart rather than all at once: a page's writes arriving together queue
+   * ahead of every other type's claims for as long as the table takes to serve them. @default 0
+   */
+  spacingMs?: number;
+  /** Ends the spacing early: the rest of the page is acted on at once. */
+  signal?: AbortSignal;
+}
+
+async function runPage(
+  ctx: QueueContext,
+  jobType: JobType,
+  operation: BulkOperation,
+  page: PendingPage,
+  options: PageOptions,
+  listed?: Job[],
+): Promise<PageCounts> {
   // Jobs listed a moment ago are used as listed; a page taken over from another runner reads them again.
   const jobs = listed ?? (await batchGetItems(ctx, page.ids.map((id) => jobKey(jobType.name, id)), { consistentRead: true })).map(itemToJob);
   const byId = new Map(jobs.map((job) => [job.id, job]));
@@ -94,9 +111,14 @@ async function runPage(ctx: QueueContext, jobType: JobType, operation: BulkOpera
   // little ahead and spread at the operation's pace, they are claimed ahead like any scheduled job.
   const replayDueMs = (index: number): number | undefined =>
     page.replaysFromMs === undefined ? undefined : page.replaysFromMs + index * (page.replaySpacingMs ?? 0);
-  const outcomes = await Promise.all(
-    page.ids.map((id, index) => actOn(ctx, jobType, operation, byId.get(id), replayDueMs(index)).catch((): JobOutcome => 'failed')),
-  );
+  const startedAtMs = ctx.nowMs();
+  const acts: Promise<JobOutcome>[] = [];
+  for (const [index, id] of page.ids.entries()) {
+    const waitMs = startedAtMs + index * (options.spacingMs ?? 0) - ctx.nowMs();
+    if (waitMs > 0) await abortableSleep(waitMs, options.signal);
+    acts.push(actOn(ctx, jobType, operation, byId.get(id), replayDueMs(index)).catch((): JobOutcome => 'failed'));
+  }
+  const outcomes = await Promise.all(acts);
   const count = (outcome: JobOutcome) => outcomes.filter((each) => each === outcome).length;
   return { matched: page.ids.length, done: count('done'), skipped: count('skipped'), failed: count('failed') };
 }
@@ -105,7 +127,7 @@ async function runPage(ctx: QueueContext, jobType: JobType, operation: BulkOpera
  * Runs the operation's next page, or finishes the page a runner left: returns how many jobs it acted on, 0 when
  * the operation is over or another runner holds the page.
  */
-export async function runOperationPage(ctx: QueueContext, operationId: string): Promise<number> {
+export async function runOperationPage(ctx: QueueContext, operationId: string, options: PageOptions = {}): Promise<number> {
   const operation = await getOperation(ctx, operationId);
   if (operation?.state !== 'running') return 0;
   const jobType = await requireJobType(ctx, operation.type);
@@ -115,7 +137,7 @@ export async function runOperationPage(ctx: QueueContext, operationId: string): 
     ({ page, jobs: listed } = await choosePage(ctx, jobType, operation));
     if (page.ids.length > 0 && !(await updateItem(ctx, takePageParams(operation, page, ctx.nowMs()))).ok) return 0;
   }
-  const counts = await runPage(ctx, jobType, operation, page, listed);
+  const counts = await runPage(ctx, jobType, operation, page, options, listed);
   const nowMs = ctx.nowMs();
   const failedRuns = (page.failedRuns ?? 0) + 1;
   if (counts.failed > 0 && failedRuns < MAX_PAGE_RUNS) {
@@ -147,8 +169,8 @@ export interface BulkRunOptions {
 
 /**
  * Runs the running operations a page at a time, round after round, until `untilMs`. Every page is paced as a
- * full one, at ctx.settings.bulkJobsPerS for all operations together: a page of no jobs still lists. Returns the
- * jobs acted on.
+ * full one, at ctx.settings.bulkJobsPerS for all operations together (a page of no jobs still lists), and its
+ * jobs are acted on at that pace too. Returns the jobs acted on.
  */
 export async function runBulkOperations(ctx: QueueContext, options: BulkRunOptions): Promise<number> {
   let total = 0;
@@ -156,14 +178,15 @@ export async function runBulkOperations(ctx: QueueContext, options: BulkRunOptio
     const ids = await runningOperationIds(ctx);
     if (ids.length === 0) break;
     for (const id of ids) {
+      const pageStartedAtMs = ctx.nowMs();
       let jobs = 0;
       try {
-        jobs = await runOperationPage(ctx, id);
+        jobs = await runOperationPage(ctx, id, { spacingMs: 1000 / ctx.settings.bulkJobsPerS, ...(options.signal ? { signal: options.signal } : {}) });
       } catch (error) {
         options.onError?.(id, error);
       }
       total += jobs;
-      const pauseMs = Math.min((BULK_PAGE_SIZE * 1000) / ctx.settings.bulkJobsPerS, options.untilMs - ctx.nowMs());
+      const pauseMs = Math.min(pageStartedAtMs + (BULK_PAGE_SIZE * 1000) / ctx.settings.bulkJobsPerS, options.untilMs) - ctx.nowMs();
       if (pauseMs > 0) await abortableSleep(pauseMs, options.signal);
       if (options.signal?.aborted) break;
     }
