@@ -6,8 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
-import pLimit from 'p-limit';
 import { createSweeperHandler } from '../functions/sweeper/app.js';
+import { createJobGate } from './job-gate.js';
 import { trackConsumedCapacity, type CapacityTotals } from '../test/support/capacity.js';
 import { createQueueContext, type QueueContext, type QueueSettings } from '../lib/queue/context.js';
 import { createDynamoClients, type DynamoClients } from '../lib/store/client.js';
@@ -188,16 +188,16 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     maxQueuedBatches: 0,
   };
 
-  // One worker process running `workerConcurrency` jobs at once: as many batches in flight as fill it.
+  // One worker process running `workerConcurrency` jobs at once, each batch holding the jobs it runs at once.
   const workerCtx = ctxOf('worker');
-  const batchSlots = pLimit(Math.max(1, Math.floor(options.workerConcurrency / Math.min(settings.workerConcurrency, settings.workerBatchSize))));
+  const jobGate = createJobGate(options.workerConcurrency);
   const inFlight = new Set<Promise<void>>();
   const invoker: WorkerInvoker = {
     async invoke(batch) {
       // Accepted at once, like Lambda's async invoke; the JSON round trip is the one Lambda makes.
       const payload = JSON.parse(JSON.stringify(batch)) as WorkerBatch;
       counts.invocations++;
-      const run = batchSlots(async () => {
+      const run = jobGate.run(Math.min(payload.jobs.length, settings.workerConcurrency), async () => {
         // Only the bench type's jobs are the workload's: another type's (W2-bulk's replays) run beside it uncounted.
         await runWorkerBatch(workerCtx, payload, {
           registry,
@@ -212,7 +212,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
           },
         });
       });
-      counts.maxQueuedBatches = Math.max(counts.maxQueuedBatches, batchSlots.pendingCount);
+      counts.maxQueuedBatches = Math.max(counts.maxQueuedBatches, jobGate.waiting);
       inFlight.add(run);
       void run.finally(() => inFlight.delete(run));
     },
