@@ -12,8 +12,9 @@ import { readInFlight } from '../store/counters.js';
 import type { DueEntry } from '../store/due-index.js';
 import { laneBucketOf } from '../store/keys.js';
 import type { QueueContext } from './context.js';
+import type { ScanAfter } from './lanes.js';
 
-export interface BlockedRun {
+export interface BlockedRun extends ScanAfter {
   /** The run's last entry: the next read of the shard begins just after it. */
   entry: DueEntry;
   bucket: number;
@@ -36,9 +37,12 @@ export async function stillBlockedRuns(ctx: QueueContext, jobType: JobType, shar
     return run ? [{ shard, run }] : [];
   });
   if (held.length === 0) return new Map();
-  const inFlight = await readInFlight(ctx, jobType.name, [...new Set(held.flatMap(({ run }) => [...run.keys.keys()]))]);
-  const hasRoom = (key: string, weight: number): boolean =>
-    (throttleKeyLimit(jobType, key) ?? Infinity) - (inFlight.keys.get(key) ?? 0) >= weight;
+  const limitOf = (key: string): number => throttleKeyLimit(jobType, key) ?? Infinity;
+  // A key whose limit is below its lightest job (a key held at 0) has room only once its limit is raised, which
+  // the job type shows: the counters are read only for keys that are full for now.
+  const full = held.flatMap(({ run }) => [...run.keys].filter(([key, weight]) => limitOf(key) >= weight).map(([key]) => key));
+  const inFlight = full.length > 0 ? (await readInFlight(ctx, jobType.name, [...new Set(full)])).keys : new Map<string, number>();
+  const hasRoom = (key: string, weight: number): boolean => limitOf(key) - (inFlight.get(key) ?? 0) >= weight;
   const blocked = new Map<number, BlockedRun>();
   for (const { shard, run } of held) {
     if ([...run.keys].some(([key, weight]) => hasRoom(key, weight))) runs.delete(blockedRunKey(jobType.name, shard));

@@ -4,7 +4,7 @@
  * no write still in flight can land behind it (DESIGN §4.5).
  */
 import type { QueueContext } from './context.js';
-import { queryDue, readCursor, type DueEntry } from '../store/due-index.js';
+import { queryDue, readCursor, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { bucketOf, bucketStartMs, lanePartition, type Lane } from '../store/keys.js';
 
 /**
@@ -22,48 +22,99 @@ export async function oldestCursorBucket(
   return Math.max(floorBucket, Math.min(...cursors.map((cursor) => cursor ?? floorBucket)));
 }
 
+/** Where a scan reads from just after an entry rather than from the cursor (a blocked run: blocked-runs.ts). */
+export interface ScanAfter {
+  bucket: number;
+  entry: DueEntry;
+  /** Set once the rest of the entry's bucket was found empty after it settled: reads begin at this bucket instead. */
+  readFromBucket?: number;
+}
+
+function longer(a: SettledGap | undefined, b: SettledGap | undefined): SettledGap | undefined {
+  if (!a || !b) return a ?? b;
+  return b.untilBucket - b.fromBucket > a.untilBucket - a.fromBucket ? b : a;
+}
+
 export interface LaneScan {
   entries: DueEntry[];
   /** The cursor as read, and where it may move now. */
   cursor: number | undefined;
   advanceTo: number | undefined;
+  /** The settled empty buckets this scan found or went past that still lie ahead of the cursor, for the next scan. */
+  gap: SettledGap | undefined;
+  /** With `after`: where the next scan after the same entry may begin, when its bucket turned out settled and empty past it. */
+  readAfterFromBucket: number | undefined;
+}
+
+export interface ScanOptions {
+  /** Where to begin when the lane has no cursor yet. */
+  startBucket: number;
+  limit: number;
+  cursor?: number | undefined;
+  upToMs?: number;
+  after?: ScanAfter;
+  gap?: SettledGap;
 }
 
 /**
  * Due entries of one lane shard, oldest bucket first, at most `limit`: those due by now, or by `upToMs` when
  * it is later (entries falling due soon; in the next bucket only when the lane has entries already, so an idle
- * lane costs what it did). `startBucket` is where to begin when the lane has no cursor yet. The cursor's
- * advance depends on now only. With `after` (an entry of the lane), the scan begins just after it and never
- * moves the cursor, having not looked at what lies before.
+ * lane costs what it did). The cursor's advance depends on now only. With `after` (an entry of the lane), the
+ * scan begins just after it and never moves the cursor, having not looked at what lies before. A `gap` is gone
+ * past unread while the cursor is held behind it, so a backlog that holds the cursor for hours is not followed
+ * by a query per bucket since.
  */
-export async function scanLane(
-  ctx: QueueContext,
-  lane: Lane,
-  shard: number,
-  options: { startBucket: number; limit: number; cursor?: number | undefined; upToMs?: number; after?: { bucket: number; entry: DueEntry } },
-): Promise<LaneScan> {
+export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, options: ScanOptions): Promise<LaneScan> {
   const nowMs = ctx.nowMs();
   const upToMs = Math.max(nowMs, options.upToMs ?? nowMs);
   const { bucketMs, cursorSafetyMarginMs } = ctx.settings;
-  const cursor = options.cursor;
-  const { after } = options;
-  const first = after?.bucket ?? cursor ?? options.startBucket;
+  const { cursor, after, gap } = options;
+  const first = after ? (after.readFromBucket ?? after.bucket) : (cursor ?? options.startBucket);
   const last = bucketOf(upToMs, bucketMs);
+  const current = bucketOf(nowMs, bucketMs);
+  const settled = (bucket: number): boolean => bucketStartMs(bucket + 1, bucketMs) <= nowMs - cursorSafetyMarginMs;
   const entries: DueEntry[] = [];
   let advanceTo: number | undefined;
-  let contiguousEmpty = true;
-  const current = bucketOf(nowMs, bucketMs);
+  let readAfterFromBucket: number | undefined;
+  // Whether everything from the cursor up to here was found empty and settled: only then may the cursor move on.
+  let contiguousEmpty = !after;
+  // The settled empty buckets met since the last bucket that was not, and the longest such stretch closed so far.
+  let open: SettledGap | undefined;
+  let longest: SettledGap | undefined;
+  const close = (): void => {
+    longest = longer(longest, open);
+    open = undefined;
+  };
   for (let bucket = first; bucket <= last && entries.length < options.limit; bucket++) {
     // A lane that holds nothing due is not read into the next bucket: that would cost an idle lane a query.
     if (bucket > current && entries.length === 0) break;
-    const startAfter = after?.bucket === bucket ? after.entry : undefined;
+    if (gap && bucket >= gap.fromBucket && bucket < gap.untilBucket && !contiguousEmpty) {
+      open = { fromBucket: open?.fromBucket ?? gap.fromBucket, untilBucket: gap.untilBucket };
+      bucket = gap.untilBucket - 1;
+      continue;
+    }
+    const startAfter = after?.bucket === bucket && after.readFromBucket === undefined ? after.entry : undefined;
     const found = await queryDue(ctx, lanePartition(lane, bucket, shard), upToMs, options.limit - entries.length, startAfter);
     entries.push(...found);
-    const settled = bucketStartMs(bucket + 1, bucketMs) <= nowMs - cursorSafetyMarginMs;
-    if (found.length === 0 && contiguousEmpty && settled && !after) advanceTo = bucket + 1;
-    else contiguousEmpty = false;
+    const emptyAndSettled = found.length === 0 && settled(bucket);
+    if (emptyAndSettled && startAfter) readAfterFromBucket = bucket + 1;
+    else if (emptyAndSettled && contiguousEmpty) advanceTo = bucket + 1;
+    else if (emptyAndSettled) open = { fromBucket: open?.fromBucket ?? bucket, untilBucket: bucket + 1 };
+    else {
+      contiguousEmpty = false;
+      close();
+    }
   }
-  return { entries, cursor, advanceTo: advanceTo !== undefined && advanceTo !== cursor ? advanceTo : undefined };
+  close();
+  const ahead = (candidate: SettledGap | undefined): SettledGap | undefined =>
+    candidate && (cursor === undefined || candidate.fromBucket > cursor) ? candidate : undefined;
+  return {
+    entries,
+    cursor,
+    advanceTo: advanceTo !== undefined && advanceTo !== cursor ? advanceTo : undefined,
+    gap: longer(ahead(longest), ahead(gap)),
+    readAfterFromBucket,
+  };
 }
 
 /** Entries in the buckets just behind the cursor: the sweeper's backstop for a write that landed late. */

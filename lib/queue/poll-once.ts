@@ -6,7 +6,7 @@ import pLimit from 'p-limit';
 import { DEFAULT_PRIORITY } from '../domain/job.js';
 import type { JobType, PriorityOrder } from '../domain/job-type.js';
 import { abortableSleep } from '../domain/sleep.js';
-import { advanceCursor, readCursor, type DueEntry } from '../store/due-index.js';
+import { advanceCursor, readLaneCursor, recordGap, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { bucketOf, jobKey, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
 import { blockedRunKey, extendBlockedRun, stillBlockedRuns, type BlockedRun, type BlockedRuns } from './blocked-runs.js';
@@ -39,6 +39,12 @@ export interface PollResult {
 
 /** Cursors this poller has read or moved, so a steady loop does not re-read them every poll. */
 export type CursorCache = Map<string, number | undefined>;
+
+/**
+ * Settled empty buckets ahead of each lane shard's cursor (store/due-index.ts), by the cursor's cache key, with
+ * how far the gap recorded on the cursor reaches: a longer one is recorded for the pollers that come next.
+ */
+export type SettledGaps = Map<string, { gap: SettledGap; recordedUntilBucket: number | undefined }>;
 
 function readyAtMsOf(entry: DueEntry): number {
   return sortKeyTimeMs(entry.gsi1sk);
@@ -85,6 +91,8 @@ export interface PollOptions {
   recentClaims?: RecentClaims;
   /** Leading runs of entries whose throttle keys had no room, read past while they stay blocked (blocked-runs.ts). */
   blockedRuns?: BlockedRuns;
+  /** Settled empty buckets this poller found ahead of cursors held back, to go past unread. */
+  settledGaps?: SettledGaps;
   /** How far the previous round of polls read each type's lanes, by type name, for `arrivals`. */
   readUpToBefore?: ReadonlyMap<string, number>;
   /** Where this poll records how far it read each type's lanes. */
@@ -124,12 +132,26 @@ interface Poll {
  * The due entries of one lane shard, moving its cursor past settled empty buckets, or after a blocked run (see
  * blocked-runs.ts); `full` when it read a whole page.
  */
-async function scanShard(poll: Poll, jobType: JobType, shard: number, upToMs: number, after?: BlockedRun): Promise<{ entries: DueEntry[]; full: boolean }> {
+async function scanShard(
+  poll: Poll,
+  jobType: JobType,
+  shard: number,
+  upToMs: number,
+  after?: BlockedRun,
+): Promise<{ entries: DueEntry[]; full: boolean; readAfterFromBucket: number | undefined }> {
   const { ctx, options, result } = poll;
   const { settings } = ctx;
   const lane: Lane = { kind: 'queued', type: jobType.name };
   const cacheKey = `${jobType.name}#${shard}`;
-  const cursor = options.cursors.has(cacheKey) ? options.cursors.get(cacheKey) : await readCursor(ctx, lane, shard);
+  let cursor: number | undefined;
+  if (options.cursors.has(cacheKey)) cursor = options.cursors.get(cacheKey);
+  else {
+    const read = await readLaneCursor(ctx, lane, shard);
+    cursor = read.bucket;
+    if (read.gap) options.settledGaps?.set(cacheKey, { gap: read.gap, recordedUntilBucket: read.gap.untilBucket });
+  }
+  const known = options.settledGaps?.get(cacheKey);
+  const gap = known?.gap;
   const scan = await scanLane(ctx, lane, shard, {
     cursor,
     startBucket: bucketOf(jobType.createdAtMs, settings.bucketMs),
@@ -137,15 +159,26 @@ async function scanShard(poll: Poll, jobType: JobType, shard: number, upToMs: nu
     upToMs,
     // A run that begins behind the cursor (its jobs were since cancelled or moved) is not read from.
     ...(after && (cursor === undefined || after.bucket >= cursor) ? { after } : {}),
+    ...(gap ? { gap } : {}),
   });
   options.cursors.set(cacheKey, cursor);
+  if (!scan.gap) options.settledGaps?.delete(cacheKey);
+  else if (options.settledGaps) {
+    let recordedUntilBucket = known?.recordedUntilBucket;
+    if (scan.gap.untilBucket > (recordedUntilBucket ?? -Infinity)) {
+      // At most once per bucket that settles while the cursor is held; a refusal means the cursor moved on.
+      if (!(await recordGap(ctx, lane, shard, cursor, scan.gap))) options.cursors.delete(cacheKey);
+      recordedUntilBucket = scan.gap.untilBucket;
+    }
+    options.settledGaps.set(cacheKey, { gap: scan.gap, recordedUntilBucket });
+  }
   if (scan.advanceTo !== undefined) {
     const moved = await advanceCursor(ctx, lane, shard, cursor, scan.advanceTo);
     if (moved) options.cursors.set(cacheKey, scan.advanceTo);
     else options.cursors.delete(cacheKey);
   }
   for (const entry of scan.entries) result.oldestDueLagMs = Math.max(result.oldestDueLagMs, Math.max(0, poll.nowMs - readyAtMsOf(entry)));
-  return { entries: scan.entries, full: scan.entries.length >= settings.claimPageSize };
+  return { entries: scan.entries, full: scan.entries.length >= settings.claimPageSize, readAfterFromBucket: scan.readAfterFromBucket };
 }
 
 /** Claims `entries` within the type's rate limit; they are due by now. */
@@ -190,7 +223,7 @@ async function claimAhead(poll: Poll, sink: ClaimSink, jobType: JobType, ahead: 
   throwFirstRejection(await Promise.allSettled(claims));
 }
 
-type ShardScan = PromiseSettledResult<{ entries: DueEntry[]; full: boolean }>;
+type ShardScan = PromiseSettledResult<Awaited<ReturnType<typeof scanShard>>>;
 
 /** Claims what the shards' scans found: what is due now, then what falls due within the claim-ahead window. */
 async function claimFound(poll: Poll, sink: ClaimSink, jobType: JobType, scans: ShardScan[], fullKeys: Set<string>): Promise<void> {
@@ -229,7 +262,11 @@ async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<
     scans.forEach((scan, at) => {
       const shard = shards[at];
       if (!runs || scan.status !== 'fulfilled' || shard === undefined) return;
-      const { run, wholePage } = extendBlockedRun(jobType, after.get(shard), scan.value.entries, fullKeys);
+      const extended = extendBlockedRun(jobType, after.get(shard), scan.value.entries, fullKeys);
+      const { wholePage } = extended;
+      const { readAfterFromBucket } = scan.value;
+      // Past an unchanged run, a bucket found settled and empty after it is not read again.
+      const run = extended.run && extended.run === after.get(shard) && readAfterFromBucket !== undefined ? { ...extended.run, readFromBucket: readAfterFromBucket } : extended.run;
       if (!run) return;
       runs.set(blockedRunKey(jobType.name, shard), run);
       after.set(shard, run);

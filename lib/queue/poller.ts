@@ -12,7 +12,7 @@ import type { QueueContext } from './context.js';
 import { fireDueSchedules, type FireResult } from './fire-schedules.js';
 import { JOB_TYPES_REFRESH_MS, listJobTypes } from './job-types.js';
 import type { BlockedRuns } from './blocked-runs.js';
-import { emptyPollResult, pollOnce, type CursorCache, type PollResult, type RecentClaims } from './poll-once.js';
+import { emptyPollResult, pollOnce, type CursorCache, type PollResult, type RecentClaims, type SettledGaps } from './poll-once.js';
 import type { RateBucketCache } from './rate-limit.js';
 
 export interface PollerLoopOptions {
@@ -104,6 +104,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   const rateBuckets: RateBucketCache = new Map();
   const recentClaims: RecentClaims = new Map();
   const blockedRuns: BlockedRuns = new Map();
+  const settledGaps: SettledGaps = new Map();
   const pacer = createPacer(ctx.settings);
   const totals = emptyPollResult();
   let jobTypes: JobType[] = [];
@@ -129,6 +130,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         rateBuckets,
         recentClaims,
         blockedRuns,
+        settledGaps,
         ...pacer.horizons,
         // What falls due before the next poll is claimed on time from this one, never past the run's end.
         claimAheadMs: Math.min(pacer.intervalMs, Math.max(0, deadlineMs - ctx.nowMs())),
@@ -150,6 +152,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
       options.onError?.(error);
       cursors.clear();
       blockedRuns.clear();
+      settledGaps.clear();
       await sleep(pacer.afterError(), options.signal);
     }
   } while (ctx.nowMs() < deadlineMs && !options.signal?.aborted);

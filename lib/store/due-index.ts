@@ -17,9 +17,51 @@ export interface DueEntry {
   throttleKey?: string;
 }
 
-export async function readCursor(ctx: StoreContext, lane: Lane, shard: number): Promise<number | undefined> {
+/**
+ * Buckets of a lane shard, from `fromBucket` up to (not including) `untilBucket`, found empty after they settled
+ * while the cursor could not pass them (an earlier bucket held entries, a blocked backlog say). No write lands in
+ * a settled bucket, so scans go past them unread for as long as something still holds the cursor; once nothing
+ * does, they are read again as the cursor passes them, which is what lets it pass (queue/lanes.ts).
+ */
+export interface SettledGap {
+  fromBucket: number;
+  untilBucket: number;
+}
+
+export interface LaneCursor {
+  bucket: number | undefined;
+  /** The longest gap recorded ahead of the cursor, if any: a new poller goes past it without walking it again. */
+  gap: SettledGap | undefined;
+}
+
+export async function readLaneCursor(ctx: StoreContext, lane: Lane, shard: number): Promise<LaneCursor> {
   const item = await getItem(ctx, cursorKey(lane, shard), { consistentRead: true });
-  return typeof item?.bucket === 'number' ? item.bucket : undefined;
+  const bucket = typeof item?.bucket === 'number' ? item.bucket : undefined;
+  const { gapFrom, gapUntil } = item ?? {};
+  const ahead = typeof gapFrom === 'number' && typeof gapUntil === 'number' && gapUntil > gapFrom && (bucket === undefined || gapFrom > bucket);
+  return { bucket, gap: ahead ? { fromBucket: gapFrom, untilBucket: gapUntil } : undefined };
+}
+
+export async function readCursor(ctx: StoreContext, lane: Lane, shard: number): Promise<number | undefined> {
+  return (await readLaneCursor(ctx, lane, shard)).bucket;
+}
+
+/**
+ * Records a gap found ahead of the cursor as read, unless the cursor moved since or a gap reaching as far is
+ * recorded already: a gap recorded against an older cursor would lie behind the new one, where it means nothing.
+ */
+export function recordGapParams(lane: Lane, shard: number, cursor: number | undefined, gap: SettledGap): UpdateParams {
+  return {
+    Key: cursorKey(lane, shard),
+    UpdateExpression: 'SET #gapFrom = :from, #gapUntil = :until',
+    ConditionExpression: `${cursor === undefined ? 'attribute_not_exists(#bucket)' : '#bucket = :cursor'} AND (attribute_not_exists(#gapUntil) OR #gapUntil < :until)`,
+    ExpressionAttributeNames: { '#bucket': 'bucket', '#gapFrom': 'gapFrom', '#gapUntil': 'gapUntil' },
+    ExpressionAttributeValues: { ':from': gap.fromBucket, ':until': gap.untilBucket, ...(cursor === undefined ? {} : { ':cursor': cursor }) },
+  };
+}
+
+export async function recordGap(ctx: StoreContext, lane: Lane, shard: number, cursor: number | undefined, gap: SettledGap): Promise<boolean> {
+  return (await updateItem(ctx, recordGapParams(lane, shard, cursor, gap))).ok;
 }
 
 /** Compare-and-set, so two pollers advancing at once cannot move it past a bucket neither scanned. */
