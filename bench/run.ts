@@ -15,6 +15,7 @@ import { HTTP_WORKLOADS, httpTables, runHttpBench, summariseHttp, type HttpBench
 import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';
 import { fmt, lagAndOutcomeCells, median, type WorkloadSummary } from './stats.js';
 import { benchTableName, PHASES } from './system.js';
+import { runMix, type MixResult } from './mix.js';
 import {
   runCeiling,
   runIdle,
@@ -44,6 +45,8 @@ const DEFAULT_POLL_INTERVAL_MS = 500;
 const LIMITED_TYPE_CONCURRENCY = 64;
 /** W2-blocked's backlog of a key at limit 0 in one shard: issue 16's figure. */
 const BLOCKED_BACKLOG = 5_000;
+/** W-mix's jobs at most: enough for the limits to cycle many times over. */
+const MIX_MAX_N = 3_000;
 /** W2-bulk's failed jobs of another type: more than the sweeper retries at its pace while W2 runs. */
 const BULK_RETRIED = 2_000;
 
@@ -122,7 +125,7 @@ async function main(): Promise<number> {
   const env = { ...BENCH_SETTINGS, ...process.env, TABLE_NAME: 'bench', ...(args.shards ? { SHARDS: String(args.shards) } : {}) };
   const { tableName: _unused, ...settings } = readQueueSettings(env);
   const wants = (name: string) => args.only === undefined || args.only.includes(name);
-  const inProcess = ['W1-delayed', 'W1-immediate', 'W1-limited', 'W2-steady', 'W2-blocked', 'W2-bulk', 'ceiling', 'idle', 'idle-blocked'].some(wants) || args.scale;
+  const inProcess = ['W1-delayed', 'W1-immediate', 'W1-limited', 'W2-steady', 'W2-blocked', 'W2-bulk', 'W-mix', 'ceiling', 'idle', 'idle-blocked'].some(wants) || args.scale;
 
   const machine = {
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -160,6 +163,7 @@ async function main(): Promise<number> {
   const raw: Record<string, WorkloadResult[]> = {};
   const ceilings: CeilingResult[] = [];
   const idles: IdleResult[] = [];
+  const mixes: MixResult[] = [];
   const scale: Record<string, WorkloadResult[]> = {};
   try {
     // DynamoDB Local is a JVM: its first thousands of calls run slower while the JIT compiles them.
@@ -192,6 +196,16 @@ async function main(): Promise<number> {
       for (let run = 1; run <= args.runs; run++) {
         const label = `idle beside ${BLOCKED_BACKLOG} blocked jobs, run ${run}/${args.runs}`;
         idles.push(await runIdle(config, settings.pollIntervalMs, args.idleSeconds * 1_000, benchTableName('idle-blocked'), label, BLOCKED_BACKLOG));
+      }
+    }
+    if (wants('W-mix')) {
+      for (let run = 1; run <= args.runs; run++) {
+        const result = await runMix(config, Math.min(args.n, MIX_MAX_N), benchTableName('mix'), `W-mix run ${run}/${args.runs}`);
+        mixes.push(result);
+        console.log(
+          `W-mix run ${run}: ${fmt(result.drainJobsPerS)} jobs/s, in flight at most ${result.maxWeight} (${Object.entries(result.maxWeightByKey).map(([key, weight]) => `${key} ${weight}`).join(', ')}), ` +
+            `free slot -> start p50 ${fmt(result.freeSlotWaitMs.p50)} p99 ${fmt(result.freeSlotWaitMs.p99)} max ${fmt(result.freeSlotWaitMs.max)} ms, ${result.waitsOverPollInterval} over ${result.pollIntervalMs} ms`,
+        );
       }
     }
     if (args.scale) {
@@ -267,6 +281,32 @@ async function main(): Promise<number> {
       `\ncost per million jobs on AWS on-demand: writes $${fmt(cost.writes, 2)} + reads $${fmt(cost.reads, 2)} + worker invokes $${fmt(cost.lambdaRequests, 3)} (${fmt(costBasis.invocationsPerJob, 3)}/job) = $${fmt(cost.total, 2)}, Lambda duration extra`,
     );
   }
+  if (mixes.length > 0) {
+    const med = (pick: (result: MixResult) => number | undefined) => fmt(median(mixes.map(pick)));
+    const keys = Object.keys(mixes[0]!.maxWeightByKey).sort();
+    console.log(`\nW-mix (medians of ${mixes.length}): in-flight weight from the handler's spans; free slot -> start per attempt, handler to handler`);
+    console.log(
+      table(
+        ['N', 'attempts', 'jobs/s', 'max in flight (of 100)', ...keys.map((key) => `max ${key}`), 'free->start p50', 'p95', 'p99', 'max', `over ${mixes[0]!.pollIntervalMs} ms`, 'duplicates', 'not succeeded'],
+        [
+          [
+            String(mixes[0]!.n),
+            med((r) => r.attempts),
+            med((r) => r.drainJobsPerS),
+            String(Math.max(...mixes.map((r) => r.maxWeight))),
+            ...keys.map((key) => String(Math.max(...mixes.map((r) => r.maxWeightByKey[key] ?? 0)))),
+            med((r) => r.freeSlotWaitMs.p50),
+            med((r) => r.freeSlotWaitMs.p95),
+            med((r) => r.freeSlotWaitMs.p99),
+            med((r) => r.freeSlotWaitMs.max),
+            med((r) => r.waitsOverPollInterval),
+            String(Math.max(...mixes.map((r) => r.duplicates))),
+            String(Math.max(...mixes.map((r) => r.notSucceeded))),
+          ],
+        ],
+      ),
+    );
+  }
   if (idles.length > 0) {
     console.log(`\nidle queue (one job type, ${settings.shards} shards), per hour; DynamoDB Local bills an empty query 0, AWS at least 0.5 RRU`);
     console.log(
@@ -303,7 +343,7 @@ async function main(): Promise<number> {
   const outFile = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   await writeFile(
     outFile,
-    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
+    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, mixes, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
   );
   console.log(`\nwrote ${outFile}`);
   if (failures.length > 0) {

@@ -8,6 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { createSweeperHandler } from '../functions/sweeper/app.js';
 import { createJobGate } from './job-gate.js';
+import type { AttemptSpan } from './mix-analysis.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { trackConsumedCapacity, type CapacityTotals } from '../test/support/capacity.js';
 import { createQueueContext, type QueueContext, type QueueSettings } from '../lib/queue/context.js';
 import { createDynamoClients, type DynamoClients } from '../lib/store/client.js';
@@ -52,6 +54,21 @@ export interface SystemOptions {
   blockedKeys?: string[];
   /** Start the pollers and the sweeper now, or later with `start()`. */
   startNow: boolean;
+  /** The weighted mix instead of the no-op type (bench/mix.ts): limits, and a handler that works and fails as told. */
+  mix?: MixType;
+}
+
+export interface MixType {
+  concurrency: number;
+  /** Each key's share of the concurrency; the job's `region` is its key. */
+  shares: Record<string, number>;
+}
+
+/** What a mix job's handler is told to do. */
+export interface MixPayload {
+  region: string;
+  workMs: number;
+  failFirst: boolean;
 }
 
 export interface Start {
@@ -96,6 +113,8 @@ export interface RunningSystem {
   otherType: JobType;
   producerCtx: QueueContext;
   startLog: StartLog;
+  /** The mix's attempts as its handler saw them; empty for the no-op type. */
+  attemptSpans: AttemptSpan[];
   counts: {
     outcomes: BatchResult;
     invocations: number;
@@ -146,8 +165,15 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     jobTypeInputSchema.parse({
       target: { kind: 'handler', name: NOOP_HANDLER },
       delivery_strategy: options.delivery,
-      concurrency: options.typeConcurrency ?? null,
+      concurrency: options.mix?.concurrency ?? options.typeConcurrency ?? null,
       ...(options.blockedKeys?.length ? { throttle: { limits: Object.fromEntries(options.blockedKeys.map((key) => [key, { limit: 0 }])) } } : {}),
+      ...(options.mix
+        ? {
+            attempts: 3,
+            retry: { kind: 'fixed', delay_s: 0 },
+            throttle: { key_field: 'region', limits: Object.fromEntries(Object.entries(options.mix.shares).map(([key, share]) => [key, { share }])) },
+          }
+        : {}),
     }),
   );
 
@@ -171,8 +197,16 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const ctxOf = (role: keyof typeof clients): QueueContext => createQueueContext(clients[role].db, settings);
 
   const startLog = new StartLog();
-  const noop: JobHandler = (_data, { job }) => {
-    startLog.record(job.id, { dueAtMs: job.runAfterMs, claimedAtMs: job.claimedAtMs ?? Number.NaN, startedAtMs: Date.now() });
+  const attemptSpans: AttemptSpan[] = [];
+  const noop: JobHandler = async (data, { job }) => {
+    const startedAtMs = Date.now();
+    // A mix job's retries are its design, not duplicates: only first attempts are the workload's starts.
+    if (!options.mix || job.attempt === 1) startLog.record(job.id, { dueAtMs: job.runAfterMs, claimedAtMs: job.claimedAtMs ?? Number.NaN, startedAtMs });
+    if (!options.mix) return undefined;
+    const { region, workMs, failFirst } = data as MixPayload;
+    await sleep(workMs);
+    attemptSpans.push({ key: region, weight: job.weight, readyAtMs: job.runAfterMs, startedAtMs, endedAtMs: Date.now() });
+    if (failFirst && job.attempt === 1) throw new Error('a mix job failing its first attempt, as told');
     return undefined;
   };
   const registry: WorkerRegistry = { handlers: { [NOOP_HANDLER]: noop, [OTHER_HANDLER]: () => undefined }, retryPolicies: {} };
@@ -256,6 +290,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     otherType,
     producerCtx: ctxOf('producer'),
     startLog,
+    attemptSpans,
     counts,
     capacity: () => ({
       enqueue: sumCommands(tracked.producer, () => true),

@@ -236,7 +236,7 @@ async function enqueueBlockedBacklog(config: BenchConfig, system: RunningSystem,
 }
 
 /** The system a workload runs on: the bench's configuration, with `settings` over its queue settings. */
-function systemOptions(config: BenchConfig, settings: Partial<BenchConfig['settings']> & { tableName: string }) {
+export function systemOptions(config: BenchConfig, settings: Partial<BenchConfig['settings']> & { tableName: string }) {
   return {
     endpoint: config.endpoint,
     settings: { ...config.settings, ...settings },
