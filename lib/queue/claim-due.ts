@@ -97,10 +97,44 @@ function unusedOf(reservations: Reservation[], claimed: Candidate[]): Reservatio
 }
 
 /**
+ * A reservation refused because a counter moved since it was read (another poller reserved, a worker gave slots
+ * back) is tried again on a fresh read, this many times in all: the refusal says the counters changed, not that
+ * they are full, and giving up would leave the room unused for a whole poll interval.
+ */
+const RESERVATION_TRIES = 3;
+
+/** Reads the counters, chooses the entries that fit and reserves their weight: `reserved` false when every try was refused. */
+async function reserveFitting(
+  ctx: QueueContext,
+  jobType: JobType,
+  entries: DueEntry[],
+  tokens: number,
+  fullKeys: Set<string>,
+): Promise<{ candidates: Candidate[]; reservations: Reservation[]; reservedAtMs: number; reserved: boolean }> {
+  const limitedKeys = [...new Set(entries.flatMap((entry) => entry.throttleKey ?? []))].filter(
+    (key) => throttleKeyLimit(jobType, key) !== undefined,
+  );
+  for (let tryNumber = 1; ; tryNumber++) {
+    const keysFound = new Set(fullKeys);
+    const inFlight = await readInFlight(ctx, jobType.name, limitedKeys);
+    const candidates = chooseCandidates(jobType, entries, inFlight, tokens, keysFound);
+    const reservations = reservationsFor(jobType, candidates, inFlight);
+    // The claim deadline counts from the time the reservation writes on the counter, not from its answer, which
+    // SDK retries may delay: the reconcile's quiet period counts from that time too.
+    const reservedAtMs = ctx.nowMs();
+    const reserved = reservations.length === 0 || (await transactWrite(ctx, reserveItems(ctx.settings.tableName, jobType.name, reservations, reservedAtMs))).ok;
+    if (reserved || tryNumber >= RESERVATION_TRIES) {
+      for (const key of keysFound) fullKeys.add(key);
+      return { candidates, reservations, reservedAtMs, reserved };
+    }
+  }
+}
+
+/**
  * Claims under limits: the counters are read once, the jobs that fit are chosen, their weight is reserved on
  * each counter in one transaction, they are claimed in parallel with plain updates, and what was not claimed
- * is given back in one more. A reservation refused by a limit (another poller took the room since the read)
- * claims nothing in this poll: the next reads the counters again.
+ * is given back in one more. A reservation refused (another poller moved a counter since the read) is tried
+ * again on a fresh read; refused every time, it claims nothing in this poll.
  */
 async function claimWithinSlots(
   ctx: QueueContext,
@@ -110,25 +144,9 @@ async function claimWithinSlots(
   tokens: number,
   fullKeys: Set<string>,
 ): Promise<number> {
-  const limitedKeys = [...new Set(entries.flatMap((entry) => entry.throttleKey ?? []))].filter(
-    (key) => throttleKeyLimit(jobType, key) !== undefined,
-  );
-  const inFlight = await readInFlight(ctx, jobType.name, limitedKeys);
-  const candidates = chooseCandidates(jobType, entries, inFlight, tokens, fullKeys);
-  let reservations = reservationsFor(jobType, candidates, inFlight);
-  const { tableName } = ctx.settings;
-  // The claim deadline counts from the time the reservation writes on the counter, not from its answer, which
-  // SDK retries may delay: the reconcile's quiet period counts from that time too.
-  const reservedAtMs = ctx.nowMs();
-  let toClaim = candidates;
-  if (reservations.length > 0) {
-    const reserved = await transactWrite(ctx, reserveItems(tableName, jobType.name, reservations, reservedAtMs));
-    // Jobs that take no slot (weight 0) never wait for one.
-    if (!reserved.ok) {
-      reservations = [];
-      toClaim = candidates.filter((candidate) => !candidate.slots);
-    }
-  }
+  const { candidates, reservations, reservedAtMs, reserved } = await reserveFitting(ctx, jobType, entries, tokens, fullKeys);
+  // Jobs that take no slot (weight 0) never wait for one.
+  const toClaim = reserved ? candidates : candidates.filter((candidate) => !candidate.slots);
   const claimUntilMs = reservedAtMs + RESERVATION_MS;
   const outcomes = await Promise.allSettled(
     toClaim.map((candidate) =>
@@ -145,8 +163,8 @@ async function claimWithinSlots(
     const outcome = outcomes[at]!;
     return outcome.status === 'rejected' || outcome.value.claimed;
   });
-  const unused = unusedOf(reservations, claimed);
-  await lowerCounters(ctx, releaseItems(tableName, jobType.name, unused, ctx.nowMs()));
+  const unused = reserved ? unusedOf(reservations, claimed) : [];
+  await lowerCounters(ctx, releaseItems(ctx.settings.tableName, jobType.name, unused, ctx.nowMs()));
   throwFirstRejection(outcomes);
   return outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value.used).length;
 }

@@ -133,7 +133,7 @@ test('a reservation made before a reconcile is not given back after it', async (
   expect(await typeInFlight('limited')).toBe(0);
 });
 
-test('a reservation refused by the limit claims nothing, and the next poll claims within the room left', async () => {
+test('a reservation refused because another poller took room since the read is made again on a fresh read, within the room left', async () => {
   const { ctx } = queue();
   const limited = await defineType(ctx, 'limited', { concurrency: 2 });
   for (const id of ['a', 'b']) await enqueue(ctx, limited, id);
@@ -146,8 +146,7 @@ test('a reservation refused by the limit claims nothing, and the next poll claim
     }
     return next(args);
   });
-  expect((await poll(ctx, [limited], new RecordingInvoker())).claimed).toBe(0);
-  expect(await typeInFlight('limited')).toBe(1);
   expect((await poll(ctx, [limited], new RecordingInvoker())).claimed).toBe(1);
   expect(await typeInFlight('limited')).toBe(2);
+  expect((await poll(ctx, [limited], new RecordingInvoker())).claimed).toBe(0);
 });
