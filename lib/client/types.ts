@@ -192,6 +192,8 @@ export interface Job {
   created_at: string | null;
   updated_at: string | null;
   finished_at: string | null;
+  /** Who cancelled it: the id of the key that asked, or of the bulk operation that did; null otherwise. */
+  cancelled_by: string | null;
   result: Json;
   claimed_until: string | null;
   history: Attempt[];

@@ -38,9 +38,9 @@ export async function cancelQueuedJob(ctx: QueueContext, ref: { type: string; id
   return result;
 }
 
-/** Cancels a job that has not started; a running or finished job is a ConflictError. */
-export async function cancelJob(ctx: QueueContext, type: string, id: string): Promise<Job> {
-  const result = await cancelQueuedJob(ctx, { type, id });
+/** Cancels a job that has not started, recording who did (a key's id); a running or finished job is a ConflictError. */
+export async function cancelJob(ctx: QueueContext, type: string, id: string, cancelledBy?: string): Promise<Job> {
+  const result = await cancelQueuedJob(ctx, { type, id }, cancelledBy);
   if (!result.ok) {
     if (!result.current) throw new NotFoundError(`job "${id}" of type "${type}" does not exist`);
     throw new ConflictError(`job "${id}" is ${result.current.status}; only a queued job can be cancelled`);

@@ -120,6 +120,7 @@ export function jobToApi(job: Job): Record<string, unknown> {
     created_at: isoOrNull(job.createdAtMs),
     updated_at: isoOrNull(job.updatedAtMs),
     finished_at: isoOrNull(job.finishedAtMs),
+    cancelled_by: job.cancelledBy ?? null,
     result: job.result ?? null,
     claimed_until: isoOrNull(job.claimedUntilMs),
     history: job.history.map(attemptToApi),
@@ -179,6 +180,10 @@ export const jobSchema = z
     created_at: instantSchema.nullable(),
     updated_at: instantSchema.nullable(),
     finished_at: instantSchema.nullable(),
+    cancelled_by: z
+      .string()
+      .nullable()
+      .meta({ description: 'Who cancelled it: the id of the key that asked, or of the bulk operation that did' }),
     result: jsonValueSchema,
     claimed_until: instantSchema.nullable(),
     history: z.array(attemptSchema).meta({ description: 'Its ended attempts, oldest first' }),

@@ -109,6 +109,13 @@ describe('a bulk cancel', () => {
   });
 });
 
+test('a job a bulk cancel cancelled names the operation as who cancelled it', async () => {
+  await seedQueued(api().queue.ctx, await typeOf('emails'), [{ id: 'doomed' }]);
+  const started = await start('emails', { action: 'cancel', status: 'queued' });
+  await runToEnd(sweeperCtx(), started.body.id);
+  expect((await api().api.get('/v1/jobs/emails/doomed')).body).toMatchObject({ status: 'cancelled', cancelled_by: started.body.id });
+});
+
 test('the sweeper runs every running operation a page at a time between its sweeps', async () => {
   await seedFinished(api().queue, await typeOf('emails'), Array.from({ length: BULK_PAGE_SIZE + 1 }, (_, index) => ({ id: `f${index}`, status: 'failed' as const, finishedAtMs: T0 })));
   await seedQueued(api().queue.ctx, await typeOf('invoices'), [{ id: 'i1' }]);

@@ -4,6 +4,7 @@
  * fields and request id, and retries only of requests that are safe to repeat.
  */
 import { afterEach, beforeEach, describe, expect, test, vi, type MockInstance } from 'vitest';
+import { STATIC_ADMIN_KEY_ID } from '../../functions/authorizer/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
 import {
   ConflictError,
@@ -184,6 +185,12 @@ describe('jobs', () => {
     await client.enqueue('emails', {}, { id: 'c-1' });
     expect((await client.cancel('emails', 'c-1')).status).toBe('cancelled');
     await expect(client.cancel('emails', 'c-1')).rejects.toBeInstanceOf(ConflictError);
+  });
+
+  test('a cancelled job names the key that cancelled it', async () => {
+    await client.enqueue('emails', {}, { id: 'c-by' });
+    await client.cancel('emails', 'c-by');
+    expect((await client.get('emails', 'c-by')).cancelled_by).toBe(STATIC_ADMIN_KEY_ID);
   });
 
   test('complete ends the attempt with its result; replay makes a new job with the same data', async () => {

@@ -97,7 +97,8 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
       const jobType = await jobTypes.require(typeName(event));
       return json(201, jobToApi(await replayJob(ctx, jobType, jobId(event))));
     },
-    cancel: async (event) => json(200, jobToApi(await cancelJob(ctx, typeName(event), jobId(event)))),
+    cancel: async (event, principal) =>
+      json(200, jobToApi(await cancelJob(ctx, typeName(event), jobId(event), principal?.kind === 'key' ? principal.keyId : undefined))),
     changeJob: async (event, principal) => {
       const change = jobChangeFromBody(parseWith(jobPatchSchema, parseJsonBody(event)));
       const jobType = await jobTypes.require(typeName(event));
