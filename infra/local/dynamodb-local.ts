@@ -4,12 +4,13 @@
  * `-disableTelemetry`, without which DynamoDB Local tries to phone home.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { createDynamoClients } from '../../lib/store/client.js';
+import { ConfigError } from '../../lib/domain/errors.js';
 
 export interface DynamoDbLocal {
   endpoint: string;
@@ -56,8 +57,52 @@ async function waitUntilReady(endpoint: string, child: ChildProcess, timeoutMs: 
   }
 }
 
-/** Starts DynamoDB Local on `port` (a free one if absent), in memory or with its data under `dbPath`. */
-export async function startDynamoDbLocal(options: { port?: number; dbPath?: string } = {}): Promise<DynamoDbLocal> {
+/**
+ * How DynamoDB Local's SQLite commits reach the disk. `full` (SQLite's default): every write is flushed to
+ * the device before it is answered, so nothing answered is lost even to a power cut. `off`: flushes are
+ * skipped (libeatmydata preloaded into the JVM), so writes reach the disk when the OS writes its cache back:
+ * every answered write survives DynamoDB Local or the whole runtime being killed, but the last seconds of
+ * them may not survive the machine itself crashing. SQLite gives every commit its own flush, on one thread,
+ * so on a disk whose flush is slow that is what limits DynamoDB Local's write rate.
+ */
+export type DiskSync = 'full' | 'off';
+
+export const DISK_SYNC_SETTING = 'DYNAMODB_LOCAL_SYNC';
+
+/** Where Debian, Ubuntu and Fedora install libeatmydata (the `eatmydata` package). */
+export const NO_SYNC_LIBRARY_PATHS = [
+  '/usr/lib/x86_64-linux-gnu/libeatmydata.so',
+  '/usr/lib/aarch64-linux-gnu/libeatmydata.so',
+  '/usr/lib64/libeatmydata.so',
+  '/usr/lib/libeatmydata.so',
+  '/usr/local/lib/libeatmydata.so',
+];
+
+export function readDiskSync(env: Record<string, string | undefined>): DiskSync {
+  const raw = env[DISK_SYNC_SETTING];
+  if (raw === undefined || raw === '' || raw === 'full') return 'full';
+  if (raw === 'off') return 'off';
+  throw new ConfigError(`${DISK_SYNC_SETTING} must be full or off, got "${raw}"`);
+}
+
+/** The environment the JVM runs in: ours, plus libeatmydata preloaded when flushes are off. */
+export function javaEnvironment(sync: DiskSync, candidates: readonly string[] = NO_SYNC_LIBRARY_PATHS): NodeJS.ProcessEnv {
+  if (sync === 'full') return process.env;
+  const library = candidates.find((path) => existsSync(path));
+  if (!library) {
+    throw new ConfigError(
+      `${DISK_SYNC_SETTING}=off needs libeatmydata, found at none of ${candidates.join(', ')} (Debian and Ubuntu: apt install eatmydata; Fedora: dnf install libeatmydata)`,
+    );
+  }
+  return { ...process.env, LD_PRELOAD: [library, process.env.LD_PRELOAD].filter(Boolean).join(' ') };
+}
+
+/**
+ * Starts DynamoDB Local on `port` (a free one if absent), in memory or with its data under `dbPath`,
+ * flushing each write to the disk unless `sync` is `off`.
+ */
+export async function startDynamoDbLocal(options: { port?: number; dbPath?: string; sync?: DiskSync } = {}): Promise<DynamoDbLocal> {
+  const env = javaEnvironment(options.dbPath ? (options.sync ?? 'full') : 'full');
   const port = options.port ?? (await freePort());
   const dir = jarDirectory();
   const args = [
@@ -70,7 +115,7 @@ export async function startDynamoDbLocal(options: { port?: number; dbPath?: stri
     '-disableTelemetry',
     ...(options.dbPath ? ['-dbPath', options.dbPath] : ['-inMemory']),
   ];
-  const child = spawn('java', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('java', args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);

@@ -29,7 +29,7 @@ import { ensureTable } from '../../lib/store/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import { KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
 import { deployContext } from '../cdk-context.js';
-import { startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
+import { readDiskSync, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import type { IamDecision } from './iam/iam-check.js';
 import { createLocalIam, type LocalIam } from './iam/local-iam.js';
 import { LOCAL_ACCOUNT_ID } from './iam/local-policies.js';
@@ -123,12 +123,13 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   const port = Number(env.PORT ?? 3000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
   const tableName = env.TABLE_NAME ?? 'jobs';
+  const diskSync = readDiskSync(env);
   await mkdir(dataDir, { recursive: true });
 
   let dynamo: DynamoDbLocal | undefined;
   let endpoint = env.DYNAMODB_ENDPOINT;
   if (!endpoint && !usesAwsTable(env)) {
-    dynamo = await startDynamoDbLocal({ dbPath: await ensureDir(join(dataDir, 'dynamodb')) });
+    dynamo = await startDynamoDbLocal({ dbPath: await ensureDir(join(dataDir, 'dynamodb')), sync: diskSync });
     endpoint = dynamo.endpoint;
   }
   const clientOptions = endpoint ? { endpoint } : {};
