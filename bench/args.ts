@@ -1,5 +1,12 @@
 /** The bench's command line: `--name value` or `--name=value` pairs and bare boolean flags. */
 
+/**
+ * Where the HTTP workloads' DynamoDB Local keeps its data: on disk as `npm start` keeps it, on disk without
+ * a flush per write (`DYNAMODB_LOCAL_SYNC=off`), or in memory (nothing kept across restarts).
+ */
+export const HTTP_STORAGES = ['disk', 'disk-nosync', 'memory'] as const;
+export type HttpStorage = (typeof HTTP_STORAGES)[number];
+
 export interface BenchArgs {
   n: number;
   /** Jobs the worker process runs at once (WORKLOAD.md: 32); the ceiling runs at the same concurrency. */
@@ -25,7 +32,7 @@ export interface BenchArgs {
   /** Jobs enqueued per second, due on arrival, in HTTP-due-on-arrival. */
   arrivalRatePerS: number;
   /** Where the HTTP workloads' DynamoDB Local keeps its data. */
-  httpStorage: 'disk' | 'memory';
+  httpStorage: HttpStorage;
 }
 
 const BOOLEAN_FLAGS = new Set(['split-shards', 'scale', 'help']);
@@ -54,7 +61,8 @@ export const USAGE = `npm run bench -- [options]
   --http-n N                 jobs in each HTTP workload (default: the smaller of --n and 5000)
   --http-concurrency C       enqueue requests in flight over HTTP (default 64)
   --arrival-rate R           jobs per second enqueued due on arrival in HTTP-due-on-arrival (default 100)
-  --http-storage S           disk (default: as npm start keeps its data) or memory, for the HTTP workloads' DynamoDB Local
+  --http-storage S           the HTTP workloads' DynamoDB Local: disk (default: as npm start keeps its data),
+                             disk-nosync (as with DYNAMODB_LOCAL_SYNC=off: no flush per write) or memory
 Queue settings come from the environment as in production (POLL_INTERVAL_MS, CLAIM_CONCURRENCY, ...).`;
 
 function positiveInteger(name: string, raw: string): number {
@@ -82,7 +90,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
   const int = (name: string, fallback: number): number => (values.has(name) ? positiveInteger(name, values.get(name) as string) : fallback);
   const delivery = values.get('delivery') ?? 'at_least_once';
   const httpStorage = values.get('http-storage') ?? 'disk';
-  if (httpStorage !== 'disk' && httpStorage !== 'memory') throw new Error(`--http-storage must be disk or memory, got "${httpStorage}"`);
+  if (!(HTTP_STORAGES as readonly string[]).includes(httpStorage)) throw new Error(`--http-storage must be one of ${HTTP_STORAGES.join(', ')}, got "${httpStorage}"`);
   if (delivery !== 'at_least_once' && delivery !== 'at_most_once') throw new Error(`--delivery must be at_least_once or at_most_once, got "${delivery}"`);
   return {
     n: int('n', 20_000),
@@ -103,6 +111,6 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     httpN: int('http-n', Math.min(int('n', 20_000), 5_000)),
     httpConcurrency: int('http-concurrency', 64),
     arrivalRatePerS: int('arrival-rate', 100),
-    httpStorage,
+    httpStorage: httpStorage as HttpStorage,
   };
 }

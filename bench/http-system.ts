@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { freePort, startDynamoDbLocal, type DynamoDbLocal } from '../infra/local/dynamodb-local.js';
 import { createClient, type QueueClient } from '../lib/client/index.js';
 import { npmStart, stop, type Started } from '../test/support/npm-start.js';
+import type { HttpStorage } from './args.js';
 import { processCpuMs } from './cpu.js';
 
 /** `pid` and every process below it. */
@@ -106,13 +107,16 @@ export interface HttpSystem {
   stop(): Promise<void>;
 }
 
-/**
- * Starts DynamoDB Local and `npm start` against it, at the default queue settings. On disk, as `npm start`
- * keeps it; `memory` measures what keeping nothing across restarts would buy.
- */
-export async function startHttpSystem(options: { countCalls: boolean; storage: 'disk' | 'memory' }): Promise<HttpSystem> {
+export const storageDescription: Record<HttpStorage, string> = {
+  disk: 'on disk, as npm start keeps it',
+  'disk-nosync': 'on disk without a flush per write, as npm start keeps it with DYNAMODB_LOCAL_SYNC=off',
+  memory: 'in memory',
+};
+
+/** Starts DynamoDB Local and `npm start` against it, at the default queue settings. */
+export async function startHttpSystem(options: { countCalls: boolean; storage: HttpStorage }): Promise<HttpSystem> {
   const dataDir = await mkdtemp(join(tmpdir(), 'bench-npm-start-'));
-  const dynamo = await startDynamoDbLocal(options.storage === 'disk' ? { dbPath: dataDir } : {});
+  const dynamo = await startDynamoDbLocal(options.storage === 'memory' ? {} : { dbPath: dataDir, sync: options.storage === 'disk' ? 'full' : 'off' });
   const proxy = options.countCalls ? await startCountingProxy(dynamo.endpoint) : undefined;
   let started: Started;
   try {
