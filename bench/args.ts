@@ -47,7 +47,8 @@ export const USAGE = `npm run bench -- [options]
   --runs R                   runs of each workload; medians are reported (default 3)
   --only a,b                 run only these of: W1-delayed, W1-immediate, W1-limited, W2-steady,
                              W2-blocked (W2 beside 5 000 jobs of a key at limit 0), W2-bulk (W2 while another type's
-                             failed jobs are bulk-retried), W-mix (weights 1-5, shares 40/30/30 % of 100, two
+                             failed jobs are bulk-retried), W2-beside (W2 while as many jobs of another type fall
+                             due at the bulk pace, no bulk operation), W-mix (weights 1-5, shares 40/30/30 % of 100, two
                              pollers: in-flight weight and free slot -> start), ceiling, idle, idle-blocked
                              (idle beside them, one per run), and over HTTP
                              through npm start: put-ceiling, disk-ceiling, HTTP-W1-immediate, HTTP-W1-batch,

@@ -24,6 +24,7 @@ import {
   w1Immediate,
   w2BesideBulk,
   w2Blocked,
+  w2BesidePlain,
   w2Scaled,
   type BenchConfig,
   type CeilingResult,
@@ -125,7 +126,7 @@ async function main(): Promise<number> {
   const env = { ...BENCH_SETTINGS, ...process.env, TABLE_NAME: 'bench', ...(args.shards ? { SHARDS: String(args.shards) } : {}) };
   const { tableName: _unused, ...settings } = readQueueSettings(env);
   const wants = (name: string) => args.only === undefined || args.only.includes(name);
-  const inProcess = ['W1-delayed', 'W1-immediate', 'W1-limited', 'W2-steady', 'W2-blocked', 'W2-bulk', 'W-mix', 'ceiling', 'idle', 'idle-blocked'].some(wants) || args.scale;
+  const inProcess = ['W1-delayed', 'W1-immediate', 'W1-limited', 'W2-steady', 'W2-blocked', 'W2-bulk', 'W2-beside', 'W-mix', 'ceiling', 'idle', 'idle-blocked'].some(wants) || args.scale;
 
   const machine = {
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -175,6 +176,7 @@ async function main(): Promise<number> {
       { spec: w2For(args.n, args.w2RatePerS), config },
       { spec: w2Blocked(w2For(args.n, args.w2RatePerS), BLOCKED_BACKLOG), config },
       { spec: w2BesideBulk(w2For(args.n, args.w2RatePerS), BULK_RETRIED), config },
+      { spec: w2BesidePlain(w2For(args.n, args.w2RatePerS), BULK_RETRIED), config },
     ].filter(({ spec }) => wants(spec.name));
     for (let run = 1; run <= args.runs; run++) {
       // The ceiling and the workloads alternate inside each run, so load on the machine affects them alike.

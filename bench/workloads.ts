@@ -145,6 +145,8 @@ export interface WorkloadSpec {
   blockedBacklog?: number;
   /** Failed jobs of another type, bulk-retried by the sweeper while the workload runs. */
   bulkRetryBeside?: number;
+  /** Jobs of another type due at BULK_JOBS_PER_S while the workload runs: a bulk retry's replays without the bulk operation. */
+  plainBeside?: number;
 }
 
 export function w1Delayed(n: number): WorkloadSpec {
@@ -190,6 +192,14 @@ export function w2BesideBulk(w2: WorkloadSpec, failed: number): WorkloadSpec {
   return { ...w2, name: 'W2-bulk', bulkRetryBeside: failed };
 }
 
+/**
+ * W2-steady while `jobs` ordinary jobs of another type fall due at the bulk pace: the same extra work as
+ * W2-bulk's replays, without the bulk operation, to tell what the operation costs from what its jobs cost.
+ */
+export function w2BesidePlain(w2: WorkloadSpec, jobs: number): WorkloadSpec {
+  return { ...w2, name: 'W2-beside', plainBeside: jobs };
+}
+
 /** A context on a client of its own, outside the system's tallies; `close` when done with it. */
 function ownContext(config: BenchConfig, tableName: string): { ctx: QueueContext; close: () => void } {
   const clients = createDynamoClients({ endpoint: config.endpoint });
@@ -214,6 +224,24 @@ async function startBulkRetryBeside(config: BenchConfig, system: RunningSystem, 
     );
     await startBulkOperation(ctx, jobType, { action: 'retry', status: 'failed' }, 'bench');
     await setJobTypePaused(ctx, jobType.name, false);
+  } finally {
+    close();
+  }
+}
+
+/** Enqueues `count` jobs of the other type due at BULK_JOBS_PER_S from when they are all in, as a bulk retry's replays are. */
+async function enqueuePlainBeside(config: BenchConfig, system: RunningSystem, tableName: string, count: number): Promise<void> {
+  const { ctx, close } = ownContext(config, tableName);
+  const limit = pLimit(config.producerConcurrency);
+  const spacingMs = 1_000 / config.settings.bulkJobsPerS;
+  const firstDueMs = Date.now() + (count / 300) * 1_000;
+  try {
+    await Promise.all(
+      Array.from({ length: count }, (_, index) =>
+        limit(() => enqueueJob(ctx, system.otherType, `beside-${index}`, { data: payloadOf(index), priority: 100, weight: 1, runAfterMs: firstDueMs + index * spacingMs })),
+      ),
+    );
+    await setJobTypePaused(ctx, system.otherType.name, false);
   } finally {
     close();
   }
@@ -253,6 +281,7 @@ export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, table
   const system = await startSystem({ ...systemOptions(config, { tableName }), ...(spec.blockedBacklog ? { blockedKeys: [BLOCKED_KEY] } : {}) });
   if (spec.blockedBacklog) await enqueueBlockedBacklog(config, system, tableName, spec.blockedBacklog);
   if (spec.bulkRetryBeside) await startBulkRetryBeside(config, system, tableName, spec.bulkRetryBeside);
+  if (spec.plainBeside) await enqueuePlainBeside(config, system, tableName, spec.plainBeside);
   const { n } = spec;
   let enqueued = 0;
   const stopProgress = progressLine(() => {
