@@ -50,3 +50,32 @@ export function cpuSince(start: CpuSample, dynamoPid: number | undefined): CpuSa
     dynamoMs: end.dynamoMs !== undefined && start.dynamoMs !== undefined ? end.dynamoMs - start.dynamoMs : undefined,
   };
 }
+
+/** The whole machine's CPU ticks, and those lost to steal (the hypervisor running another guest), from /proc/stat. */
+export interface StealSample {
+  stealTicks: number;
+  totalTicks: number;
+}
+
+/** undefined where /proc/stat is not available (not Linux). */
+export function sampleSteal(): StealSample | undefined {
+  try {
+    const [label, ...ticks] = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/);
+    if (label !== 'cpu') return undefined;
+    // user nice system idle iowait irq softirq steal guest guest_nice; guest time is already inside user and nice.
+    const counted = ticks.slice(0, 8).map(Number);
+    return { stealTicks: counted[7] ?? 0, totalTicks: counted.reduce((sum, value) => sum + value, 0) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The share of the machine's time since `start` the hypervisor gave to someone else: a run with much of it
+ * measured the VM's neighbours, not the queue.
+ */
+export function stealPercentSince(start: StealSample | undefined): number | undefined {
+  const end = sampleSteal();
+  if (!start || !end || end.totalTicks <= start.totalTicks) return undefined;
+  return (100 * (end.stealTicks - start.stealTicks)) / (end.totalTicks - start.totalTicks);
+}

@@ -66,6 +66,8 @@ interface Summary extends WorkloadSummary {
   claimLapsed: number;
   nodeCpuMsPerJob: number | undefined;
   dynamoCpuMsPerJob: number | undefined;
+  stealPercent: number | undefined;
+  eventLoopStallMaxMs: number | undefined;
   byPhase: Record<string, { writeUnits: number | undefined; readUnits: number | undefined; calls: number | undefined }>;
 }
 
@@ -96,6 +98,8 @@ function summarise(results: WorkloadResult[]): Summary {
     claimLapsed: results.reduce((sum, r) => sum + r.claimLapsed, 0),
     nodeCpuMsPerJob: med((r) => r.cpuMsPerJob.nodeMs),
     dynamoCpuMsPerJob: med((r) => r.cpuMsPerJob.dynamoMs),
+    stealPercent: med((r) => r.machine.stealPercent),
+    eventLoopStallMaxMs: med((r) => r.machine.eventLoopStallMaxMs),
     byPhase: Object.fromEntries(
       PHASES.map((phase) => [
         phase,
@@ -185,7 +189,7 @@ async function main(): Promise<number> {
         const result = await runWorkload(specConfig, spec, benchTableName(spec.name), `${spec.name} run ${run}/${args.runs}`);
         (raw[spec.name] ??= []).push(result);
         console.log(
-          `${spec.name} run ${run}: drain ${fmt(result.drainJobsPerS)} jobs/s, lag p99 ${fmt(result.lagMs.p99)} ms max ${fmt(result.lagMs.max)} ms, ${fmt(result.perJob.writeUnits, 2)} WRU/job, duplicates ${result.duplicates}, lost ${result.lost}`,
+          `${spec.name} run ${run}: drain ${fmt(result.drainJobsPerS)} jobs/s, lag p99 ${fmt(result.lagMs.p99)} ms max ${fmt(result.lagMs.max)} ms, ${fmt(result.perJob.writeUnits, 2)} WRU/job, duplicates ${result.duplicates}, lost ${result.lost}; steal ${fmt(result.machine.stealPercent)} %, event loop held up to ${fmt(result.machine.eventLoopStallMaxMs)} ms`,
         );
       }
     }
@@ -258,10 +262,11 @@ async function main(): Promise<number> {
     console.log(`W1-limited (concurrency ${limitedConfig.typeConcurrency}) drained ${fmt((100 * limited.drainJobsPerS) / unlimited.drainJobsPerS)} % of W1-immediate's rate`);
   }
   console.log('\nlag split (medians, ms): due -> claimed is finding the job (poll interval, query), claimed -> started the handover (claims in the same poll, dispatch, worker queue)');
+  console.log('and the machine while it ran (medians): the share lost to steal, and the longest the bench process was held up');
   console.log(
     table(
-      ['workload', 'due->claimed p50', 'p99', 'claimed->started p50', 'p99'],
-      summaries.map((s) => [s.workload, fmt(s.dueToClaimP50), fmt(s.dueToClaimP99), fmt(s.claimToStartP50), fmt(s.claimToStartP99)]),
+      ['workload', 'due->claimed p50', 'p99', 'claimed->started p50', 'p99', 'steal %', 'loop stall ms'],
+      summaries.map((s) => [s.workload, fmt(s.dueToClaimP50), fmt(s.dueToClaimP99), fmt(s.claimToStartP50), fmt(s.claimToStartP99), fmt(s.stealPercent), fmt(s.eventLoopStallMaxMs)]),
     ),
   );
 

@@ -2,6 +2,7 @@
  * The workloads of WORKLOAD.md against the real queue (W1-delayed, W1-immediate,
  * W2-steady), the bare-call ceiling, and the idle poller's cost.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pLimit from 'p-limit';
 import { createJobTypeCache } from '../lib/queue/job-type-cache.js';
 import { endAttempt, claimJob } from '../lib/queue/claims.js';
@@ -15,7 +16,7 @@ import { queryDue } from '../lib/store/due-index.js';
 import { jobInputFromBody, jobInputSchema } from '../lib/wire/jobs.js';
 import { parseWith } from '../lib/wire/parse.js';
 import { perHour } from './cost.js';
-import { cpuSince, sampleCpu, type CpuSample } from './cpu.js';
+import { cpuSince, sampleCpu, sampleSteal, stealPercentSince, type CpuSample } from './cpu.js';
 import { summariseLag, type LagSummary } from './stats.js';
 import { BENCH_TYPE, PHASES, startSystem, type Phase, type PhaseCapacity, type RunningSystem } from './system.js';
 
@@ -59,11 +60,23 @@ export interface WorkloadResult {
   maxQueuedBatches: number;
   /** CPU time per job, this process (producer, poller, worker, SDK) and DynamoDB Local. */
   cpuMsPerJob: CpuSample;
+  machine: MachineDuringRun;
+}
+
+/** How quiet the machine was while a run's numbers were taken: a tail is only worth reading from a quiet run. */
+export interface MachineDuringRun {
+  /** The machine's time lost to steal; undefined off Linux. */
+  stealPercent: number | undefined;
+  /** The longest this process's event loop was held up (its own work, GC, or the VM descheduled). */
+  eventLoopStallMaxMs: number;
 }
 
 function perJobCpu(cpu: CpuSample, n: number): CpuSample {
   return { nodeMs: cpu.nodeMs / n, dynamoMs: cpu.dynamoMs === undefined ? undefined : cpu.dynamoMs / n };
 }
+
+/** One per process: runs do not overlap. 10 ms resolution is finer than any lag worth reading. */
+const eventLoopDelay = monitorEventLoopDelay({ resolution: 10 });
 
 const PAYLOAD_TEXT = 'x'.repeat(170);
 
@@ -290,6 +303,9 @@ export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, table
   });
   try {
     const cpuStart = sampleCpu(config.dynamoPid);
+    const stealStart = sampleSteal();
+    eventLoopDelay.reset();
+    eventLoopDelay.enable();
     const enqueueStartMs = Date.now();
     const runId = label.replace(/[^A-Za-z0-9]+/g, '-').replace(/-$/, '');
     const enqueuedAfterDue = await produce(
@@ -309,6 +325,8 @@ export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, table
     // Anything still in flight (a duplicate, a late finish) is counted before the totals are read.
     await sleep(Math.max(200, config.settings.pollIntervalMs * 2));
     const cpu = cpuSince(cpuStart, config.dynamoPid);
+    eventLoopDelay.disable();
+    const machine = { stealPercent: stealPercentSince(stealStart), eventLoopStallMaxMs: eventLoopDelay.max / 1e6 };
     await system.stop();
 
     const succeededAt = system.counts.succeededAtMs;
@@ -335,8 +353,10 @@ export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, table
       pollErrors: system.counts.pollErrors,
       maxQueuedBatches: system.counts.maxQueuedBatches,
       cpuMsPerJob: perJobCpu(cpu, n),
+      machine,
     };
   } finally {
+    eventLoopDelay.disable();
     stopProgress();
   }
 }
