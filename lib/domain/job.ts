@@ -23,6 +23,12 @@ export interface HeldSlots {
   type: boolean;
   /** The throttle key's counter. */
   key?: string;
+  /**
+   * The epoch of the type's counter the weight was reserved in, and of the key's: its return lowers that epoch's
+   * part of the counter (queue/reconcile.ts). Absent on claims made before epochs were recorded.
+   */
+  typeEpoch?: number;
+  keyEpoch?: number;
 }
 
 export interface AttemptError {

@@ -53,18 +53,27 @@ export function limitTooSmall(jobType: JobType, slots: HeldSlots): 'type' | 'key
 export interface InFlight {
   type: number;
   keys: Map<string, number>;
-  /** How many times each counter was reconciled: a reservation is given back only in the epoch it was made in. */
+  /** How many times each counter was handed over to a new epoch: a reservation is made in the epoch it read. */
   epochs: { type: number; keys: Map<string, number> };
 }
 
 /** One counter item as stored. */
 export interface CounterState {
+  /** All the weight the counter holds: what limits are checked against. */
   inFlight: number;
-  /** Moves with every write: what a reconcile is conditioned on. */
-  rev: number;
-  /** When it was last written: a reconcile waits until it has been quiet long enough for every holder to be listed. */
-  changedAtMs: number;
+  /** How many times the counter was handed over to a new epoch; 0: never. */
   epoch: number;
-  /** A reconcile's value, proposed at `atMs` when the counter was at `rev` (queue/reconcile.ts). */
-  proposal?: { inFlight: number; rev: number; atMs: number };
+  /** When the current epoch began; 0: never handed over. */
+  epochAtMs: number;
+  /** The part of `inFlight` reserved in the current epoch; the rest belongs to earlier epochs. */
+  epochInFlight: number;
+  /** The epoch whose earlier part was last settled to what its jobs hold. */
+  settledEpoch: number;
+  /** A settlement of the earlier part, proposed at `atMs` (queue/reconcile.ts). */
+  proposal?: { olderInFlight: number; atMs: number };
+}
+
+/** The weight the counter holds for epochs before its current one. */
+export function olderInFlight(state: CounterState): number {
+  return state.inFlight - state.epochInFlight;
 }

@@ -5,7 +5,7 @@
 import type { HeldSlots } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { hasSlotLimits, limitTooSmall, slotsFor, throttleKeyLimit, type InFlight } from '../domain/slots.js';
-import { counterId, counterLimit, countersHeld, readInFlight, releaseItems, reserveItems, weightByCounter, type Reservation } from '../store/counters.js';
+import { counterId, counterLimit, countersHeld, readInFlight, releaseDecreases, reserveItems, weightByCounter, type Reservation } from '../store/counters.js';
 import { MAX_TRANSACT_ITEMS, transactWrite } from '../store/send.js';
 import type { DueEntry } from '../store/due-index.js';
 import { parseJobPk } from '../store/keys.js';
@@ -51,11 +51,11 @@ function chooseCandidates(jobType: JobType, entries: DueEntry[], inFlight: InFli
   const counters = new Set<string>();
   for (const entry of entries) {
     if (chosen.length >= tokens) break;
-    const slots = slotsFor(jobType, { weight: entry.weight ?? 1, ...(entry.throttleKey !== undefined ? { throttleKey: entry.throttleKey } : {}) });
+    const slots = withEpochs(slotsFor(jobType, { weight: entry.weight ?? 1, ...(entry.throttleKey !== undefined ? { throttleKey: entry.throttleKey } : {}) }), inFlight);
     if (slots) {
       if ((slots.type && typeFull) || (slots.key !== undefined && fullKeys.has(slots.key))) continue;
       // A job whose key would take the reservation past one transaction waits for the next poll.
-      const held = countersHeld(slots).map(counterId);
+      const held = countersHeld(slots).map(({ counter }) => counterId(counter));
       if (counters.size + held.filter((id) => !counters.has(id)).length > MAX_TRANSACT_ITEMS) continue;
       // A job heavier than a limit can never run under it: it waits for the type to change, holding nothing up.
       const tooSmall = limitTooSmall(jobType, slots);
@@ -76,6 +76,16 @@ function chooseCandidates(jobType: JobType, entries: DueEntry[], inFlight: InFli
     chosen.push({ entry, slots });
   }
   return chosen;
+}
+
+/** The slots with the epoch of each counter they are reserved in: the one the counters were read in. */
+function withEpochs(slots: HeldSlots | undefined, inFlight: InFlight): HeldSlots | undefined {
+  if (!slots) return undefined;
+  return {
+    ...slots,
+    ...(slots.type ? { typeEpoch: inFlight.epochs.type } : {}),
+    ...(slots.key !== undefined ? { keyEpoch: inFlight.epochs.keys.get(slots.key) ?? 0 } : {}),
+  };
 }
 
 /** What the candidates need of each counter, summed. */
@@ -119,10 +129,10 @@ async function reserveFitting(
     const inFlight = await readInFlight(ctx, jobType.name, limitedKeys);
     const candidates = chooseCandidates(jobType, entries, inFlight, tokens, keysFound);
     const reservations = reservationsFor(jobType, candidates, inFlight);
-    // The claim deadline counts from the time the reservation writes on the counter, not from its answer, which
-    // SDK retries may delay: the reconcile's quiet period counts from that time too.
+    // The claim deadline counts from before the reservation writes on the counter, not from its answer, which
+    // SDK retries may delay: a settlement waits that long after the epoch it was made in ended.
     const reservedAtMs = ctx.nowMs();
-    const reserved = reservations.length === 0 || (await transactWrite(ctx, reserveItems(ctx.settings.tableName, jobType.name, reservations, reservedAtMs))).ok;
+    const reserved = reservations.length === 0 || (await transactWrite(ctx, reserveItems(ctx.settings.tableName, jobType.name, reservations))).ok;
     if (reserved || tryNumber >= RESERVATION_TRIES) {
       for (const key of keysFound) fullKeys.add(key);
       return { candidates, reservations, reservedAtMs, reserved };
@@ -151,20 +161,20 @@ async function claimWithinSlots(
   const outcomes = await Promise.allSettled(
     toClaim.map((candidate) =>
       sink.limit(async () => {
-        // Past its reservation's time, a claim could land after a reconcile that did not count it.
+        // Past its reservation's time, a claim could land after a settlement that did not count it.
         if (candidate.slots && ctx.nowMs() >= claimUntilMs) return { claimed: false, used: false };
         const claim = await claimJob(ctx, parseJobPk(candidate.entry.pk), jobType, candidate.slots);
         return { claimed: claim.kind === 'claimed', used: sink.record(claim, jobType) };
       }),
     ),
   );
-  // A claim whose call threw may have landed: its weight stays reserved, and a reconcile takes it back if not.
+  // A claim whose call threw may have landed: its weight stays reserved, and a settlement takes it back if not.
   const claimed = toClaim.filter((candidate, at) => {
     const outcome = outcomes[at]!;
     return outcome.status === 'rejected' || outcome.value.claimed;
   });
   const unused = reserved ? unusedOf(reservations, claimed) : [];
-  await lowerCounters(ctx, releaseItems(ctx.settings.tableName, jobType.name, unused, ctx.nowMs()));
+  await lowerCounters(ctx, releaseDecreases(ctx.settings.tableName, jobType.name, unused));
   throwFirstRejection(outcomes);
   return outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value.used).length;
 }

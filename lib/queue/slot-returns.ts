@@ -2,10 +2,10 @@
  * Giving back the slots of an attempt that ended, after the job's own write: so
  * a counter is never below what its jobs hold. A process that dies in between,
  * or a return that fails, leaves the counter above, and the sweeper's
- * reconcile (queue/reconcile.ts) brings it back.
+ * settlement (queue/reconcile.ts) brings it back.
  */
 import type { Job } from '../domain/job.js';
-import { returnSlotItems } from '../store/counters.js';
+import { returnDecreases, type CounterDecrease } from '../store/counters.js';
 import { MAX_TRANSACT_ITEMS, transactWrite, type TransactItem } from '../store/send.js';
 import type { QueueContext, SlotReturnQueue } from './context.js';
 
@@ -13,15 +13,34 @@ type SlotHolder = Pick<Job, 'type' | 'heldSlots'>;
 
 /**
  * Lowers counters by what was given back. A failure is not the caller's: its jobs have ended or were never
- * claimed either way, and a counter left too high only holds back claims until it is reconciled.
+ * claimed either way, and a counter left too high only holds back claims until it is settled.
  */
-export async function lowerCounters(ctx: QueueContext, items: TransactItem[]): Promise<void> {
-  for (let start = 0; start < items.length; start += MAX_TRANSACT_ITEMS) {
-    const chunk = items.slice(start, start + MAX_TRANSACT_ITEMS);
-    // One counter refusing (a reconcile moved its epoch) must not hold back the others': they go one by one then.
-    // Not after an error, though: the transaction may have landed, and they would be lowered twice.
-    if ((await lowerQuietly(ctx, chunk)) === 'refused' && chunk.length > 1) for (const item of chunk) await lowerQuietly(ctx, [item]);
+export async function lowerCounters(ctx: QueueContext, decreases: CounterDecrease[]): Promise<void> {
+  for (const chunk of transactionsOf(decreases)) {
+    // Refused when a counter was handed over to a new epoch since the weight was reserved: each then goes on its
+    // own, and one refused lowers the earlier epochs' part instead. Not after an error, though: the transaction
+    // may have landed, and the counters would be lowered twice.
+    if ((await lowerQuietly(ctx, chunk.map(({ inEpoch, older }) => inEpoch ?? older))) !== 'refused') continue;
+    for (const { inEpoch, older } of chunk) {
+      // Alone, it was the whole transaction, and refused already.
+      const alone = chunk.length > 1 ? await lowerQuietly(ctx, [inEpoch ?? older]) : 'refused';
+      if (alone === 'refused' && inEpoch) await lowerQuietly(ctx, [older]);
+    }
   }
+}
+
+/**
+ * The decreases in transactions of at most MAX_TRANSACT_ITEMS, each writing an item once: weight of one counter
+ * reserved in two epochs (jobs claimed on either side of a handover, ending together) is two decreases.
+ */
+function transactionsOf(decreases: CounterDecrease[]): CounterDecrease[][] {
+  const transactions: CounterDecrease[][] = [];
+  for (const decrease of decreases) {
+    const open = transactions.find((chunk) => chunk.length < MAX_TRANSACT_ITEMS && chunk.every(({ itemId }) => itemId !== decrease.itemId));
+    if (open) open.push(decrease);
+    else transactions.push([decrease]);
+  }
+  return transactions;
 }
 
 async function lowerQuietly(ctx: QueueContext, items: TransactItem[]): Promise<'written' | 'refused' | 'unknown'> {
@@ -35,7 +54,7 @@ async function lowerQuietly(ctx: QueueContext, items: TransactItem[]): Promise<'
 }
 
 function sendReturns(ctx: QueueContext, jobs: SlotHolder[]): Promise<void> {
-  return lowerCounters(ctx, returnSlotItems(ctx.settings.tableName, jobs, ctx.nowMs()));
+  return lowerCounters(ctx, returnDecreases(ctx.settings.tableName, jobs));
 }
 
 /**

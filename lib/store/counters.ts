@@ -4,11 +4,16 @@
  * for `rate_limit_per_s` (domain/rate.ts). Pure builders of their writes, and
  * the reads of their current values.
  *
+ * An in-flight counter is split by epoch: `inFlight` is all it holds, and
+ * `epochInFlight` the part reserved since it was last handed over, so the part
+ * of earlier epochs can be settled to what its jobs hold while the current one
+ * keeps moving (queue/reconcile.ts). A write that lowers a counter names the
+ * epoch its weight was reserved in: it lowers that epoch's part.
+ *
  * Every write of an in-flight counter is a transaction, even of one item: the
  * SDK sends a transaction again with its ClientRequestToken, so a write whose
  * answer was lost is applied once, where a plain `ADD` sent again would count
- * twice. Each write also moves `rev` (the version a reconcile is conditioned
- * on) and `changedAtMs` (how long the counter has been quiet).
+ * twice.
  */
 import type { HeldSlots, Job } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
@@ -31,24 +36,78 @@ function counterKeyOf(type: string, counter: CounterRef): ItemKey {
   return counter.key === undefined ? typeCounterKey(type) : keyCounterKey(type, counter.key);
 }
 
-function counterChange(tableName: string, key: ItemKey, delta: number, nowMs: number, condition?: { expression: string; values: Record<string, unknown> }): TransactItem {
+interface Condition {
+  expression: string;
+  values: Record<string, unknown>;
+}
+
+/** The counter still in `epoch` (0: never handed over). */
+function inEpoch(epoch: number): Condition {
+  return epoch === 0 ? { expression: 'attribute_not_exists(epoch)', values: {} } : { expression: 'epoch = :epoch', values: { ':epoch': epoch } };
+}
+
+/** The counter handed over since `epoch`. */
+function pastEpoch(epoch: number): Condition {
+  return epoch === 0 ? { expression: 'attribute_exists(epoch)', values: {} } : { expression: 'epoch > :epoch', values: { ':epoch': epoch } };
+}
+
+/** Moves `delta` of weight in the current epoch's part, when the counter is still in that epoch. */
+function currentChange(tableName: string, key: ItemKey, delta: number, condition: Condition): TransactItem {
   return {
     Update: {
       TableName: tableName,
       Key: key,
-      UpdateExpression: 'ADD inFlight :delta, rev :one SET changedAtMs = :now',
-      ...(condition ? { ConditionExpression: condition.expression } : {}),
-      ExpressionAttributeValues: { ':delta': delta, ':one': 1, ':now': nowMs, ...condition?.values },
+      UpdateExpression: 'ADD inFlight :delta, epochInFlight :delta',
+      ConditionExpression: condition.expression,
+      ExpressionAttributeValues: { ':delta': delta, ...condition.values },
     },
   };
 }
 
-/** The condition that no reconcile rewrote the counter since it was read at `epoch` (0: never reconciled). */
-function sameEpoch(epoch: number): { expression: string; values: Record<string, unknown> } {
-  return epoch === 0 ? { expression: 'attribute_not_exists(epoch)', values: {} } : { expression: 'epoch = :epoch', values: { ':epoch': epoch } };
+/** Lowers the earlier epochs' part by `weight`. */
+function olderDecrease(tableName: string, key: ItemKey, weight: number, condition: Condition | undefined): TransactItem {
+  return {
+    Update: {
+      TableName: tableName,
+      Key: key,
+      UpdateExpression: 'ADD inFlight :delta',
+      ...(condition ? { ConditionExpression: condition.expression } : {}),
+      ExpressionAttributeValues: { ':delta': -weight, ...condition?.values },
+    },
+  };
 }
 
-/** What a poll reserves on one counter: `weight` more in flight, as long as `limit` holds and no reconcile came between. */
+/**
+ * A write that gives weight back to a counter: `inEpoch` lowers the current epoch's part and is refused once the
+ * counter was handed over, when `older` lowers the earlier epochs' part instead. Without `inEpoch` (weight whose
+ * epoch was not recorded) the weight is in the earlier part.
+ */
+export interface CounterDecrease {
+  /** The counter item it writes: one transaction may write an item once. */
+  itemId: string;
+  inEpoch?: TransactItem;
+  older: TransactItem;
+}
+
+function decrease(tableName: string, key: ItemKey, weight: number, epoch: number | undefined, older: Condition | undefined): CounterDecrease {
+  const itemId = `${key.pk}\u0000${key.sk}`;
+  if (epoch === undefined) return { itemId, older: olderDecrease(tableName, key, weight, undefined) };
+  return { itemId, inEpoch: currentChange(tableName, key, -weight, inEpoch(epoch)), older: olderDecrease(tableName, key, weight, older) };
+}
+
+/**
+ * Unused weight of a reservation made in `epoch`, given back after a handover: only until that part is settled.
+ * A settlement counts the claims a reservation made, not its unused part, so a release that lands after it
+ * (its answer delayed past the margin) would be subtracted twice. A settlement comes before any later handover.
+ */
+function unsettledSince(epoch: number): Condition {
+  return {
+    expression: 'epoch = :next AND (attribute_not_exists(settledEpoch) OR settledEpoch <> :next)',
+    values: { ':next': epoch + 1 },
+  };
+}
+
+/** What a poll reserves on one counter: `weight` more in flight, as long as `limit` holds and the counter is still in `epoch`. */
 export interface Reservation {
   counter: CounterRef;
   weight: number;
@@ -62,46 +121,49 @@ export interface Reservation {
  * when its limit would be passed. Conditions cannot add, so the limit is checked against what the counter may
  * hold before the reservation.
  */
-export function reserveItems(tableName: string, type: string, reservations: Reservation[], nowMs: number): TransactItem[] {
+export function reserveItems(tableName: string, type: string, reservations: Reservation[]): TransactItem[] {
   return reservations.map(({ counter, weight, limit, epoch }) => {
-    const epochCheck = sameEpoch(epoch);
-    return counterChange(tableName, counterKeyOf(type, counter), weight, nowMs, {
-      expression: `(attribute_not_exists(inFlight) OR inFlight <= :most) AND ${epochCheck.expression}`,
-      values: { ':most': limit - weight, ...epochCheck.values },
+    const sameEpoch = inEpoch(epoch);
+    return currentChange(tableName, counterKeyOf(type, counter), weight, {
+      expression: `(attribute_not_exists(inFlight) OR inFlight <= :most) AND ${sameEpoch.expression}`,
+      values: { ':most': limit - weight, ...sameEpoch.values },
     });
   });
 }
 
-/**
- * The updates that give back what a poll reserved and did not claim. A reconcile since the reservation already
- * counted what the poll claimed and nothing more, so then the unused part is not given back again.
- */
-export function releaseItems(tableName: string, type: string, unused: Reservation[], nowMs: number): TransactItem[] {
-  return unused.map(({ counter, weight, epoch }) => counterChange(tableName, counterKeyOf(type, counter), -weight, nowMs, sameEpoch(epoch)));
+/** The decreases that give back what a poll reserved and did not claim. */
+export function releaseDecreases(tableName: string, type: string, unused: Reservation[]): CounterDecrease[] {
+  return unused.map(({ counter, weight, epoch }) => decrease(tableName, counterKeyOf(type, counter), weight, epoch, unsettledSince(epoch)));
 }
 
-/** The counter updates that give back what one or more jobs' claims took: weights summed per counter. */
-export function returnSlotItems(tableName: string, jobs: Pick<Job, 'type' | 'heldSlots'>[], nowMs: number): TransactItem[] {
-  const heldByType = new Map<string, (HeldSlots | undefined)[]>();
-  for (const { type, heldSlots } of jobs) heldByType.set(type, [...(heldByType.get(type) ?? []), heldSlots]);
-  return [...heldByType].flatMap(([type, held]) =>
-    [...weightByCounter(held).values()]
-      .filter(({ weight }) => weight > 0)
-      .map(({ counter, weight }) => counterChange(tableName, counterKeyOf(type, counter), -weight, nowMs)),
-  );
+/** The counters slots are held on: the type's, the throttle key's, or both; each with the epoch it was reserved in. */
+export function countersHeld(slots: HeldSlots): { counter: CounterRef; epoch: number | undefined }[] {
+  return [...(slots.type ? [{ counter: {}, epoch: slots.typeEpoch }] : []), ...(slots.key !== undefined ? [{ counter: { key: slots.key }, epoch: slots.keyEpoch }] : [])];
 }
 
-/** The counters slots are held on: the type's, the throttle key's, or both. */
-export function countersHeld(slots: HeldSlots): CounterRef[] {
-  return [...(slots.type ? [{}] : []), ...(slots.key !== undefined ? [{ key: slots.key }] : [])];
+/** The decreases that give back what one or more jobs' claims took: weights summed per counter and epoch. */
+export function returnDecreases(tableName: string, jobs: Pick<Job, 'type' | 'heldSlots'>[]): CounterDecrease[] {
+  const totals = new Map<string, { key: ItemKey; epoch: number | undefined; weight: number }>();
+  for (const { type, heldSlots } of jobs) {
+    if (!heldSlots || heldSlots.weight <= 0) continue;
+    for (const { counter, epoch } of countersHeld(heldSlots)) {
+      const id = `${type}\u0000${counterId(counter)}\u0000${epoch ?? ''}`;
+      const total = totals.get(id) ?? { key: counterKeyOf(type, counter), epoch, weight: 0 };
+      totals.set(id, { ...total, weight: total.weight + heldSlots.weight });
+    }
+  }
+  // A job lists as holding its weight until its end is written, so a settlement counts it until then: its return
+  // lowers the earlier part whenever it lands, within the margin a settlement waits for what is in flight.
+  return [...totals.values()].map(({ key, epoch, weight }) => decrease(tableName, key, weight, epoch, epoch === undefined ? undefined : pastEpoch(epoch)));
 }
 
-/** The weight held on each counter by these slots, summed, by counterId. */
-export function weightByCounter(held: (HeldSlots | undefined)[]): Map<string, { counter: CounterRef; weight: number }> {
+/** The weight held on each counter by these slots, summed, by counterId; `before` keeps only weight reserved in an epoch before it. */
+export function weightByCounter(held: (HeldSlots | undefined)[], before?: (counter: CounterRef) => number): Map<string, { counter: CounterRef; weight: number }> {
   const totals = new Map<string, { counter: CounterRef; weight: number }>();
   for (const slots of held) {
     if (!slots) continue;
-    for (const counter of countersHeld(slots)) {
+    for (const { counter, epoch } of countersHeld(slots)) {
+      if (before && epoch !== undefined && epoch >= before(counter)) continue;
       const id = counterId(counter);
       totals.set(id, { counter, weight: (totals.get(id)?.weight ?? 0) + slots.weight });
     }
@@ -116,8 +178,14 @@ export function counterLimit(jobType: JobType, counter: CounterRef): number {
 
 function counterStateOf(item: Item): CounterState {
   const number = (value: unknown): number => (typeof value === 'number' ? value : 0);
-  const state: CounterState = { inFlight: number(item.inFlight), rev: number(item.rev), changedAtMs: number(item.changedAtMs), epoch: number(item.epoch) };
-  if (typeof item.proposedInFlight === 'number') state.proposal = { inFlight: item.proposedInFlight, rev: number(item.proposedRev), atMs: number(item.proposedAtMs) };
+  const state: CounterState = {
+    inFlight: number(item.inFlight),
+    epoch: number(item.epoch),
+    epochAtMs: number(item.epochAtMs),
+    epochInFlight: number(item.epochInFlight),
+    settledEpoch: number(item.settledEpoch),
+  };
+  if (typeof item.settleInFlight === 'number') state.proposal = { olderInFlight: item.settleInFlight, atMs: number(item.settleAtMs) };
   return state;
 }
 
@@ -159,35 +227,47 @@ export async function readCounters(ctx: StoreContext, type: string): Promise<{ c
   return counters;
 }
 
-/** The condition that nothing wrote the counter since it was `seen`: its version, or for a counter the old code wrote, its value. */
-function unchangedSince(seen: CounterState): { expression: string; values: Record<string, unknown> } {
-  return seen.rev === 0
-    ? { expression: 'attribute_not_exists(rev) AND inFlight = :seen', values: { ':seen': seen.inFlight } }
-    : { expression: 'rev = :rev', values: { ':rev': seen.rev } };
-}
-
 /**
- * Sets a counter to what its holders hold, as long as nothing wrote it since it was `seen`; the new epoch
- * refuses the release of any reservation made before.
+ * Starts a new epoch: what the counter holds now becomes the earlier epochs' part, to be settled once every
+ * reservation of those epochs has been claimed or given back. Refused if another handover came first.
+ *
+ * It also moves `rev` and `changedAtMs` and drops `proposed*`: the previous release's sweeper, which may run on
+ * for a minute during a deploy, sets a counter it finds quiet by `changedAtMs` to a proposal conditioned on `rev`,
+ * which this release's reservations would not stop.
  */
-export function reconcileParams(type: string, counter: CounterRef, seen: CounterState, inFlight: number, nowMs: number): UpdateParams {
-  const unchanged = unchangedSince(seen);
+export function handOverParams(type: string, counter: CounterRef, seen: CounterState, nowMs: number): UpdateParams {
+  const sameEpoch = inEpoch(seen.epoch);
   return {
     Key: counterKeyOf(type, counter),
-    UpdateExpression: 'SET inFlight = :inFlight, changedAtMs = :now, epoch = :epoch ADD rev :one REMOVE proposedInFlight, proposedRev, proposedAtMs',
-    ConditionExpression: unchanged.expression,
-    ExpressionAttributeValues: { ':inFlight': inFlight, ':now': nowMs, ':epoch': seen.epoch + 1, ':one': 1, ...unchanged.values },
+    UpdateExpression:
+      'SET epoch = :next, epochAtMs = :now, epochInFlight = :zero, changedAtMs = :now ADD rev :one REMOVE settleInFlight, settleAtMs, proposedInFlight, proposedRev, proposedAtMs',
+    ConditionExpression: sameEpoch.expression,
+    ExpressionAttributeValues: { ':next': seen.epoch + 1, ':now': nowMs, ':zero': 0, ':one': 1, ...sameEpoch.values },
   };
 }
 
-/** Records what a reconcile would set, without moving rev: applied a safety margin later only if rev has not moved. */
-export function proposeParams(type: string, counter: CounterRef, seen: CounterState, inFlight: number, nowMs: number): UpdateParams {
-  const unchanged = unchangedSince(seen);
+/** Records what the earlier part's jobs hold, to be applied a safety margin later, in the same epoch. */
+export function proposeSettleParams(type: string, counter: CounterRef, seen: CounterState, olderInFlight: number, nowMs: number): UpdateParams {
+  const sameEpoch = inEpoch(seen.epoch);
   return {
     Key: counterKeyOf(type, counter),
-    UpdateExpression: 'SET proposedInFlight = :inFlight, proposedRev = :seenRev, proposedAtMs = :now',
-    ConditionExpression: unchanged.expression,
-    ExpressionAttributeValues: { ':inFlight': inFlight, ':now': nowMs, ':seenRev': seen.rev, ...unchanged.values },
+    UpdateExpression: 'SET settleInFlight = :older, settleAtMs = :now',
+    ConditionExpression: sameEpoch.expression,
+    ExpressionAttributeValues: { ':older': olderInFlight, ':now': nowMs, ...sameEpoch.values },
+  };
+}
+
+/**
+ * Sets the earlier epochs' part to `olderInFlight`, leaving the current epoch's part as it is now, and marks it
+ * settled: as long as the counter is in the epoch, with the proposal, it was seen with.
+ */
+export function settleParams(type: string, counter: CounterRef, seen: CounterState & { proposal: { atMs: number } }, olderInFlight: number): UpdateParams {
+  const sameEpoch = inEpoch(seen.epoch);
+  return {
+    Key: counterKeyOf(type, counter),
+    UpdateExpression: 'SET inFlight = if_not_exists(epochInFlight, :zero) + :older, settledEpoch = :epoch REMOVE settleInFlight, settleAtMs',
+    ConditionExpression: `settleAtMs = :proposedAt AND ${sameEpoch.expression}`,
+    ExpressionAttributeValues: { ':older': olderInFlight, ':zero': 0, ':epoch': seen.epoch, ':proposedAt': seen.proposal.atMs, ...sameEpoch.values },
   };
 }
 

@@ -7,7 +7,7 @@
  * DynamoDB Local, and checks the invariants of DESIGN §4 after every step: for
  * the schedule, one job per fire time, every time fired so far made; for the
  * limited type, the weight its jobs hold never above its concurrency nor above
- * its counter, and equal to it once the sweeper has seen the counter quiet.
+ * its counter, and equal to it once the sweeper has handed it over and settled.
  */
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
@@ -24,7 +24,7 @@ import type { Job, JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { pollOnce } from '../../lib/queue/poll-once.js';
-import { RESERVATION_MS } from '../../lib/queue/claim-due.js';
+import { settleWaitMs } from '../../lib/queue/reconcile.js';
 import { readInFlight } from '../../lib/store/counters.js';
 import type { WorkerBatch } from '../../lib/queue/batcher.js';
 import { runClaimedJob } from '../../lib/queue/worker.js';
@@ -319,15 +319,16 @@ const limitedCommands = [
     }),
   ),
   fc.constant(
-    command('advance past a quiet period and sweep three times: the counter equals what its jobs hold', async (model, real) => {
-      // The first sweep may time out claims, and the return of their slots is a counter write, after which the
-      // counter must be quiet again: the second sweep then proposes and the third applies.
-      for (let sweep = 0; sweep < 3; sweep++) {
-        real.queue.clock.advance(RESERVATION_MS + real.queue.ctx.settings.cursorSafetyMarginMs);
+    command('advance and sweep five times, each past the settlement wait: the counter equals what its jobs hold', async (model, real) => {
+      // The first sweep times out every claim (their slots come back) and may find a settlement of the earlier
+      // epochs' part under way, which the first two sweeps finish; the third hands the counter over to a new epoch,
+      // the fourth proposes the settlement of what it held and the fifth applies it.
+      for (let sweep = 0; sweep < 5; sweep++) {
+        real.queue.clock.advance(settleWaitMs(real.queue.ctx.settings));
         await sweepOnce(real.queue.as('sweeper'), { customPolicies: {} });
       }
       const { held, counted } = await limitedWeights(model, real);
-      expect(counted, 'the counter reconciled').toBe(held);
+      expect(counted, 'the counter settled').toBe(held);
     }),
   ),
 ];

@@ -2,18 +2,20 @@
  * The counters of a limited type between their writes (domain/slots.ts): a
  * poll reserves before it claims and gives back what it did not claim, an end
  * gives back after the job's write, so a process dying in between leaves a
- * counter above what its jobs hold, never below; the sweeper reconciles a
- * counter once it has been quiet, and never under a claim it cannot see yet.
+ * counter above what its jobs hold, never below; the sweeper hands a counter
+ * over to a new epoch and settles the earlier part to what its jobs hold, busy
+ * or quiet, and never under a claim it cannot see yet.
  */
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { expect, test } from 'vitest';
+import type { Job } from '../../lib/domain/job.js';
 import { AWAIT_CALLBACK } from '../../lib/targets/handler.js';
-import { RESERVATION_MS } from '../../lib/queue/claim-due.js';
 import { endAttempt } from '../../lib/queue/claims.js';
 import { getJob } from '../../lib/queue/jobs.js';
-import { reconcileCounters } from '../../lib/queue/reconcile.js';
 import { lowerCounters } from '../../lib/queue/slot-returns.js';
+import { settleWaitMs } from '../../lib/queue/reconcile.js';
 import { sweepOnce } from '../../lib/queue/sweeper.js';
-import { readInFlight, releaseItems, reserveItems, type Reservation } from '../../lib/store/counters.js';
+import { readInFlight, releaseDecreases, reserveItems, type Reservation } from '../../lib/store/counters.js';
 import { jobKey, typeCounterKey } from '../../lib/store/keys.js';
 import { transactWrite } from '../../lib/store/send.js';
 import { loseAnswers, refuseCalls, writesTo } from '../support/faults.js';
@@ -22,13 +24,23 @@ import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, Running
 
 const queue = freshQueuePerTest();
 
-/** Past a reservation and the cursor safety margin: long enough for a counter to count as quiet. */
-const QUIET_MS = RESERVATION_MS + 60_000;
-/** The cursor safety margin: how long a reconcile's proposal waits before it is applied. */
+/** How long after a handover the earlier part of a counter can be settled. */
+const SETTLE_AFTER_MS = settleWaitMs({ cursorSafetyMarginMs: 60_000 });
+/** The cursor safety margin: how long a settlement's proposal waits before it is applied. */
 const MARGIN_MS = 60_000;
 
 const typeInFlight = async (type: string): Promise<number> => (await readInFlight(queue().ctx, type, [])).type;
 const sweep = () => sweepOnce(asFunction(queue().ctx, 'sweeper'), { customPolicies: {} });
+
+/** Sweeps that hand the counters over, propose a settlement and apply it: how many counters each lowered. */
+async function settleCycle(): Promise<number[]> {
+  const lowered = [(await sweep()).reconciled];
+  queue().clock.advance(SETTLE_AFTER_MS);
+  lowered.push((await sweep()).reconciled);
+  queue().clock.advance(MARGIN_MS);
+  lowered.push((await sweep()).reconciled);
+  return lowered;
+}
 
 test('a poll reserves its jobs in one counter write and claims each with a plain update', async () => {
   const { ctx } = queue();
@@ -68,7 +80,7 @@ test('an end whose answer was lost after it landed, and whose return was too, pu
   expect(await typeInFlight('limited')).toBe(0);
 });
 
-test('a poll that dies between its reservation and its claims leaves the counter high until it has been quiet, then the sweeper gives it back', async () => {
+test('a poll that dies between its reservation and its claims leaves the counter high until the sweeper has handed it over and settled it', async () => {
   const { ctx, clock } = queue();
   const limited = await defineType(ctx, 'limited', { concurrency: 2 });
   for (const id of ['a', 'b']) await enqueue(ctx, limited, id);
@@ -79,11 +91,13 @@ test('a poll that dies between its reservation and its claims leaves the counter
   await poll(ctx, [limited], new RecordingInvoker()).catch(() => undefined);
   expect(await typeInFlight('limited')).toBe(2);
 
-  clock.advance(QUIET_MS - 1_000);
+  // The first sweep hands the counter over; until the reservation's claims could have been listed, it waits.
+  expect((await sweep()).reconciled).toBe(0);
+  clock.advance(SETTLE_AFTER_MS - 1_000);
   expect((await sweep()).reconciled).toBe(0);
   expect(await typeInFlight('limited')).toBe(2);
   clock.advance(1_000);
-  // Once quiet, the first sweep proposes what the jobs hold; a sweep a safety margin later applies it.
+  // Then a sweep proposes what the jobs hold; a sweep a safety margin later applies it.
   expect((await sweep()).reconciled).toBe(0);
   expect(await typeInFlight('limited')).toBe(2);
   clock.advance(MARGIN_MS);
@@ -93,7 +107,7 @@ test('a poll that dies between its reservation and its claims leaves the counter
 });
 
 test('a worker that dies between an end and its return: the sweeper keeps the weight of the job still waiting and drops the rest', async () => {
-  const { ctx, clock } = queue();
+  const { ctx } = queue();
   const hooks = await defineType(ctx, 'hooks', { concurrency: 4, timeout_s: 3_600 });
   await enqueue(ctx, hooks, 'waits', { data: { wait: true }, weight: 1 });
   await enqueue(ctx, hooks, 'ends', { data: { wait: false }, weight: 3 });
@@ -103,33 +117,73 @@ test('a worker that dies between an end and its return: the sweeper keeps the we
   expect(invoker.results[0]).toMatchObject({ succeeded: 1, awaiting_callback: 1 });
   expect(await typeInFlight('hooks')).toBe(4);
 
-  clock.advance(QUIET_MS);
-  expect((await sweep()).reconciled).toBe(0);
-  clock.advance(MARGIN_MS);
-  expect((await sweep()).reconciled).toBe(1);
+  expect(await settleCycle()).toEqual([0, 0, 1]);
   expect(await typeInFlight('hooks')).toBe(1);
 });
 
 test('a counter whose jobs hold all of it is left as it is', async () => {
-  const { ctx, clock } = queue();
+  const { ctx } = queue();
   const hooks = await defineType(ctx, 'hooks', { concurrency: 2, timeout_s: 3_600 });
   await enqueue(ctx, hooks, 'waits');
   await poll(ctx, [hooks], new RunningInvoker(ctx, { hooks: () => AWAIT_CALLBACK }));
-  clock.advance(QUIET_MS);
-  expect(await reconcileCounters(asFunction(ctx, 'sweeper'), hooks)).toBe(0);
+  expect(await settleCycle()).toEqual([0, 0, 0]);
   expect(await typeInFlight('hooks')).toBe(1);
 });
 
-test('a reservation made before a reconcile is not given back after it', async () => {
+test('weight leaked while the counter is busy is settled away, though claims and returns never stop', async () => {
   const { ctx, clock } = queue();
-  const limited = await defineType(ctx, 'limited', { concurrency: 5 });
+  const limited = await defineType(ctx, 'limited', { concurrency: 5, timeout_s: 3_600 });
+  // A poll that died after its reservation leaves 1 in the counter that no job holds.
+  await transactWrite(ctx, reserveItems(ctx.settings.tableName, 'limited', [{ counter: {}, weight: 1, limit: 5, epoch: 0 }]));
+  const running: Job[] = [];
+  const belowHeld: { atS: number; counted: number; held: number }[] = [];
+  for (let second = 0; second < 360; second += 10) {
+    // A job is claimed every 10 s and each runs 20 s: its return often comes after a handover, from the earlier part.
+    await enqueue(ctx, limited, `j${second}`);
+    const invoker = new RecordingInvoker();
+    await poll(ctx, [limited], invoker);
+    running.push(...invoker.jobs);
+    if (running.length > 2) await endAttempt(asFunction(ctx, 'worker'), running.shift()!, { ending: { outcome: 'succeeded' }, jobType: limited, customPolicies: {} });
+    clock.advance(10_000);
+    await sweep();
+    const counted = await typeInFlight('limited');
+    if (counted < running.length) belowHeld.push({ atS: second, counted, held: running.length });
+  }
+  expect(belowHeld, 'never below what the jobs hold').toEqual([]);
+  expect(running.length, 'claims went on').toBe(2);
+  expect(await typeInFlight('limited'), 'the leaked slot is back').toBe(2);
+});
+
+test('a counter the previous release reconciled into an epoch of its own is handed over before it is settled', async () => {
+  const { ctx } = queue();
+  await defineType(ctx, 'limited', { concurrency: 5 });
+  // As the previous release left it: no epochAtMs, no epochInFlight; 2 reserved by one of its polls, still claiming.
+  await ctx.db.send(new PutCommand({ TableName: ctx.settings.tableName, Item: { ...typeCounterKey('limited'), inFlight: 2, epoch: 3, rev: 7, changedAtMs: 0 } }));
+  expect((await sweep()).reconciled).toBe(0);
+  expect(await readInFlight(ctx, 'limited', [])).toMatchObject({ type: 2, epochs: { type: 4 } });
+  // Nothing claimed under it by the time the earlier part is settled: it was leaked.
+  expect(await settleCycle()).toEqual([0, 0, 1]);
+  expect(await typeInFlight('limited')).toBe(0);
+});
+
+test('a reservation released after a handover gives its weight back from the earlier part', async () => {
+  const { ctx } = queue();
+  await defineType(ctx, 'limited', { concurrency: 5 });
   const reservation: Reservation = { counter: {}, weight: 3, limit: 5, epoch: 0 };
-  expect((await transactWrite(ctx, reserveItems(ctx.settings.tableName, 'limited', [reservation], clock.nowMs()))).ok).toBe(true);
-  clock.advance(QUIET_MS);
-  expect(await reconcileCounters(asFunction(ctx, 'sweeper'), limited)).toBe(0);
-  clock.advance(MARGIN_MS);
-  expect(await reconcileCounters(asFunction(ctx, 'sweeper'), limited)).toBe(1);
-  await lowerCounters(ctx, releaseItems(ctx.settings.tableName, 'limited', [reservation], clock.nowMs()));
+  expect((await transactWrite(ctx, reserveItems(ctx.settings.tableName, 'limited', [reservation]))).ok).toBe(true);
+  await sweep();
+  expect((await readInFlight(ctx, 'limited', [])).epochs.type).toBe(1);
+  await lowerCounters(ctx, releaseDecreases(ctx.settings.tableName, 'limited', [reservation]));
+  expect(await typeInFlight('limited')).toBe(0);
+});
+
+test('a reservation released after its epoch was settled is not given back again', async () => {
+  const { ctx } = queue();
+  await defineType(ctx, 'limited', { concurrency: 5 });
+  const reservation: Reservation = { counter: {}, weight: 3, limit: 5, epoch: 0 };
+  expect((await transactWrite(ctx, reserveItems(ctx.settings.tableName, 'limited', [reservation]))).ok).toBe(true);
+  expect(await settleCycle()).toEqual([0, 0, 1]);
+  await lowerCounters(ctx, releaseDecreases(ctx.settings.tableName, 'limited', [reservation]));
   expect(await typeInFlight('limited')).toBe(0);
 });
 
@@ -142,7 +196,7 @@ test('a reservation refused because another poller took room since the read is m
   queue().clientsOf('poller').base.middlewareStack.add((next, context) => async (args) => {
     if (context.commandName === 'TransactWriteItemsCommand' && !raced) {
       raced = true;
-      await transactWrite(ctx, reserveItems(ctx.settings.tableName, 'limited', [{ counter: {}, weight: 1, limit: 2, epoch: 0 }], ctx.nowMs()));
+      await transactWrite(ctx, reserveItems(ctx.settings.tableName, 'limited', [{ counter: {}, weight: 1, limit: 2, epoch: 0 }]));
     }
     return next(args);
   });
