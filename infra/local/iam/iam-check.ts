@@ -162,8 +162,8 @@ export function createIamCheck(policies: LocalPolicies, options: { onDecision?: 
   return { policies, forFunction };
 }
 
-/** The parts of an SDK v3 client the check hooks into. */
-interface SdkClient {
+/** The parts of an SDK v3 client the local checks hook into. */
+export interface SdkClient {
   middlewareStack: {
     add(middleware: (next: (args: any) => Promise<any>, context: any) => (args: any) => Promise<any>, options: Record<string, unknown>): void;
   };

@@ -1,6 +1,7 @@
 /**
  * What a function's code is handed here so that each of its AWS calls meets
- * its role: DynamoDB clients, SDK clients for targets, the lifecycle publisher
+ * its role (and DynamoDB's rules that DynamoDB Local does not check, see
+ * ../dynamodb-rules.ts): DynamoDB clients, SDK clients for targets, the lifecycle publisher
  * and the worker invoker, each checked against that function's policy. The
  * in-memory publisher and the in-process invoker reach no AWS service, but on
  * AWS they are `events:PutEvents` and `lambda:InvokeFunction` calls, so they
@@ -9,6 +10,8 @@
 import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../lib/store/client.js';
 import type { LifecyclePublisher } from '../../../lib/domain/lifecycle-events.js';
 import type { WorkerInvoker } from '../../../lib/queue/batcher.js';
+import { TABLE_SCHEMA } from '../../../lib/store/table.js';
+import { enforceAwsRules } from '../dynamodb-rules.js';
 import { checkCallsOf, createIamCheck, type IamCheck, type IamDecision } from './iam-check.js';
 import { localPolicies, type LocalAccount } from './local-policies.js';
 import { lambdaInvokeRequests, putEventsRequests } from './requests.js';
@@ -33,6 +36,7 @@ export function createLocalIam(stack: StackPolicies, account: LocalAccount, opti
     dynamoClientsFor(fn, clientOptions) {
       const clients = createDynamoClients(clientOptions);
       checkCallsOf(clients.base, 'DynamoDB', check.forFunction(fn));
+      enforceAwsRules(clients.base, [TABLE_SCHEMA.partitionKey, TABLE_SCHEMA.sortKey]);
       return clients;
     },
     sdkClientFor: (fn, client, service) => checkCallsOf(client, service, check.forFunction(fn)),
