@@ -69,8 +69,12 @@ function createPacer(settings: QueueSettings) {
     get horizons() {
       return { readUpToBefore, readUpTo };
     },
-    /** How long to wait after a poll that began at `pollStartedAtMs`: none while saturated. */
-    waitAfter(result: PollResult, pollStartedAtMs: number, nowMs: number): number {
+    /**
+     * How long to wait after a poll that began at `pollStartedAtMs` and read `readAheadMs` ahead: none while
+     * saturated, and never past what it read, though the interval just lengthened (arrivals stopped): a job
+     * enqueued ahead and due in between would wait for the next poll.
+     */
+    waitAfter(result: PollResult, pollStartedAtMs: number, nowMs: number, readAheadMs: number): number {
       roundStartedAtMs ??= pollStartedAtMs;
       roundArrivals += result.arrivals;
       if (result.saturated) return 0;
@@ -82,7 +86,7 @@ function createPacer(settings: QueueSettings) {
       readUpToBefore = readUpTo;
       readUpTo = new Map(readUpToBefore);
       // Polls start every interval, not an interval after the last one ended: a slow poll does not stretch the lag.
-      return Math.max(0, intervalMs - (nowMs - pollStartedAtMs));
+      return Math.max(0, Math.min(intervalMs, readAheadMs) - (nowMs - pollStartedAtMs));
     },
     afterError(): number {
       intervalMs = settings.pollIntervalMs;
@@ -123,6 +127,8 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         // Apart from the poll: a schedule that fails to fire is reported and tried again, and jobs are still claimed.
         await fireDueSchedules(ctx, jobTypes).then(options.onSchedulesFired, options.onError);
       }
+      // What falls due before the next poll is claimed on time from this one, never past the run's end.
+      const claimAheadMs = Math.min(pacer.intervalMs, Math.max(0, deadlineMs - ctx.nowMs()));
       const result = await pollOnce(ctx, {
         jobTypes,
         invoker: options.invoker,
@@ -132,8 +138,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         blockedRuns,
         settledGaps,
         ...pacer.horizons,
-        // What falls due before the next poll is claimed on time from this one, never past the run's end.
-        claimAheadMs: Math.min(pacer.intervalMs, Math.max(0, deadlineMs - ctx.nowMs())),
+        claimAheadMs,
         sleep: (ms) => sleep(ms, options.signal),
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.shards ? { shards: options.shards } : {}),
@@ -146,7 +151,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
       totals.arrivals += result.arrivals;
       totals.oldestDueLagMs = Math.max(totals.oldestDueLagMs, result.oldestDueLagMs);
       options.onPoll?.(result);
-      const waitMs = pacer.waitAfter(result, pollStartedAtMs, ctx.nowMs());
+      const waitMs = pacer.waitAfter(result, pollStartedAtMs, ctx.nowMs(), claimAheadMs);
       if (!result.saturated) await sleep(waitMs, options.signal);
     } catch (error) {
       options.onError?.(error);

@@ -40,9 +40,10 @@ describe('runPollerLoop', () => {
     });
 
     // The poll at 2 s reads what falls due before the next poll, waits for the job's due time and claims it
-    // then; its one-entry page was full, so the loop polls again at once.
+    // then; its one-entry page was full, so the loop polls again at once. The last poll reads up to the run's
+    // end, and the loop sleeps no longer.
     expect(polledAt).toEqual([0, 1_000, 2_500, 2_500, 3_500, 4_500]);
-    expect(sleeps).toEqual([POLL_INTERVAL_MS, POLL_INTERVAL_MS, 500, POLL_INTERVAL_MS, POLL_INTERVAL_MS, POLL_INTERVAL_MS]);
+    expect(sleeps).toEqual([POLL_INTERVAL_MS, POLL_INTERVAL_MS, 500, POLL_INTERVAL_MS, POLL_INTERVAL_MS, 500]);
     expect(totals).toMatchObject({ claimed: 1, dispatched: 1 });
     expect(invoker.jobs[0]).toMatchObject({ id: 'e-1', claimedAtMs: T0 + 2_500 });
   });
@@ -178,10 +179,15 @@ describe('runPollerLoop', () => {
 describe('runPollerLoop while jobs arrive due', () => {
   const arriving = freshQueuePerTest({ settings: { pollIntervalMs: POLL_INTERVAL_MS, minPollIntervalMs: 50, shards: 1 } });
 
-  /** Runs the loop for 6 s while a job arrives, due at once, every `spacingMs` from 1 s to 3 s; returns when each was claimed. */
-  async function runWithArrivals(spacingMs: number) {
+  /**
+   * Runs the loop for 6 s while a job arrives, due at once, every `spacingMs` from 1 s to 3 s, beside jobs of
+   * another type enqueued ahead, due at `scheduledAtMs` (from T0); returns when each was claimed.
+   */
+  async function runWithArrivals(spacingMs: number, scheduledAtMs: number[] = []) {
     const { ctx, clock } = arriving();
     const emails = await defineType(ctx, 'emails');
+    const reports = await defineType(ctx, 'reports');
+    for (const atMs of scheduledAtMs) await enqueue(ctx, reports, `s-${atMs}`, { runAfterMs: T0 + atMs });
     const arrivalsAtMs = Array.from({ length: Math.floor(2_000 / spacingMs) }, (_, i) => T0 + 1_000 + i * spacingMs);
     const sleeps: number[] = [];
     const invoker = new RecordingInvoker();
@@ -198,15 +204,29 @@ describe('runPollerLoop while jobs arrive due', () => {
         }
       },
     });
-    const lagsMs = new Map(invoker.jobs.map((job) => [job.runAfterMs - T0, job.claimedAtMs! - job.runAfterMs]));
-    return { sleeps, lagsMs, claimed: invoker.jobs.length };
+    const lagsMs = new Map(invoker.jobs.filter((job) => job.type === 'emails').map((job) => [job.runAfterMs - T0, job.claimedAtMs! - job.runAfterMs]));
+    const scheduledLagsMs = new Map(invoker.jobs.filter((job) => job.type === 'reports').map((job) => [job.runAfterMs - T0, job.claimedAtMs! - job.runAfterMs]));
+    return { sleeps, lagsMs, scheduledLagsMs, claimed: invoker.jobs.length };
   }
+
+  test('jobs enqueued ahead are claimed on time when the interval lengthens again as arrivals stop', async () => {
+    // A poll paced by arrivals reads ahead only their spacing; the next waits the longer interval from its start.
+    const spacingMs = 100;
+    const scheduledAtMs = Array.from({ length: 20 }, (_, i) => 2_700 + i * spacingMs);
+    const { scheduledLagsMs } = await runWithArrivals(200, scheduledAtMs);
+    expect([...scheduledLagsMs.keys()].sort((a, b) => a - b)).toEqual(scheduledAtMs);
+    // Each is claimed from a timer when due; the claim may read the manual clock after the sleep for the next
+    // job moved it (this test's sleeps are instant), so up to one spacing. A poll waiting past what the one
+    // before it read left them to the poll after: up to 650 ms.
+    expect([...scheduledLagsMs].filter(([, lagMs]) => lagMs > spacingMs)).toEqual([]);
+  });
 
   test('polls about as often as they arrive, so each waits about their spacing rather than a poll interval', async () => {
     const { sleeps, lagsMs, claimed } = await runWithArrivals(200);
     expect(claimed).toBe(10);
-    // The first arrivals meet the idle interval; once a poll has found them, polls start every 200 ms.
-    expect(sleeps).toEqual([1_000, 1_000, 200, 200, 200, 200, 200, 1_000, 1_000, 1_000]);
+    // The first arrivals meet the idle interval; once a poll has found them, polls start every 200 ms. The poll
+    // after the last read 200 ms ahead, so the next starts then, and reads a whole interval ahead again.
+    expect(sleeps).toEqual([1_000, 1_000, 200, 200, 200, 200, 200, 200, 1_000, 1_000, 800]);
     expect([...lagsMs].filter(([dueAtMs]) => dueAtMs > 2_000).every(([, lagMs]) => lagMs <= 200)).toBe(true);
   });
 
@@ -215,6 +235,6 @@ describe('runPollerLoop while jobs arrive due', () => {
     expect(claimed).toBe(200);
     expect(Math.min(...sleeps)).toBe(50);
     expect(sleeps.filter((ms) => ms === 50).length).toBeGreaterThan(10);
-    expect(sleeps.slice(-2)).toEqual([POLL_INTERVAL_MS, POLL_INTERVAL_MS]);
+    expect(sleeps.at(-2)).toBe(POLL_INTERVAL_MS);
   });
 });
