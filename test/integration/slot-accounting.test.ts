@@ -166,11 +166,18 @@ test('a counter the previous release reconciled into an epoch of its own is hand
   expect(await typeInFlight('limited')).toBe(0);
 });
 
-test('a reservation released after a handover gives its weight back from the earlier part', async () => {
+/** A type limited to 5 with 3 reserved in epoch 0 by a poll that has not given back what it did not claim. */
+async function reservedAndUnreleased(): Promise<Reservation> {
   const { ctx } = queue();
   await defineType(ctx, 'limited', { concurrency: 5 });
   const reservation: Reservation = { counter: {}, weight: 3, limit: 5, epoch: 0 };
   expect((await transactWrite(ctx, reserveItems(ctx.settings.tableName, 'limited', [reservation]))).ok).toBe(true);
+  return reservation;
+}
+
+test('a reservation released after a handover gives its weight back from the earlier part', async () => {
+  const { ctx } = queue();
+  const reservation = await reservedAndUnreleased();
   await sweep();
   expect((await readInFlight(ctx, 'limited', [])).epochs.type).toBe(1);
   await lowerCounters(ctx, releaseDecreases(ctx.settings.tableName, 'limited', [reservation]));
@@ -179,9 +186,7 @@ test('a reservation released after a handover gives its weight back from the ear
 
 test('a reservation released after its epoch was settled is not given back again', async () => {
   const { ctx } = queue();
-  await defineType(ctx, 'limited', { concurrency: 5 });
-  const reservation: Reservation = { counter: {}, weight: 3, limit: 5, epoch: 0 };
-  expect((await transactWrite(ctx, reserveItems(ctx.settings.tableName, 'limited', [reservation]))).ok).toBe(true);
+  const reservation = await reservedAndUnreleased();
   expect(await settleCycle()).toEqual([0, 0, 1]);
   await lowerCounters(ctx, releaseDecreases(ctx.settings.tableName, 'limited', [reservation]));
   expect(await typeInFlight('limited')).toBe(0);
