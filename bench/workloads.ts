@@ -246,8 +246,10 @@ async function startBulkRetryBeside(config: BenchConfig, system: RunningSystem, 
 async function enqueuePlainBeside(config: BenchConfig, system: RunningSystem, tableName: string, count: number): Promise<void> {
   const { ctx, close } = ownContext(config, tableName);
   const limit = pLimit(config.producerConcurrency);
-  const spacingMs = 1_000 / config.settings.bulkJobsPerS;
-  const firstDueMs = Date.now() + (count / 300) * 1_000;
+  const spacingMs = Math.floor(1_000 / config.settings.bulkJobsPerS);
+  // Whole milliseconds, as every API input is: an index sort key keeps only those, so a claim from a timer at a
+  // fractional due time's floor would be refused as not due yet, and the job left to a later poll.
+  const firstDueMs = Date.now() + Math.ceil((count / 300) * 1_000);
   try {
     await Promise.all(
       Array.from({ length: count }, (_, index) =>
