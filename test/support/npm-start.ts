@@ -37,6 +37,16 @@ function groupAlive(pid: number): boolean {
   }
 }
 
+/**
+ * Once the process group is gone its last lines may still be on their way through the pipes (a busy machine
+ * delivers them later): the output is read whole only after both streams closed.
+ */
+async function outputClosed(child: ChildProcess): Promise<void> {
+  const open = [child.stdout, child.stderr].filter((stream) => stream !== null && !stream.closed);
+  const closed = Promise.all(open.map((stream) => new Promise((resolve) => stream?.once('close', resolve))));
+  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+}
+
 /** What the runtime logs for a call its function's role in the stack does not allow. */
 const IAM_DENIAL = 'IAM check denied a call';
 
@@ -56,6 +66,7 @@ export async function stop(started: Started, signal: 'SIGINT' | 'SIGKILL' = 'SIG
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+  await outputClosed(started.child);
   const denials = started.output().split('\n').filter((line) => line.includes(IAM_DENIAL));
   if (denials.length > 0) throw new Error(`npm start made calls the stack's IAM policies deny:\n${denials.join('\n')}`);
 }
