@@ -24,13 +24,15 @@ test('jobs running, due and waiting when the runtime is killed all finish after 
   dataDir = await mkdtemp(join(tmpdir(), 'djq-restart-'));
   const env = { PORT: String(await freePort()), DATA_DIR: dataDir, POLL_INTERVAL_MS: '100', SWEEP_INTERVAL_MS: '500' };
   runtime = await npmStart(env);
-  await call(runtime, 'PUT', '/v1/job-types/slow', { target: { kind: 'handler', name: 'sleep' }, visibility_timeout_s: 2, attempts: 3, retry: { kind: 'fixed', delay_s: 0 } });
+  await call(runtime, 'PUT', '/v1/job-types/slow', { target: { kind: 'handler', name: 'sleep' }, visibility_timeout_s: 6, attempts: 3, retry: { kind: 'fixed', delay_s: 0 } });
   await call(runtime, 'PUT', '/v1/job-types/quick', { target: { kind: 'handler', name: 'echo' }, delivery_strategy: 'at_most_once' });
   await call(runtime, 'PUT', '/v1/job-types/ticks', { target: { kind: 'handler', name: 'echo' } });
   const schedule = await call(runtime, 'PUT', '/v1/schedules/tick', { cron: '* * * * * *', job_type: 'ticks', catch_up: 'all' });
   expect(schedule.status).toBe(201);
   const firstFireMs = Date.parse(schedule.body.next_fire_at);
   const soon = (ms: number) => new Date(Date.now() + ms).toISOString();
+  // 4 s of work within a 6 s visibility timeout: after the restart the retry needs no heartbeat in time, which a
+  // loaded machine (the whole suite on two cores) once missed at 2 s, timing the retry out too.
   const running = ['r1', 'r2', 'r3'];
   for (const id of running) await call(runtime, 'PUT', `/v1/jobs/slow/${id}`, { data: { ms: 4_000 } });
   for (const id of running) expect((await waitForStatus(runtime, `/v1/jobs/slow/${id}`, 'running', 15_000)).status).toBe('running');
