@@ -9,7 +9,7 @@ import { endAttempt, claimJob } from '../lib/queue/claims.js';
 import { createQueueContext, type QueueContext, type QueueSettings } from '../lib/queue/context.js';
 import { createDynamoClients } from '../lib/store/client.js';
 import { enqueueJob } from '../lib/queue/enqueue.js';
-import { startBulkOperation } from '../lib/queue/bulk.js';
+import { replaySpacingMs, startBulkOperation } from '../lib/queue/bulk.js';
 import { setJobTypePaused } from '../lib/queue/job-types.js';
 import { bucketOf, lanePartition, shardOf } from '../lib/store/keys.js';
 import { queryDue } from '../lib/store/due-index.js';
@@ -246,7 +246,7 @@ async function startBulkRetryBeside(config: BenchConfig, system: RunningSystem, 
 async function enqueuePlainBeside(config: BenchConfig, system: RunningSystem, tableName: string, count: number): Promise<void> {
   const { ctx, close } = ownContext(config, tableName);
   const limit = pLimit(config.producerConcurrency);
-  const spacingMs = Math.floor(1_000 / config.settings.bulkJobsPerS);
+  const spacingMs = replaySpacingMs(config.settings);
   // Whole milliseconds, as every API input is: an index sort key keeps only those, so a claim from a timer at a
   // fractional due time's floor would be refused as not due yet, and the job left to a later poll.
   const firstDueMs = Date.now() + Math.ceil((count / 300) * 1_000);

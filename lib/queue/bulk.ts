@@ -24,7 +24,7 @@ import { itemToJob, itemToOperation } from '../store/items.js';
 import { jobKey, operationKey, purgeAtS } from '../store/keys.js';
 import { countPageParams, newOperationParams, pageFailedParams, runningOperationIds, takePageParams, type PageCounts } from '../store/operations.js';
 import { batchGetItems, getItem, putItem, updateItem } from '../store/send.js';
-import type { QueueContext } from './context.js';
+import type { QueueContext, QueueSettings } from './context.js';
 import { enqueueJob, replayInputOf } from './enqueue.js';
 import { cursorFrom, listJobs } from './job-listing.js';
 import { requireJobType } from './job-types.js';
@@ -57,6 +57,11 @@ export async function requireOperation(ctx: QueueContext, id: string): Promise<B
   return operation;
 }
 
+/** A retry's replays fall due this far apart, on whole milliseconds as every due time is. */
+export function replaySpacingMs(settings: Pick<QueueSettings, 'bulkJobsPerS'>): number {
+  return Math.floor(1000 / settings.bulkJobsPerS);
+}
+
 /** The next page's matching jobs, and where the listing goes on (absent once it has passed the range or ended). */
 async function choosePage(ctx: QueueContext, jobType: JobType, operation: BulkOperation): Promise<{ page: PendingPage; jobs: Job[] }> {
   const cursor = operation.cursor ?? (await cursorFrom(ctx, jobType, operation.status, operation));
@@ -65,7 +70,7 @@ async function choosePage(ctx: QueueContext, jobType: JobType, operation: BulkOp
   const ended = listed.nextCursor === undefined || listed.jobs.some((job) => passedRange(operation, job));
   const replays =
     operation.action === 'retry'
-      ? { replaysFromMs: ctx.nowMs() + 2 * ctx.settings.pollIntervalMs, replaySpacingMs: Math.floor(1000 / ctx.settings.bulkJobsPerS) }
+      ? { replaysFromMs: ctx.nowMs() + 2 * ctx.settings.pollIntervalMs, replaySpacingMs: replaySpacingMs(ctx.settings) }
       : {};
   return { page: { ids: jobs.map((job) => job.id), ...replays, ...(ended ? {} : { nextCursor: listed.nextCursor }) }, jobs };
 }

@@ -51,7 +51,7 @@ async function listHeldSlots(ctx: QueueContext, jobType: JobType): Promise<(Held
 
 /** The weight the listed jobs hold on `counter` from epochs before `epoch` (or from no recorded epoch). */
 function olderHeldOn(held: (HeldSlots | undefined)[], counter: CounterRef, epoch: number): number {
-  return weightByCounter(held, () => epoch).get(counterId(counter))?.weight ?? 0;
+  return weightByCounter(held, epoch).get(counterId(counter))?.weight ?? 0;
 }
 
 /**

@@ -89,10 +89,11 @@ export interface CounterDecrease {
   older: TransactItem;
 }
 
-function decrease(tableName: string, key: ItemKey, weight: number, epoch: number | undefined, older: Condition | undefined): CounterDecrease {
+/** `olderWhen` says when weight of `epoch` may lower the earlier part: for releases and returns it differs. */
+function decrease(tableName: string, key: ItemKey, weight: number, epoch: number | undefined, olderWhen: (epoch: number) => Condition): CounterDecrease {
   const itemId = `${key.pk}\u0000${key.sk}`;
   if (epoch === undefined) return { itemId, older: olderDecrease(tableName, key, weight, undefined) };
-  return { itemId, inEpoch: currentChange(tableName, key, -weight, inEpoch(epoch)), older: olderDecrease(tableName, key, weight, older) };
+  return { itemId, inEpoch: currentChange(tableName, key, -weight, inEpoch(epoch)), older: olderDecrease(tableName, key, weight, olderWhen(epoch)) };
 }
 
 /**
@@ -133,7 +134,7 @@ export function reserveItems(tableName: string, type: string, reservations: Rese
 
 /** The decreases that give back what a poll reserved and did not claim. */
 export function releaseDecreases(tableName: string, type: string, unused: Reservation[]): CounterDecrease[] {
-  return unused.map(({ counter, weight, epoch }) => decrease(tableName, counterKeyOf(type, counter), weight, epoch, unsettledSince(epoch)));
+  return unused.map(({ counter, weight, epoch }) => decrease(tableName, counterKeyOf(type, counter), weight, epoch, unsettledSince));
 }
 
 /** The counters slots are held on: the type's, the throttle key's, or both; each with the epoch it was reserved in. */
@@ -154,16 +155,16 @@ export function returnDecreases(tableName: string, jobs: Pick<Job, 'type' | 'hel
   }
   // A job lists as holding its weight until its end is written, so a settlement counts it until then: its return
   // lowers the earlier part whenever it lands, within the margin a settlement waits for what is in flight.
-  return [...totals.values()].map(({ key, epoch, weight }) => decrease(tableName, key, weight, epoch, epoch === undefined ? undefined : pastEpoch(epoch)));
+  return [...totals.values()].map(({ key, epoch, weight }) => decrease(tableName, key, weight, epoch, pastEpoch));
 }
 
-/** The weight held on each counter by these slots, summed, by counterId; `before` keeps only weight reserved in an epoch before it. */
-export function weightByCounter(held: (HeldSlots | undefined)[], before?: (counter: CounterRef) => number): Map<string, { counter: CounterRef; weight: number }> {
+/** The weight held on each counter by these slots, summed, by counterId; with `beforeEpoch`, only weight reserved before it (or in no recorded epoch). */
+export function weightByCounter(held: (HeldSlots | undefined)[], beforeEpoch?: number): Map<string, { counter: CounterRef; weight: number }> {
   const totals = new Map<string, { counter: CounterRef; weight: number }>();
   for (const slots of held) {
     if (!slots) continue;
     for (const { counter, epoch } of countersHeld(slots)) {
-      if (before && epoch !== undefined && epoch >= before(counter)) continue;
+      if (beforeEpoch !== undefined && epoch !== undefined && epoch >= beforeEpoch) continue;
       const id = counterId(counter);
       totals.set(id, { counter, weight: (totals.get(id)?.weight ?? 0) + slots.weight });
     }
