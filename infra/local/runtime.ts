@@ -21,7 +21,7 @@ import { registry } from '../../functions/worker/handlers/index.js';
 import { createApiKey, verifyApiKey } from '../../lib/queue/api-keys.js';
 import { createQueueContext, integerSetting, readQueueSettings, type Env, type QueueContext, type QueueSettings } from '../../lib/queue/context.js';
 import { createDynamoClients, type DynamoClientOptions } from '../../lib/store/client.js';
-import { REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/domain/limits.js';
+import { LOCAL_REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/domain/limits.js';
 import { createMemoryPublisher, type LifecycleEvent, type LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
@@ -34,6 +34,7 @@ import type { IamDecision } from './iam/iam-check.js';
 import { createLocalIam, type LocalIam } from './iam/local-iam.js';
 import { LOCAL_ACCOUNT_ID } from './iam/local-policies.js';
 import { QUEUE_FUNCTIONS, readStackPolicies, type QueueFunctionName } from './iam/stack-policies.js';
+import { admitted, LOCAL_API_ADMISSION, type AdmissionLimits } from './admission.js';
 import { createLocalGateway } from './gateway.js';
 import { createHttpServer } from './http-server.js';
 
@@ -109,9 +110,9 @@ const REQUEST_PATHS: ReadonlySet<QueueFunctionName> = new Set(['api', 'authorize
 
 /** Each function's DynamoDB clients and queue context, as its role in the stack lets it call. */
 function functionContexts(iam: LocalIam, clientOptions: DynamoClientOptions, settings: QueueSettings, events: LifecyclePublisher) {
-  // Request paths (api, authorizer) retry DynamoDB within their Lambda timeouts, as deployed.
+  // Request paths (api, authorizer) retry DynamoDB within their Lambda timeouts, as deployed, at DynamoDB Local's pace.
   const functionClients = QUEUE_FUNCTIONS.map(
-    (fn) => [fn, iam.dynamoClientsFor(fn, { ...clientOptions, ...(REQUEST_PATHS.has(fn) ? { callLimits: REQUEST_PATH_DYNAMODB_CALL_LIMITS } : {}) })] as const,
+    (fn) => [fn, iam.dynamoClientsFor(fn, { ...clientOptions, ...(REQUEST_PATHS.has(fn) ? { callLimits: LOCAL_REQUEST_PATH_DYNAMODB_CALL_LIMITS } : {}) })] as const,
   );
   const contexts = Object.fromEntries(
     functionClients.map(([fn, { db }]) => [fn, createQueueContext(db, settings, { events: iam.publisherFor(fn, events) })]),
@@ -186,9 +187,8 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
     ...(env.API_TOKEN ? { staticAdminToken: env.API_TOKEN } : {}),
     callbackTokenSecret: fixedSecret(callbackTokenSecret),
   });
-  const server = createHttpServer(
-    createLocalGateway({ authorizer, api: createApiHandler({ ctx: contexts.api, registry }), authorizerCacheTtlMs: authorizerCacheTtlMs(env) }),
-  );
+  const gateway = createLocalGateway({ authorizer, api: createApiHandler({ ctx: contexts.api, registry }), authorizerCacheTtlMs: authorizerCacheTtlMs(env) });
+  const server = createHttpServer(admitted(gateway, apiAdmission(env)));
   await listen(server, port);
 
   return {
@@ -222,6 +222,15 @@ function logDenial(decision: IamDecision): void {
 /** AUTHORIZER_CACHE_TTL_S, locally only: the stack's TTL unless a test or a demo of revocation wants it shorter. */
 function authorizerCacheTtlMs(env: Env): number {
   return integerSetting(env, 'AUTHORIZER_CACHE_TTL_S', KEY_AUTHORIZER_CACHE_TTL_S, 0, 3600) * 1000;
+}
+
+/** LOCAL_API_CONCURRENCY and LOCAL_API_QUEUE: what the local api serves at once and lets wait, as Lambda's concurrency and API Gateway's throttle bound it deployed. */
+function apiAdmission(env: Env): AdmissionLimits {
+  return {
+    ...LOCAL_API_ADMISSION,
+    concurrency: integerSetting(env, 'LOCAL_API_CONCURRENCY', LOCAL_API_ADMISSION.concurrency, 1, 1_000),
+    maxQueued: integerSetting(env, 'LOCAL_API_QUEUE', LOCAL_API_ADMISSION.maxQueued, 0, 100_000),
+  };
 }
 
 /** DESIGN §7: with AWS credentials and a table name, run against that table in the cloud. */

@@ -43,6 +43,18 @@ export const REQUEST_PATH_DYNAMODB_CALL_LIMITS: DynamoCallLimits = {
 };
 
 /**
+ * The same request paths on DynamoDB Local (`npm start`): it answers in milliseconds when idle, but runs every
+ * write on one thread, so under load a call waits its turn for a second or more. A try abandoned at 1 s is
+ * still carried out there, and its retry only lengthens the queue; so each try may take as long as the
+ * background calls' (5 s), and a call stays within 15 s, under the api's timeout. What the client sees of a
+ * call that still misses it is a 503 with Retry-After, as on AWS.
+ */
+export const LOCAL_REQUEST_PATH_DYNAMODB_CALL_LIMITS: DynamoCallLimits = {
+  maxAttempts: 2,
+  requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000, throwOnRequestTimeout: true },
+};
+
+/**
  * The SDK's longest wait before retry `n` (from 0): its standard strategy waits a random share of
  * min(base × 2^n, 20 s), the base being 1 s after throttling and far less after other errors.
  */
