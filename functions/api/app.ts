@@ -41,8 +41,10 @@ export function createApiHandler(deps: ApiDeps) {
   return middy<HttpEvent, HttpResponse>()
     .onError((request) => {
       const requestId = request.event.requestContext?.requestId;
-      const { response, internal } = errorResponse(request.error, requestId);
+      const { response, internal, unavailable } = errorResponse(request.error, requestId);
       if (internal) log('error', 'request failed', { requestId, error: request.error });
+      // Expected under overload and answered with Retry-After; logged without its stack, so a burst does not flood the log.
+      else if (unavailable) log('warn', 'request refused: DynamoDB unavailable', { requestId, error: String(request.error) });
       request.response = response;
     })
     .handler(router);

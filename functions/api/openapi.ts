@@ -81,7 +81,9 @@ const ERROR_STATUSES: { status: number; description: string; schema: JsonSchema;
   { status: 409, description: 'In conflict with the current state', schema: ERROR_REF },
   { status: 413, description: 'Too large: `details` name the field', schema: ERROR_REF, bodyOnly: true },
   { status: 415, description: 'Not JSON', schema: ERROR_REF, bodyOnly: true },
+  { status: 429, description: 'Too many requests at once (API Gateway’s answer): nothing was done; try again after `Retry-After` seconds', schema: REFUSED_OR_ERROR },
   { status: 500, description: 'Internal error: the body never says more', schema: ERROR_REF },
+  { status: 503, description: 'DynamoDB is overloaded or unreachable for now: try again after `Retry-After` seconds (a request that names what it changes is safe to repeat)', schema: ERROR_REF },
 ];
 
 function security(access: Access): JsonSchema[] {

@@ -1,12 +1,16 @@
 /**
  * DESIGN §5: a failing dependency is a clean 500 — code `internal`, no cause,
  * no stack — while the cause is logged with the request id for the operator.
+ * A DynamoDB that is only overloaded or unreachable for now (throttled, timed
+ * out, refused) is a 503 with Retry-After instead: try again, not a fault.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, test, vi, type MockInstance } from 'vitest';
 import { createQueueContext, readQueueSettings } from '../../lib/queue/context.js';
+import { putJobTypeParams } from '../../lib/store/catalog.js';
+import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { createTestApi, leaksInternals, type ApiClient, type HttpMethod } from '../support/api.js';
 
 const INTERNAL_MESSAGE = 'socket hang up: connect ECONNRESET 10.0.3.17:8000 (table jobs-prod-7f3a, secret=hunter2)';
@@ -91,5 +95,43 @@ describe('when DynamoDB fails', () => {
     const response = await api.put('/v1/job-types/emails', { target: { kind: 'handler', name: 'echo' }, attempts: 0 });
     expect(response.status).toBe(400);
     expect(dbMock.calls()).toHaveLength(0);
+  });
+});
+
+describe('when DynamoDB is overloaded or unreachable for now', () => {
+  const throttled = () => new ProvisionedThroughputExceededException({ message: `Throughput exceeded for table jobs-prod-7f3a`, $metadata: { httpStatusCode: 400 } });
+  const timedOut = () => Object.assign(new Error('a request has exceeded the configured 1000 ms requestTimeout (jobs-prod-7f3a)'), { name: 'TimeoutError' });
+  const refused = () => Object.assign(new Error('connect ECONNREFUSED 10.0.3.17:8000'), { code: 'ECONNREFUSED' });
+
+  test.each([
+    { cause: 'throttled', error: throttled },
+    { cause: 'timed out', error: timedOut },
+    { cause: 'refused', error: refused },
+  ])('a $cause call is a 503 unavailable with Retry-After, saying nothing of the cause', async ({ error }) => {
+    dbMock.onAnyCommand().rejects(error());
+    const response = await api.put('/v1/jobs/emails/job-1', { data: 1 });
+    expect(response.status).toBe(503);
+    expect(response.headers['retry-after']).toBe('1');
+    expect(response.body).toEqual({ error: { code: 'unavailable', message: expect.any(String), details: [], request_id: expect.any(String) } });
+    expect(response.text).not.toContain('jobs-prod-7f3a');
+    expect(response.text).not.toContain('10.0.3.17');
+  });
+
+  test('it is logged as a warning, not as an error with its stack', async () => {
+    dbMock.onAnyCommand().rejects(throttled());
+    await api.put('/v1/jobs/emails/job-1', { data: 1 });
+    const logged = consoleError.mock.calls.map((args) => args.map(String).join(' ')).join('\n');
+    expect(logged).toContain('"level":"WARN"');
+    expect(logged).not.toContain('"level":"ERROR"');
+    expect(logged).not.toContain('node_modules');
+  });
+
+  test('an item of a batch that met a throttled DynamoDB is a 503 of its own, to send again with its id', async () => {
+    const jobType = jobTypeFromInput('emails', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'echo' } }), { createdAtMs: 0, updatedAtMs: 0 });
+    dbMock.onAnyCommand().rejects(throttled());
+    dbMock.on(GetCommand).resolves({ Item: putJobTypeParams(jobType, undefined).Item });
+    const response = await api.post('/v1/jobs/emails/batch', { jobs: [{ id: 'a', data: 1 }] });
+    expect(response.status).toBe(200);
+    expect(response.body.results[0]).toMatchObject({ index: 0, id: 'a', status: 503, error: { code: 'unavailable', message: expect.stringContaining('may or may not') } });
   });
 });

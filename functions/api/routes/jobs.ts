@@ -28,15 +28,17 @@ import { jobId, typeName, type Route, type RouteDeps } from './route.js';
 
 /**
  * The status and error body of an item that failed, its fields named from the
- * body's root. A dependency failure is a 500 of its own: the job may or may
- * not have been stored, and sending the item again with its id is safe.
+ * body's root. A dependency failure is a 500 (or a 503, when DynamoDB was only
+ * overloaded) of its own: the job may or may not have been stored, and sending
+ * the item again with its id is safe.
  */
 function batchItemError(error: unknown, path: string, requestId: string | undefined): { status: number; error: unknown } {
   const result = errorResult(error, requestId);
   const body = result.body.error as { message: string; details: FieldIssue[] };
-  if (result.internal) {
-    log('error', 'batch item failed', { requestId, item: path, error });
-    return { status: result.status, error: { ...body, message: 'internal error: the job may or may not have been enqueued; send it again with this id' } };
+  if (result.outcomeUnknown) {
+    if (result.internal) log('error', 'batch item failed', { requestId, item: path, error });
+    const cause = result.internal ? 'internal error' : 'the queue is overloaded';
+    return { status: result.status, error: { ...body, message: `${cause}: the job may or may not have been enqueued; send it again with this id` } };
   }
   return { status: result.status, error: { ...body, details: body.details.map((issue) => withinItem(issue, path)) } };
 }
