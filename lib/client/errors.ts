@@ -84,7 +84,7 @@ export class ConflictError extends apiErrorOfKind('ConflictError', 'conflict') {
 export class PayloadTooLargeError extends apiErrorOfKind('PayloadTooLargeError', 'payload_too_large') {}
 /** 415: the body was not sent as JSON. */
 export class UnsupportedMediaTypeError extends apiErrorOfKind('UnsupportedMediaTypeError', 'unsupported_media_type') {}
-/** 429: API Gateway's throttle. Not retried by the client: the caller decides how to slow down. */
+/** 429: API Gateway's throttle, still refusing after the client's retries; nothing was done. */
 export class RateLimitedError extends apiErrorOfKind('RateLimitedError', 'rate_limited') {}
 /** 5xx: the API or something behind it failed; the request may or may not have taken effect. */
 export class ServerError extends apiErrorOfKind('ServerError', 'server_error') {}

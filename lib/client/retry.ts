@@ -1,8 +1,11 @@
 /**
- * When the client sends a request again: only a request that is safe to
+ * When the client sends a request again: any request refused with 429 (the
+ * gateway throttled it before anything ran, so even a request that is not safe
+ * to repeat was never carried out); otherwise only a request that is safe to
  * repeat (one that names what it changes, so a second copy changes nothing
  * more), and only after a failure that says nothing about the request itself
- * (a 5xx or no answer at all). A 4xx is the same on every try, so never.
+ * (a 5xx or no answer at all). Any other 4xx is the same on every try, so never.
+ * A `Retry-After` the answer gave is waited out first.
  */
 
 export interface RetryPolicy {
@@ -35,14 +38,37 @@ export function retryDelayMs(retry: number, policy: RetryPolicy, random: () => n
   return Math.floor(random() * ceilingMs);
 }
 
-/** What a try ended with, as far as retrying is concerned: an HTTP status, or none when no answer came. */
-export type TryFailure = { status: number } | { status: undefined };
+/** What a try ended with, as far as retrying is concerned: an HTTP status and its Retry-After, or none when no answer came. */
+export type TryFailure = { status: number; retryAfterMs?: number } | { status: undefined };
+
+/** The gateway's throttle: the request was refused before anything ran. */
+const THROTTLED = 429;
 
 export function isTransient(failure: TryFailure): boolean {
-  return failure.status === undefined || failure.status >= 500;
+  return failure.status === undefined || failure.status === THROTTLED || failure.status >= 500;
 }
 
 /** Whether to send the request again after `triesSoFar` tries ended in `failure`. */
 export function shouldRetry(options: { idempotent: boolean; failure: TryFailure; triesSoFar: number; policy: RetryPolicy }): boolean {
-  return options.idempotent && isTransient(options.failure) && options.triesSoFar <= options.policy.retries;
+  const safe = options.idempotent || options.failure.status === THROTTLED;
+  return safe && isTransient(options.failure) && options.triesSoFar <= options.policy.retries;
+}
+
+/** The longest Retry-After waited out; a longer one is the server's mistake, and the caller's timeouts would pass first. */
+const MAX_RETRY_AFTER_MS = 60_000;
+
+/** A `Retry-After` header in milliseconds: delay-seconds, or an HTTP date; undefined when absent or unreadable. */
+export function retryAfterMsOf(header: string | null, nowMs: number = Date.now()): number | undefined {
+  if (header === null || header.trim() === '') return undefined;
+  const ms = /^\s*\d+\s*$/.test(header) ? Number(header) * 1000 : Date.parse(header) - nowMs;
+  return Number.isFinite(ms) ? Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ms)) : undefined;
+}
+
+/**
+ * The wait before retry number `retry` after `failure`: its Retry-After, if any, plus the policy's jittered
+ * delay, so that clients refused together do not all come back at the second they were given.
+ */
+export function retryWaitMs(retry: number, failure: TryFailure, policy: RetryPolicy, random: () => number = Math.random): number {
+  const retryAfterMs = failure.status === undefined ? 0 : (failure.retryAfterMs ?? 0);
+  return retryAfterMs + retryDelayMs(retry, policy, random);
 }

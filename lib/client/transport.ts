@@ -1,6 +1,6 @@
 /** Sending one call to the API: its URL, the key, JSON both ways, and retries of the calls that are safe to repeat. */
 import { apiErrorFrom, QueueNetworkError } from './errors.js';
-import { retryDelayMs, retryPolicyOf, shouldRetry, type RetryPolicy, type TryFailure } from './retry.js';
+import { retryAfterMsOf, retryPolicyOf, retryWaitMs, shouldRetry, type RetryPolicy, type TryFailure } from './retry.js';
 
 export interface ClientOptions {
   /** The API's base URL, e.g. `http://localhost:3000` or the stack's `ApiUrl` output. */
@@ -75,7 +75,8 @@ export function createRequester(options: ClientOptions): Requester {
         const response = await fetchImpl(url, { method: call.method, headers, body, signal: AbortSignal.timeout(timeoutMs) });
         const parsed = parseJson(await response.text());
         if (response.ok) return parsed as T;
-        failure = { status: response.status };
+        const retryAfterMs = retryAfterMsOf(response.headers.get('retry-after'));
+        failure = retryAfterMs === undefined ? { status: response.status } : { status: response.status, retryAfterMs };
         error = apiErrorFrom(response.status, parsed, tries, response.headers.get('x-request-id'));
       } catch (thrown) {
         failure = { status: undefined };
@@ -83,7 +84,7 @@ export function createRequester(options: ClientOptions): Requester {
         error = new QueueNetworkError(`${call.method} ${url} ${reason}`, tries, { cause: thrown });
       }
       if (!shouldRetry({ idempotent: call.idempotent, failure, triesSoFar: tries, policy })) throw error;
-      await sleep(retryDelayMs(tries - 1, policy, random));
+      await sleep(retryWaitMs(tries - 1, failure, policy, random));
     }
   };
 }

@@ -1,7 +1,7 @@
 /** The client's retry policy: what is retried, how often, and how long it waits. */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { DEFAULT_RETRY_POLICY, retryDelayMs, retryPolicyOf, shouldRetry } from '../../lib/client/retry.js';
+import { DEFAULT_RETRY_POLICY, retryAfterMsOf, retryDelayMs, retryPolicyOf, retryWaitMs, shouldRetry } from '../../lib/client/retry.js';
 
 const policy = { retries: 3, baseDelayMs: 100, maxDelayMs: 1_000 };
 
@@ -12,14 +12,21 @@ describe('shouldRetry', () => {
     }
   });
 
-  test('a request that is not idempotent is never retried', () => {
+  test('a request that is not idempotent is not retried after a 5xx or no answer', () => {
     for (const status of [undefined, 500, 503]) {
       expect(shouldRetry({ idempotent: false, failure: { status }, triesSoFar: 1, policy })).toBe(false);
     }
   });
 
-  test('a 4xx is never retried, 429 included', () => {
-    for (const status of [400, 401, 403, 404, 409, 413, 415, 429]) {
+  test('a 429 is retried whether or not the request is idempotent: the gateway refused it before anything ran', () => {
+    for (const idempotent of [true, false]) {
+      expect(shouldRetry({ idempotent, failure: { status: 429 }, triesSoFar: 1, policy })).toBe(true);
+      expect(shouldRetry({ idempotent, failure: { status: 429 }, triesSoFar: 4, policy })).toBe(false);
+    }
+  });
+
+  test('any other 4xx is never retried', () => {
+    for (const status of [400, 401, 403, 404, 409, 413, 415]) {
       expect(shouldRetry({ idempotent: true, failure: { status }, triesSoFar: 1, policy })).toBe(false);
     }
   });
@@ -46,6 +53,35 @@ describe('retryDelayMs', () => {
         expect(delay).toBeLessThan(policy.maxDelayMs);
       }),
     );
+  });
+});
+
+describe('retryAfterMsOf', () => {
+  const nowMs = Date.parse('2026-11-26T10:00:00.000Z');
+
+  test('delay-seconds and an HTTP date are read as milliseconds from now', () => {
+    expect(retryAfterMsOf('2', nowMs)).toBe(2_000);
+    expect(retryAfterMsOf('0', nowMs)).toBe(0);
+    expect(retryAfterMsOf('Thu, 26 Nov 2026 10:00:05 GMT', nowMs)).toBe(5_000);
+  });
+
+  test('absent, unreadable or past is no wait; far off is capped at a minute', () => {
+    expect(retryAfterMsOf(null, nowMs)).toBeUndefined();
+    expect(retryAfterMsOf('soon', nowMs)).toBeUndefined();
+    expect(retryAfterMsOf('Thu, 26 Nov 2026 09:00:00 GMT', nowMs)).toBe(0);
+    expect(retryAfterMsOf('86400', nowMs)).toBe(60_000);
+  });
+});
+
+describe('retryWaitMs', () => {
+  test('a Retry-After is waited out in full, with the jittered delay on top', () => {
+    expect(retryWaitMs(0, { status: 429, retryAfterMs: 1_000 }, policy, () => 0)).toBe(1_000);
+    expect(retryWaitMs(1, { status: 503, retryAfterMs: 1_000 }, policy, () => 0.5)).toBe(1_100);
+  });
+
+  test('without Retry-After it is the jittered delay alone', () => {
+    expect(retryWaitMs(1, { status: 503 }, policy, () => 0.5)).toBe(100);
+    expect(retryWaitMs(1, { status: undefined }, policy, () => 0.5)).toBe(100);
   });
 });
 

@@ -4,7 +4,7 @@
  * (test/integration/client.test.ts runs it against the real api.)
  */
 import { describe, expect, test } from 'vitest';
-import { createClient, ForbiddenError, NotFoundError, QueueApiError, ServerError, UnauthorizedError } from '../../lib/client/index.js';
+import { createClient, ForbiddenError, NotFoundError, QueueApiError, RateLimitedError, ServerError, UnauthorizedError } from '../../lib/client/index.js';
 import type { Job } from '../../lib/domain/job.js';
 
 interface Sent {
@@ -132,5 +132,42 @@ describe('a refused key and a missing scope', () => {
       expect(await error).toMatchObject({ kind: 'unauthorized', tries: 1 });
       expect(sent).toHaveLength(1);
     }
+  });
+});
+
+describe('overload', () => {
+  const throttled = (retryAfter: string) => () =>
+    new Response(JSON.stringify({ message: 'Too Many Requests' }), { status: 429, headers: { 'content-type': 'application/json', 'retry-after': retryAfter } });
+
+  test("an enqueue without an id, refused with 429, is sent again after the answer's Retry-After", async () => {
+    const { fetchImpl, sent } = stubFetch(throttled('2'), ok(job('server-id')));
+    const slept: number[] = [];
+    const client = createClient({ url: 'http://q', token: 't', fetch: fetchImpl, random: () => 0, sleep: async (ms) => void slept.push(ms) });
+    expect(await client.enqueue('emails', { data: { to: 'ada' } })).toEqual({ id: 'server-id' });
+    expect(sent.map(({ method, url }) => `${method} ${url}`)).toEqual(['POST http://q/v1/jobs/emails', 'POST http://q/v1/jobs/emails']);
+    expect(slept).toEqual([2_000]);
+  });
+
+  test('a 503 with Retry-After is waited out before a request that is safe to repeat is sent again', async () => {
+    const unavailable = () =>
+      new Response(JSON.stringify({ error: { code: 'unavailable', message: 'overloaded', details: [], request_id: 'r' } }), {
+        status: 503,
+        headers: { 'content-type': 'application/json', 'retry-after': '1' },
+      });
+    const { fetchImpl, sent } = stubFetch(unavailable, ok(job('welcome-42')));
+    const slept: number[] = [];
+    const client = createClient({ url: 'http://q', token: 't', fetch: fetchImpl, random: () => 0, sleep: async (ms) => void slept.push(ms) });
+    expect(await client.enqueue('emails', { data: {} }, { id: 'welcome-42' })).toEqual({ id: 'welcome-42' });
+    expect(sent).toHaveLength(2);
+    expect(slept).toEqual([1_000]);
+  });
+
+  test('still throttled after every retry: a RateLimitedError, with the tries it took', async () => {
+    const { fetchImpl, sent } = stubFetch(throttled('0'), throttled('0'), throttled('0'));
+    const client = createClient({ url: 'http://q', token: 't', fetch: fetchImpl, retries: 2, sleep: async () => undefined });
+    const error = await client.enqueue('emails', { data: {} }).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect(error).toMatchObject({ status: 429, tries: 3 });
+    expect(sent).toHaveLength(3);
   });
 });
