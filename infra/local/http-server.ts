@@ -3,6 +3,7 @@
  * for the same `api` handler Lambda runs, and its result back into a response.
  */
 import { randomUUID } from 'node:crypto';
+import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { errorBody } from '../../functions/shared/http.js';
@@ -75,7 +76,9 @@ export function toHttpApiEvent(request: IncomingMessage, body: Buffer, requestId
   for (const [name, value] of Object.entries(request.headers)) {
     if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
   }
-  const isText = body.length === 0 || /json|text/i.test(headers['content-type'] ?? '');
+  // A body that is not UTF-8 goes to the api as the bytes it was, base64-encoded, so the api can refuse it
+  // (functions/api/http.ts) rather than be handed text with U+FFFD where its bytes were.
+  const isText = body.length === 0 || (/json|text/i.test(headers['content-type'] ?? '') && isUtf8(body));
   return httpApiEvent({
     method: request.method ?? 'GET',
     url: new URL(request.url ?? '/', 'http://localhost'),
