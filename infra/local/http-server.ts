@@ -11,6 +11,9 @@ import { log } from '../../functions/shared/log.js';
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
+/** On the server's own answers too, as the api's JSON answers carry it: no browser reads one as anything but JSON. */
+const OWN_ANSWER_HEADERS = { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' };
+
 /** API Gateway refuses larger payloads before they reach the function; so do we. */
 const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
 
@@ -116,7 +119,7 @@ export function createHttpServer(handler: ApiHandler): Server {
     void (async () => {
       const body = await readBody(request);
       if (body === undefined) {
-        response.writeHead(413, { 'content-type': 'application/json' });
+        response.writeHead(413, OWN_ANSWER_HEADERS);
         response.end(JSON.stringify(errorBody('payload_too_large', 'the request is too large', requestId)));
         return;
       }
@@ -126,7 +129,7 @@ export function createHttpServer(handler: ApiHandler): Server {
       response.end(result.isBase64Encoded && result.body ? Buffer.from(result.body, 'base64') : (result.body ?? ''));
     })().catch((error: unknown) => {
       log('error', 'request failed', { requestId, error });
-      if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' });
+      if (!response.headersSent) response.writeHead(500, OWN_ANSWER_HEADERS);
       response.end(JSON.stringify(errorBody('internal', 'internal error', requestId)));
     });
   });
