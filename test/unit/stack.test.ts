@@ -270,6 +270,22 @@ describe('functions', () => {
     expect(variables('api').CALLBACK_TOKEN_SECRET_ARN).toBeUndefined();
     expect(variables('worker').PUBLIC_API_URL).toBeDefined();
   });
+
+  test('the worker and the api are told whether http targets may reach private addresses: allowed unless the context refuses them', () => {
+    const variables = (subject: Template, subjectStack: QueueStack, name: 'worker' | 'api') =>
+      Object.values(
+        subject.findResources('AWS::Lambda::Function', { Properties: { Role: { 'Fn::GetAtt': [logicalIdOf(subjectStack.functions[name].role), 'Arn'] } } }),
+      )[0]?.Properties.Environment.Variables;
+    expect(variables(template, stack, 'worker').HTTP_TARGET_PRIVATE_ADDRESSES).toBe('allow');
+    expect(variables(template, stack, 'api').HTTP_TARGET_PRIVATE_ADDRESSES).toBe('allow');
+    const refusing = synthApp({ HTTP_TARGET_PRIVATE_ADDRESSES: 'refuse' }, { bundle: false }).stack;
+    const refusingTemplate = Template.fromStack(refusing);
+    expect(variables(refusingTemplate, refusing, 'worker').HTTP_TARGET_PRIVATE_ADDRESSES).toBe('refuse');
+    expect(variables(refusingTemplate, refusing, 'api').HTTP_TARGET_PRIVATE_ADDRESSES).toBe('refuse');
+    expect(() => stackSettingsFrom((key) => (key === 'HTTP_TARGET_PRIVATE_ADDRESSES' ? 'deny' : undefined))).toThrow(
+      'context HTTP_TARGET_PRIVATE_ADDRESSES must be one of allow, refuse, got "deny"',
+    );
+  });
 });
 
 describe('API', () => {
