@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { createApiHandler } from '../../functions/api/app.js';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
-import { targetAddressPolicyFromEnvironment } from '../../functions/shared/environment.js';
+import { targetAddressPolicyFromEnvironment, targetClientsFromEnvironment } from '../../functions/shared/environment.js';
 import { registry } from '../../functions/worker/handlers/index.js';
 import { freePort } from '../../infra/local/dynamodb-local.js';
 import { createLocalGateway } from '../../infra/local/gateway.js';
@@ -258,6 +258,11 @@ describe('where the worker runs deployed (Lambda)', () => {
     const answer = await api.put('/v1/job-types/hook', { target: { kind: 'http', url } });
     expect(answer.status).toBe(400);
     expect(answer.body.error.details).toEqual([{ field: 'target.url', message: expect.stringContaining(says) }]);
+  });
+
+  test("a Lambda worker's http target gets the deployed policy, whatever runs it", () => {
+    const targets = targetClientsFromEnvironment({ PUBLIC_API_URL: 'https://api.example.com', CALLBACK_TOKEN_SECRET: 'callback-secret' });
+    expect(targets.http?.addressPolicy).toEqual({ allowLoopback: false, allowPrivate: true });
   });
 
   test('the api accepts private and public addresses unless the deployment refuses private ones', async () => {
