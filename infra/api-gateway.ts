@@ -34,9 +34,10 @@ export const AUTHORIZED_ROUTES: readonly { method: 'POST'; path: string; authori
   // authorizer would refuse unseen.
   { method: 'POST', path: '/v1/jobs/{type}/{id}', authorizer: 'callback' },
   { method: 'POST', path: '/v1/jobs/{type}/{id}/heartbeat', authorizer: 'callback' },
-  // A batch would otherwise match the callback route above, and a correlation callback names no job a
-  // callback token could be checked against.
+  // A batch or a bulk operation would otherwise match the callback route above, and a correlation callback
+  // names no job a callback token could be checked against.
   { method: 'POST', path: '/v1/jobs/{type}/batch', authorizer: 'key' },
+  { method: 'POST', path: '/v1/jobs/{type}/bulk', authorizer: 'key' },
   { method: 'POST', path: '/v1/callbacks/{correlation_key}', authorizer: 'key' },
   { method: 'POST', path: '/jobber/queue', authorizer: 'key' },
 ];

@@ -135,11 +135,13 @@ export class QueueStack extends Stack {
     // Functions get where the secret is, never its value: configuration is readable more widely than the secret.
     const withCallbackTokenSecret = { ...queueEnvironment, CALLBACK_TOKEN_SECRET_ARN: callbackTokenSecret.secretArn };
     // Pollers and sweepers loop for POLLER_RUN_MS; the timeout leaves them room to finish the last poll.
+    // The worker refuses the addresses it may not send to, and the api refuses them when a type is defined.
+    const targetAddresses = { HTTP_TARGET_PRIVATE_ADDRESSES: settings.httpTargetPrivateAddresses };
     const loopTimeout = Duration.seconds(Math.ceil((settings.queue.pollerRunMs + 15_000) / 1000));
 
     const worker = queueFunction('Worker', 'worker', {
       description: 'Runs a batch of claimed jobs and records each outcome',
-      environment: withCallbackTokenSecret,
+      environment: { ...withCallbackTokenSecret, ...targetAddresses },
       // Lambda's limit; job types are held to what fits in it (MAX_WORKER_ATTEMPT_S).
       timeout: Duration.seconds(WORKER_TIMEOUT_S),
       memorySizeMb: 1024,
@@ -179,7 +181,7 @@ export class QueueStack extends Stack {
 
     const api = queueFunction('Api', 'api', {
       description: 'The HTTP API of the delayed job queue',
-      environment: queueEnvironment,
+      environment: { ...queueEnvironment, ...targetAddresses },
       timeout: Duration.seconds(API_TIMEOUT_S),
       memorySizeMb: 512,
     }).allowPutEvents(this.eventBus);

@@ -31,6 +31,11 @@ export interface StackSettings {
    * unreserved, so an account whose quota is 10 can deploy only without it.
    */
   reservedConcurrency: boolean;
+  /**
+   * Whether http targets may reach private addresses (RFC 1918, 100.64.0.0/10, fc00::/7, ...). The worker
+   * and the api read it as HTTP_TARGET_PRIVATE_ADDRESSES; loopback and link-local are refused either way.
+   */
+  httpTargetPrivateAddresses: 'allow' | 'refuse';
 }
 
 /** Each poller and sweeper invocation is started by an every-minute schedule, so its loop must end within the minute. */
@@ -93,6 +98,14 @@ function flag(read: ContextReader, key: string, fallback: boolean): boolean {
   throw new ConfigError(`context ${key} must be true or false, got "${raw}"`);
 }
 
+function oneOf<T extends string>(read: ContextReader, key: string, values: readonly T[], fallback: T): T {
+  const raw = text(read, key);
+  if (raw === undefined) return fallback;
+  const value = values.find((candidate) => candidate === raw);
+  if (value === undefined) throw new ConfigError(`context ${key} must be one of ${values.join(', ')}, got "${raw}"`);
+  return value;
+}
+
 /** CloudWatch Logs keeps logs only for the periods it offers (1, 3, 5, 7, 14, 30, 60, 90, ... days). */
 function retention(read: ContextReader, key: string, fallback: RetentionDays): RetentionDays {
   const raw = text(read, key);
@@ -131,6 +144,7 @@ export function stackSettingsFrom(read: ContextReader): StackSettings {
     targetFunctionArns: arns(read, 'TARGET_FUNCTION_ARNS'),
     targetEventBusArns: arns(read, 'TARGET_EVENT_BUS_ARNS'),
     reservedConcurrency: flag(read, 'RESERVED_CONCURRENCY', true),
+    httpTargetPrivateAddresses: oneOf(read, 'HTTP_TARGET_PRIVATE_ADDRESSES', ['allow', 'refuse'], 'allow'),
   };
 }
 

@@ -1,5 +1,5 @@
 import { REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/domain/limits.js';
-import { queueFromEnvironment } from '../shared/environment.js';
+import { queueFromEnvironment, targetAddressPolicyFromEnvironment } from '../shared/environment.js';
 import { HANDLER_NAMES } from '../shared/handler-names.js';
 import { retryPolicies } from '../shared/retry-policies.js';
 import { createApiHandler } from './app.js';
@@ -7,4 +7,8 @@ import { createApiHandler } from './app.js';
 // The api checks only that a handler name exists, so names stand in for the handlers and none of their code is bundled.
 const handlers = Object.fromEntries(HANDLER_NAMES.map((name) => [name, name]));
 
-export const handler = createApiHandler({ ctx: queueFromEnvironment(process.env, REQUEST_PATH_DYNAMODB_CALL_LIMITS), registry: { handlers, retryPolicies } });
+export const handler = createApiHandler({
+  ctx: queueFromEnvironment(process.env, REQUEST_PATH_DYNAMODB_CALL_LIMITS),
+  registry: { handlers, retryPolicies },
+  targetAddressPolicy: targetAddressPolicyFromEnvironment(),
+});

@@ -13,6 +13,8 @@ import type { LifecycleEvent, LifecyclePublisher } from '../../lib/domain/lifecy
 import type { WorkerIdentity } from '../../lib/domain/job.js';
 import { fixedSecret, secretsManagerSecret, type SecretSource } from '../../lib/aws/secrets.js';
 import type { TargetClients } from '../../lib/targets/index.js';
+import type { TargetAddressPolicy } from '../../lib/targets/addresses.js';
+import { ConfigError } from '../../lib/domain/errors.js';
 import { log } from './log.js';
 
 let eventBridge: EventBridgeClient | undefined;
@@ -42,14 +44,27 @@ export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env, callL
 }
 
 /**
+ * The addresses http targets may reach from a Lambda function: never loopback (127.0.0.1:9001 is the
+ * function's own runtime API), and private ones unless HTTP_TARGET_PRIVATE_ADDRESSES is `refuse`.
+ */
+export function targetAddressPolicyFromEnvironment(env: NodeJS.ProcessEnv = process.env): TargetAddressPolicy {
+  const privateAddresses = env.HTTP_TARGET_PRIVATE_ADDRESSES || 'allow';
+  if (privateAddresses !== 'allow' && privateAddresses !== 'refuse') {
+    throw new ConfigError(`HTTP_TARGET_PRIVATE_ADDRESSES must be allow or refuse, got "${privateAddresses}"`);
+  }
+  return { allowLoopback: false, allowPrivate: privateAddresses === 'allow' };
+}
+
+/**
  * The clients the worker's targets use. http targets need PUBLIC_API_URL (for the callback URL) and the
  * callback token secret (the authorizer verifies the same tokens); without both, their jobs fail saying so.
  */
 export function targetClientsFromEnvironment(env: NodeJS.ProcessEnv = process.env): TargetClients {
   const apiBaseUrl = env.PUBLIC_API_URL;
   const callbackTokenSecret = callbackTokenSecretFromEnvironment(env);
+  const addressPolicy = targetAddressPolicyFromEnvironment(env);
   return {
-    ...(apiBaseUrl && callbackTokenSecret ? { http: { apiBaseUrl, callbackTokenSecret } } : {}),
+    ...(apiBaseUrl && callbackTokenSecret ? { http: { apiBaseUrl, callbackTokenSecret, addressPolicy } } : {}),
     lambda: new LambdaClient({}),
     eventBridge: eventBridgeClient(),
   };

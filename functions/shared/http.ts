@@ -8,8 +8,12 @@ import type { FieldIssue } from '../../lib/domain/errors.js';
 export type HttpEvent = APIGatewayProxyEventV2;
 export type HttpResponse = APIGatewayProxyStructuredResultV2;
 
+/**
+ * A JSON answer. `nosniff`: a browser must not guess another type from what a caller put in the body
+ * (job data, an error message) and, say, run it as a script or a page.
+ */
 export function json(statusCode: number, body: unknown): HttpResponse {
-  return { statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+  return { statusCode, headers: { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' }, body: JSON.stringify(body) };
 }
 
 export function errorBody(

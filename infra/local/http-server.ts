@@ -3,12 +3,16 @@
  * for the same `api` handler Lambda runs, and its result back into a response.
  */
 import { randomUUID } from 'node:crypto';
+import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { errorBody } from '../../functions/shared/http.js';
 import { log } from '../../functions/shared/log.js';
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+
+/** On the server's own answers too, as the api's JSON answers carry it: no browser reads one as anything but JSON. */
+const OWN_ANSWER_HEADERS = { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' };
 
 /** API Gateway refuses larger payloads before they reach the function; so do we. */
 const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
@@ -75,7 +79,9 @@ export function toHttpApiEvent(request: IncomingMessage, body: Buffer, requestId
   for (const [name, value] of Object.entries(request.headers)) {
     if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
   }
-  const isText = body.length === 0 || /json|text/i.test(headers['content-type'] ?? '');
+  // A body that is not UTF-8 goes to the api as the bytes it was, base64-encoded, so the api can refuse it
+  // (functions/api/http.ts) rather than be handed text with U+FFFD where its bytes were.
+  const isText = body.length === 0 || (/json|text/i.test(headers['content-type'] ?? '') && isUtf8(body));
   return httpApiEvent({
     method: request.method ?? 'GET',
     url: new URL(request.url ?? '/', 'http://localhost'),
@@ -113,7 +119,7 @@ export function createHttpServer(handler: ApiHandler): Server {
     void (async () => {
       const body = await readBody(request);
       if (body === undefined) {
-        response.writeHead(413, { 'content-type': 'application/json' });
+        response.writeHead(413, OWN_ANSWER_HEADERS);
         response.end(JSON.stringify(errorBody('payload_too_large', 'the request is too large', requestId)));
         return;
       }
@@ -123,7 +129,7 @@ export function createHttpServer(handler: ApiHandler): Server {
       response.end(result.isBase64Encoded && result.body ? Buffer.from(result.body, 'base64') : (result.body ?? ''));
     })().catch((error: unknown) => {
       log('error', 'request failed', { requestId, error });
-      if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json' });
+      if (!response.headersSent) response.writeHead(500, OWN_ANSWER_HEADERS);
       response.end(JSON.stringify(errorBody('internal', 'internal error', requestId)));
     });
   });

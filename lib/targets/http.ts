@@ -12,7 +12,7 @@ import type { LookupFunction } from 'node:net';
 import { callbackUrl } from '../domain/callback-tokens.js';
 import { MAX_RESULT_BYTES } from '../domain/job.js';
 import { signedHeaders } from '../domain/signing.js';
-import { isLinkLocalAddress, literalAddressOf, resolveWithSystemDns, type ResolveHost, type ResolvedAddress } from './addresses.js';
+import { addressRefusal, LOCAL_TARGET_ADDRESSES, literalAddressOf, resolveWithSystemDns, type ResolveHost, type ResolvedAddress, type TargetAddressPolicy } from './addresses.js';
 import type { SecretSource } from '../aws/secrets.js';
 import { failed, jobEnvelope, type TargetOutcome, type TargetRun } from './target.js';
 
@@ -23,6 +23,12 @@ export interface HttpTargetDeps {
   callbackTokenSecret: SecretSource;
   /** @default the system resolver */
   resolveHost?: ResolveHost;
+  /**
+   * The addresses requests may go to besides public ones. Deployed workers refuse loopback
+   * (functions/shared/environment.ts).
+   * @default LOCAL_TARGET_ADDRESSES: loopback and private addresses allowed, as the local runtime needs
+   */
+  addressPolicy?: TargetAddressPolicy;
 }
 
 /** A body past this cannot carry a result the job may keep, so reading stops there. */
@@ -45,18 +51,15 @@ class AddressRefusedError extends Error {
   override readonly name = 'AddressRefusedError';
 }
 
-/** The addresses to connect to, checked; throws AddressRefusedError for a link-local one the type does not allow. */
-async function checkedAddresses(url: URL, allowLinkLocal: boolean, resolveHost: ResolveHost): Promise<ResolvedAddress[] | undefined> {
+/** The addresses to connect to, checked; throws AddressRefusedError when any one of them is refused. */
+async function checkedAddresses(url: URL, allowLinkLocal: boolean, policy: TargetAddressPolicy, resolveHost: ResolveHost): Promise<ResolvedAddress[] | undefined> {
   const literal = literalAddressOf(url);
   const addresses = literal !== undefined ? [{ address: literal, family: literal.includes(':') ? 6 : 4 } as const] : await resolveHost(url.hostname);
   if (addresses.length === 0) throw new Error(`${url.hostname} resolved to no address`);
-  if (!allowLinkLocal) {
-    const refused = addresses.find(({ address }) => isLinkLocalAddress(address));
-    if (refused) {
-      throw new AddressRefusedError(
-        `${url.hostname} is (or resolves to) the link-local address ${refused.address}; set allow_link_local on the target to allow it`,
-      );
-    }
+  const host = literal ?? url.hostname;
+  for (const { address } of addresses) {
+    const refusal = addressRefusal(host, address, policy, allowLinkLocal);
+    if (refusal !== undefined) throw new AddressRefusedError(refusal);
   }
   // A literal needs no lookup; a name is pinned to the addresses that passed the check.
   return literal !== undefined ? undefined : addresses;
@@ -182,7 +185,7 @@ export async function runHttpTarget(
     ...signedHeaders(signingSecret, Math.floor(run.nowMs() / 1000), body),
   };
   try {
-    const pinned = await checkedAddresses(url, target.allowLinkLocal, deps.resolveHost ?? resolveWithSystemDns);
+    const pinned = await checkedAddresses(url, target.allowLinkLocal, deps.addressPolicy ?? LOCAL_TARGET_ADDRESSES, deps.resolveHost ?? resolveWithSystemDns);
     const answer = await post(url, headers, body, { pinned, timeoutMs: target.requestTimeoutS * 1000, signal: run.signal });
     return outcomeOfAnswer(answer, where, run.nowMs());
   } catch (error) {

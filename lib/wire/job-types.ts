@@ -5,6 +5,7 @@ import { DEFAULT_EVENT_SOURCE, DEFAULT_RETRY, DELIVERY_STRATEGIES, PRIORITY_ORDE
 import { isoOrNull } from './parse.js';
 import { instantSchema, THROTTLE_KEY_PATTERN, timeWindowSchema, timeWindowsSchema } from './fields.js';
 import { typeStatsSchema } from './stats.js';
+import { urlWithoutCredentials } from '../domain/url-credentials.js';
 
 const retryOnSchema = z
   .array(z.union([z.string().min(1).max(128), z.number().int().min(100).max(599)]))
@@ -162,7 +163,7 @@ function targetToApi(target: Target): Record<string, unknown> {
     case 'handler':
       return { kind: 'handler', name: target.name };
     case 'http':
-      return { kind: 'http', url: target.url, request_timeout_s: target.requestTimeoutS, allow_link_local: target.allowLinkLocal };
+      return { kind: 'http', url: urlWithoutCredentials(target.url), request_timeout_s: target.requestTimeoutS, allow_link_local: target.allowLinkLocal };
     case 'lambda':
       return { kind: 'lambda', function: target.functionName };
     case 'eventbridge':

@@ -5,6 +5,7 @@ import type { JobChangeInput } from '../domain/job-changes.js';
 import type { JobProgress } from '../domain/progress.js';
 import { ValidationError } from '../domain/errors.js';
 import { isoOrNull } from './parse.js';
+import { attemptErrorToApi } from './traces.js';
 import { DELIVERY_STRATEGIES } from '../domain/job-type.js';
 import { instantSchema, jsonValueSchema, nextCursorSchema, THROTTLE_KEY_PATTERN, timeWindowSchema, timeWindowsSchema } from './fields.js';
 
@@ -94,7 +95,7 @@ function attemptToApi(record: AttemptRecord): Record<string, unknown> {
     started_at: record.startedAtMs === null ? null : isoOrNull(record.startedAtMs),
     ended_at: isoOrNull(record.endedAtMs),
     outcome: record.outcome,
-    error: record.error ?? null,
+    error: record.error ? attemptErrorToApi(record.error) : null,
     worker: record.worker ?? null,
   };
 }

@@ -10,11 +10,14 @@ import { Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { OPERATIONS } from '../../functions/api/operations.js';
 import { PUBLIC_PATHS } from '../../functions/shared/public-paths.js';
+import { authorizerOf } from '../../infra/api-gateway.js';
 import { createQueueApp } from '../../infra/queue-app.js';
 import { QUEUE_FUNCTIONS } from '../../infra/queue-function.js';
 import type { QueueStack } from '../../infra/queue-stack.js';
 import { TABLE_GRANTS } from '../../infra/table-grants.js';
+import { stackSettingsFrom } from '../../infra/settings.js';
 import { DUE_INDEX, PARTITION_PREFIX, TTL_ATTRIBUTE } from '../../lib/store/keys.js';
 import { TABLE_SCHEMA } from '../../lib/store/table.js';
 
@@ -267,6 +270,22 @@ describe('functions', () => {
     expect(variables('api').CALLBACK_TOKEN_SECRET_ARN).toBeUndefined();
     expect(variables('worker').PUBLIC_API_URL).toBeDefined();
   });
+
+  test('the worker and the api are told whether http targets may reach private addresses: allowed unless the context refuses them', () => {
+    const variables = (subject: Template, subjectStack: QueueStack, name: 'worker' | 'api') =>
+      Object.values(
+        subject.findResources('AWS::Lambda::Function', { Properties: { Role: { 'Fn::GetAtt': [logicalIdOf(subjectStack.functions[name].role), 'Arn'] } } }),
+      )[0]?.Properties.Environment.Variables;
+    expect(variables(template, stack, 'worker').HTTP_TARGET_PRIVATE_ADDRESSES).toBe('allow');
+    expect(variables(template, stack, 'api').HTTP_TARGET_PRIVATE_ADDRESSES).toBe('allow');
+    const refusing = synthApp({ HTTP_TARGET_PRIVATE_ADDRESSES: 'refuse' }, { bundle: false }).stack;
+    const refusingTemplate = Template.fromStack(refusing);
+    expect(variables(refusingTemplate, refusing, 'worker').HTTP_TARGET_PRIVATE_ADDRESSES).toBe('refuse');
+    expect(variables(refusingTemplate, refusing, 'api').HTTP_TARGET_PRIVATE_ADDRESSES).toBe('refuse');
+    expect(() => stackSettingsFrom((key) => (key === 'HTTP_TARGET_PRIVATE_ADDRESSES' ? 'deny' : undefined))).toThrow(
+      'context HTTP_TARGET_PRIVATE_ADDRESSES must be one of allow, refuse, got "deny"',
+    );
+  });
 });
 
 describe('API', () => {
@@ -302,13 +321,19 @@ describe('API', () => {
     }
   });
 
-  test('batch enqueue, correlation callbacks and /jobber/queue have routes of their own behind the cached key authorizer', () => {
+  test('batch enqueue, bulk operations, correlation callbacks and /jobber/queue have routes of their own behind the cached key authorizer', () => {
     const keyAuthorizers = template.findResources('AWS::ApiGatewayV2::Authorizer', { Properties: { AuthorizerResultTtlInSeconds: 30 } });
     const [keyAuthorizerId] = Object.keys(keyAuthorizers);
-    for (const routeKey of ['POST /v1/jobs/{type}/batch', 'POST /v1/callbacks/{correlation_key}', 'POST /jobber/queue']) {
+    for (const routeKey of ['POST /v1/jobs/{type}/batch', 'POST /v1/jobs/{type}/bulk', 'POST /v1/callbacks/{correlation_key}', 'POST /jobber/queue']) {
       template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: routeKey, AuthorizationType: 'CUSTOM', AuthorizerId: { Ref: keyAuthorizerId } });
     }
   });
+});
+
+test('only the callback operations take the callback route: every other keyed operation is behind the key authorizer', () => {
+  const keyed = OPERATIONS.filter((operation) => operation.access.kind !== 'public' && operation.access.kind !== 'callback');
+  const onCallbackRoute = keyed.filter((operation) => authorizerOf(operation.method, operation.path) !== 'key');
+  expect(onCallbackRoute.map((operation) => `${operation.method} ${operation.path}`)).toEqual([]);
 });
 
 describe('poller partitions', () => {

@@ -6,30 +6,31 @@ import { parseWith } from '../../../lib/wire/parse.js';
 import { putJobType, requireJobType, setJobTypePaused } from '../../../lib/queue/job-types.js';
 import { statsOfType } from '../../../lib/queue/stats.js';
 import { typeStatsToApi } from '../../../lib/wire/stats.js';
-import { isLinkLocalAddress, literalAddressOf } from '../../../lib/targets/addresses.js';
+import { LOCAL_TARGET_ADDRESSES, urlAddressRefusal, type TargetAddressPolicy } from '../../../lib/targets/addresses.js';
+import { urlCredentialIssue } from '../../../lib/domain/url-credentials.js';
 import { json } from '../../shared/http.js';
 import { parseJsonBody } from '../http.js';
 import { readableJobTypes, typeName, type ApiDeps, type Route, type RouteDeps } from './route.js';
 
-function refusesLiteralAddress(url: string): boolean {
-  const literal = literalAddressOf(new URL(url));
-  return literal !== undefined && isLinkLocalAddress(literal);
-}
-
-/** A job type may name only the worker's handlers and retry policies, and an http target no link-local address unless it says so. */
-function assertRunnable(input: JobTypeInput, registry: ApiDeps['registry']): void {
+/**
+ * A job type may name only the worker's handlers and retry policies, and an http target no credentials and
+ * no address the worker would refuse (as far as the URL tells before a lookup).
+ */
+function assertRunnable(input: JobTypeInput, registry: ApiDeps['registry'], addressPolicy: TargetAddressPolicy): void {
   if (input.target.kind === 'handler' && !Object.hasOwn(registry.handlers, input.target.name)) {
     throw new ValidationError([{ field: 'target.name', message: `no handler named "${input.target.name}" in the worker` }]);
   }
-  if (input.target.kind === 'http' && !input.target.allow_link_local && refusesLiteralAddress(input.target.url)) {
-    throw new ValidationError([{ field: 'target.url', message: 'is a link-local or metadata address; set allow_link_local to allow it' }]);
+  if (input.target.kind === 'http') {
+    const url = new URL(input.target.url);
+    const issue = urlCredentialIssue(url) ?? urlAddressRefusal(url, addressPolicy, input.target.allow_link_local);
+    if (issue !== undefined) throw new ValidationError([{ field: 'target.url', message: issue }]);
   }
   if (input.retry?.kind === 'custom' && !(input.retry.name in registry.retryPolicies)) {
     throw new ValidationError([{ field: 'retry.name', message: `no retry policy named "${input.retry.name}" in the worker` }]);
   }
 }
 
-export function jobTypeRoutes({ ctx, registry, jobTypes }: RouteDeps) {
+export function jobTypeRoutes({ ctx, registry, jobTypes, targetAddressPolicy = LOCAL_TARGET_ADDRESSES }: RouteDeps) {
   const kept = (jobType: JobType): JobType => {
     jobTypes.keep(jobType);
     return jobType;
@@ -38,7 +39,7 @@ export function jobTypeRoutes({ ctx, registry, jobTypes }: RouteDeps) {
     putJobType: async (event) => {
       const name = typeName(event, 'name');
       const input = parseWith(jobTypeInputSchema, parseJsonBody(event));
-      assertRunnable(input, registry);
+      assertRunnable(input, registry, targetAddressPolicy);
       const { jobType, created, newSigningSecret } = await putJobType(ctx, name, input);
       kept(jobType);
       // The only time the secret leaves the store: the caller keeps it for the downstream to verify requests.

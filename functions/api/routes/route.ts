@@ -6,6 +6,7 @@ import { JOB_ID_PATTERN } from '../../../lib/domain/job.js';
 import { JOB_TYPE_NAME_PATTERN, type JobType } from '../../../lib/domain/job-type.js';
 import { listJobTypes } from '../../../lib/queue/job-types.js';
 import type { JobTypeCache } from '../../../lib/queue/job-type-cache.js';
+import type { TargetAddressPolicy } from '../../../lib/targets/addresses.js';
 import type { HttpEvent, HttpResponse } from '../../shared/http.js';
 import type { Principal } from '../../shared/principal.js';
 import { pathParam } from '../http.js';
@@ -24,6 +25,11 @@ export interface ApiDeps {
   ctx: QueueContext;
   /** So a job type can only name handlers and retry policies that exist. */
   registry: WorkerCatalog;
+  /**
+   * The addresses the worker's http targets may reach, so a URL it would refuse is refused when defined.
+   * @default LOCAL_TARGET_ADDRESSES
+   */
+  targetAddressPolicy?: TargetAddressPolicy;
 }
 
 /**
