@@ -13,6 +13,7 @@
  * `Retry-After`, having changed nothing.
  */
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { json } from '../../functions/shared/http.js';
 import type { ApiHandler } from './http-server.js';
 
 export interface AdmissionLimits {
@@ -29,11 +30,8 @@ export const LOCAL_API_ADMISSION: AdmissionLimits = { concurrency: 16, maxQueued
 
 /** API Gateway's answer when it throttles a request: `{"message": "Too Many Requests"}`, with when to try again. */
 export function throttledAnswer(retryAfterS: number): APIGatewayProxyStructuredResultV2 {
-  return {
-    statusCode: 429,
-    headers: { 'content-type': 'application/json', 'retry-after': String(retryAfterS) },
-    body: JSON.stringify({ message: 'Too Many Requests' }),
-  };
+  const answer = json(429, { message: 'Too Many Requests' });
+  return { ...answer, headers: { ...answer.headers, 'retry-after': String(retryAfterS) } };
 }
 
 export interface AdmissionGauge {
