@@ -5,9 +5,11 @@
  * with it. Every write after the claim is guarded by the claim token and the
  * attempt number, so a stale worker, callback or sweep changes nothing.
  */
-import type { AttemptEnd, ClaimGuard } from '../domain/attempts.js';
-import type { HeldSlots, Job, WorkerIdentity } from '../domain/job.js';
-import { itemToJob } from './items.js';
+import { jobAfterEnd, type AttemptEnd, type ClaimGuard } from '../domain/attempts.js';
+import { CHANGES_LIMIT, type HeldSlots, type Job, type JobChangeRecord, type WorkerIdentity } from '../domain/job.js';
+import { DYNAMODB_ITEM_LIMIT_BYTES, dynamoItemBytes, dynamoValueBytes, utf8Bytes } from '../domain/json-size.js';
+import { MAX_PROGRESS_BYTES } from '../domain/progress.js';
+import { itemToJob, jobToItem } from './items.js';
 import { correlationItemKey, jobKey, type IndexKey } from './keys.js';
 import {
   putItem,
@@ -259,6 +261,42 @@ export function endAttemptParams(
     ExpressionAttributeNames: STATUS_NAME,
     ExpressionAttributeValues: values,
   };
+}
+
+/**
+ * What a job item may hold: DynamoDB's 400 KB less a margin for what this count may miss. Every write keeps the
+ * item within it; the end of an attempt, the one write that grows the item by more than a fixed amount (its
+ * history entry and result), does so by keeping only the newest history entries that fit.
+ */
+export const JOB_ITEM_BUDGET_BYTES = DYNAMODB_ITEM_LIMIT_BYTES - 16 * 1024;
+
+/** The largest change a `PATCH` records: every field changed, each number at its longest. */
+const LARGEST_CHANGE: JobChangeRecord = {
+  atMs: Number.MAX_SAFE_INTEGER,
+  by: 'f'.repeat(64),
+  runAfterMs: { from: Number.MAX_SAFE_INTEGER, to: Number.MAX_SAFE_INTEGER },
+  priority: { from: Number.MAX_SAFE_INTEGER, to: Number.MAX_SAFE_INTEGER },
+  expiresAtMs: { from: Number.MAX_SAFE_INTEGER, to: Number.MAX_SAFE_INTEGER },
+};
+
+/**
+ * What writes after an attempt's end may add to the item without trimming anything, so its end leaves room
+ * for them: a progress report at its cap (with the attempt and time it is kept with), CHANGES_LIMIT changes
+ * of the largest kind, and a claim with its index entry, start and held slots (tokens, times, the worker's
+ * id and host name, a throttle key of up to 128 characters).
+ */
+export const LATER_WRITES_ROOM_BYTES =
+  utf8Bytes('progressJson') + MAX_PROGRESS_BYTES + 64 + utf8Bytes('changes') + CHANGES_LIMIT * (1 + dynamoValueBytes(LARGEST_CHANGE)) + 3 + 4 * 1024;
+
+/**
+ * How many bytes the history may take when `end` is written: the budget less everything else the item holds
+ * after it (its result included) and the room later writes need.
+ */
+export function historyRoomBytes(job: Job, end: Omit<AttemptEnd, 'history' | 'historyDropped'>): number {
+  const after = jobAfterEnd(job, { ...end, history: [], historyDropped: Number.MAX_SAFE_INTEGER });
+  // Reports and changes are counted at their largest, in the room above, whatever the job holds now.
+  const { progress: _progress, changes: _changes, ...rest } = after;
+  return JOB_ITEM_BUDGET_BYTES - LATER_WRITES_ROOM_BYTES - dynamoItemBytes({ ...jobKey(job.type, job.id), ...jobToItem(rest) });
 }
 
 export type JobWriteResult = { ok: true; job: Job } | { ok: false; current?: Job };
