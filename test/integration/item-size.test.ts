@@ -1,18 +1,20 @@
 /**
  * What AWS would refuse for size, on DynamoDB Local (which enforces the 400 KB item limit itself): a job with
- * every field at its cap at once.
+ * every field at its cap at once, and a listing page of large jobs under Lambda's 6 MB answer.
  */
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { claimJob } from '../../lib/queue/claims.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { listJobs } from '../../lib/queue/job-listing.js';
+import { cancelJob, getJob } from '../../lib/queue/jobs.js';
 import { runClaimedJob, type JobHandler } from '../../lib/queue/worker.js';
 import { MAX_DATA_BYTES, MAX_ERROR_MESSAGE_BYTES, MAX_RESULT_BYTES, MAX_TRACE_BYTES } from '../../lib/domain/job.js';
-import type { Job } from '../../lib/domain/job.js';
+import type { Job, JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { jsonBytes, utf8Bytes, dynamoItemBytes } from '../../lib/domain/json-size.js';
 import { MAX_PROGRESS_BYTES, type ProgressReport } from '../../lib/domain/progress.js';
 import { JOB_ITEM_BUDGET_BYTES } from '../../lib/store/job-writes.js';
+import { freshApiPerTest } from '../support/api.js';
 import { defineType, enqueue, freshQueuePerTest, readItem, WORKER } from './lib-fixtures.js';
 import type { TestQueue } from '../support/queue.js';
 
@@ -99,5 +101,92 @@ describe('a job item within DynamoDB’s 400 KB', () => {
       expect(utf8Bytes(error!.trace!)).toBeLessThanOrEqual(MAX_TRACE_BYTES);
       expect(error!.message).toMatch(/^€+…$/);
     }
+  });
+});
+
+describe('listing pages within Lambda’s 6 MB answer', () => {
+  const fixture = freshApiPerTest();
+  const LAMBDA_ANSWER_LIMIT_BYTES = 6 * 1024 * 1024;
+
+  test('a page of 25 jobs of 250 KiB data is answered under 6 MB, and paging reaches every job', async () => {
+    const { queue, api } = fixture();
+    const jobType = await defineType(queue.ctx, 'bulky');
+    const ids = Array.from({ length: 25 }, (_, index) => `bulky-${String(index).padStart(2, '0')}`);
+    for (const [index, id] of ids.entries()) {
+      await enqueue(queue.ctx, jobType, id, { data: jsonStringOf(250 * 1024), runAfterMs: queue.clock.nowMs() + index });
+    }
+    const listed: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const response = await api.get(`/v1/jobs/bulky?status=queued&limit=25${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(response.status).toBe(200);
+      // What Lambda sends back: the answer with its body as a JSON string.
+      const answerBytes = utf8Bytes(JSON.stringify({ statusCode: response.status, headers: response.headers, body: response.text }));
+      expect(answerBytes).toBeLessThan(LAMBDA_ANSWER_LIMIT_BYTES);
+      listed.push(...response.body.jobs.map((job: { id: string }) => job.id));
+      cursor = response.body.next_cursor;
+      pages++;
+    } while (cursor !== null && pages < 10);
+    expect(pages).toBeGreaterThan(1);
+    expect(listed).toEqual(ids);
+  });
+});
+
+describe('listing pages bounded by bytes', () => {
+  const queue = freshQueuePerTest();
+
+  /** Every page with each job counted as its data's bytes, at most `maxBytes` a page. */
+  async function pagesOf(jobType: JobType, status: JobStatus, maxBytes: number): Promise<string[][]> {
+    const pages: string[][] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await listJobs(queue().ctx, jobType, {
+        status,
+        limit: 100,
+        ...(cursor ? { cursor } : {}),
+        bytes: { bytesOf: (job) => jsonBytes(job.data), maxBytes },
+      });
+      pages.push(page.jobs.map((job) => job.id));
+      cursor = page.nextCursor;
+    } while (cursor && pages.length < 100);
+    return pages;
+  }
+
+  test('queued jobs come in pages that stop before the budget, each going on exactly after the last job it holds', async () => {
+    const { ctx, clock } = queue();
+    const jobType = await defineType(ctx, 'queued-pages');
+    const ids = Array.from({ length: 9 }, (_, index) => `q-${index}`);
+    for (const [index, id] of ids.entries()) await enqueue(ctx, jobType, id, { data: jsonStringOf(1_000), runAfterMs: clock.nowMs() + index });
+    const pages = await pagesOf(jobType, 'queued', 2_500);
+    expect(pages).toEqual([
+      ['q-0', 'q-1'],
+      ['q-2', 'q-3'],
+      ['q-4', 'q-5'],
+      ['q-6', 'q-7'],
+      ['q-8'],
+    ]);
+  });
+
+  test('finished jobs are paged by bytes too, newest first, every job once', async () => {
+    const { ctx, clock } = queue();
+    const jobType = await defineType(ctx, 'cancelled-pages');
+    const ids = Array.from({ length: 7 }, (_, index) => `c-${index}`);
+    for (const id of ids) {
+      await enqueue(ctx, jobType, id, { data: jsonStringOf(1_000) });
+      clock.advance(1);
+      await cancelJob(ctx, 'cancelled-pages', id);
+    }
+    const pages = await pagesOf(jobType, 'cancelled', 3_500);
+    expect(pages.map((page) => page.length)).toEqual([3, 3, 1]);
+    expect(pages.flat()).toEqual([...ids].reverse());
+  });
+
+  test('a job larger than the budget alone still gets a page of its own', async () => {
+    const { ctx, clock } = queue();
+    const jobType = await defineType(ctx, 'one-big');
+    await enqueue(ctx, jobType, 'big', { data: jsonStringOf(5_000), runAfterMs: clock.nowMs() });
+    await enqueue(ctx, jobType, 'small', { data: jsonStringOf(100), runAfterMs: clock.nowMs() + 1 });
+    expect(await pagesOf(jobType, 'queued', 1_000)).toEqual([['big'], ['small']]);
   });
 });
