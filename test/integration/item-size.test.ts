@@ -1,6 +1,7 @@
 /**
  * What AWS would refuse for size, on DynamoDB Local (which enforces the 400 KB item limit itself): a job with
- * every field at its cap at once, and a listing page of large jobs under Lambda's 6 MB answer.
+ * every field at its cap at once, a listing page of large jobs under Lambda's 6 MB answer, and data that an
+ * `eventbridge` target could never put.
  */
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
@@ -14,6 +15,7 @@ import type { JobType } from '../../lib/domain/job-type.js';
 import { jsonBytes, utf8Bytes, dynamoItemBytes } from '../../lib/domain/json-size.js';
 import { MAX_PROGRESS_BYTES, type ProgressReport } from '../../lib/domain/progress.js';
 import { JOB_ITEM_BUDGET_BYTES } from '../../lib/store/job-writes.js';
+import { MAX_EVENT_ENTRY_BYTES } from '../../lib/targets/eventbridge.js';
 import { freshApiPerTest } from '../support/api.js';
 import { defineType, enqueue, freshQueuePerTest, readItem, WORKER } from './lib-fixtures.js';
 import type { TestQueue } from '../support/queue.js';
@@ -188,5 +190,29 @@ describe('listing pages bounded by bytes', () => {
     await enqueue(ctx, jobType, 'big', { data: jsonStringOf(5_000), runAfterMs: clock.nowMs() });
     await enqueue(ctx, jobType, 'small', { data: jsonStringOf(100), runAfterMs: clock.nowMs() + 1 });
     expect(await pagesOf(jobType, 'queued', 1_000)).toEqual([['big'], ['small']]);
+  });
+});
+
+describe('an eventbridge type’s data', () => {
+  const fixture = freshApiPerTest();
+  const target = { kind: 'eventbridge', bus: 'orders', detail_type: 'order.due', source: 'shop' };
+
+  test('data whose event could not be put is refused at enqueue with 413 naming data, and nothing is stored', async () => {
+    const { api } = fixture();
+    expect((await api.put('/v1/job-types/events', { target })).status).toBe(201);
+    const response = await api.put('/v1/jobs/events/too-big', { data: jsonStringOf(MAX_DATA_BYTES) });
+    expect(response.status).toBe(413);
+    expect(response.body.error.details).toEqual([expect.objectContaining({ field: 'data' })]);
+    expect((await api.get('/v1/jobs/events/too-big')).status).toBe(404);
+  });
+
+  test('data whose event fits at the last attempt is accepted', async () => {
+    const { api } = fixture();
+    expect((await api.put('/v1/job-types/events', { target, attempts: 100 })).status).toBe(201);
+    // The envelope {"id":"fits","type":"events","attempt":100,"data":…} and the entry's time, source and detail type.
+    const envelopeBytes = jsonBytes({ id: 'fits', type: 'events', attempt: 100, data: '' }) - 2;
+    const room = MAX_EVENT_ENTRY_BYTES - 1 - 14 - utf8Bytes('shop') - utf8Bytes('order.due') - envelopeBytes;
+    expect((await api.put('/v1/jobs/events/fits', { data: jsonStringOf(room) })).status).toBe(201);
+    expect((await api.put('/v1/jobs/events/over', { data: jsonStringOf(room + 1) })).status).toBe(413);
   });
 });

@@ -1,5 +1,7 @@
-/** Byte sizes as DynamoDB counts them, and the budget that keeps a job item under 400 KB. */
-import { describe, expect, test } from 'vitest';
+/** Byte sizes as DynamoDB and EventBridge count them, and the budget that keeps a job item under 400 KB. */
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, test } from 'vitest';
 import { appendHistory, attemptRecordOf, boundedError, planNextState, type EndAttemptOptions } from '../../lib/domain/attempts.js';
 import {
   MAX_DATA_BYTES,
@@ -12,6 +14,9 @@ import {
 } from '../../lib/domain/job.js';
 import { DYNAMODB_ITEM_LIMIT_BYTES, dynamoItemBytes, dynamoValueBytes, truncateUtf8, utf8Bytes } from '../../lib/domain/json-size.js';
 import { historyRoomBytes, JOB_ITEM_BUDGET_BYTES } from '../../lib/store/job-writes.js';
+import { MAX_EVENT_ENTRY_BYTES, runEventBridgeTarget } from '../../lib/targets/eventbridge.js';
+import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseWith } from '../../lib/wire/parse.js';
 import { runningJob, T0 } from '../support/jobs.js';
 
 describe('truncateUtf8', () => {
@@ -114,5 +119,30 @@ describe('the job item’s budget', () => {
     const largestRecord = attemptRecordOf(job, { ...options, ending: { outcome: 'failed', failure: { error: failure, retryable: true } } }, 'failed', T0);
     const room = historyRoomBytes(job, { next, endedAtMs: T0, ending: options.ending });
     expect(room).toBeGreaterThanOrEqual(3 + 1 + dynamoValueBytes(largestRecord));
+  });
+});
+
+describe('eventbridge target and the entry limit', () => {
+  const eventBridge = mockClient(EventBridgeClient);
+  beforeEach(() => eventBridge.reset());
+  const target = { bus: 'orders', detailType: 'order.due', source: 'shop' };
+  const jobType = jobTypeFromInput(
+    'emails',
+    parseWith(jobTypeInputSchema, { target: { kind: 'eventbridge', bus: 'orders', detail_type: 'order.due' } }),
+    { createdAtMs: T0, updatedAtMs: T0 },
+  );
+
+  test('an event that PutEvents would refuse for size fails the attempt without retry, and is not sent', async () => {
+    const run = {
+      job: runningJob({ data: 'x'.repeat(MAX_EVENT_ENTRY_BYTES) }),
+      jobType,
+      signal: new AbortController().signal,
+      heartbeat: async () => undefined,
+      progress: async () => undefined,
+      nowMs: () => T0,
+    };
+    const outcome = await runEventBridgeTarget(run, target, new EventBridgeClient({}));
+    expect(outcome).toMatchObject({ kind: 'failed', failure: { error: { class: 'EventTooLargeError' }, retryable: false } });
+    expect(eventBridge.commandCalls(PutEventsCommand)).toHaveLength(0);
   });
 });
