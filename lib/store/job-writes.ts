@@ -7,7 +7,7 @@
  */
 import { jobAfterEnd, type AttemptEnd, type ClaimGuard } from '../domain/attempts.js';
 import { CHANGES_LIMIT, type HeldSlots, type Job, type JobChangeRecord, type WorkerIdentity } from '../domain/job.js';
-import { DYNAMODB_ITEM_LIMIT_BYTES, dynamoItemBytes, dynamoValueBytes, utf8Bytes } from '../domain/json-size.js';
+import { DYNAMODB_ITEM_LIMIT_BYTES, dynamoItemBytes } from '../domain/json-size.js';
 import { MAX_PROGRESS_BYTES } from '../domain/progress.js';
 import { itemToJob, jobToItem } from './items.js';
 import { correlationItemKey, jobKey, type IndexKey } from './keys.js';
@@ -270,30 +270,52 @@ export function endAttemptParams(
  */
 export const JOB_ITEM_BUDGET_BYTES = DYNAMODB_ITEM_LIMIT_BYTES - 16 * 1024;
 
+const LARGEST_NUMBER = Number.MAX_SAFE_INTEGER;
+
 /** The largest change a `PATCH` records: every field changed, each number at its longest. */
 const LARGEST_CHANGE: JobChangeRecord = {
-  atMs: Number.MAX_SAFE_INTEGER,
+  atMs: LARGEST_NUMBER,
   by: 'f'.repeat(64),
-  runAfterMs: { from: Number.MAX_SAFE_INTEGER, to: Number.MAX_SAFE_INTEGER },
-  priority: { from: Number.MAX_SAFE_INTEGER, to: Number.MAX_SAFE_INTEGER },
-  expiresAtMs: { from: Number.MAX_SAFE_INTEGER, to: Number.MAX_SAFE_INTEGER },
+  runAfterMs: { from: LARGEST_NUMBER, to: LARGEST_NUMBER },
+  priority: { from: LARGEST_NUMBER, to: LARGEST_NUMBER },
+  expiresAtMs: { from: LARGEST_NUMBER, to: LARGEST_NUMBER },
+};
+
+/**
+ * The largest claim and what rides on it, beyond what an ended job holds: tokens and times, the worker's id and
+ * host name, the held slots with a throttle key of 128 characters of 3 bytes, the index entry of a type and id at
+ * their longest, the TTL and who cancelled it.
+ */
+const LARGEST_CLAIM = {
+  claimToken: 'c'.repeat(36),
+  claimedAtMs: LARGEST_NUMBER,
+  claimedUntilMs: LARGEST_NUMBER,
+  startedAtMs: LARGEST_NUMBER,
+  startToken: 's'.repeat(36),
+  worker: { id: 'w'.repeat(64), host: 'h'.repeat(255) },
+  heldSlots: { weight: LARGEST_NUMBER, type: true, key: '€'.repeat(128), typeEpoch: LARGEST_NUMBER, keyEpoch: LARGEST_NUMBER },
+  gsi1pk: 'p'.repeat(128),
+  gsi1sk: 's'.repeat(256),
+  purgeAtS: LARGEST_NUMBER,
+  cancelledBy: 'f'.repeat(64),
 };
 
 /**
  * What writes after an attempt's end may add to the item without trimming anything, so its end leaves room
- * for them: a progress report at its cap (with the attempt and time it is kept with), CHANGES_LIMIT changes
- * of the largest kind, and a claim with its index entry, start and held slots (tokens, times, the worker's
- * id and host name, a throttle key of up to 128 characters).
+ * for them: a progress report at its cap (kept with its attempt and time, a few dozen bytes more), CHANGES_LIMIT
+ * changes of the largest kind with their count, and the next claim.
  */
 export const LATER_WRITES_ROOM_BYTES =
-  utf8Bytes('progressJson') + MAX_PROGRESS_BYTES + 64 + utf8Bytes('changes') + CHANGES_LIMIT * (1 + dynamoValueBytes(LARGEST_CHANGE)) + 3 + 4 * 1024;
+  dynamoItemBytes({ progressJson: 'p'.repeat(MAX_PROGRESS_BYTES + 64) }) +
+  dynamoItemBytes({ changes: Array.from({ length: CHANGES_LIMIT }, () => LARGEST_CHANGE), changeCount: LARGEST_NUMBER }) +
+  dynamoItemBytes(LARGEST_CLAIM);
 
 /**
  * How many bytes the history may take when `end` is written: the budget less everything else the item holds
  * after it (its result included) and the room later writes need.
  */
 export function historyRoomBytes(job: Job, end: Omit<AttemptEnd, 'history' | 'historyDropped'>): number {
-  const after = jobAfterEnd(job, { ...end, history: [], historyDropped: Number.MAX_SAFE_INTEGER });
+  const after = jobAfterEnd(job, { ...end, history: [], historyDropped: LARGEST_NUMBER });
   // Reports and changes are counted at their largest, in the room above, whatever the job holds now.
   const { progress: _progress, changes: _changes, ...rest } = after;
   return JOB_ITEM_BUDGET_BYTES - LATER_WRITES_ROOM_BYTES - dynamoItemBytes({ ...jobKey(job.type, job.id), ...jobToItem(rest) });
