@@ -6,9 +6,11 @@
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { claimJob } from '../../lib/queue/claims.js';
+import { changeQueuedJob } from '../../lib/queue/job-changes.js';
 import { listJobs } from '../../lib/queue/job-listing.js';
 import { cancelJob, getJob } from '../../lib/queue/jobs.js';
-import { runClaimedJob, type JobHandler } from '../../lib/queue/worker.js';
+import { AWAIT_CALLBACK, runClaimedJob, type JobHandler } from '../../lib/queue/worker.js';
+import { completeFromCallback } from '../../lib/queue/callbacks.js';
 import { MAX_DATA_BYTES, MAX_ERROR_MESSAGE_BYTES, MAX_RESULT_BYTES, MAX_TRACE_BYTES } from '../../lib/domain/job.js';
 import type { Job, JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
@@ -29,11 +31,11 @@ function progressAtCap(): ProgressReport {
   return { ...report, data: jsonStringOf(MAX_PROGRESS_BYTES - jsonBytes(report) + 2) };
 }
 
-/** Runs attempts of the job one after another, each claimed as a poller would, until it is no longer retried. */
-async function runToTheEnd(queue: TestQueue, jobType: JobType, id: string, handler: JobHandler): Promise<string[]> {
+/** Runs up to `runs` attempts of the job one after another, each claimed as a poller would, until one is not retried. */
+async function runAttempts(queue: TestQueue, jobType: JobType, id: string, handler: JobHandler, runs = jobType.attempts): Promise<string[]> {
   const registry = { handlers: { [jobType.name]: handler }, retryPolicies: {} };
   const outcomes: string[] = [];
-  for (let attempt = 1; attempt <= jobType.attempts; attempt++) {
+  for (let attempt = 1; attempt <= runs; attempt++) {
     const claim = await claimJob(queue.ctx, { type: jobType.name, id }, jobType);
     if (claim.kind !== 'claimed') throw new Error(`attempt ${attempt} not claimed: ${claim.kind}`);
     const outcome = await runClaimedJob(queue.as('worker'), claim.job, jobType, { registry, worker: WORKER });
@@ -58,7 +60,7 @@ describe('a job item within DynamoDB’s 400 KB', () => {
     const jobType = await retriedType(queue().ctx, 'full', 25);
     await enqueue(queue().ctx, jobType, 'full-1', { data: jsonStringOf(MAX_DATA_BYTES) });
     const result = jsonStringOf(MAX_RESULT_BYTES);
-    const outcomes = await runToTheEnd(queue(), jobType, 'full-1', async (_data, context) => {
+    const outcomes = await runAttempts(queue(), jobType, 'full-1', async (_data, context) => {
       await context.progress(progressAtCap());
       if (context.job.attempt < 25) {
         const error = new Error('e'.repeat(20_000));
@@ -73,10 +75,44 @@ describe('a job item within DynamoDB’s 400 KB', () => {
     expect(dynamoItemBytes((await readItem(queue(), 'full', 'full-1'))!)).toBeLessThanOrEqual(JOB_ITEM_BUDGET_BYTES);
   });
 
+  test('a retried job whose item is full still takes a full list of changes, then its result at its cap', async () => {
+    const { ctx, clock } = queue();
+    const jobType = await retriedType(ctx, 'patched', 25);
+    await enqueue(ctx, jobType, 'patched-1', { data: jsonStringOf(MAX_DATA_BYTES) });
+    const failing: JobHandler = async (_data, context) => {
+      await context.progress(progressAtCap());
+      throw new Error('e'.repeat(20_000));
+    };
+    expect(await runAttempts(queue(), jobType, 'patched-1', failing, 24)).toEqual(Array<string>(24).fill('retrying'));
+    for (let change = 1; change <= 25; change++) {
+      const runAfterMs = clock.nowMs() + change * 1_000;
+      await changeQueuedJob(ctx, jobType, 'patched-1', { runAfter: runAfterMs, priority: change, expiresAtMs: runAfterMs + 86_400_000 }, 'f'.repeat(16));
+    }
+    clock.advance(26_000);
+    const result = jsonStringOf(MAX_RESULT_BYTES);
+    expect(await runAttempts(queue(), jobType, 'patched-1', () => result)).toEqual(['succeeded']);
+    expect(await storedJob(queue(), 'patched', 'patched-1')).toMatchObject({ status: 'succeeded', attempt: 25, result, changeCount: 25 });
+  });
+
+  test('a status callback’s result at its cap completes a job whose item is otherwise full', async () => {
+    const { ctx } = queue();
+    const jobType = await retriedType(ctx, 'called-back', 25);
+    await enqueue(ctx, jobType, 'cb-1', { data: jsonStringOf(MAX_DATA_BYTES) });
+    const outcomes = await runAttempts(queue(), jobType, 'cb-1', async (_data, context) => {
+      await context.progress(progressAtCap());
+      if (context.job.attempt < 25) throw new Error('e'.repeat(20_000));
+      return AWAIT_CALLBACK;
+    });
+    expect(outcomes.at(-1)).toBe('awaiting_callback');
+    const result = jsonStringOf(MAX_RESULT_BYTES);
+    const completed = await completeFromCallback(queue().as('api'), jobType, 'cb-1', { status: 'succeeded', attempt: 25, result }, {});
+    expect(completed).toMatchObject({ status: 'succeeded', result });
+  });
+
   test('the history keeps the newest attempts that fit, and counts the older ones it dropped', async () => {
     const jobType = await retriedType(queue().ctx, 'trimmed', 25);
     await enqueue(queue().ctx, jobType, 'trimmed-1', { data: jsonStringOf(MAX_DATA_BYTES) });
-    await runToTheEnd(queue(), jobType, 'trimmed-1', (_data, context) => {
+    await runAttempts(queue(), jobType, 'trimmed-1', (_data, context) => {
       if (context.job.attempt < 25) throw new Error('e'.repeat(20_000));
       return jsonStringOf(MAX_RESULT_BYTES);
     });
@@ -90,7 +126,7 @@ describe('a job item within DynamoDB’s 400 KB', () => {
   test('error messages and traces are kept to their bytes in any script, so a history of long ones fits beside 256 KiB of data', async () => {
     const jobType = await retriedType(queue().ctx, 'euro', 30);
     await enqueue(queue().ctx, jobType, 'euro-1', { data: jsonStringOf(MAX_DATA_BYTES) });
-    const outcomes = await runToTheEnd(queue(), jobType, 'euro-1', () => {
+    const outcomes = await runAttempts(queue(), jobType, 'euro-1', () => {
       const error = new Error('€'.repeat(20_000));
       error.stack = '€'.repeat(50_000);
       throw error;
