@@ -14,7 +14,7 @@ import { completeFromCallback } from '../../lib/queue/callbacks.js';
 import { MAX_DATA_BYTES, MAX_ERROR_MESSAGE_BYTES, MAX_RESULT_BYTES, MAX_TRACE_BYTES } from '../../lib/domain/job.js';
 import type { Job, JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { jsonBytes, utf8Bytes, dynamoItemBytes } from '../../lib/domain/json-size.js';
+import { dynamoItemBytes, jsonBytes, utf8Bytes } from '../../lib/domain/json-size.js';
 import { MAX_PROGRESS_BYTES, type ProgressReport } from '../../lib/domain/progress.js';
 import { JOB_ITEM_BUDGET_BYTES } from '../../lib/store/job-writes.js';
 import { MAX_EVENT_ENTRY_BYTES } from '../../lib/targets/eventbridge.js';
@@ -23,7 +23,7 @@ import { defineType, enqueue, freshQueuePerTest, readItem, WORKER } from './lib-
 import type { TestQueue } from '../support/queue.js';
 
 /** A JSON string of exactly `bytes` bytes once serialised (its quotes included). */
-const jsonStringOf = (bytes: number, char = 'x') => char.repeat(bytes - 2);
+const jsonStringOf = (bytes: number) => 'x'.repeat(bytes - 2);
 
 /** A progress report of exactly MAX_PROGRESS_BYTES. */
 function progressAtCap(): ProgressReport {
