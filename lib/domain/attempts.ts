@@ -4,8 +4,9 @@
  */
 import {
   HISTORY_LIMIT,
-  MAX_ERROR_MESSAGE_CHARS,
-  MAX_TRACE_CHARS,
+  MAX_ERROR_CLASS_BYTES,
+  MAX_ERROR_MESSAGE_BYTES,
+  MAX_TRACE_BYTES,
   type AttemptError,
   type AttemptOutcome,
   type AttemptRecord,
@@ -13,6 +14,7 @@ import {
   type WorkerIdentity,
 } from './job.js';
 import type { JobType } from './job-type.js';
+import { dynamoValueBytes, truncateUtf8 } from './json-size.js';
 import { decideRetry, type AttemptFailure, type CustomRetryPolicies } from './retry.js';
 import { earliestStartMs, effectiveWindows } from './windows.js';
 
@@ -68,16 +70,19 @@ export function planNextState(clock: Clock, job: Job, options: EndAttemptOptions
   return { status: 'queued', outcome: ending.outcome, runAfterMs };
 }
 
-function truncate(text: string, maxChars: number): string {
-  return text.length > maxChars ? `${text.slice(0, maxChars)}…` : text;
+/** The error as the job keeps it and its events carry it: class, message and trace each cut to their bytes. */
+export function boundedError(error: AttemptError): AttemptError {
+  return {
+    class: truncateUtf8(error.class, MAX_ERROR_CLASS_BYTES),
+    message: truncateUtf8(error.message, MAX_ERROR_MESSAGE_BYTES),
+    ...(error.trace ? { trace: truncateUtf8(error.trace, MAX_TRACE_BYTES) } : {}),
+  };
 }
 
-function boundedError(error: AttemptError): AttemptError {
-  return {
-    class: truncate(error.class, 128),
-    message: truncate(error.message, MAX_ERROR_MESSAGE_CHARS),
-    ...(error.trace ? { trace: truncate(error.trace, MAX_TRACE_CHARS) } : {}),
-  };
+/** The ending with its failure's error bounded (boundedError); any other ending as it is. */
+export function boundedEnding(ending: AttemptEnding): AttemptEnding {
+  if (ending.outcome !== 'failed' && ending.outcome !== 'timed_out') return ending;
+  return { ...ending, failure: { ...ending.failure, error: boundedError(ending.failure.error) } };
 }
 
 /** The history entry of the attempt that ends at `endedAtMs` with `outcome`. */
@@ -95,14 +100,30 @@ export function attemptRecordOf(job: Job, options: EndAttemptOptions, outcome: A
   };
 }
 
-/** The history with this attempt appended, capped at the last HISTORY_LIMIT entries. */
+/** What a DynamoDB list costs besides its elements. */
+const LIST_BYTES = 3;
+
+/**
+ * The history with this attempt appended: the newest entries that fit in `maxBytes` (as DynamoDB counts the
+ * list) and are among the last HISTORY_LIMIT, the older ones dropped and counted. The newest entry is kept
+ * whatever its size: the item's budget leaves room for it (store/job-writes.ts).
+ */
 export function appendHistory(
   job: Pick<Job, 'history' | 'historyDropped'>,
   record: AttemptRecord,
+  maxBytes: number,
 ): { history: AttemptRecord[]; historyDropped: number } {
   const all = [...job.history, record];
-  const overflow = Math.max(0, all.length - HISTORY_LIMIT);
-  return { history: all.slice(overflow), historyDropped: job.historyDropped + overflow };
+  let bytes = LIST_BYTES;
+  let kept = 0;
+  for (let index = all.length - 1; index >= 0 && kept < HISTORY_LIMIT; index--) {
+    const entryBytes = 1 + dynamoValueBytes(all[index]);
+    if (kept > 0 && bytes + entryBytes > maxBytes) break;
+    bytes += entryBytes;
+    kept++;
+  }
+  const dropped = all.length - kept;
+  return { history: all.slice(dropped), historyDropped: job.historyDropped + dropped };
 }
 
 /** What ending an attempt writes: the next state, the history, and when. */

@@ -133,8 +133,10 @@ export const DEFAULT_PRIORITY = 100;
 export const MAX_DATA_BYTES = 256 * 1024;
 /** A result is kept on the job item beside data and history, all within DynamoDB's 400 KB item limit. */
 export const MAX_RESULT_BYTES = 64 * 1024;
-export const MAX_TRACE_CHARS = 2_000;
-export const MAX_ERROR_MESSAGE_CHARS = 1_000;
+/** An attempt's error as its history entry keeps it, in UTF-8 bytes, so a full history's size is known whatever the script. */
+export const MAX_ERROR_CLASS_BYTES = 128;
+export const MAX_ERROR_MESSAGE_BYTES = 1_000;
+export const MAX_TRACE_BYTES = 2_000;
 
 /** `@` too: a schedule's jobs are `<schedule>@<fire time>`. */
 export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$/;

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import {
   appendHistory,
   attemptRecordOf,
+  boundedEnding,
   guardOf,
   jobAfterEnd,
   planNextState,
@@ -26,6 +27,7 @@ import {
   endAttemptParams,
   expireQueuedParams,
   extendClaimParams,
+  historyRoomBytes,
   markStartedParams,
   recordProgressParams,
   releaseClaimParams,
@@ -175,7 +177,9 @@ export async function endAttempt(
   const endedAtMs = ctx.nowMs();
   const next = planNextState(ctx, job, options);
   const record = attemptRecordOf(job, options, next.outcome, endedAtMs);
-  const end = { next, endedAtMs, ending: options.ending, ...appendHistory(job, record) };
+  // The events carry the error as the history keeps it: an unbounded one could pass PutEvents' entry limit.
+  const planned = { next, endedAtMs, ending: boundedEnding(options.ending) };
+  const end = { ...planned, ...appendHistory(job, record, historyRoomBytes(job, planned)) };
   const index =
     next.status === 'queued'
       ? queuedIndexKeys(ctx.settings, job, next.runAfterMs, endedAtMs)
@@ -197,6 +201,6 @@ export async function endAttempt(
   else if (endLanded(result.current, endToken)) ended = jobAfterEnd(job, end);
   else return undefined;
   await giveBackSlots(ctx, job);
-  await ctx.events.publish(eventsForEndedAttempt(ended, options.ending, next));
+  await ctx.events.publish(eventsForEndedAttempt(ended, end.ending, next));
   return { job: ended, next };
 }

@@ -4,6 +4,7 @@ import type { JobType } from '../domain/job-type.js';
 import { newJob, newJobId } from '../domain/new-job.js';
 import { jobToItem } from '../store/items.js';
 import { putNewJob } from '../store/job-writes.js';
+import { assertJobFitsTarget } from '../targets/eventbridge.js';
 import { jobKey, queuedIndexKeys } from '../store/keys.js';
 import type { QueueContext } from './context.js';
 import { enqueueCorrelatedJob } from './correlation.js';
@@ -25,6 +26,7 @@ export async function enqueueJob(
 ): Promise<{ job: Job; created: boolean }> {
   const nowMs = ctx.nowMs();
   const job = newJob(jobType, id, input, nowMs);
+  assertJobFitsTarget(jobType, job);
   const item = { ...jobKey(job.type, id), ...queuedIndexKeys(ctx.settings, job, job.runAfterMs, nowMs), ...jobToItem(job) };
   await recordLaneBucket(ctx, item.gsi1pk);
   if (job.correlationKey !== undefined) return enqueueCorrelatedJob(ctx, job, item, job.correlationKey);

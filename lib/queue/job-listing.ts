@@ -134,14 +134,32 @@ async function laneEntries(
 }
 
 /**
+ * Lambda answers at most 6 MB; a page of whole jobs (each up to DynamoDB's 400 KB) stops before its jobs pass
+ * this, leaving the rest of the 6 MB to the answer's envelope.
+ */
+export const MAX_PAGE_BYTES = 5 * 1024 * 1024;
+
+/** How a page of jobs is bounded in bytes: each job's size as the caller answers it, and the most a page holds. */
+export interface PageBytes {
+  bytesOf: (job: Job) => number;
+  maxBytes: number;
+}
+
+/** Where a page that ends at `entry` goes on from. */
+function positionAfter(status: JobStatus, entry: PageEntry): PagePosition {
+  return { status, sortKey: entry.gsi1sk, ...(entry.bucket !== undefined ? { bucket: entry.bucket } : {}) };
+}
+
+/**
  * A page of the type's jobs in `status`: queued ones by ready time, running and awaiting ones by claim
  * deadline, finished ones newest first. A job whose status changed between the index read and the job read
- * is left out of the page rather than shown under the wrong status.
+ * is left out of the page rather than shown under the wrong status. With `bytes`, the page ends before the job
+ * that would take it past `maxBytes` (it always holds one), and its cursor goes on from that job.
  */
 export async function listJobs(
   ctx: QueueContext,
   jobType: JobType,
-  options: { status: JobStatus; limit: number; cursor?: string },
+  options: { status: JobStatus; limit: number; cursor?: string; bytes?: PageBytes },
 ): Promise<JobPage> {
   const { status, limit } = options;
   if (status === 'succeeded' && !jobType.listSucceeded) {
@@ -160,7 +178,7 @@ export async function listJobs(
   const page = entries.slice(0, limit);
   const last = page.at(-1);
   let next: PagePosition | undefined = resumeAt;
-  if (entries.length > limit && last) next = { status, sortKey: last.gsi1sk, ...(last.bucket !== undefined ? { bucket: last.bucket } : {}) };
+  if (entries.length > limit && last) next = positionAfter(status, last);
 
   const items = await batchGetItems(
     ctx,
@@ -170,9 +188,21 @@ export async function listJobs(
     }),
   );
   const byPk = new Map(items.map((item) => [String(item.pk), itemToJob(item)]));
-  const jobs = page.flatMap((entry) => {
+  const listed = page.flatMap((entry) => {
     const job = byPk.get(entry.pk);
-    return job && job.status === status ? [job] : [];
+    return job && job.status === status ? [{ job, entry }] : [];
   });
-  return { jobs, nextCursor: next ? encodeCursor(next) : undefined };
+  if (options.bytes) {
+    const { bytesOf, maxBytes } = options.bytes;
+    let pageBytes = 0;
+    for (let index = 0; index < listed.length; index++) {
+      pageBytes += bytesOf(listed[index]!.job);
+      if (index > 0 && pageBytes > maxBytes) {
+        next = positionAfter(status, listed[index - 1]!.entry);
+        listed.length = index;
+        break;
+      }
+    }
+  }
+  return { jobs: listed.map(({ job }) => job), nextCursor: next ? encodeCursor(next) : undefined };
 }

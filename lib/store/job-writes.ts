@@ -5,9 +5,11 @@
  * with it. Every write after the claim is guarded by the claim token and the
  * attempt number, so a stale worker, callback or sweep changes nothing.
  */
-import type { AttemptEnd, ClaimGuard } from '../domain/attempts.js';
-import type { HeldSlots, Job, WorkerIdentity } from '../domain/job.js';
-import { itemToJob } from './items.js';
+import { jobAfterEnd, type AttemptEnd, type ClaimGuard } from '../domain/attempts.js';
+import { CHANGES_LIMIT, type HeldSlots, type Job, type JobChangeRecord, type WorkerIdentity } from '../domain/job.js';
+import { DYNAMODB_ITEM_LIMIT_BYTES, dynamoItemBytes } from '../domain/json-size.js';
+import { MAX_PROGRESS_BYTES } from '../domain/progress.js';
+import { itemToJob, jobToItem } from './items.js';
 import { correlationItemKey, jobKey, type IndexKey } from './keys.js';
 import {
   putItem,
@@ -259,6 +261,64 @@ export function endAttemptParams(
     ExpressionAttributeNames: STATUS_NAME,
     ExpressionAttributeValues: values,
   };
+}
+
+/**
+ * What a job item may hold: DynamoDB's 400 KB less a margin for what this count may miss. Every write keeps the
+ * item within it; the end of an attempt, the one write that grows the item by more than a fixed amount (its
+ * history entry and result), does so by keeping only the newest history entries that fit.
+ */
+export const JOB_ITEM_BUDGET_BYTES = DYNAMODB_ITEM_LIMIT_BYTES - 16 * 1024;
+
+const LARGEST_NUMBER = Number.MAX_SAFE_INTEGER;
+
+/** The largest change a `PATCH` records: every field changed, each number at its longest. */
+const LARGEST_CHANGE: JobChangeRecord = {
+  atMs: LARGEST_NUMBER,
+  by: 'f'.repeat(64),
+  runAfterMs: { from: LARGEST_NUMBER, to: LARGEST_NUMBER },
+  priority: { from: LARGEST_NUMBER, to: LARGEST_NUMBER },
+  expiresAtMs: { from: LARGEST_NUMBER, to: LARGEST_NUMBER },
+};
+
+/**
+ * The largest claim and what rides on it, beyond what an ended job holds: tokens and times, the worker's id and
+ * host name, the held slots with a throttle key of 128 characters of 3 bytes, the index entry of a type and id at
+ * their longest, the TTL and who cancelled it.
+ */
+const LARGEST_CLAIM = {
+  claimToken: 'c'.repeat(36),
+  claimedAtMs: LARGEST_NUMBER,
+  claimedUntilMs: LARGEST_NUMBER,
+  startedAtMs: LARGEST_NUMBER,
+  startToken: 's'.repeat(36),
+  worker: { id: 'w'.repeat(64), host: 'h'.repeat(255) },
+  heldSlots: { weight: LARGEST_NUMBER, type: true, key: '€'.repeat(128), typeEpoch: LARGEST_NUMBER, keyEpoch: LARGEST_NUMBER },
+  gsi1pk: 'p'.repeat(128),
+  gsi1sk: 's'.repeat(256),
+  purgeAtS: LARGEST_NUMBER,
+  cancelledBy: 'f'.repeat(64),
+};
+
+/**
+ * What writes after an attempt's end may add to the item without trimming anything, so its end leaves room
+ * for them: a progress report at its cap (kept with its attempt and time, a few dozen bytes more), CHANGES_LIMIT
+ * changes of the largest kind with their count, and the next claim.
+ */
+export const LATER_WRITES_ROOM_BYTES =
+  dynamoItemBytes({ progressJson: 'p'.repeat(MAX_PROGRESS_BYTES + 64) }) +
+  dynamoItemBytes({ changes: Array.from({ length: CHANGES_LIMIT }, () => LARGEST_CHANGE), changeCount: LARGEST_NUMBER }) +
+  dynamoItemBytes(LARGEST_CLAIM);
+
+/**
+ * How many bytes the history may take when `end` is written: the budget less everything else the item holds
+ * after it (its result included) and the room later writes need.
+ */
+export function historyRoomBytes(job: Job, end: Omit<AttemptEnd, 'history' | 'historyDropped'>): number {
+  const after = jobAfterEnd(job, { ...end, history: [], historyDropped: LARGEST_NUMBER });
+  // Reports and changes are counted at their largest, in the room above, whatever the job holds now.
+  const { progress: _progress, changes: _changes, ...rest } = after;
+  return JOB_ITEM_BUDGET_BYTES - LATER_WRITES_ROOM_BYTES - dynamoItemBytes({ ...jobKey(job.type, job.id), ...jobToItem(rest) });
 }
 
 export type JobWriteResult = { ok: true; job: Job } | { ok: false; current?: Job };

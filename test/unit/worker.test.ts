@@ -58,9 +58,12 @@ describe('failureFromError', () => {
 });
 
 describe('appendHistory', () => {
+  // The byte budget is test/unit/item-size.test.ts's; these are about the count.
+  const NO_BYTE_LIMIT = Number.POSITIVE_INFINITY;
+
   test('appends under the limit without dropping anything', () => {
     const history = Array.from({ length: HISTORY_LIMIT - 1 }, (_, i) => record(i + 1));
-    const next = appendHistory({ history, historyDropped: 0 }, record(HISTORY_LIMIT));
+    const next = appendHistory({ history, historyDropped: 0 }, record(HISTORY_LIMIT), NO_BYTE_LIMIT);
     expect(next.history).toHaveLength(HISTORY_LIMIT);
     expect(next.history.at(-1)?.attempt).toBe(HISTORY_LIMIT);
     expect(next.historyDropped).toBe(0);
@@ -69,7 +72,7 @@ describe('appendHistory', () => {
   test('caps at 25, dropping the oldest and counting it', () => {
     expect(HISTORY_LIMIT).toBe(25);
     const history = Array.from({ length: 25 }, (_, i) => record(i + 1));
-    const next = appendHistory({ history, historyDropped: 0 }, record(26));
+    const next = appendHistory({ history, historyDropped: 0 }, record(26), NO_BYTE_LIMIT);
     expect(next.history).toHaveLength(25);
     expect(next.history[0]?.attempt).toBe(2);
     expect(next.history.at(-1)?.attempt).toBe(26);
@@ -78,14 +81,14 @@ describe('appendHistory', () => {
 
   test('adds to the count already dropped', () => {
     const history = Array.from({ length: 25 }, (_, i) => record(i + 11));
-    const next = appendHistory({ history, historyDropped: 10 }, record(36));
+    const next = appendHistory({ history, historyDropped: 10 }, record(36), NO_BYTE_LIMIT);
     expect(next.historyDropped).toBe(11);
     expect(next.history.map((r) => r.attempt)).toEqual(Array.from({ length: 25 }, (_, i) => i + 12));
   });
 
   test('does not mutate the job it was given', () => {
     const history = [record(1)];
-    appendHistory({ history, historyDropped: 0 }, record(2));
+    appendHistory({ history, historyDropped: 0 }, record(2), NO_BYTE_LIMIT);
     expect(history).toEqual([record(1)]);
   });
 });

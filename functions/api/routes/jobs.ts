@@ -3,8 +3,8 @@ import { scopeAllows } from '../../../lib/domain/api-key.js';
 import { enqueueBatch } from '../../../lib/queue/batch-enqueue.js';
 import type { BatchJob } from '../../../lib/domain/job.js';
 import { ForbiddenError, ValidationError, type FieldIssue } from '../../../lib/domain/errors.js';
-import { listJobs } from '../../../lib/queue/job-listing.js';
-import { assertJsonSize } from '../../../lib/domain/json-size.js';
+import { listJobs, MAX_PAGE_BYTES } from '../../../lib/queue/job-listing.js';
+import { assertJsonSize, jsonBytes } from '../../../lib/domain/json-size.js';
 import { cancelJob, requireJob } from '../../../lib/queue/jobs.js';
 import { enqueueJob, replayJob } from '../../../lib/queue/enqueue.js';
 import { newJobId } from '../../../lib/domain/new-job.js';
@@ -64,6 +64,8 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
         status: query.status,
         limit: query.limit,
         ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+        // Lambda's answer carries the body as a JSON string: each job counts as escaped there.
+        bytes: { bytesOf: (job) => jsonBytes(JSON.stringify(jobToApi(job))), maxBytes: MAX_PAGE_BYTES },
       });
       return json(200, { jobs: page.jobs.map(jobToApi), next_cursor: page.nextCursor ?? null });
     },
