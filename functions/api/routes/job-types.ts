@@ -24,7 +24,7 @@ function assertRunnable(input: JobTypeInput, registry: ApiDeps['registry']): voi
   if (input.target.kind === 'http' && !input.target.allow_link_local && refusesLiteralAddress(input.target.url)) {
     throw new ValidationError([{ field: 'target.url', message: 'is a link-local or metadata address; set allow_link_local to allow it' }]);
   }
-  if (input.retry?.kind === 'custom' && !(input.retry.name in registry.retryPolicies)) {
+  if (input.retry?.kind === 'custom' && !Object.hasOwn(registry.retryPolicies, input.retry.name)) {
     throw new ValidationError([{ field: 'retry.name', message: `no retry policy named "${input.retry.name}" in the worker` }]);
   }
 }
