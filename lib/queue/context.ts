@@ -7,6 +7,7 @@ import type { Db } from '../store/send.js';
 import { ConfigError } from '../domain/errors.js';
 import { discardLifecycleEvents, type LifecyclePublisher } from '../domain/lifecycle-events.js';
 import type { Job } from '../domain/job.js';
+import { ownEntry } from '../domain/own.js';
 
 export interface QueueSettings {
   tableName: string;
@@ -59,7 +60,7 @@ export const MIN_CURSOR_SAFETY_MARGIN_MS = MAX_DYNAMODB_CALL_MS + 5_000;
 
 /** An integer setting from the environment, `fallback` when unset; anything else out of range is a ConfigError naming it. */
 export function integerSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
+  const raw = ownEntry(env, name);
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
@@ -69,7 +70,7 @@ export function integerSetting(env: Env, name: string, fallback: number, min: nu
 }
 
 export function requiredSetting(env: Env, name: string): string {
-  const value = env[name];
+  const value = ownEntry(env, name);
   if (value === undefined || value === '') {
     throw new ConfigError(`${name} environment variable is not set`);
   }
