@@ -7,7 +7,6 @@ import type { Db } from '../store/send.js';
 import { ConfigError } from '../domain/errors.js';
 import { discardLifecycleEvents, type LifecyclePublisher } from '../domain/lifecycle-events.js';
 import type { Job } from '../domain/job.js';
-import { ownEntry } from '../domain/own.js';
 
 export interface QueueSettings {
   tableName: string;
@@ -60,7 +59,8 @@ export const MIN_CURSOR_SAFETY_MARGIN_MS = MAX_DYNAMODB_CALL_MS + 5_000;
 
 /** An integer setting from the environment, `fallback` when unset; anything else out of range is a ConfigError naming it. */
 export function integerSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = ownEntry(env, name);
+  // oxlint-disable-next-line own-names/no-lookup-by-name -- a setting's name is the code's own; infra/settings.ts reads them through a Proxy's get
+  const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
@@ -70,7 +70,8 @@ export function integerSetting(env: Env, name: string, fallback: number, min: nu
 }
 
 export function requiredSetting(env: Env, name: string): string {
-  const value = ownEntry(env, name);
+  // oxlint-disable-next-line own-names/no-lookup-by-name -- a setting's name is the code's own
+  const value = env[name];
   if (value === undefined || value === '') {
     throw new ConfigError(`${name} environment variable is not set`);
   }
