@@ -134,11 +134,14 @@ const hostileName = fc.oneof(
   fc.constantFrom('x'.repeat(128), 'x'.repeat(129), '€'.repeat(128), '\u{1F600}'.repeat(64), 'y'.repeat(5_000)),
 );
 
-test('names from a hostile alphabet as throttle key, key_field value, limit key and policy name get 2xx or 4xx, never stalling the type', async () => {
+/** Every byte of the name's UTF-8 %-escaped, so any name, a lone surrogate's replacement too, makes a path. */
+const pathSegment = (name: string): string => [...Buffer.from(name, 'utf8')].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
+
+test('names from a hostile alphabet as throttle key, key_field value, limit key, policy name and type name get 2xx or 4xx, never stalling a type', async () => {
   const { queue, api: client } = api();
   let run = 0;
   await fc.assert(
-    fc.asyncProperty(fc.record({ throttleKey: hostileName, keyValue: hostileName, limitKey: hostileName, policy: hostileName }), async (names) => {
+    fc.asyncProperty(fc.record({ throttleKey: hostileName, keyValue: hostileName, limitKey: hostileName, policy: hostileName, typeName: hostileName }), async (names) => {
       const type = `t${++run}`;
       const answers: { request: string; status: number }[] = [];
       const send = async (request: string, answer: Promise<{ status: number }>) => {
@@ -154,9 +157,16 @@ test('names from a hostile alphabet as throttle key, key_field value, limit key 
       if ((await send('throttle_key', client.put(`/v1/jobs/${type}/by-key`, { data: {}, throttle_key: names.throttleKey }))) === 201) accepted.push('by-key');
       if ((await send('key_field value', client.put(`/v1/jobs/${type}/by-data`, { data: { region: names.keyValue } }))) === 201) accepted.push('by-data');
       expect(await send('normal job', client.put(`/v1/jobs/${type}/normal`, { data: { region: 'normal' } }))).toBe(201);
+      const named = pathSegment(names.typeName);
+      const namedTypeCreated = (await send('type name', client.put(`/v1/job-types/${named}`, { target: { kind: 'handler', name: 'echo' } }))) < 300;
+      if (namedTypeCreated) expect(await send('job of the named type', client.put(`/v1/jobs/${named}/${type}`, { data: {} }))).toBe(201);
       expect(answers.filter(({ status }) => status >= 500 || status < 200)).toEqual([]);
       await runAll(queue, type);
       for (const id of ['normal', ...accepted]) expect({ id, status: await statusOf(client, type, id) }).toEqual({ id, status: 'succeeded' });
+      if (namedTypeCreated) {
+        await runAll(queue, names.typeName);
+        expect(await statusOf(client, named, type)).toBe('succeeded');
+      }
     }),
     { numRuns: 40, seed: Number(process.env.FC_SEED ?? Date.now() % 2 ** 31) },
   );
