@@ -43,7 +43,7 @@ function schemaOf(schema: z.ZodType, components: Record<string, JsonSchema>, io:
     if (name.startsWith('__')) throw new Error(`a schema the api documents shares an unnamed part (${name}): give it a .meta({ id })`);
     const described = toComponents(definition);
     // A named part with defaults reads differently accepted and written: it needs a name for each.
-    if (name in components && JSON.stringify(components[name]) !== JSON.stringify(described)) {
+    if (Object.hasOwn(components, name) && JSON.stringify(components[name]) !== JSON.stringify(described)) {
       throw new Error(`the schema named ${name} is described two ways (as a request and as an answer): name each its own`);
     }
     components[name] = described;

@@ -4,6 +4,7 @@
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { FieldIssue } from '../../lib/domain/errors.js';
+import { ownEntry } from '../../lib/domain/own.js';
 
 export type HttpEvent = APIGatewayProxyEventV2;
 export type HttpResponse = APIGatewayProxyStructuredResultV2;
@@ -29,7 +30,8 @@ type WithHeaders = { headers?: Record<string, string | undefined> };
 
 /** A request header by its lower-case name, whatever case the request gave it in. */
 export function header(event: WithHeaders, name: string): string | undefined {
-  return event.headers?.[name] ?? Object.entries(event.headers ?? {}).find(([key]) => key.toLowerCase() === name)?.[1];
+  const headers = event.headers ?? {};
+  return ownEntry(headers, name) ?? Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
 }
 
 /** The token of an `Authorization: Bearer <token>` header, in an api or an authorizer event. */

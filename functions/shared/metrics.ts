@@ -22,6 +22,7 @@ export const noMetrics: QueueMetrics = {
 
 /** Counts each total under its metric name, in the order the names are listed. */
 export function countTotals<K extends string>(metrics: QueueMetrics, names: Readonly<Record<K, string>>, totals: Readonly<Record<NoInfer<K>, number>>): void {
+  // oxlint-disable-next-line own-names/no-lookup-by-name -- the keys are the record's own, of a fixed type
   for (const key of Object.keys(names) as K[]) metrics.count(names[key], totals[key]);
 }
 

@@ -41,8 +41,9 @@ export function httpApiEvent(request: {
   protocol: string;
 }): APIGatewayProxyEventV2 {
   const { url, headers } = request;
-  const query: Record<string, string> = {};
-  for (const [name, value] of url.searchParams) query[name] = query[name] === undefined ? value : `${query[name]},${value}`;
+  // A Map, so a parameter named like an object's member ("toString", "__proto__") is a parameter like any other.
+  const query = new Map<string, string>();
+  for (const [name, value] of url.searchParams) query.set(name, query.has(name) ? `${query.get(name)},${value}` : value);
   const nowMs = Date.now();
   return {
     version: '2.0',
@@ -50,7 +51,7 @@ export function httpApiEvent(request: {
     rawPath: url.pathname,
     rawQueryString: url.search.slice(1),
     headers,
-    ...(Object.keys(query).length > 0 ? { queryStringParameters: query } : {}),
+    ...(query.size > 0 ? { queryStringParameters: Object.fromEntries(query) } : {}),
     requestContext: {
       accountId: 'local',
       apiId: 'local',

@@ -9,6 +9,7 @@ import { ValidationError } from './errors.js';
 import { assertJsonSize } from './json-size.js';
 import { MAX_DATA_BYTES, type Job, type JobInput } from './job.js';
 import type { JobType } from './job-type.js';
+import { ownEntry } from './own.js';
 import { earliestStartMs, effectiveWindows } from './windows.js';
 
 const ulid = monotonicFactory();
@@ -46,7 +47,7 @@ export function throttleKeyOf(jobType: Pick<JobType, 'throttle'>, input: Pick<Jo
   if (keyField === undefined) return undefined;
   let value: unknown = input.data;
   for (const name of keyField.split('.')) {
-    value = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[name] : undefined;
+    value = typeof value === 'object' && value !== null && !Array.isArray(value) ? ownEntry(value as Record<string, unknown>, name) : undefined;
   }
   if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') return undefined;
   const key = String(value);

@@ -4,6 +4,7 @@
  */
 import type { AttemptError, Job } from './job.js';
 import type { RetryPolicy } from './job-type.js';
+import { ownEntry } from './own.js';
 
 /** What went wrong in one attempt, as the retry policy sees it. */
 export interface AttemptFailure {
@@ -59,7 +60,7 @@ export function decideRetry(input: {
     case 'none':
       return { retry: false };
     case 'custom': {
-      const custom = input.customPolicies[policy.name];
+      const custom = ownEntry(input.customPolicies, policy.name);
       if (custom === undefined) return { retry: false };
       const decision = custom({ job, attempt: job.attempt, failure });
       return decision.retry ? { retry: true, delayMs: Math.max(0, decision.delayMs ?? 0) } : { retry: false };

@@ -10,11 +10,13 @@
  */
 import { OTHER_THROTTLE_KEYS, type JobType } from './job-type.js';
 import type { HeldSlots, Job } from './job.js';
+import { ownEntry } from './own.js';
 
 /** The in-flight weight limit of one throttle key, or undefined when the key is not limited. */
 export function throttleKeyLimit(jobType: Pick<JobType, 'throttle' | 'concurrency'>, throttleKey: string): number | undefined {
   const limits = jobType.throttle?.limits;
-  const entry = limits?.[throttleKey] ?? limits?.[OTHER_THROTTLE_KEYS];
+  if (limits === undefined) return undefined;
+  const entry = ownEntry(limits, throttleKey) ?? ownEntry(limits, OTHER_THROTTLE_KEYS);
   if (entry === undefined) return undefined;
   if ('limit' in entry) return entry.limit;
   // A share always gets at least one slot, so a small concurrency does not silently pause a key.

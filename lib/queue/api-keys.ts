@@ -11,6 +11,7 @@ import { listIndexedItems } from '../store/listing.js';
 import { getItem, putItem, updateItem, type Item } from '../store/send.js';
 import type { ApiKeyInput } from '../wire/api-keys.js';
 import type { QueueContext } from './context.js';
+import { ownEntry } from '../domain/own.js';
 
 const secretHash = (secret: string): Buffer => createHash('sha256').update(secret).digest();
 /** Last-used times are kept to this resolution, so a busy key costs one write a minute, not one per request. */
@@ -20,8 +21,8 @@ const STORED_KEY_ATTRIBUTES = ['id', 'name', 'scopes', 'createdAtMs', 'expiresAt
 
 /** Copies only the key's public attributes, so the hash never leaves this module. */
 function itemToApiKey(item: Item): ApiKey {
-  const present = STORED_KEY_ATTRIBUTES.filter((name) => item[name] !== undefined);
-  return Object.fromEntries(present.map((name) => [name, item[name]])) as unknown as ApiKey;
+  const present = STORED_KEY_ATTRIBUTES.filter((name) => ownEntry(item, name) !== undefined);
+  return Object.fromEntries(present.map((name) => [name, ownEntry(item, name)])) as unknown as ApiKey;
 }
 
 /** Keys may live this long at most when they expire at all. */

@@ -67,7 +67,7 @@ export function createBatcher(maxJobs: number, flush: (batch: WorkerBatch) => vo
       batchBytes = bytesWith(jobBytes, entry);
       batch.jobs.push(job);
       if (entry) {
-        batch.jobTypes[job.type] = entry.jobType;
+        batch.jobTypes = { ...batch.jobTypes, [job.type]: entry.jobType };
         typeCount++;
       }
       if (batch.jobs.length >= maxJobs) flushBatch();

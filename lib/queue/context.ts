@@ -59,6 +59,7 @@ export const MIN_CURSOR_SAFETY_MARGIN_MS = MAX_DYNAMODB_CALL_MS + 5_000;
 
 /** An integer setting from the environment, `fallback` when unset; anything else out of range is a ConfigError naming it. */
 export function integerSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
+  // oxlint-disable-next-line own-names/no-lookup-by-name -- a setting's name is the code's own; infra/settings.ts reads them through a Proxy's get
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
@@ -69,6 +70,7 @@ export function integerSetting(env: Env, name: string, fallback: number, min: nu
 }
 
 export function requiredSetting(env: Env, name: string): string {
+  // oxlint-disable-next-line own-names/no-lookup-by-name -- a setting's name is the code's own
   const value = env[name];
   if (value === undefined || value === '') {
     throw new ConfigError(`${name} environment variable is not set`);

@@ -22,6 +22,7 @@ import { failureFromError, type JobHandler } from '../targets/handler.js';
 import { prepareTarget, type TargetClients, type TargetRunner } from '../targets/index.js';
 import type { TargetOutcome, TargetRun } from '../targets/index.js';
 import { effectiveWindows, firstInstantInWindows } from '../domain/windows.js';
+import { ownEntry } from '../domain/own.js';
 import { MAX_WORKER_ATTEMPT_S } from '../domain/limits.js';
 
 export { AWAIT_CALLBACK, failureFromError, type JobContext, type JobHandler } from '../targets/handler.js';
@@ -207,7 +208,7 @@ export async function runWorkerBatch(
   await Promise.all(
     batch.jobs.map((job) =>
       limit(async () => {
-        const jobType = batch.jobTypes[job.type];
+        const jobType = ownEntry(batch.jobTypes, job.type);
         try {
           if (!jobType) throw new Error(`batch carries no configuration for job type "${job.type}"`);
           const outcome = await runClaimedJob(batchCtx, job, jobType, jobOptions);

@@ -2,7 +2,7 @@
  * The writes of the small families beside the jobs: job types, API keys, the
  * roster of live processes and the per-minute metrics, as pure builders.
  */
-import type { JobType } from '../domain/job-type.js';
+import type { JobType, Throttle, ThrottleLimit } from '../domain/job-type.js';
 import { API_KEYS_PARTITION, apiKeyKey, JOB_TYPES_PARTITION, jobTypeKey, rosterKey, TTL_ATTRIBUTE, type ItemKey } from './keys.js';
 import { listedUnder } from './keys.js';
 import type { Item, PutParams, UpdateParams } from './send.js';
@@ -13,7 +13,12 @@ import type { Item, PutParams, UpdateParams } from './send.js';
  */
 export function putJobTypeParams(jobType: JobType, read: Pick<JobType, 'updatedAtMs' | 'paused'> | undefined): PutParams {
   return {
-    Item: { ...jobTypeKey(jobType.name), ...listedUnder(JOB_TYPES_PARTITION, jobType.name), ...jobType },
+    Item: {
+      ...jobTypeKey(jobType.name),
+      ...listedUnder(JOB_TYPES_PARTITION, jobType.name),
+      ...jobType,
+      ...(jobType.throttle ? { throttle: storedThrottle(jobType.throttle) } : {}),
+    },
     ...(read
       ? {
           // The paused state too: a pause within the same millisecond as the replacement read leaves updatedAtMs as it was.
@@ -22,6 +27,14 @@ export function putJobTypeParams(jobType: JobType, read: Pick<JobType, 'updatedA
         }
       : { ConditionExpression: 'attribute_not_exists(pk)' }),
   };
+}
+
+/**
+ * The limits go to the marshaller as a Map: given a plain object, it reads the object's `constructor` member
+ * to tell what kind of value it is, so a limit keyed "constructor" would make it refuse the whole item.
+ */
+function storedThrottle(throttle: Throttle): Omit<Throttle, 'limits'> & { limits: Map<string, ThrottleLimit> } {
+  return { ...throttle, limits: new Map(Object.entries(throttle.limits)) };
 }
 
 /** An update of an item that must exist (a missing one fails the condition), answering the item as it is after. */

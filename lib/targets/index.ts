@@ -9,6 +9,7 @@ import type { LambdaClient } from '../aws/lambda.js';
 import type { SigningSecrets } from '../queue/job-type-cache.js';
 import type { JobTypeWithoutSecrets } from '../domain/job-type.js';
 import type { AttemptFailure } from '../domain/retry.js';
+import { ownEntry } from '../domain/own.js';
 import { runEventBridgeTarget, type EventBridgeTargetOptions } from './eventbridge.js';
 import { runHandlerTarget, type JobHandler } from './handler.js';
 import { runHttpTarget, type HttpTargetDeps } from './http.js';
@@ -48,8 +49,8 @@ export async function prepareTarget(jobType: JobTypeWithoutSecrets, deps: Target
   const { target } = jobType;
   switch (target.kind) {
     case 'handler': {
-      if (!Object.hasOwn(deps.handlers, target.name)) return notRunnable('UnknownHandlerError', `no handler named "${target.name}"`);
-      const handler = deps.handlers[target.name]!;
+      const handler = ownEntry(deps.handlers, target.name);
+      if (handler === undefined) return notRunnable('UnknownHandlerError', `no handler named "${target.name}"`);
       return { run: (run) => runHandlerTarget(handler, run) };
     }
     case 'http': {

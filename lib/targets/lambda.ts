@@ -5,6 +5,7 @@
  */
 import { invokeFunction, type InvokeResponse, type LambdaClient } from '../aws/lambda.js';
 import { MAX_RESULT_BYTES } from '../domain/job.js';
+import { ownEntry } from '../domain/own.js';
 import { failed, jobEnvelope, type TargetOutcome, type TargetRun } from './target.js';
 
 /** Errors retrying cannot fix: the function or its input is wrong. */
@@ -21,7 +22,7 @@ function parsePayload(payload: Uint8Array | undefined): unknown {
 }
 
 const field = (value: unknown, name: string): unknown =>
-  typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
+  typeof value === 'object' && value !== null ? ownEntry(value as Record<string, unknown>, name) : undefined;
 
 export async function runLambdaTarget(run: TargetRun, target: { functionName: string }, client: LambdaClient): Promise<TargetOutcome> {
   let response: InvokeResponse;

@@ -1,7 +1,7 @@
 /** Job types on the wire: the snake_case body `PUT /v1/job-types/{name}` accepts and the shape the API returns. */
 import { z } from 'zod';
 import { MAX_WORKER_ATTEMPT_S, WORKER_TIMEOUT_S } from '../domain/limits.js';
-import { DEFAULT_EVENT_SOURCE, DEFAULT_RETRY, DELIVERY_STRATEGIES, PRIORITY_ORDERS, type JobType, type RetryPolicy, type Target } from '../domain/job-type.js';
+import { DEFAULT_EVENT_SOURCE, DEFAULT_RETRY, DELIVERY_STRATEGIES, OTHER_THROTTLE_KEYS, PRIORITY_ORDERS, type JobType, type RetryPolicy, type Target } from '../domain/job-type.js';
 import { isoOrNull } from './parse.js';
 import { instantSchema, THROTTLE_KEY_PATTERN, timeWindowSchema, timeWindowsSchema } from './fields.js';
 import { typeStatsSchema } from './stats.js';
@@ -64,17 +64,28 @@ const throttleLimitSchema = z.union([
   z.strictObject({ share: z.number().gt(0).max(1) }),
 ]);
 
+const throttleLimitsSchema = z
+  .record(z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters'), throttleLimitSchema)
+  .refine((limits) => Object.keys(limits).length >= 1 && Object.keys(limits).length <= 100, 'must name 1 to 100 keys');
+
+/**
+ * A limit keyed "__proto__" would be dropped on its way to the table (an object's "__proto__" is its prototype,
+ * not an entry, to the parser and the marshaller alike), so it is refused rather than silently lost; jobs with
+ * that throttle key count against the "*" limit. Every other key, "constructor" and "toString" too, is stored.
+ */
+function refuseUnstorableKeys<T>(limits: T, ctx: { addIssue: (issue: { code: 'custom'; path: string[]; message: string }) => void }): T {
+  if (typeof limits === 'object' && limits !== null && Object.hasOwn(limits, '__proto__')) {
+    ctx.addIssue({ code: 'custom', path: ['__proto__'], message: `cannot be stored as a limit's key; jobs with this throttle key count against "${OTHER_THROTTLE_KEYS}"` });
+  }
+  return limits;
+}
+
 const throttleSchema = z.strictObject({
   key_field: z
     .string()
     .regex(/^[A-Za-z0-9_$-]{1,64}(\.[A-Za-z0-9_$-]{1,64}){0,7}$/, 'must be a dotted path of field names, e.g. "customer.region"')
     .optional(),
-  limits: z
-    .record(
-      z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters'),
-      throttleLimitSchema,
-    )
-    .refine((limits) => Object.keys(limits).length >= 1 && Object.keys(limits).length <= 100, 'must name 1 to 100 keys'),
+  limits: z.preprocess((limits: z.input<typeof throttleLimitsSchema>, ctx) => refuseUnstorableKeys(limits, ctx), throttleLimitsSchema),
 });
 
 export const jobTypeInputSchema = z

@@ -25,7 +25,7 @@ function assertRunnable(input: JobTypeInput, registry: ApiDeps['registry'], addr
     const issue = urlCredentialIssue(url) ?? urlAddressRefusal(url, addressPolicy, input.target.allow_link_local);
     if (issue !== undefined) throw new ValidationError([{ field: 'target.url', message: issue }]);
   }
-  if (input.retry?.kind === 'custom' && !(input.retry.name in registry.retryPolicies)) {
+  if (input.retry?.kind === 'custom' && !Object.hasOwn(registry.retryPolicies, input.retry.name)) {
     throw new ValidationError([{ field: 'retry.name', message: `no retry policy named "${input.retry.name}" in the worker` }]);
   }
 }

@@ -1,9 +1,10 @@
 /** The built-in handlers of DESIGN §6, for demos and tests. */
 import { NonRetryableError } from '../../../lib/domain/errors.js';
+import { ownEntry } from '../../../lib/domain/own.js';
 import { AWAIT_CALLBACK, type JobHandler } from '../../../lib/queue/worker.js';
 
 const field = (data: unknown, name: string): unknown =>
-  typeof data === 'object' && data !== null ? (data as Record<string, unknown>)[name] : undefined;
+  typeof data === 'object' && data !== null ? ownEntry(data as Record<string, unknown>, name) : undefined;
 
 /** Succeeds with its data as the result. */
 export const echo: JobHandler = (data) => data;
