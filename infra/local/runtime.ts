@@ -29,7 +29,7 @@ import { ensureTable } from '../../lib/store/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import { KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
 import { deployContext } from '../cdk-context.js';
-import { readDiskSync, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
+import { DISK_SYNC_SETTING, readDiskSync, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
 import type { IamDecision } from './iam/iam-check.js';
 import { createLocalIam, type LocalIam } from './iam/local-iam.js';
 import { LOCAL_ACCOUNT_ID } from './iam/local-policies.js';
@@ -125,6 +125,9 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   const dataDir = resolve(env.DATA_DIR ?? '.data');
   const tableName = env.TABLE_NAME ?? 'jobs';
   const diskSync = readDiskSync(env);
+  if (diskSync === 'full' && !env[DISK_SYNC_SETTING]) {
+    log('info', `DynamoDB Local flushes every write to the disk, which caps it near 90 jobs/s: install eatmydata (apt install eatmydata) to skip the flushes (see README, ${DISK_SYNC_SETTING})`);
+  }
   await mkdir(dataDir, { recursive: true });
 
   let dynamo: DynamoDbLocal | undefined;

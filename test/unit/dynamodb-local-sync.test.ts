@@ -5,11 +5,27 @@ import { describe, expect, test } from 'vitest';
 import { javaEnvironment, readDiskSync } from '../../infra/local/dynamodb-local.js';
 import { ConfigError } from '../../lib/domain/errors.js';
 
+/** A stand-in for libeatmydata: only its presence is read. */
+function installedLibrary(): string {
+  const library = join(mkdtempSync(join(tmpdir(), 'eatmydata-')), 'libeatmydata.so');
+  writeFileSync(library, '');
+  return library;
+}
+
 describe('DYNAMODB_LOCAL_SYNC', () => {
-  test('unset, empty or full flushes every write', () => {
-    expect(readDiskSync({})).toBe('full');
-    expect(readDiskSync({ DYNAMODB_LOCAL_SYNC: '' })).toBe('full');
-    expect(readDiskSync({ DYNAMODB_LOCAL_SYNC: 'full' })).toBe('full');
+  test('full flushes every write, whether or not libeatmydata is installed', () => {
+    expect(readDiskSync({ DYNAMODB_LOCAL_SYNC: 'full' }, [installedLibrary()])).toBe('full');
+    expect(readDiskSync({ DYNAMODB_LOCAL_SYNC: 'full' }, [])).toBe('full');
+  });
+
+  test('unset or empty skips the flushes where libeatmydata is installed', () => {
+    expect(readDiskSync({}, ['/nowhere/libeatmydata.so', installedLibrary()])).toBe('off');
+    expect(readDiskSync({ DYNAMODB_LOCAL_SYNC: '' }, [installedLibrary()])).toBe('off');
+  });
+
+  test('unset or empty flushes every write where libeatmydata is missing', () => {
+    expect(readDiskSync({}, ['/nowhere/libeatmydata.so'])).toBe('full');
+    expect(readDiskSync({ DYNAMODB_LOCAL_SYNC: '' }, [])).toBe('full');
   });
 
   test('off skips the flushes', () => {
