@@ -86,6 +86,10 @@ const ANSWERS = {
   forbidden: { status: 403, message: 'Forbidden' },
   /** The authorizer threw, timed out or answered something else. */
   authorizer_failed: { status: 500, message: 'Internal Server Error' },
+  /** The api function failed as Lambda fails it: timed out, or answered more than Lambda's response payload. */
+  function_failed: { status: 500, message: 'Internal Server Error' },
+  /** The request is more than Lambda takes in one synchronous invoke: the function never ran. */
+  request_too_large: { status: 413, message: 'Request Entity Too Large' },
 } as const;
 
 /** API Gateway's own answer, never the api's: `{"message": ...}`, with no `error` object. */

@@ -10,11 +10,12 @@
  * So a revoked key stops within that TTL here too, and a request costs the
  * authorizer's key read only once per key and period.
  */
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { Authorizer, AuthorizerEvent, AuthorizerResult } from '../../functions/authorizer/app.js';
 import { PUBLIC_PATHS } from '../../functions/shared/public-paths.js';
 import { createExpiringMap } from '../../lib/domain/expiring-map.js';
 import { log } from '../../functions/shared/log.js';
+import { API_TIMEOUT_S } from '../../lib/domain/limits.js';
 import { AUTHORIZER_TIMEOUT_MS, gatewayAnswer, identitySourceOf, KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
 import type { ApiHandler } from './http-server.js';
 
@@ -50,6 +51,56 @@ async function withinTimeout(answer: Promise<AuthorizerResult>, timeoutMs: numbe
   }
 }
 
+/**
+ * Lambda's synchronous invoke takes a request payload (the event as JSON) of at most 6 MiB and answers one of
+ * at most 6 MiB + 100 bytes; past either, the invoke fails and API Gateway answers for the function.
+ */
+export const LAMBDA_SYNC_REQUEST_MAX_BYTES = 6 * 1024 * 1024;
+export const LAMBDA_SYNC_RESPONSE_MAX_BYTES = 6 * 1024 * 1024 + 100;
+
+/** JSON escaping turns one byte into at most six (`\u0000`); below this a body cannot pass the limit, so it is not measured. */
+const MAX_ESCAPE_FACTOR = 6;
+const ENVELOPE_ALLOWANCE_BYTES = 64 * 1024;
+
+function jsonBytesOver(value: { body?: string }, limitBytes: number): number | undefined {
+  if (Buffer.byteLength(value.body ?? '') * MAX_ESCAPE_FACTOR + ENVELOPE_ALLOWANCE_BYTES < limitBytes) return undefined;
+  const bytes = Buffer.byteLength(JSON.stringify(value));
+  return bytes > limitBytes ? bytes : undefined;
+}
+
+/**
+ * The api invoked as Lambda invokes it: refused before it runs when the event is over Lambda's request
+ * payload, cut at its timeout, and failed when its answer is over Lambda's response payload; each said
+ * loudly, naming the limit, since on AWS each is a failure only CloudWatch would show.
+ */
+async function invokeApi(api: ApiHandler, event: APIGatewayProxyEventV2, context: Context, timeoutMs: number): Promise<APIGatewayProxyStructuredResultV2> {
+  const requestId = event.requestContext.requestId;
+  const eventBytes = jsonBytesOver(event, LAMBDA_SYNC_REQUEST_MAX_BYTES);
+  if (eventBytes !== undefined) {
+    log('error', "the api's event is over Lambda's synchronous request payload limit", { requestId, eventBytes, limitBytes: LAMBDA_SYNC_REQUEST_MAX_BYTES });
+    return gatewayAnswer('request_too_large');
+  }
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<'timed out'>((resolve) => {
+    timer = setTimeout(() => resolve('timed out'), timeoutMs);
+  });
+  try {
+    const result = await Promise.race([api(event, context), timedOut]);
+    if (result === 'timed out') {
+      log('error', "the api did not answer within its Lambda timeout", { requestId, timeoutMs });
+      return gatewayAnswer('function_failed');
+    }
+    const resultBytes = jsonBytesOver(result, LAMBDA_SYNC_RESPONSE_MAX_BYTES);
+    if (resultBytes !== undefined) {
+      log('error', "the api's answer is over Lambda's synchronous response payload limit", { requestId, resultBytes, limitBytes: LAMBDA_SYNC_RESPONSE_MAX_BYTES });
+      return gatewayAnswer('function_failed');
+    }
+    return result;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Distinct Authorization headers within one TTL are few; the bound only keeps a flood of made-up keys from growing the map. */
 const MAX_CACHED_ANSWERS = 10_000;
 
@@ -73,16 +124,19 @@ export function createLocalGateway(deps: {
   authorizer: Authorizer;
   api: ApiHandler;
   authorizerTimeoutMs?: number;
+  /** @default API_TIMEOUT_S, the api function's Lambda timeout */
+  apiTimeoutMs?: number;
   /** @default KEY_AUTHORIZER_CACHE_TTL_S, as the stack sets it */
   authorizerCacheTtlMs?: number;
   /** @default Date.now */
   nowMs?: () => number;
 }): ApiHandler {
   const timeoutMs = deps.authorizerTimeoutMs ?? AUTHORIZER_TIMEOUT_MS;
+  const apiTimeoutMs = deps.apiTimeoutMs ?? API_TIMEOUT_S * 1000;
   const cache = createAnswerCache(deps.authorizerCacheTtlMs ?? KEY_AUTHORIZER_CACHE_TTL_S * 1000, deps.nowMs ?? Date.now);
   return async (event, context) => {
     const { method, path } = event.requestContext.http;
-    if (method === 'GET' && PUBLIC_PATHS.has(path)) return deps.api(event, context);
+    if (method === 'GET' && PUBLIC_PATHS.has(path)) return invokeApi(deps.api, event, context, apiTimeoutMs);
     const identitySource = identitySourceOf(event);
     if (identitySource === undefined) return gatewayAnswer('unauthorized');
     let result = cache.get(identitySource);
@@ -97,6 +151,6 @@ export function createLocalGateway(deps: {
     }
     if (!result.isAuthorized) return gatewayAnswer('forbidden');
     const requestContext = { ...event.requestContext, authorizer: { lambda: result.context } };
-    return deps.api({ ...event, requestContext } as APIGatewayProxyEventV2, context);
+    return invokeApi(deps.api, { ...event, requestContext } as APIGatewayProxyEventV2, context, apiTimeoutMs);
   };
 }

@@ -7,7 +7,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import type { Authorizer } from '../../functions/authorizer/app.js';
 import { AUTHORIZED_ROUTES, authorizerOf, KEY_AUTHORIZER_CACHE_TTL_S } from '../../infra/api-gateway.js';
-import { createLocalGateway } from '../../infra/local/gateway.js';
+import { createLocalGateway, LAMBDA_SYNC_REQUEST_MAX_BYTES, LAMBDA_SYNC_RESPONSE_MAX_BYTES } from '../../infra/local/gateway.js';
 import { lambdaContext, type ApiHandler } from '../../infra/local/http-server.js';
 import { buildHttpApiEvent, type HttpMethod, type RequestOptions } from '../support/api.js';
 
@@ -176,5 +176,58 @@ describe("the authorizer's answers, kept as API Gateway keeps them", () => {
     await send('POST', '/v1/jobs/emails/j1?token=t', { body: { attempt: 1 } });
     await send('POST', '/v1/jobs/emails/j1?token=t', { body: { attempt: 1 } });
     expect(authorizer).toHaveBeenCalledTimes(2);
+  });
+});
+
+describe("the api invoked within Lambda's limits", () => {
+  const quietLog = () => vi.spyOn(console, 'error').mockImplementation(() => undefined);
+
+  function gatewayAnswering(answer: () => Promise<{ statusCode: number; body: string }>, apiTimeoutMs?: number) {
+    const api = vi.fn<ApiHandler>(answer);
+    const gateway = createLocalGateway({ authorizer: async () => ADMITTED, api, ...(apiTimeoutMs === undefined ? {} : { apiTimeoutMs }) });
+    const send = async (request: RequestOptions = {}) => {
+      const event = buildHttpApiEvent('GET', '/v1/job-types', { token: 'k', ...request });
+      const result = await gateway(event, lambdaContext(event.requestContext.requestId));
+      return { status: result.statusCode, body: JSON.parse(result.body ?? '') };
+    };
+    return { api, send };
+  }
+
+  test("an answer over Lambda's 6 MiB response payload is API Gateway's 500, logged naming the limit", async () => {
+    const logged = quietLog();
+    const { send } = gatewayAnswering(async () => ({ statusCode: 200, body: JSON.stringify({ text: 'x'.repeat(LAMBDA_SYNC_RESPONSE_MAX_BYTES) }) }));
+    expect(await send()).toEqual({ status: 500, body: { message: 'Internal Server Error' } });
+    expect(logged.mock.calls.map(String).join('\n')).toContain("over Lambda's synchronous response payload limit");
+    logged.mockRestore();
+  });
+
+  test('an answer whose JSON escaping takes it over the limit is refused too', async () => {
+    const logged = quietLog();
+    const quotes = '"'.repeat(Math.ceil(LAMBDA_SYNC_RESPONSE_MAX_BYTES / 2) - 100);
+    const { send } = gatewayAnswering(async () => ({ statusCode: 200, body: JSON.stringify({ quotes }) }));
+    expect((await send()).status).toBe(500);
+    logged.mockRestore();
+  });
+
+  test('an answer just under the limit passes as it is', async () => {
+    const body = JSON.stringify({ text: 'x'.repeat(LAMBDA_SYNC_RESPONSE_MAX_BYTES - 1_000) });
+    const { send } = gatewayAnswering(async () => ({ statusCode: 200, body }));
+    expect((await send()).status).toBe(200);
+  });
+
+  test("an event over Lambda's 6 MiB request payload is refused with 413 before the api runs", async () => {
+    const logged = quietLog();
+    const { api, send } = gatewayAnswering(async () => ({ statusCode: 200, body: '{}' }));
+    expect(await send({ body: { data: 'x'.repeat(LAMBDA_SYNC_REQUEST_MAX_BYTES) } })).toEqual({ status: 413, body: { message: 'Request Entity Too Large' } });
+    expect(api).not.toHaveBeenCalled();
+    logged.mockRestore();
+  });
+
+  test("an api that does not answer within its Lambda timeout is API Gateway's 500", async () => {
+    const logged = quietLog();
+    const { send } = gatewayAnswering(() => new Promise(() => undefined), 20);
+    expect(await send()).toEqual({ status: 500, body: { message: 'Internal Server Error' } });
+    expect(logged.mock.calls.map(String).join('\n')).toContain('within its Lambda timeout');
+    logged.mockRestore();
   });
 });
