@@ -29,7 +29,7 @@ import { ensureTable } from '../../lib/store/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import { KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
 import { deployContext } from '../cdk-context.js';
-import { DISK_SYNC_SETTING, readDiskSync, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.js';
+import { DISK_SYNC_SETTING, readDiskSync, startDynamoDbLocal, type DiskSync, type DynamoDbLocal } from './dynamodb-local.js';
 import type { IamDecision } from './iam/iam-check.js';
 import { createLocalIam, type LocalIam } from './iam/local-iam.js';
 import { LOCAL_ACCOUNT_ID } from './iam/local-policies.js';
@@ -124,10 +124,7 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   const port = Number(env.PORT ?? 3000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
   const tableName = env.TABLE_NAME ?? 'jobs';
-  const diskSync = readDiskSync(env);
-  if (diskSync === 'full' && !env[DISK_SYNC_SETTING]) {
-    log('info', `DynamoDB Local flushes every write to the disk, which caps it near 90 jobs/s: install eatmydata (apt install eatmydata) to skip the flushes (see README, ${DISK_SYNC_SETTING})`);
-  }
+  const diskSync = localDiskSync(env);
   await mkdir(dataDir, { recursive: true });
 
   let dynamo: DynamoDbLocal | undefined;
@@ -234,6 +231,15 @@ function apiAdmission(env: Env): AdmissionLimits {
     concurrency: integerSetting(env, 'LOCAL_API_CONCURRENCY', LOCAL_API_ADMISSION.concurrency, 1, 1_000),
     maxQueued: integerSetting(env, 'LOCAL_API_QUEUE', LOCAL_API_ADMISSION.maxQueued, 0, 100_000),
   };
+}
+
+/** DYNAMODB_LOCAL_SYNC; when it flushes only because libeatmydata is missing, the way to the speed is said. */
+function localDiskSync(env: Env): DiskSync {
+  const diskSync = readDiskSync(env);
+  if (diskSync === 'full' && !env[DISK_SYNC_SETTING]) {
+    log('info', `DynamoDB Local flushes every write to the disk, which caps it near 90 jobs/s: install eatmydata (apt install eatmydata) to skip the flushes (see README, ${DISK_SYNC_SETTING})`);
+  }
+  return diskSync;
 }
 
 /** DESIGN §7: with AWS credentials and a table name, run against that table in the cloud. */

@@ -5,6 +5,8 @@
 import {
   CreateTableCommand,
   DescribeTableCommand,
+  DescribeTimeToLiveCommand,
+  ResourceInUseException,
   ResourceNotFoundException,
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
@@ -63,14 +65,17 @@ export async function ensureTable(client: DynamoDBClient, tableName: string, opt
   } catch (error) {
     if (!(error instanceof ResourceNotFoundException)) throw error;
   }
-  await client.send(new CreateTableCommand(buildCreateTableInput(tableName)));
+  try {
+    await client.send(new CreateTableCommand(buildCreateTableInput(tableName)));
+  } catch (error) {
+    // A try the SDK sent again after the first timed out unseen (DynamoDB Local under load) finds the table made.
+    if (!(error instanceof ResourceInUseException)) throw error;
+  }
   await waitUntilTableExists({ client, maxWaitTime: 60 }, { TableName: tableName });
   if (options.timeToLive === false) return true;
-  await client.send(
-    new UpdateTimeToLiveCommand({
-      TableName: tableName,
-      TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
-    }),
-  );
+  const { TimeToLiveDescription } = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+  if (TimeToLiveDescription?.TimeToLiveStatus !== 'ENABLED' && TimeToLiveDescription?.TimeToLiveStatus !== 'ENABLING') {
+    await client.send(new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true } }));
+  }
   return true;
 }
