@@ -1,8 +1,9 @@
 /** The bench's command line: `--name value` or `--name=value` pairs and bare boolean flags. */
+import { readDiskSync } from '../infra/local/dynamodb-local.js';
 
 /**
- * Where the HTTP workloads' DynamoDB Local keeps its data: on disk as `npm start` keeps it, on disk without
- * a flush per write (`DYNAMODB_LOCAL_SYNC=off`), or in memory (nothing kept across restarts).
+ * Where the HTTP workloads' DynamoDB Local keeps its data: on disk with a flush per write
+ * (`DYNAMODB_LOCAL_SYNC=full`), on disk without (`off`), or in memory (nothing kept across restarts).
  */
 export const HTTP_STORAGES = ['disk', 'disk-nosync', 'memory'] as const;
 export type HttpStorage = (typeof HTTP_STORAGES)[number];
@@ -52,7 +53,9 @@ export const USAGE = `npm run bench -- [options]
                              pollers: in-flight weight and free slot -> start), ceiling, idle, idle-blocked
                              (idle beside them, one per run), and over HTTP
                              through npm start: put-ceiling, disk-ceiling, HTTP-W1-immediate, HTTP-W1-batch,
-                             HTTP-W1-http, HTTP-W2-steady, HTTP-due-on-arrival, HTTP-calls
+                             HTTP-W1-http, HTTP-W2-steady, HTTP-due-on-arrival, HTTP-overload (1x, 2x, 5x the
+                             knee, open-loop), HTTP-calls; and the reference on the same DynamoDB Local: naive-W1,
+                             naive-W2 (a naive queue in one process: put, query what is due, claim, delete)
   --scale                    also run W1-immediate at N = 2000, 20000, 200000 (--scale-ns to change)
   --delivery D               at_least_once (default) or at_most_once
   --idle-seconds S           how long the idle poller is measured (default 20)
@@ -62,8 +65,9 @@ export const USAGE = `npm run bench -- [options]
   --http-n N                 jobs in each HTTP workload (default: the smaller of --n and 5000)
   --http-concurrency C       enqueue requests in flight over HTTP (default 64)
   --arrival-rate R           jobs per second enqueued due on arrival in HTTP-due-on-arrival (default 100)
-  --http-storage S           the HTTP workloads' DynamoDB Local: disk (default: as npm start keeps its data),
-                             disk-nosync (as with DYNAMODB_LOCAL_SYNC=off: no flush per write) or memory
+  --http-storage S           the HTTP workloads' DynamoDB Local: disk (a flush per write, DYNAMODB_LOCAL_SYNC=full),
+                             disk-nosync (no flush per write, DYNAMODB_LOCAL_SYNC=off) or memory; default: as npm
+                             start keeps its data at its defaults (disk-nosync where libeatmydata is installed)
 Queue settings come from the environment as in production (POLL_INTERVAL_MS, CLAIM_CONCURRENCY, ...).`;
 
 function positiveInteger(name: string, raw: string): number {
@@ -90,7 +94,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
   for (const name of values.keys()) if (!known.has(name)) throw new Error(`unknown option --${name}\n${USAGE}`);
   const int = (name: string, fallback: number): number => (values.has(name) ? positiveInteger(name, values.get(name) as string) : fallback);
   const delivery = values.get('delivery') ?? 'at_least_once';
-  const httpStorage = values.get('http-storage') ?? 'disk';
+  // What npm start does at its defaults: no flush per write where libeatmydata is installed.
+  const httpStorage = values.get('http-storage') ?? (readDiskSync({}) === 'off' ? 'disk-nosync' : 'disk');
   if (!(HTTP_STORAGES as readonly string[]).includes(httpStorage)) throw new Error(`--http-storage must be one of ${HTTP_STORAGES.join(', ')}, got "${httpStorage}"`);
   if (delivery !== 'at_least_once' && delivery !== 'at_most_once') throw new Error(`--delivery must be at_least_once or at_most_once, got "${delivery}"`);
   return {

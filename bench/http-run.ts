@@ -12,14 +12,28 @@ import { createDynamoClients } from '../lib/store/client.js';
 import { ensureTable } from '../lib/store/table.js';
 import { jobTypeInputSchema } from '../lib/wire/job-types.js';
 import type { HttpStorage } from './args.js';
-import { startHttpSystem, storageDescription, type CallCounts, type HttpSystem } from './http-system.js';
+import { cpuBetween, startHttpSystem, storageDescription, type CallCounts, type HttpSystem } from './http-system.js';
+import { runOverload, type OverloadLevel, type OverloadResult } from './http-overload.js';
+import { runNaiveQueue, type NaiveQueueSpec } from './naive-queue.js';
 import { runHttpWorkload, type HttpWorkloadResult, type HttpWorkloadSpec } from './http-workloads.js';
 import { jitCompilerCpuMs, processCpuMs } from './cpu.js';
 import { fmt, lagAndOutcomeCells, type WorkloadSummary } from './stats.js';
 import { benchTableName } from './system.js';
 import { payloadOf, progressLine, runCeiling, W2_LEAD_MS, w1Immediate, w2Scaled, w2Steady, type BenchConfig } from './workloads.js';
 
-export const HTTP_WORKLOADS = ['put-ceiling', 'disk-ceiling', 'HTTP-W1-immediate', 'HTTP-W1-batch', 'HTTP-W1-http', 'HTTP-W2-steady', 'HTTP-due-on-arrival', 'HTTP-calls'] as const;
+export const HTTP_WORKLOADS = [
+  'put-ceiling',
+  'disk-ceiling',
+  'naive-W1',
+  'naive-W2',
+  'HTTP-W1-immediate',
+  'HTTP-W1-batch',
+  'HTTP-W1-http',
+  'HTTP-W2-steady',
+  'HTTP-due-on-arrival',
+  'HTTP-overload',
+  'HTTP-calls',
+] as const;
 
 export interface HttpBenchOptions {
   n: number;
@@ -38,6 +52,7 @@ export interface HttpBenchResults {
   workloads: Record<string, HttpWorkloadResult[]>;
   /** DynamoDB calls per job by operation, from the counting pass, by workload. */
   callsPerJob: Record<string, Record<string, number>>;
+  overload: OverloadResult[];
 }
 
 /** Job PutItems as the api sends them (one conditional put each), `concurrency` in flight, on a table of their own. */
@@ -88,6 +103,15 @@ function specs(options: HttpBenchOptions): HttpWorkloadSpec[] {
   ] satisfies HttpWorkloadSpec[];
 }
 
+/** The naive queue (one process on the same DynamoDB Local) under W1-immediate's and HTTP-W2-steady's jobs. */
+function naiveSpecs(options: HttpBenchOptions): NaiveQueueSpec[] {
+  const w2 = w2Steady(w2Scaled(Math.round(options.n * 2.4), options.w2RatePerS).n, options.w2RatePerS, W2_LEAD_MS);
+  return [
+    { name: 'naive-W1', n: options.n, concurrency: options.concurrency, firstDueOffsetMs: 0 },
+    { name: 'naive-W2', n: w2.n, concurrency: options.concurrency, dueOffsetMs: (index) => w2.dueOffsetMs?.(index) ?? 0, firstDueOffsetMs: w2.firstDueOffsetMs },
+  ];
+}
+
 /** Calls per job of one echo and one http workload, through the counting proxy. */
 async function countCalls(options: HttpBenchOptions): Promise<HttpBenchResults['callsPerJob']> {
   const system = await startHttpSystem({ countCalls: true, storage: options.storage });
@@ -127,7 +151,7 @@ async function warmUp(system: HttpSystem, options: HttpBenchOptions, log: (line:
 }
 
 export async function runHttpBench(config: BenchConfig, options: HttpBenchOptions, log: (line: string) => void): Promise<HttpBenchResults> {
-  const results: HttpBenchResults = { putCeilingJobsPerS: [], diskCeilingJobsPerS: [], workloads: {}, callsPerJob: {} };
+  const results: HttpBenchResults = { putCeilingJobsPerS: [], diskCeilingJobsPerS: [], workloads: {}, callsPerJob: {}, overload: [] };
   log(`http: starting DynamoDB Local (${storageDescription[options.storage]}) and npm start at its defaults`);
   const system: HttpSystem = await startHttpSystem({ countCalls: false, storage: options.storage });
   const diskConfig: BenchConfig = { ...config, endpoint: system.dynamo.endpoint, dynamoPid: system.dynamo.process.pid };
@@ -141,12 +165,23 @@ export async function runHttpBench(config: BenchConfig, options: HttpBenchOption
       if (options.wants('disk-ceiling')) {
         results.diskCeilingJobsPerS.push((await runCeiling(diskConfig, options.n, benchTableName('disk-ceiling'), `disk-ceiling run ${run}`)).jobsPerS);
       }
+      for (const spec of naiveSpecs(options).filter((candidate) => options.wants(candidate.name))) {
+        const cpuStart = system.sampleCpu();
+        const naive = await runNaiveQueue(diskConfig.endpoint, spec, `${spec.name} run ${run}`, options.deadlineMs);
+        (results.workloads[spec.name] ??= []).push({ ...naive, enqueuedAfterDue: 0, resentBatchItems: 0, cpuMsPerJob: cpuBetween(cpuStart, system.sampleCpu(), spec.n) });
+        log(`${spec.name} run ${run}: enqueue ${naive.enqueueJobsPerS.toFixed(0)}/s, drain ${naive.drainJobsPerS.toFixed(0)}/s, lag p99 ${naive.lagMs.p99 ?? '-'} ms, duplicates ${naive.duplicates}, lost ${naive.lost}`);
+      }
       for (const spec of specs(options).filter((candidate) => options.wants(candidate.name))) {
         const result = await runHttpWorkload(system, spec, `${spec.name} run ${run}`, options.deadlineMs);
         (results.workloads[spec.name] ??= []).push(result);
         log(
           `${spec.name} run ${run}: enqueue ${result.enqueueJobsPerS.toFixed(0)}/s, drain ${result.drainJobsPerS?.toFixed(0)}/s, lag p99 ${result.lagMs?.p99 ?? '-'} ms max ${result.lagMs?.max ?? '-'} ms, duplicates ${result.duplicates}, lost ${result.lost}, sent again after 5xx ${result.resentBatchItems}`,
         );
+      }
+      if (options.wants('HTTP-overload')) {
+        const overload = await runOverload(system, `HTTP-overload run ${run}`, options.deadlineMs);
+        results.overload.push(overload);
+        log(`HTTP-overload run ${run}: knee ${overload.kneePerS.toFixed(0)}/s; ${overload.levels.map((level) => `x${level.factor}: accepted ${level.acceptedPerS.toFixed(0)}/s, 429 ${level.throttled}, 5xx ${level.serverErrors}, lag p99 ${level.lagMs.p99 ?? '-'} ms, lost ${level.lost}`).join('; ')}`);
       }
     }
   } finally {
@@ -186,6 +221,7 @@ export function httpTables(
   ceilings: { putJobsPerS: number | undefined; diskJobsPerS: number | undefined },
   callsPerJob: HttpBenchResults['callsPerJob'],
   table: (headers: string[], rows: string[][]) => string,
+  overload: OverloadResult[] = [],
 ): string {
   const rows = summaries.map((s) => [
     s.workload,
@@ -206,10 +242,45 @@ export function httpTables(
       rows,
     ),
   ];
+  if (overload.length > 0) {
+    lines.push('\nHTTP-overload: jobs due on arrival offered open-loop at 1x, 2x and 5x the knee (accepted/s with 64 PUTs in flight), each PUT sent once (medians of runs)');
+    lines.push(table(['offered', 'offered/s', 'accepted/s', '429', '5xx', 'other', 'p50', 'p99', 'max', 'lost', 'duplicates', 'CPU ms/accepted job npm start / ddb / bench'], overloadRows(overload)));
+  }
   const operations = [...new Set(Object.values(callsPerJob).flatMap((calls) => Object.keys(calls)))].sort();
   if (operations.length > 0) {
     lines.push('\nDynamoDB calls per job over HTTP (a separate pass through a counting proxy), by operation');
     lines.push(table(['workload', ...operations], Object.entries(callsPerJob).map(([workload, calls]) => [workload, ...operations.map((op) => fmt(calls[op] ?? 0, 3))])));
   }
   return lines.join('\n');
+}
+
+/** One row per load factor: medians across runs, except failures, which are summed. */
+function overloadRows(runs: OverloadResult[]): string[][] {
+  const med = (values: number[]): number | undefined => {
+    const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+    if (sorted.length === 0) return undefined;
+    const middle = Math.floor(sorted.length / 2);
+    return sorted.length % 2 === 1 ? sorted[middle] : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+  };
+  const knee = med(runs.map((run) => run.kneePerS));
+  return runs[0]!.levels.map((_, at) => {
+    const levels = runs.map((run) => run.levels[at]!);
+    const pick = (value: (level: OverloadLevel) => number | undefined) => med(levels.map(value).filter((v): v is number => v !== undefined));
+    const sum = (value: (level: OverloadLevel) => number) => levels.reduce((total, level) => total + value(level), 0);
+    const serverErrors = sum((level) => level.serverErrors);
+    return [
+      `${levels[0]!.factor}x knee (${fmt(knee)}/s)`,
+      fmt(pick((level) => level.offeredPerS)),
+      fmt(pick((level) => level.acceptedPerS)),
+      fmt(pick((level) => level.throttled)),
+      serverErrors > 0 ? `FAILURE ${serverErrors}` : '0',
+      fmt(pick((level) => level.other)),
+      fmt(pick((level) => level.lagMs.p50)),
+      fmt(pick((level) => level.lagMs.p99)),
+      fmt(pick((level) => level.lagMs.max)),
+      sum((level) => level.lost) > 0 ? `FAILURE ${sum((level) => level.lost)}` : '0',
+      sum((level) => level.duplicates) > 0 ? `FAILURE ${sum((level) => level.duplicates)}` : '0',
+      `${fmt(pick((level) => level.cpuMsPerAcceptedJob.runtimeMs), 2)} / ${fmt(pick((level) => level.cpuMsPerAcceptedJob.dynamoMs), 2)} / ${fmt(pick((level) => level.cpuMsPerAcceptedJob.benchMs), 2)}`,
+    ];
+  });
 }

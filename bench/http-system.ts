@@ -97,6 +97,8 @@ function watchSuccesses(started: Started): Map<string, Map<string, LoggedSuccess
 
 export interface HttpSystem {
   url: string;
+  /** The admin key `npm start` made. */
+  token: string;
   /** job.succeeded events logged so far, by type then id. */
   successes: Map<string, Map<string, LoggedSuccess[]>>;
   client: QueueClient;
@@ -108,8 +110,8 @@ export interface HttpSystem {
 }
 
 export const storageDescription: Record<HttpStorage, string> = {
-  disk: 'on disk, as npm start keeps it',
-  'disk-nosync': 'on disk without a flush per write, as npm start keeps it with DYNAMODB_LOCAL_SYNC=off',
+  disk: 'on disk, flushing every write (DYNAMODB_LOCAL_SYNC=full)',
+  'disk-nosync': "on disk without a flush per write (DYNAMODB_LOCAL_SYNC=off, npm start's default where libeatmydata is installed)",
   memory: 'in memory',
 };
 
@@ -131,6 +133,7 @@ export async function startHttpSystem(options: { countCalls: boolean; storage: H
   const dynamoPid = dynamo.process.pid ?? 0;
   return {
     url: started.url,
+    token: started.token,
     successes: watchSuccesses(started),
     client: createClient({ url: started.url, token: started.token, retries: 3 }),
     dynamo,

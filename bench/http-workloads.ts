@@ -32,14 +32,14 @@ export interface HttpWorkloadResult {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What the sink saw: every start of every job, by id. */
-interface Sink {
+export interface Sink {
   url: string;
   secret: string | undefined;
   startsMs: Map<string, number[]>;
   close(): Promise<void>;
 }
 
-async function startSink(): Promise<Sink> {
+export async function startSink(): Promise<Sink> {
   const startsMs = new Map<string, number[]>();
   const sink: Sink = { url: '', secret: undefined, startsMs, close: async () => undefined };
   // The secret is known only once the type exists, which needs the sink's URL: it is read per request.
@@ -56,7 +56,7 @@ async function startSink(): Promise<Sink> {
   return sink;
 }
 
-async function defineTypes(client: QueueClient, runId: string, sink: Sink) {
+export async function defineTypes(client: QueueClient, runId: string, sink: Sink) {
   const echo = `${runId}-echo`;
   const http = `${runId}-http`;
   await client.defineType(echo, { target: { kind: 'handler', name: 'echo' } });

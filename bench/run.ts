@@ -341,10 +341,13 @@ async function main(): Promise<number> {
   }
   const httpSummaries = Object.values(http?.workloads ?? {}).map((results) => summariseHttp(results, median));
   const httpCeilings = { putJobsPerS: median(http?.putCeilingJobsPerS ?? []), diskJobsPerS: median(http?.diskCeilingJobsPerS ?? []) };
-  if (http) console.log(`\n${httpTables(httpSummaries, httpCeilings, http.callsPerJob, table)}`);
+  if (http) console.log(`\n${httpTables(httpSummaries, httpCeilings, http.callsPerJob, table, http.overload)}`);
   machine.loadAverageAtStart = machine.loadAverageAtStart.map((l) => Number(l.toFixed(2)));
   console.log(`\nload average at start ${machine.loadAverageAtStart.join(' ')}, at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  const failures = [...summaries, ...scaleSummaries, ...httpSummaries].filter((s) => s.duplicates > 0 || s.lost > 0);
+  const failures = [
+    ...[...summaries, ...scaleSummaries, ...httpSummaries].filter((s) => s.duplicates > 0 || s.lost > 0).map((s) => s.workload),
+    ...(http?.overload ?? []).flatMap((run, index) => (run.levels.some((level) => level.serverErrors > 0 || level.lost > 0 || level.duplicates > 0) ? [`HTTP-overload run ${index + 1} (5xx, lost or duplicates)`] : [])),
+  ];
   const outDir = join(dirname(fileURLToPath(import.meta.url)), 'results');
   await mkdir(outDir, { recursive: true });
   const outFile = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
@@ -354,7 +357,7 @@ async function main(): Promise<number> {
   );
   console.log(`\nwrote ${outFile}`);
   if (failures.length > 0) {
-    console.error(`FAILURE: duplicates or lost jobs in ${failures.map((s) => s.workload).join(', ')}`);
+    console.error(`FAILURE: duplicates or lost jobs in ${failures.join(', ')}`);
     return 1;
   }
   return 0;
