@@ -8,12 +8,13 @@
 import type { AttemptEnd, ClaimGuard } from '../domain/attempts.js';
 import type { HeldSlots, Job, WorkerIdentity } from '../domain/job.js';
 import { itemToJob } from './items.js';
-import { correlationItemKey, jobKey, type IndexKey } from './keys.js';
+import { correlationPartition, jobKey, type IndexKey, type ItemKey } from './keys.js';
 import {
   putItem,
   updateItem,
   type Item,
   type PutParams,
+  type QueryParams,
   type StoreContext,
   type TransactItem,
   type UpdateParams,
@@ -52,10 +53,19 @@ export function correlatedJobItems(tableName: string, jobItem: Item, pointerItem
   ];
 }
 
-/** Deletes the pointer of a correlation key while it still names the holder that was read. */
-export function releaseCorrelationParams(correlationKey: string, holdToken: string) {
+/** Every pointer of a correlation key, of every type, read consistently: a holder written just before is found. */
+export function correlationPointersQuery(correlationKey: string): QueryParams {
   return {
-    Key: correlationItemKey(correlationKey),
+    KeyConditionExpression: 'pk = :partition',
+    ExpressionAttributeValues: { ':partition': correlationPartition(correlationKey) },
+    ConsistentRead: true,
+  };
+}
+
+/** Deletes the pointer of a correlation key, kept at `pointerKey`, while it still names the holder that was read. */
+export function releaseCorrelationParams(pointerKey: ItemKey, holdToken: string) {
+  return {
+    Key: pointerKey,
     ConditionExpression: 'holdToken = :holder',
     ExpressionAttributeValues: { ':holder': holdToken },
   };
