@@ -365,6 +365,21 @@ describe('what a key that may not read its type is answered (finding 6)', () => 
   });
 });
 
+describe('what a key that manages schedules but may not read their type is answered', () => {
+  test("pausing and resuming answer without the data of the schedule's jobs, nor the job its last fire made", async () => {
+    expect((await admin.put('/v1/schedules/alpha-data', { cron: '* * * * *', job_type: 'alpha', data: { card: 'alpha-card-777' }, throttle_key: 'eu' })).status).toBe(201);
+    for (const action of ['pause', 'resume']) {
+      const response = await send(keys.get('schedule')!, { method: 'POST', path: `/v1/schedules/alpha-data/${action}` });
+      expect(response.status).toBe(200);
+      expect(response.json).toMatchObject({ name: 'alpha-data', job_type: 'alpha', data: null, throttle_key: null });
+      expect(response.text).not.toContain('alpha-card-777');
+    }
+    const reader = await send(keys.get('every scope on alpha')!, { method: 'POST', path: '/v1/schedules/alpha-data/pause' });
+    expect(reader.json.data).toEqual({ card: 'alpha-card-777' });
+    expect((await admin.delete('/v1/schedules/alpha-data')).status).toBe(200);
+  });
+});
+
 describe('correlation keys across types (finding 7)', () => {
   test("a key for alpha cannot squat the correlation key a bravo job will need: bravo's enqueue still succeeds", async () => {
     const farFuture = new Date(queue.clock.nowMs() + 365 * 86_400_000).toISOString();

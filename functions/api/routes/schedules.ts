@@ -37,6 +37,17 @@ function withJobStatus(body: Record<string, unknown>, status: string | undefined
   return { ...body, last_fire: lastFire && { ...lastFire, job_status: status ?? null } };
 }
 
+/**
+ * A schedule as the caller may see it: to a key that manages the type's schedules but may not read the type,
+ * without the data of the jobs it makes nor the job its last fire made (as jobAnswer withholds a job's).
+ */
+function scheduleAnswer(schedule: Schedule, principal: Principal | undefined): Record<string, unknown> {
+  const body = scheduleToApi(schedule, UPCOMING_FIRES_SHOWN);
+  if (mayRead(principal, schedule.jobType)) return body;
+  const lastFire = body.last_fire as Record<string, unknown> | null;
+  return { ...body, data: null, throttle_key: null, last_fire: lastFire && { ...lastFire, job_id: null } };
+}
+
 export function scheduleRoutes({ ctx, jobTypes }: RouteDeps) {
   /** The schedule, once the caller may `action` schedules of its type; one of a type the caller holds no scope on is missing to it. */
   const scheduleFor = async (event: HttpEvent, principal: Principal | undefined, action: ScopeAction): Promise<Schedule> => {
@@ -64,7 +75,7 @@ export function scheduleRoutes({ ctx, jobTypes }: RouteDeps) {
       }
       if (existing) assertAllowed(principal, 'schedule', existing.jobType);
       const { schedule, created } = await putSchedule(ctx, name, definition, jobType);
-      return json(created ? 201 : 200, scheduleToApi(schedule, UPCOMING_FIRES_SHOWN));
+      return json(created ? 201 : 200, scheduleAnswer(schedule, principal));
     },
     listSchedules: async (event, principal) => {
       const query = parseWith(listSchedulesQuerySchema, event.queryStringParameters ?? {});
@@ -88,11 +99,11 @@ export function scheduleRoutes({ ctx, jobTypes }: RouteDeps) {
     },
     pauseSchedule: async (event, principal) => {
       const schedule = await scheduleFor(event, principal, 'schedule');
-      return json(200, scheduleToApi(await setSchedulePaused(ctx, schedule.name, true), UPCOMING_FIRES_SHOWN));
+      return json(200, scheduleAnswer(await setSchedulePaused(ctx, schedule.name, true), principal));
     },
     resumeSchedule: async (event, principal) => {
       const schedule = await scheduleFor(event, principal, 'schedule');
-      return json(200, scheduleToApi(await setSchedulePaused(ctx, schedule.name, false), UPCOMING_FIRES_SHOWN));
+      return json(200, scheduleAnswer(await setSchedulePaused(ctx, schedule.name, false), principal));
     },
   } satisfies Record<string, Route>;
 }
