@@ -69,7 +69,7 @@ const contendedError = (correlationKey: string) =>
   ]);
 
 /**
- * Writes the job and the `CORR#<type>#<key>` item pointing at it in one transaction.
+ * Writes the job and the type's pointer item in the key's partition, naming it, in one transaction.
  * The pointer is written only where none exists, or, when the job it names is
  * terminal or gone, in place of exactly the pointer that was read (its
  * `holdToken`): of two enqueues racing for one key, one wins and the other

@@ -34,7 +34,7 @@ export function newJobParams(item: Item): PutParams {
 }
 
 /**
- * A new job and the `CORR#<key>` pointer naming it, for one transaction. The pointer is written where none
+ * A new job and its type's pointer of the correlation key, naming it, for one transaction. The pointer is written where none
  * exists, or in place of exactly the pointer that was read (its `holdToken`).
  */
 export function correlatedJobItems(tableName: string, jobItem: Item, pointerItem: Item, replacingHoldToken: string | undefined): TransactItem[] {

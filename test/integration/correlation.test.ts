@@ -1,6 +1,6 @@
 /**
- * Correlation keys (DESIGN §5): a key is held by at most one job that has not
- * finished, and `POST /v1/callbacks/{correlation_key}` ends the current
+ * Correlation keys (DESIGN §5): a key is held by at most one job of a type that
+ * has not finished, and `POST /v1/callbacks/{correlation_key}` ends the current
  * attempt of that job exactly as its status callback would.
  */
 import { setTimeout as delay } from 'node:timers/promises';
