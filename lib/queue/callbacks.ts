@@ -88,9 +88,9 @@ export async function findActiveCorrelatedJob(
       return job === undefined || isTerminal(job.status) || job.correlationKey !== correlationKey ? [] : [{ job, pointer }];
     }),
   );
-  // An untyped pointer from before and the typed one of a later holder never name one job: its enqueue found the
-  // untyped one's job finished. Still, a job is one holder however many pointers name it.
-  const holders = [...new Map(held.flat().map((found) => [`${found.job.type}\u0000${found.job.id}`, found] as const)).values()];
+  // One holder per type at most: an untyped pointer from before holds its type's key, so no typed pointer of
+  // that type names another unfinished job, and a retried enqueue of its own job writes none.
+  const holders = held.flat();
   if (holders.length > 1) {
     const named = holders.map(({ job }) => job.type).sort().join(', ');
     throw new ConflictError(
