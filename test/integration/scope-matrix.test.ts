@@ -39,7 +39,10 @@ let admin: ApiClient;
 let bravoOperationId: string;
 let bravoKeyId: string;
 
-/** Only for alpha, one key per kind of scope, and one with every scope on alpha. */
+/**
+ * Only for alpha, one key per kind of scope (lib/domain/api-key.ts), and one with every scope on alpha. `admin`
+ * and `<action>:*` cover every type: for them there is no other type to keep apart.
+ */
 const SCOPE_KINDS = {
   read: ['read:alpha'],
   enqueue: ['enqueue:alpha'],
