@@ -292,6 +292,18 @@ describe('the scope matrix', () => {
   });
 });
 
+describe('job listings of a lane all types share', () => {
+  test("paging alpha's awaiting jobs one at a time gives no cursor that names a bravo job, though their claims share a lane", async () => {
+    for (const id of ['lane-1', 'lane-2', 'lane-3']) {
+      expect((await admin.put(`/v1/jobs/alpha/${id}`, { data: 1 })).status).toBe(201);
+      await awaitCallback('alpha', id);
+    }
+    const pages = await everyPage(keys.get('read')!, { method: 'GET', path: '/v1/jobs/alpha?status=awaiting_callback&limit=1' });
+    expect(pages.flatMap((page) => page.json.jobs.map((job: { id: string }) => job.id))).toEqual(['lane-1', 'lane-2', 'lane-3']);
+    for (const page of pages) expect(leakedSecrets(withDecodedCursors(page), { method: 'GET', path: '' })).toEqual([]);
+  });
+});
+
 describe('schedules and operations of another type (finding 4)', () => {
   test("paging GET /v1/schedules?limit=1 with read:alpha gives no cursor that decodes to another type's schedule or fire time", async () => {
     const pages = await everyPage(keys.get('read')!, { method: 'GET', path: '/v1/schedules?limit=1' });
