@@ -21,8 +21,9 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       // The correlation callback drops the pointer of the job it finished; a schedule is deleted.
       DeleteItem: ['correlation', 'schedule'],
       BatchGetItem: ['job', 'jobType', 'apiKey', 'roster', 'schedule'],
-      // Stats and listings look ahead through the bucket directory; the dashboard reads the metrics history.
-      Query: ['directory', 'metrics'],
+      // Stats and listings look ahead through the bucket directory; the dashboard reads the metrics history; the
+      // correlation callback reads a key's pointers, one per type holding it.
+      Query: ['directory', 'metrics', 'correlation'],
     },
     queriesDueIndex: true,
   },

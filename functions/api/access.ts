@@ -2,10 +2,11 @@
  * Authorisation in the api function: the authorizer has said who the caller is
  * (its context); this decides, per route, whether that caller may act.
  */
-import { scopeAllows, type ScopeAction } from '../../lib/domain/api-key.js';
+import { SCOPE_ACTIONS, scopeAllows, type ScopeAction } from '../../lib/domain/api-key.js';
 import { ConflictError, ForbiddenError, UnauthorizedError } from '../../lib/domain/errors.js';
-import { JOB_ID_PATTERN } from '../../lib/domain/job.js';
+import { JOB_ID_PATTERN, type Job } from '../../lib/domain/job.js';
 import { JOB_TYPE_NAME_PATTERN } from '../../lib/domain/job-type.js';
+import { jobToApi } from '../../lib/wire/jobs.js';
 import { principalFromContext, type Principal } from '../shared/principal.js';
 import type { HttpEvent } from '../shared/http.js';
 import { pathParam } from './http.js';
@@ -76,4 +77,41 @@ export function assertCallbackAttempt(principal: Principal | undefined, attempt:
   if (principal?.kind === 'callback_token' && principal.attempt !== attempt) {
     throw new ConflictError(`the callback token was issued for attempt ${principal.attempt}, not attempt ${attempt}`);
   }
+}
+
+/**
+ * Whether the caller holds any scope on `type`, so the type is no secret to it: a route that finds a resource
+ * of a type the caller holds no scope on answers exactly as if there were none (404), and names no type.
+ */
+export function holdsScopeOn(principal: Principal | undefined, type: string): boolean {
+  return principal?.kind === 'key' && SCOPE_ACTIONS.some((action) => scopeAllows(principal.scopes, action, type));
+}
+
+/** Whether the caller may read what `type`'s jobs and schedules hold: a key with `read:<type>` (or `read:*`, or admin), never a callback token. */
+export function mayRead(principal: Principal | undefined, type: string): boolean {
+  return principal?.kind === 'key' && scopeAllows(principal.scopes, 'read', type);
+}
+
+/**
+ * A job as the caller may see it. Routes that act on a job without reading it (enqueue-only keys cancel,
+ * change and replay, callback keys and tokens report) answer in the job's shape, but a caller that may not
+ * read the type gets none of what the job holds or what its runs said: its data, result, progress, attempts,
+ * changes, and the keys derived from its data or naming other callers are withheld (null or empty).
+ */
+export function jobAnswer(job: Job, principal: Principal | undefined): Record<string, unknown> {
+  const whole = jobToApi(job);
+  if (mayRead(principal, job.type)) return whole;
+  return {
+    ...whole,
+    data: null,
+    result: null,
+    progress: null,
+    history: [],
+    history_dropped: 0,
+    changes: [],
+    changes_dropped: 0,
+    throttle_key: null,
+    correlation_key: null,
+    cancelled_by: null,
+  };
 }

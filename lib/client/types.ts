@@ -171,7 +171,11 @@ export interface JobProgress {
   at: string;
 }
 
-/** A job as the API returns it, with its attempt history (oldest first). */
+/**
+ * A job as the API returns it, with its attempt history (oldest first). To a key without `read:` on the type
+ * (the answers of cancel, change, replay and callbacks), what the job holds is withheld: `data`, `result`,
+ * `progress`, `throttle_key`, `correlation_key` and `cancelled_by` are null, `history` and `changes` empty.
+ */
 export interface Job {
   id: string;
   type: string;

@@ -80,7 +80,7 @@ interface JobChoices {
   throttleKey?: string;
   /** The job's own windows, replacing its type's; absent: its type's. */
   timeWindows?: TimeWindow[];
-  /** Unique among jobs that are not terminal; a `CORR#<key>` item points at the job holding it. */
+  /** Unique among the type's jobs that are not terminal; an item of the key's `CORR#<key>` partition points at the job holding it. */
   correlationKey?: string;
   /** The schedule that made the job, at one of its fire times; absent on every other job, so they cost nothing more. */
   schedule?: string;

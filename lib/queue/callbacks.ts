@@ -4,7 +4,7 @@ import { guardOf, type AttemptEnding, type CallbackInput } from '../domain/attem
 import type { QueueContext } from './context.js';
 import { ConflictError } from '../domain/errors.js';
 import { assertJsonSize } from '../domain/json-size.js';
-import { getCorrelationPointer, type CorrelationPointer } from './correlation.js';
+import { correlationPointers, type CorrelationPointer } from './correlation.js';
 import { getJob, requireJob } from './jobs.js';
 import { releaseCorrelationKey } from './correlation.js';
 import { isTerminal, MAX_RESULT_BYTES } from '../domain/job.js';
@@ -70,21 +70,39 @@ async function completeJob(
   return ended.job;
 }
 
-/** The job that holds `correlationKey` and has not finished, with the pointer that names it; undefined when there is none. */
+/**
+ * The job that holds `correlationKey`, has not finished, and is of a type `mayCallBack` lets through, with the
+ * pointer that names it; undefined when there is none. Each type holds its own keys, so two such types may
+ * each have a holder: that is a ConflictError naming them (types the caller may call back), since the key
+ * alone does not say which is meant.
+ */
 export async function findActiveCorrelatedJob(
   ctx: QueueContext,
   correlationKey: string,
+  mayCallBack: (type: string) => boolean,
 ): Promise<{ job: Job; pointer: CorrelationPointer } | undefined> {
-  const pointer = await getCorrelationPointer(ctx, correlationKey);
-  if (pointer === undefined) return undefined;
-  const job = await getJob(ctx, pointer.type, pointer.id);
-  if (job === undefined || isTerminal(job.status) || job.correlationKey !== correlationKey) return undefined;
-  return { job, pointer };
+  const pointers = (await correlationPointers(ctx, correlationKey)).filter((pointer) => mayCallBack(pointer.type));
+  const held = await Promise.all(
+    pointers.map(async (pointer) => {
+      const job = await getJob(ctx, pointer.type, pointer.id);
+      return job === undefined || isTerminal(job.status) || job.correlationKey !== correlationKey ? [] : [{ job, pointer }];
+    }),
+  );
+  // One holder per type at most: an untyped pointer from before holds its type's key, so no typed pointer of
+  // that type names another unfinished job, and a retried enqueue of its own job writes none.
+  const holders = held.flat();
+  if (holders.length > 1) {
+    const named = holders.map(({ job }) => job.type).sort().join(', ');
+    throw new ConflictError(
+      `correlation_key "${correlationKey}" is held by unfinished jobs of several types (${named}): report by job, at its callback_url or POST /v1/jobs/{type}/{id}`,
+    );
+  }
+  return holders[0];
 }
 
 /**
  * Ends the current attempt of a job found by its correlation key, as a status
- * callback does. When the job is then terminal, its `CORR#<key>` item is
+ * callback does. When the job is then terminal, the pointer that named it is
  * deleted, on condition it still names this holder; if that delete is lost,
  * the next enqueue with the key takes the stale item over.
  */
@@ -100,7 +118,7 @@ export async function completeCorrelatedJob(
   const ended = await completeJob(ctx, jobType, job, input, customPolicies);
   if (isTerminal(ended.status) && job.correlationKey !== undefined) {
     // Best effort, so a job already completed is never answered with an error.
-    await releaseCorrelationKey(ctx, job.correlationKey, pointer);
+    await releaseCorrelationKey(ctx, pointer);
   }
   return ended;
 }

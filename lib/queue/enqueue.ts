@@ -14,7 +14,7 @@ import { requireJob, sameJobOrConflict } from './jobs.js';
 /**
  * Enqueues a job, idempotent on (type, id): the same body again returns the
  * stored job with `created: false`; a different body is a ConflictError, and
- * so is a correlation key another unfinished job holds. The job is due at the
+ * so is a correlation key another unfinished job of its type holds. The job is due at the
  * first instant inside its time windows at or after the requested `run_after`
  * (or now).
  */

@@ -94,10 +94,34 @@ function decodeCursor(cursor: string): SchedulePosition {
   throw new ValidationError([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
 }
 
-/** A page of schedules, next to fire first (then ended, then paused ones), with a cursor to the next page. */
-export async function listSchedules(ctx: QueueContext, options: { limit: number; cursor?: string }): Promise<{ schedules: Schedule[]; nextCursor?: string }> {
-  const page = await pageOfSchedules(ctx, options.limit, options.cursor !== undefined ? decodeCursor(options.cursor) : undefined);
-  return { schedules: page.schedules, ...(page.last ? { nextCursor: encodeCursor(page.last) } : {}) };
+/** How many schedules a listing reads at a time at most while it passes over schedules it does not show. */
+const SCHEDULES_READ_AT_MOST = 100;
+
+/**
+ * A page of the schedules `visible` lets through, next to fire first (then ended, then paused), with a cursor
+ * to the next page. The filter runs before the page is cut, and the cursor is the position of the page's last
+ * schedule, so neither the page nor its cursor tells anything of the schedules left out; a page may read past
+ * many of them to fill up.
+ */
+export async function listSchedules(
+  ctx: QueueContext,
+  options: { limit: number; cursor?: string; visible: (schedule: Schedule) => boolean },
+): Promise<{ schedules: Schedule[]; nextCursor?: string }> {
+  const { limit, visible } = options;
+  const found: { schedule: Schedule; position: SchedulePosition }[] = [];
+  let after = options.cursor !== undefined ? decodeCursor(options.cursor) : undefined;
+  // One schedule past the page tells whether another page follows; reads grow while they find few to show.
+  let readSize = limit + 1;
+  while (found.length <= limit) {
+    const page = await pageOfSchedules(ctx, readSize, after);
+    found.push(...page.schedules.filter(({ schedule }) => visible(schedule)));
+    if (!page.last) break;
+    after = page.last;
+    readSize = Math.min(readSize * 2, Math.max(limit + 1, SCHEDULES_READ_AT_MOST));
+  }
+  const shown = found.slice(0, limit);
+  const last = shown.at(-1);
+  return { schedules: shown.map(({ schedule }) => schedule), ...(found.length > limit && last ? { nextCursor: encodeCursor(last.position) } : {}) };
 }
 
 /** The status of the job each schedule's last fire made, by schedule name (none for a schedule whose job is gone or that made none). */

@@ -10,12 +10,13 @@ import { CHANGES_LIMIT, type HeldSlots, type Job, type JobChangeRecord, type Wor
 import { DYNAMODB_ITEM_LIMIT_BYTES, dynamoItemBytes } from '../domain/json-size.js';
 import { MAX_PROGRESS_BYTES } from '../domain/progress.js';
 import { itemToJob, jobToItem } from './items.js';
-import { correlationItemKey, jobKey, type IndexKey } from './keys.js';
+import { correlationPartition, jobKey, type IndexKey, type ItemKey } from './keys.js';
 import {
   putItem,
   updateItem,
   type Item,
   type PutParams,
+  type QueryParams,
   type StoreContext,
   type TransactItem,
   type UpdateParams,
@@ -35,7 +36,7 @@ export function newJobParams(item: Item): PutParams {
 }
 
 /**
- * A new job and the `CORR#<key>` pointer naming it, for one transaction. The pointer is written where none
+ * A new job and its type's pointer of the correlation key, naming it, for one transaction. The pointer is written where none
  * exists, or in place of exactly the pointer that was read (its `holdToken`).
  */
 export function correlatedJobItems(tableName: string, jobItem: Item, pointerItem: Item, replacingHoldToken: string | undefined): TransactItem[] {
@@ -54,10 +55,19 @@ export function correlatedJobItems(tableName: string, jobItem: Item, pointerItem
   ];
 }
 
-/** Deletes the pointer of a correlation key while it still names the holder that was read. */
-export function releaseCorrelationParams(correlationKey: string, holdToken: string) {
+/** Every pointer of a correlation key, of every type, read consistently: a holder written just before is found. */
+export function correlationPointersQuery(correlationKey: string): QueryParams {
   return {
-    Key: correlationItemKey(correlationKey),
+    KeyConditionExpression: 'pk = :partition',
+    ExpressionAttributeValues: { ':partition': correlationPartition(correlationKey) },
+    ConsistentRead: true,
+  };
+}
+
+/** Deletes the pointer of a correlation key, kept at `pointerKey`, while it still names the holder that was read. */
+export function releaseCorrelationParams(pointerKey: ItemKey, holdToken: string) {
+  return {
+    Key: pointerKey,
     ConditionExpression: 'holdToken = :holder',
     ExpressionAttributeValues: { ':holder': holdToken },
   };

@@ -200,9 +200,27 @@ export function cursorKey(lane: Lane, shard: number): ItemKey {
   return { pk: `${PARTITION_PREFIX.cursor}${laneName(lane)}#${shard}`, sk: 'CURSOR' };
 }
 
-/** Points at the job that holds a correlation key (see `enqueueJob`). */
-export function correlationItemKey(correlationKey: string): ItemKey {
-  return { pk: `${PARTITION_PREFIX.correlation}${correlationKey}`, sk: 'CORR' };
+/**
+ * A correlation key's pointers sit in one partition, one item per job type holding the key (`TYPE#<type>`):
+ * keys are unique per type, so a type's key can be neither taken nor probed through another type, and the
+ * correlation callback finds the holders among the caller's types with one query.
+ */
+export function correlationPartition(correlationKey: string): string {
+  return `${PARTITION_PREFIX.correlation}${correlationKey}`;
+}
+
+/** Points at the job of `type` that holds a correlation key (see `enqueueJob`). */
+export function correlationItemKey(type: string, correlationKey: string): ItemKey {
+  return { pk: correlationPartition(correlationKey), sk: `TYPE#${type}` };
+}
+
+/**
+ * Where the pointer was kept when keys were unique across types, naming its job's type inside. No write makes
+ * one any more; those a table still holds are honoured until their jobs finish and a new holder of the key
+ * in their type is written beside them.
+ */
+export function untypedCorrelationItemKey(correlationKey: string): ItemKey {
+  return { pk: correlationPartition(correlationKey), sk: 'CORR' };
 }
 
 /** Where the bucket directory records a lane's buckets ahead of now (see queue/directory.ts). */

@@ -61,12 +61,12 @@ export interface SchedulePosition {
   name: string;
 }
 
-/** A page of schedules in index order (next fire first, then ended, then paused), from after `after`. */
+/** A page of schedules in index order (next fire first, then ended, then paused), from after `after`, each with its position. */
 export async function pageOfSchedules(
   ctx: StoreContext,
   limit: number,
   after: SchedulePosition | undefined,
-): Promise<{ schedules: Schedule[]; last?: SchedulePosition }> {
+): Promise<{ schedules: { schedule: Schedule; position: SchedulePosition }[]; last?: SchedulePosition }> {
   const startKey: Item | undefined = after && { ...scheduleKey(after.name), gsi1pk: SCHEDULES_PARTITION, gsi1sk: after.gsi1sk };
   const page = await queryPage(
     ctx,
@@ -78,10 +78,12 @@ export async function pageOfSchedules(
     },
     startKey,
   );
-  const entries = page.Items ?? [];
-  const names = entries.map((entry) => parseSchedulePk(String(entry.pk)));
-  const byName = new Map((await batchGetItems(ctx, names.map(scheduleKey))).map(itemToSchedule).map((schedule) => [schedule.name, schedule]));
-  const schedules = names.flatMap((name) => byName.get(name) ?? []);
-  const lastEntry = entries.at(-1);
-  return page.LastEvaluatedKey && lastEntry ? { schedules, last: { gsi1sk: String(lastEntry.gsi1sk), name: names.at(-1)! } } : { schedules };
+  const positions = (page.Items ?? []).map((entry) => ({ gsi1sk: String(entry.gsi1sk), name: parseSchedulePk(String(entry.pk)) }));
+  const byName = new Map((await batchGetItems(ctx, positions.map(({ name }) => scheduleKey(name)))).map(itemToSchedule).map((schedule) => [schedule.name, schedule]));
+  const schedules = positions.flatMap((position) => {
+    const schedule = byName.get(position.name);
+    return schedule ? [{ schedule, position }] : [];
+  });
+  const last = positions.at(-1);
+  return page.LastEvaluatedKey && last ? { schedules, last } : { schedules };
 }

@@ -1,6 +1,6 @@
 /**
- * Correlation keys (DESIGN §5): a key is held by at most one job that has not
- * finished, and `POST /v1/callbacks/{correlation_key}` ends the current
+ * Correlation keys (DESIGN §5): a key is held by at most one job of a type that
+ * has not finished, and `POST /v1/callbacks/{correlation_key}` ends the current
  * attempt of that job exactly as its status callback would.
  */
 import { setTimeout as delay } from 'node:timers/promises';
@@ -53,7 +53,11 @@ async function awaitingJob(type: string, id: string, key: string): Promise<void>
   expect(await claimAndRun(type, id)).toBe('awaiting_callback');
 }
 
-const pointerItems = (key: string) => itemsWithPk(api().queue, correlationItemKey(key).pk);
+/** The pointer of `type`'s holder of `key` (the key's partition holds one per type). */
+async function pointerItems(key: string, type = 'hooks'): Promise<Record<string, unknown>[]> {
+  const itemKey = correlationItemKey(type, key);
+  return (await itemsWithPk(api().queue, itemKey.pk)).filter((item) => item.sk === itemKey.sk);
+}
 
 describe('enqueue with a correlation_key', () => {
   test('the key is stored and returned with the job', async () => {
@@ -82,12 +86,12 @@ describe('enqueue with a correlation_key', () => {
     expect(await pointerItems('k2')).toEqual([]);
   });
 
-  test('a second unfinished job with the same key, of any type, is 409 naming correlation_key and changes nothing', async () => {
+  test('a second unfinished job with the same key, of its type, is 409 naming correlation_key and changes nothing', async () => {
     const { api: client, queue } = api();
     await awaitingJob('hooks', 'j1', 'shared');
     expect((await client.put('/v1/jobs/hooks/j2', { data: 2, correlation_key: 'other' })).status).toBe(201);
     const before = await tableItems(queue);
-    for (const [type, id] of [['hooks', 'j3'], ['orders', 'j3']] as const) {
+    for (const [type, id] of [['hooks', 'j3'], ['hooks', 'j4']] as const) {
       const response = await client.put(`/v1/jobs/${type}/${id}`, { data: 3, correlation_key: 'shared' });
       expect(response.status).toBe(409);
       expect(response.body.error.code).toBe('conflict');
@@ -98,18 +102,26 @@ describe('enqueue with a correlation_key', () => {
     expect(await tableItems(queue)).toEqual(before);
   });
 
+  test("another type's unfinished job may hold the same key: keys are unique per type", async () => {
+    const { api: client } = api();
+    await awaitingJob('hooks', 'j1', 'shared');
+    expect((await client.put('/v1/jobs/orders/j1', { data: 1, correlation_key: 'shared' })).status).toBe(201);
+    expect(await pointerItems('shared', 'orders')).toEqual([expect.objectContaining({ jobType: 'orders', jobId: 'j1' })]);
+    expect(await pointerItems('shared', 'hooks')).toEqual([expect.objectContaining({ jobType: 'hooks', jobId: 'j1' })]);
+  });
+
   test('a queued job holds its key too', async () => {
     const { api: client } = api();
     expect((await client.put('/v1/jobs/hooks/j1', { correlation_key: 'k' })).status).toBe(201);
-    expect((await client.post('/v1/jobs/orders', { correlation_key: 'k' })).status).toBe(409);
+    expect((await client.post('/v1/jobs/hooks', { correlation_key: 'k' })).status).toBe(409);
   });
 
   test('a key is free again once its job is cancelled, and the pointer then names the new job', async () => {
     const { api: client } = api();
     expect((await client.put('/v1/jobs/hooks/j1', { correlation_key: 'k' })).status).toBe(201);
     expect((await client.delete('/v1/jobs/hooks/j1')).status).toBe(200);
-    expect((await client.put('/v1/jobs/orders/j2', { correlation_key: 'k' })).status).toBe(201);
-    expect(await pointerItems('k')).toEqual([expect.objectContaining({ jobType: 'orders', jobId: 'j2' })]);
+    expect((await client.put('/v1/jobs/hooks/j2', { correlation_key: 'k' })).status).toBe(201);
+    expect(await pointerItems('k')).toEqual([expect.objectContaining({ jobType: 'hooks', jobId: 'j2' })]);
     // The cancelled job keeps its key as a record; enqueueing it again is still the same job.
     expect((await client.put('/v1/jobs/hooks/j1', { correlation_key: 'k' })).status).toBe(200);
   });
@@ -160,10 +172,10 @@ describe('enqueues racing for one key', () => {
 
   async function race(): Promise<{ created: Job[]; conflicts: number }> {
     const { ctx } = api().queue;
-    const types = [await requireJobType(ctx, 'hooks'), await requireJobType(ctx, 'orders')];
+    const jobType = await requireJobType(ctx, 'hooks');
     const outcomes = await Promise.allSettled(
       Array.from({ length: RACERS }, (_, i) =>
-        enqueueJob(ctx, types[i % 2]!, `racer-${i}`, { data: i, priority: 100, weight: 1, correlationKey: 'contested' }),
+        enqueueJob(ctx, jobType, `racer-${i}`, { data: i, priority: 100, weight: 1, correlationKey: 'contested' }),
       ),
     );
     const created = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' && outcome.value.created ? [outcome.value.job] : []));
@@ -174,7 +186,7 @@ describe('enqueues racing for one key', () => {
 
   async function storedRacers(): Promise<Job[]> {
     const { ctx } = api().queue;
-    const jobs = await Promise.all(Array.from({ length: RACERS }, (_, i) => getJob(ctx, i % 2 === 0 ? 'hooks' : 'orders', `racer-${i}`)));
+    const jobs = await Promise.all(Array.from({ length: RACERS }, (_, i) => getJob(ctx, 'hooks', `racer-${i}`)));
     return jobs.filter((job) => job !== undefined);
   }
 
@@ -344,7 +356,7 @@ describe('POST /v1/callbacks/{correlation_key} without attempt', () => {
     const { api: client, queue } = api();
     const { ctx } = queue;
     await awaitingJob('hooks', 'j1', 'k');
-    const found = await findActiveCorrelatedJob(asFunction(ctx, 'api'), 'k');
+    const found = await findActiveCorrelatedJob(asFunction(ctx, 'api'), 'k', (type) => type === 'hooks');
     expect(found?.job.attempt).toBe(1);
     // Between the callback's read and its write, attempt 1 fails and attempt 2 is claimed.
     expect((await client.post('/v1/jobs/hooks/j1', { status: 'failed', attempt: 1 })).body.status).toBe('queued');

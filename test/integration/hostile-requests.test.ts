@@ -97,7 +97,7 @@ const CASES: Case[] = [
   { name: 'a correlation key of 257 characters', method: 'POST', path: `/v1/callbacks/${'k'.repeat(257)}`, who: 'admin', body: json({ status: 'succeeded', attempt: 1 }), status: 400, code: 'invalid_request', field: 'correlation_key' },
   { name: 'a correlation callback for an attempt of a queued job', method: 'POST', path: '/v1/callbacks/inv-key', who: 'admin', body: json({ status: 'succeeded', attempt: 1 }), status: 409, code: 'conflict' },
   { name: 'a correlation_key with a space in an enqueue', method: 'PUT', path: '/v1/jobs/emails/ck1', who: 'admin', body: json({ correlation_key: 'a b' }), status: 400, code: 'invalid_request', field: 'correlation_key' },
-  { name: "enqueue:emails taking an invoices job's correlation key", method: 'PUT', path: '/v1/jobs/emails/ck2', who: 'enqueueEmails', body: json({ correlation_key: 'inv-key' }), status: 409, code: 'conflict', field: 'correlation_key' },
+  { name: "enqueue:* taking the correlation key an unfinished invoices job holds, for another invoices job", method: 'PUT', path: '/v1/jobs/invoices/ck2', who: 'enqueueAll', body: json({ correlation_key: 'inv-key' }), status: 409, code: 'conflict', field: 'correlation_key' },
 
   // Batch enqueue and /jobber/queue: the rights of enqueueing that type.
   { name: 'a batch without a key', method: 'POST', path: '/v1/jobs/emails/batch', who: 'none', body: json({ jobs: [{ id: 'b0' }] }), status: 401, gateway: 'Unauthorized' },

@@ -149,7 +149,7 @@ describe('partition families', () => {
     ['roster', rosterKey('poller#p1')],
     ['metrics', metricsKey('emails', 29_000_000)],
     ['cursor', cursorKey({ kind: 'claims' }, 0)],
-    ['correlation', correlationItemKey('order-7')],
+    ['correlation', correlationItemKey('emails', 'order-7')],
     ['directory', directoryKey({ kind: 'queued', type: 'emails' }, 100)],
   ];
 

@@ -155,8 +155,8 @@ describe('least privilege', () => {
     }
   });
 
-  test('the api may query the bucket directory and the metrics history, the base table partitions stats and the dashboard read', () => {
-    expect(tableGrantsOf('api').items.Query).toEqual(['directory', 'metrics']);
+  test("the api may query the bucket directory, the metrics history and a correlation key's pointers, the base table partitions stats, the dashboard and the correlation callback read", () => {
+    expect(tableGrantsOf('api').items.Query).toEqual(['directory', 'metrics', 'correlation']);
   });
 
   test('the worker may put bucket directory entries and no other item', () => {

@@ -1,16 +1,16 @@
 /** Status callbacks and heartbeats: a downstream reports on the attempt it was handed. */
-import { scopeAllows } from '../../../lib/domain/api-key.js';
 import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, heartbeatJob } from '../../../lib/queue/callbacks.js';
 import { NotFoundError } from '../../../lib/domain/errors.js';
 import { CORRELATION_KEY_PATTERN, type Job } from '../../../lib/domain/job.js';
-import { jobToApi } from '../../../lib/wire/jobs.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import { createMetricsRecorder } from '../../../lib/queue/metrics-history.js';
 import { finishedOutcomeOfStatus } from '../../../lib/domain/metrics.js';
 import { callbackInputOf, callbackSchema, correlationCallbackSchema, heartbeatSchema } from '../../../lib/wire/api-requests.js';
 import { json, type HttpResponse } from '../../shared/http.js';
 import { log } from '../../shared/log.js';
-import { assertCallbackAttempt } from '../access.js';
+import type { Principal } from '../../shared/principal.js';
+import { scopeAllows } from '../../../lib/domain/api-key.js';
+import { assertCallbackAttempt, jobAnswer } from '../access.js';
 import { parseJsonBody, pathParam } from '../http.js';
 import { jobId, typeName, type Route, type RouteDeps } from './route.js';
 
@@ -20,12 +20,12 @@ export function callbackRoutes({ ctx, registry, jobTypes }: RouteDeps) {
   // may freeze the container as soon as the answer is out; counts held back go out with a trailing write.
   // A write that fails is logged and fails nothing.
   const history = createMetricsRecorder(ctx, (error) => log('warn', 'could not write the metrics history', { error }));
-  const counted = async (job: Job): Promise<HttpResponse> => {
+  const counted = async (job: Job, principal: Principal | undefined): Promise<HttpResponse> => {
     const finished = finishedOutcomeOfStatus(job.status);
     if (finished) history.recordFinished(job.type, finished, ctx.nowMs());
     history.flushSoon();
     await history.settled();
-    return json(200, jobToApi(job));
+    return json(200, jobAnswer(job, principal));
   };
 
   return {
@@ -34,26 +34,24 @@ export function callbackRoutes({ ctx, registry, jobTypes }: RouteDeps) {
       const body = parseWith(callbackSchema, parseJsonBody(event));
       assertCallbackAttempt(principal, body.attempt);
       const jobType = await jobTypes.require(typeName(event));
-      return counted(await completeFromCallback(ctx, jobType, id, callbackInputOf(body), registry.retryPolicies));
+      return counted(await completeFromCallback(ctx, jobType, id, callbackInputOf(body), registry.retryPolicies), principal);
     },
     callbackByCorrelationKey: async (event, principal) => {
       const correlationKey = pathParam(event, 'correlation_key', CORRELATION_KEY_PATTERN);
       const body = parseWith(correlationCallbackSchema, parseJsonBody(event));
-      const found = await findActiveCorrelatedJob(ctx, correlationKey);
-      // The same answer whether no job holds the key or the caller may not call back jobs of its type,
-      // so a key cannot be used to learn about another type's jobs.
-      if (found === undefined || principal?.kind !== 'key' || !scopeAllows(principal.scopes, 'callback', found.job.type)) {
-        throw new NotFoundError(`no job that has not finished holds correlation_key "${correlationKey}"`);
-      }
+      // Only the types the key may call back are looked in: another type's holder of the key is no holder to
+      // it, and answers the very 404 of a key no job holds.
+      const found = await findActiveCorrelatedJob(ctx, correlationKey, (type) => principal?.kind === 'key' && scopeAllows(principal.scopes, 'callback', type));
+      if (found === undefined) throw new NotFoundError(`no job that has not finished holds correlation_key "${correlationKey}"`);
       const jobType = await jobTypes.require(found.job.type);
-      return counted(await completeCorrelatedJob(ctx, jobType, found, callbackInputOf(body), registry.retryPolicies));
+      return counted(await completeCorrelatedJob(ctx, jobType, found, callbackInputOf(body), registry.retryPolicies), principal);
     },
     heartbeat: async (event, principal) => {
       const body = parseWith(heartbeatSchema, parseJsonBody(event));
       assertCallbackAttempt(principal, body.attempt);
       const jobType = await jobTypes.require(typeName(event));
       const job = await heartbeatJob(ctx, jobType, jobId(event), { attempt: body.attempt, extendS: body.extend_s, progress: body.progress });
-      return json(200, jobToApi(job));
+      return json(200, jobAnswer(job, principal));
     },
   } satisfies Record<string, Route>;
 }

@@ -22,6 +22,7 @@ import {
 } from '../../../lib/wire/api-requests.js';
 import { json, type HttpEvent, type HttpResponse } from '../../shared/http.js';
 import { log } from '../../shared/log.js';
+import { jobAnswer } from '../access.js';
 import { errorResult } from '../http-errors.js';
 import { MAX_BATCH_BODY_BYTES, parseJsonBody } from '../http.js';
 import { jobId, typeName, type Route, type RouteDeps } from './route.js';
@@ -97,18 +98,18 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
       const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), jobInputFromBody(jobInputSchema.parse({ data: body.payload })));
       return json(201, { 'job-id': job.id });
     },
-    replay: async (event) => {
+    replay: async (event, principal) => {
       const jobType = await jobTypes.require(typeName(event));
-      return json(201, jobToApi(await replayJob(ctx, jobType, jobId(event))));
+      return json(201, jobAnswer(await replayJob(ctx, jobType, jobId(event)), principal));
     },
     cancel: async (event, principal) =>
-      json(200, jobToApi(await cancelJob(ctx, typeName(event), jobId(event), principal?.kind === 'key' ? principal.keyId : undefined))),
+      json(200, jobAnswer(await cancelJob(ctx, typeName(event), jobId(event), principal?.kind === 'key' ? principal.keyId : undefined), principal)),
     changeJob: async (event, principal) => {
       const change = jobChangeFromBody(parseWith(jobPatchSchema, parseJsonBody(event)));
       const jobType = await jobTypes.require(typeName(event));
       // typeScope admits keys only; the change is recorded under the key's id.
       if (principal?.kind !== 'key') throw new ForbiddenError(`this route needs scope enqueue:${jobType.name}`);
-      return json(200, jobToApi(await changeQueuedJob(ctx, jobType, jobId(event), change, principal.keyId)));
+      return json(200, jobAnswer(await changeQueuedJob(ctx, jobType, jobId(event), change, principal.keyId), principal));
     },
   } satisfies Record<string, Route>;
 }
