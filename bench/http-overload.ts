@@ -27,6 +27,8 @@ export interface OverloadLevel {
   serverErrors: number;
   /** Answers neither 2xx, 429 nor 5xx, or no answer at all. */
   other: number;
+  /** `other` by status, or by why no answer came (ECONNRESET, UND_ERR_CONNECT_TIMEOUT, ...). */
+  otherKinds: Record<string, number>;
   lagMs: LagSummary;
   lost: number;
   duplicates: number;
@@ -40,7 +42,8 @@ export interface OverloadResult {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function putJob(system: HttpSystem, type: string, id: string, index: number): Promise<number | undefined> {
+/** An answer's status, or why none came (the error's code), so a run can say what its `other` answers were. */
+function putJob(system: HttpSystem, type: string, id: string, index: number): Promise<number | string> {
   return fetch(`${system.url}/v1/jobs/${type}/${id}`, {
     method: 'PUT',
     headers: { authorization: `Bearer ${system.token}`, 'content-type': 'application/json' },
@@ -50,7 +53,10 @@ function putJob(system: HttpSystem, type: string, id: string, index: number): Pr
       await response.arrayBuffer();
       return response.status;
     },
-    () => undefined,
+    (error: unknown) => {
+      const cause = (error as { cause?: { code?: string; name?: string } }).cause;
+      return cause?.code ?? cause?.name ?? 'no answer';
+    },
   );
 }
 
@@ -68,7 +74,7 @@ async function measureKnee(system: HttpSystem, type: string, label: string): Pro
           while (Date.now() - startMs < KNEE_MS) {
             const at = index++;
             const status = await putJob(system, type, `knee-${at}`, at);
-            if (status !== undefined && status < 300) accepted++;
+            if (typeof status === 'number' && status < 300) accepted++;
             else await sleep(1_000);
           }
         }),
@@ -89,6 +95,7 @@ async function offer(system: HttpSystem, ratePerS: number, factor: number, label
     const n = Math.round((ratePerS * OFFER_MS) / 1_000);
     const acceptedAtMs = new Map<string, number>();
     const counts = { throttled: 0, serverErrors: 0, other: 0 };
+    const otherKinds = new Map<string, number>();
     const stopProgress = progressLine(() => `${label} x${factor}: sent at ${ratePerS.toFixed(0)}/s, accepted ${acceptedAtMs.size}, 429 ${counts.throttled}, 5xx ${counts.serverErrors}`);
     const cpuStart = system.sampleCpu();
     const startMs = Date.now();
@@ -98,10 +105,13 @@ async function offer(system: HttpSystem, ratePerS: number, factor: number, label
           await sleep(startMs + (index * 1_000) / ratePerS - Date.now());
           const id = `${runId}-${index}`;
           const status = await putJob(system, type, id, index);
-          if (status !== undefined && status < 300) acceptedAtMs.set(id, Date.now());
+          if (typeof status === 'number' && status < 300) acceptedAtMs.set(id, Date.now());
           else if (status === 429) counts.throttled++;
-          else if (status !== undefined && status >= 500) counts.serverErrors++;
-          else counts.other++;
+          else if (typeof status === 'number' && status >= 500) counts.serverErrors++;
+          else {
+            counts.other++;
+            otherKinds.set(String(status), (otherKinds.get(String(status)) ?? 0) + 1);
+          }
         }),
       );
       const answeredMs = Date.now();
@@ -119,6 +129,7 @@ async function offer(system: HttpSystem, ratePerS: number, factor: number, label
       offeredPerS: ratePerS,
       acceptedPerS: (acceptedAtMs.size * 1_000) / OFFER_MS,
       ...counts,
+      otherKinds: Object.fromEntries(otherKinds),
       lagMs: summariseLag(lags),
       lost: [...acceptedAtMs.keys()].filter((id) => !sink.startsMs.has(id)).length,
       duplicates: [...sink.startsMs.values()].reduce((sum, starts) => sum + starts.length - 1, 0),

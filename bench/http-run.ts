@@ -181,7 +181,7 @@ export async function runHttpBench(config: BenchConfig, options: HttpBenchOption
       if (options.wants('HTTP-overload')) {
         const overload = await runOverload(system, `HTTP-overload run ${run}`, options.deadlineMs);
         results.overload.push(overload);
-        log(`HTTP-overload run ${run}: knee ${overload.kneePerS.toFixed(0)}/s; ${overload.levels.map((level) => `x${level.factor}: accepted ${level.acceptedPerS.toFixed(0)}/s, 429 ${level.throttled}, 5xx ${level.serverErrors}, lag p99 ${level.lagMs.p99 ?? '-'} ms, lost ${level.lost}`).join('; ')}`);
+        log(`HTTP-overload run ${run}: knee ${overload.kneePerS.toFixed(0)}/s; ${overload.levels.map((level) => `x${level.factor}: accepted ${level.acceptedPerS.toFixed(0)}/s, 429 ${level.throttled}, 5xx ${level.serverErrors}, other ${JSON.stringify(level.otherKinds)}, lag p99 ${level.lagMs.p99 ?? '-'} ms, lost ${level.lost}`).join('; ')}`);
       }
     }
   } finally {
