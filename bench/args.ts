@@ -54,7 +54,7 @@ export const USAGE = `npm run bench -- [options]
                              (idle beside them, one per run), and over HTTP
                              through npm start: put-ceiling, disk-ceiling, HTTP-W1-immediate, HTTP-W1-batch,
                              HTTP-W1-http, HTTP-W2-steady, HTTP-due-on-arrival, HTTP-overload (1x, 2x, 5x the
-                             knee, open-loop), HTTP-calls; and the reference on the same DynamoDB Local: naive-W1,
+                             knee, open-loop), HTTP-burst (1 000 PUTs at once), HTTP-calls; and the reference on the same DynamoDB Local: naive-W1,
                              naive-W2 (a naive queue in one process: put, query what is due, claim, delete)
   --scale                    also run W1-immediate at N = 2000, 20000, 200000 (--scale-ns to change)
   --delivery D               at_least_once (default) or at_most_once

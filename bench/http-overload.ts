@@ -8,6 +8,7 @@
  * target the bench's sink, whose start times give the lag from each answer.
  */
 import pLimit from 'p-limit';
+import type { Json } from '../lib/client/index.js';
 import { JOB_TYPES_REFRESH_MS } from '../lib/queue/job-types.js';
 import { cpuBetween, type HttpSystem, type ProcessCpu } from './http-system.js';
 import { defineTypes, startSink } from './http-workloads.js';
@@ -153,4 +154,48 @@ export async function runOverload(system: HttpSystem, label: string, deadlineMs:
   const levels: OverloadLevel[] = [];
   for (const factor of OVERLOAD_FACTORS) levels.push(await offer(system, kneePerS * factor, factor, label, deadlineMs));
   return { kneePerS, levels };
+}
+
+export interface BurstResult {
+  n: number;
+  /** The first answer to each of the n PUTs sent at once, by status (or why none came). */
+  firstAnswers: Record<string, number>;
+  /** From the burst to every job in, the refused ones sent again by the typed client after Retry-After. */
+  allAcceptedMs: number;
+  /** From the burst to every job run. */
+  allRunMs: number | undefined;
+  lost: number;
+  duplicates: number;
+}
+
+/**
+ * `n` PUTs sent at once to `npm start`, as issue 32's burst: every first answer counted, then the typed client
+ * (which waits out Retry-After) enqueues every job again by its id, and each job must run exactly once.
+ */
+export async function runBurst(system: HttpSystem, n: number, label: string, deadlineMs: number): Promise<BurstResult> {
+  const sink = await startSink();
+  const runId = label.toLowerCase().replace(/[^a-z0-9]+/g, '-');
+  try {
+    const { http: type } = await defineTypes(system.client, runId, sink);
+    await sleep(JOB_TYPES_REFRESH_MS + 500);
+    const firstAnswers = new Map<string, number>();
+    const ids = Array.from({ length: n }, (_, index) => `${runId}-${index}`);
+    const startMs = Date.now();
+    const statuses = await Promise.all(ids.map((id, index) => putJob(system, type, id, index)));
+    for (const status of statuses) firstAnswers.set(String(status), (firstAnswers.get(String(status)) ?? 0) + 1);
+    await Promise.all(ids.map((id, index) => system.client.enqueue(type, { data: payloadOf(index) as Json }, { id })));
+    const allAcceptedMs = Date.now() - startMs;
+    while (ids.some((id) => !sink.startsMs.has(id)) && Date.now() < startMs + allAcceptedMs + deadlineMs) await sleep(50);
+    const lastStartMs = Math.max(...ids.map((id) => sink.startsMs.get(id)?.[0] ?? Number.NaN));
+    return {
+      n,
+      firstAnswers: Object.fromEntries(firstAnswers),
+      allAcceptedMs,
+      allRunMs: Number.isNaN(lastStartMs) ? undefined : lastStartMs - startMs,
+      lost: ids.filter((id) => !sink.startsMs.has(id)).length,
+      duplicates: [...sink.startsMs.values()].reduce((sum, starts) => sum + starts.length - 1, 0),
+    };
+  } finally {
+    await sink.close();
+  }
 }

@@ -13,7 +13,10 @@ import { ensureTable } from '../lib/store/table.js';
 import { jobTypeInputSchema } from '../lib/wire/job-types.js';
 import type { HttpStorage } from './args.js';
 import { cpuBetween, startHttpSystem, storageDescription, type CallCounts, type HttpSystem } from './http-system.js';
-import { runOverload, type OverloadLevel, type OverloadResult } from './http-overload.js';
+import { runBurst, runOverload, type BurstResult, type OverloadLevel, type OverloadResult } from './http-overload.js';
+
+/** Issue 32's burst: this many PUTs at once against npm start. */
+const BURST_PUTS = 1_000;
 import { runNaiveQueue, type NaiveQueueSpec } from './naive-queue.js';
 import { runHttpWorkload, type HttpWorkloadResult, type HttpWorkloadSpec } from './http-workloads.js';
 import { jitCompilerCpuMs, processCpuMs } from './cpu.js';
@@ -32,6 +35,7 @@ export const HTTP_WORKLOADS = [
   'HTTP-W2-steady',
   'HTTP-due-on-arrival',
   'HTTP-overload',
+  'HTTP-burst',
   'HTTP-calls',
 ] as const;
 
@@ -53,6 +57,7 @@ export interface HttpBenchResults {
   /** DynamoDB calls per job by operation, from the counting pass, by workload. */
   callsPerJob: Record<string, Record<string, number>>;
   overload: OverloadResult[];
+  bursts: BurstResult[];
 }
 
 /** Job PutItems as the api sends them (one conditional put each), `concurrency` in flight, on a table of their own. */
@@ -151,7 +156,7 @@ async function warmUp(system: HttpSystem, options: HttpBenchOptions, log: (line:
 }
 
 export async function runHttpBench(config: BenchConfig, options: HttpBenchOptions, log: (line: string) => void): Promise<HttpBenchResults> {
-  const results: HttpBenchResults = { putCeilingJobsPerS: [], diskCeilingJobsPerS: [], workloads: {}, callsPerJob: {}, overload: [] };
+  const results: HttpBenchResults = { putCeilingJobsPerS: [], diskCeilingJobsPerS: [], workloads: {}, callsPerJob: {}, overload: [], bursts: [] };
   log(`http: starting DynamoDB Local (${storageDescription[options.storage]}) and npm start at its defaults`);
   const system: HttpSystem = await startHttpSystem({ countCalls: false, storage: options.storage });
   const diskConfig: BenchConfig = { ...config, endpoint: system.dynamo.endpoint, dynamoPid: system.dynamo.process.pid };
@@ -177,6 +182,11 @@ export async function runHttpBench(config: BenchConfig, options: HttpBenchOption
         log(
           `${spec.name} run ${run}: enqueue ${result.enqueueJobsPerS.toFixed(0)}/s, drain ${result.drainJobsPerS?.toFixed(0)}/s, lag p99 ${result.lagMs?.p99 ?? '-'} ms max ${result.lagMs?.max ?? '-'} ms, duplicates ${result.duplicates}, lost ${result.lost}, sent again after 5xx ${result.resentBatchItems}`,
         );
+      }
+      if (options.wants('HTTP-burst')) {
+        const burst = await runBurst(system, BURST_PUTS, `HTTP-burst run ${run}`, options.deadlineMs);
+        results.bursts.push(burst);
+        log(`HTTP-burst run ${run}: ${burst.n} PUTs at once, first answers ${JSON.stringify(burst.firstAnswers)}; all in after ${burst.allAcceptedMs} ms, all run after ${burst.allRunMs ?? '-'} ms; lost ${burst.lost}, duplicates ${burst.duplicates}`);
       }
       if (options.wants('HTTP-overload')) {
         const overload = await runOverload(system, `HTTP-overload run ${run}`, options.deadlineMs);
@@ -222,6 +232,7 @@ export function httpTables(
   callsPerJob: HttpBenchResults['callsPerJob'],
   table: (headers: string[], rows: string[][]) => string,
   overload: OverloadResult[] = [],
+  bursts: BurstResult[] = [],
 ): string {
   const rows = summaries.map((s) => [
     s.workload,
@@ -242,6 +253,15 @@ export function httpTables(
       rows,
     ),
   ];
+  if (bursts.length > 0) {
+    lines.push(`\nHTTP-burst: ${BURST_PUTS} PUTs at once, then the typed client sends the refused ones again after Retry-After; one row per run`);
+    lines.push(
+      table(
+        ['run', 'first answers', 'all in (ms)', 'all run (ms)', 'lost', 'duplicates'],
+        bursts.map((burst, index) => [String(index + 1), JSON.stringify(burst.firstAnswers), String(burst.allAcceptedMs), fmt(burst.allRunMs), burst.lost > 0 ? `FAILURE ${burst.lost}` : '0', burst.duplicates > 0 ? `FAILURE ${burst.duplicates}` : '0']),
+      ),
+    );
+  }
   if (overload.length > 0) {
     lines.push('\nHTTP-overload: jobs due on arrival offered open-loop at 1x, 2x and 5x the knee (accepted/s with 64 PUTs in flight), each PUT sent once (medians of runs)');
     lines.push(table(['offered', 'offered/s', 'accepted/s', '429', '5xx', 'other', 'p50', 'p99', 'max', 'lost', 'duplicates', 'CPU ms/accepted job npm start / ddb / bench'], overloadRows(overload)));

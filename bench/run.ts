@@ -341,11 +341,12 @@ async function main(): Promise<number> {
   }
   const httpSummaries = Object.values(http?.workloads ?? {}).map((results) => summariseHttp(results, median));
   const httpCeilings = { putJobsPerS: median(http?.putCeilingJobsPerS ?? []), diskJobsPerS: median(http?.diskCeilingJobsPerS ?? []) };
-  if (http) console.log(`\n${httpTables(httpSummaries, httpCeilings, http.callsPerJob, table, http.overload)}`);
+  if (http) console.log(`\n${httpTables(httpSummaries, httpCeilings, http.callsPerJob, table, http.overload, http.bursts)}`);
   machine.loadAverageAtStart = machine.loadAverageAtStart.map((l) => Number(l.toFixed(2)));
   console.log(`\nload average at start ${machine.loadAverageAtStart.join(' ')}, at end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   const failures = [
     ...[...summaries, ...scaleSummaries, ...httpSummaries].filter((s) => s.duplicates > 0 || s.lost > 0).map((s) => s.workload),
+    ...(http?.bursts ?? []).flatMap((burst, index) => (burst.lost > 0 || burst.duplicates > 0 || Object.keys(burst.firstAnswers).some((status) => Number(status) >= 500 && Number(status) !== 503) ? [`HTTP-burst run ${index + 1} (500s, lost or duplicates)`] : [])),
     ...(http?.overload ?? []).flatMap((run, index) => (run.levels.some((level) => level.serverErrors > 0 || level.lost > 0 || level.duplicates > 0) ? [`HTTP-overload run ${index + 1} (5xx, lost or duplicates)`] : [])),
   ];
   const outDir = join(dirname(fileURLToPath(import.meta.url)), 'results');
