@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,12 +32,8 @@ import { parseWith } from '../../lib/wire/parse.js';
 import { ADMIN_TOKEN, createApiClient, type ApiHandler } from '../support/api.js';
 import { runningJob, T0 } from '../support/jobs.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { rawRequest, type RawAnswer } from '../support/raw-http.js';
 
-interface Answer {
-  status: number;
-  headers: IncomingHttpHeaders;
-  text: string;
-}
 
 interface Downstream {
   url: string;
@@ -79,21 +75,10 @@ describe('over HTTP, as npm start serves it', () => {
   let readKey: string;
   const tableName = `hostile-edges-${randomUUID()}`;
 
-  /** A raw request, the body sent as the exact bytes given. */
-  function send(method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<Answer> {
-    const url = new URL(runtime.url);
-    return new Promise((resolve, reject) => {
-      const outgoing = httpRequest({ host: url.hostname, port: url.port, method, path, headers }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      });
-      outgoing.on('error', reject);
-      outgoing.end(body);
-    });
-  }
+  const send = (method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<RawAnswer> =>
+    rawRequest(runtime.url, method, path, headers, body);
 
-  const call = (method: string, path: string, key: string | undefined, body?: unknown): Promise<Answer> =>
+  const call = (method: string, path: string, key: string | undefined, body?: unknown): Promise<RawAnswer> =>
     send(
       method,
       path,

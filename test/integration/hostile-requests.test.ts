@@ -5,7 +5,6 @@
  * changed, the server still answers, and no key secret is stored in plain text.
  */
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +16,7 @@ import { createApiKey } from '../../lib/queue/api-keys.js';
 import { createQueueContext, readQueueSettings } from '../../lib/queue/context.js';
 import { createDynamoClients, type DynamoClients } from '../../lib/store/client.js';
 import { leaksInternals } from '../support/api.js';
+import { rawRequest, type RawAnswer } from '../support/raw-http.js';
 
 type Who = 'none' | 'admin' | 'enqueueEmails' | 'enqueueAll' | 'readEmails' | 'readAll' | 'callbackEmails' | 'revoked' | 'expired' | 'wrongSecret' | 'unknownId';
 
@@ -233,25 +233,9 @@ let revokedId: string;
 const createdJobs = new Set<string>(['emails/seed-1', 'invoices/seed-2']);
 let typesBefore: unknown[];
 
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-}
 
-/** A raw HTTP request: the path goes out exactly as written, unlike fetch, which would normalise it. */
-function send(method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<Answer> {
-  const url = new URL(runtime.url);
-  return new Promise((resolve, reject) => {
-    const outgoing = httpRequest({ host: url.hostname, port: url.port, method, path, headers }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text: Buffer.concat(chunks).toString('utf8') }));
-    });
-    outgoing.on('error', reject);
-    outgoing.end(body);
-  });
-}
+const send = (method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<RawAnswer> =>
+  rawRequest(runtime.url, method, path, headers, body);
 
 const call = (method: string, path: string, key: string | undefined, body?: unknown) =>
   send(
