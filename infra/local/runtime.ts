@@ -23,7 +23,6 @@ import { createQueueContext, integerSetting, readQueueSettings, type Env, type Q
 import { createDynamoClients, type DynamoClientOptions } from '../../lib/store/client.js';
 import { LOCAL_REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/domain/limits.js';
 import { createMemoryPublisher, type LifecycleEvent, type LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
-import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
 import { ensureTable } from '../../lib/store/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
@@ -35,6 +34,7 @@ import { createLocalIam, type LocalIam } from './iam/local-iam.js';
 import { LOCAL_ACCOUNT_ID } from './iam/local-policies.js';
 import { QUEUE_FUNCTIONS, readStackPolicies, type QueueFunctionName } from './iam/stack-policies.js';
 import { admitted, LOCAL_API_ADMISSION, type AdmissionLimits } from './admission.js';
+import { createLocalAsyncInvoker, enforceEventBridgeLimits, workerDeliveryFrom, type WorkerDelivery } from './aws-limits.js';
 import { createLocalGateway } from './gateway.js';
 import { createHttpServer } from './http-server.js';
 
@@ -90,19 +90,6 @@ const invocationContext = (ms: number) => {
   return { getRemainingTimeInMillis: () => deadline - Date.now() };
 };
 
-/** Invokes the worker in-process, without waiting, the way Lambda's async invoke returns before the worker runs. */
-function createInProcessInvoker(runBatch: (batch: WorkerBatch) => Promise<unknown>, inFlight: Set<Promise<unknown>>): WorkerInvoker {
-  return {
-    async invoke(batch) {
-      // A JSON round trip, as Lambda does, so nothing works locally that would not survive serialisation.
-      const payload = JSON.parse(JSON.stringify(batch)) as WorkerBatch;
-      const run = runBatch(payload).catch((error: unknown) => log('error', 'worker invocation failed', { error }));
-      inFlight.add(run);
-      void run.finally(() => inFlight.delete(run));
-    },
-  };
-}
-
 const LOOP_INVOCATION_MS = 60_000;
 
 /** The functions that answer requests, whose DynamoDB calls must fit inside their Lambda timeouts. */
@@ -120,7 +107,12 @@ function functionContexts(iam: LocalIam, clientOptions: DynamoClientOptions, set
   return { functionClients, contexts };
 }
 
-export async function startLocalRuntime(env: Env = process.env): Promise<LocalRuntime> {
+export interface LocalRuntimeOptions {
+  /** How worker batches reach the worker; LOCAL_WORKER_* settings otherwise (see aws-limits.ts). */
+  workerDelivery?: WorkerDelivery;
+}
+
+export async function startLocalRuntime(env: Env = process.env, options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
   const port = Number(env.PORT ?? 3000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
   const tableName = env.TABLE_NAME ?? 'jobs';
@@ -155,7 +147,7 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   const targets: TargetClients = {
     http: { apiBaseUrl: url, callbackTokenSecret: fixedSecret(callbackTokenSecret) },
     lambda: iam.sdkClientFor('worker', new LambdaClient({}), 'Lambda'),
-    eventBridge: iam.sdkClientFor('worker', new EventBridgeClient({}), 'EventBridge'),
+    eventBridge: enforceEventBridgeLimits(iam.sdkClientFor('worker', new EventBridgeClient({}), 'EventBridge')),
   };
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
@@ -163,7 +155,16 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   // One process runs both, so the roster shows it once as a poller and once as a worker, under one id.
   const identity = processIdentity();
   const workerHandler = createWorkerHandler({ ctx: contexts.worker, registry, worker: identity, targets });
-  const invoker = iam.invokerFor('poller', createInProcessInvoker(workerHandler, inFlight));
+  // Lambda's async invoke as deployed: its payload limit, and late, throttled or twice-delivered batches when asked for.
+  const invoker = iam.invokerFor(
+    'poller',
+    createLocalAsyncInvoker(workerHandler, {
+      delivery: options.workerDelivery ?? workerDeliveryFrom(env),
+      inFlight,
+      signal: shutdown.signal,
+      onError: (error) => log('error', 'worker invocation failed', { error }),
+    }),
+  );
   const pollerHandler = createPollerHandler({ ctx: contexts.poller, invoker, identity, signal: shutdown.signal });
   const sweeperHandler = createSweeperHandler({ ctx: contexts.sweeper, registry, signal: shutdown.signal });
 
