@@ -27,7 +27,7 @@ export interface StackSettings {
   /** Buses `eventbridge` targets may send to (ARNs); the worker may send to these and the lifecycle bus only. */
   targetEventBusArns: string[];
   /**
-   * Reserved concurrency for the poller and the sweeper. Lambda keeps 10 of an account's concurrency
+   * Reserved concurrency for the poller, the sweeper and the worker. Lambda keeps 10 of an account's concurrency
    * unreserved, so an account whose quota is 10 can deploy only without it.
    */
   reservedConcurrency: boolean;
@@ -46,8 +46,8 @@ export interface StackSettings {
 }
 
 /**
- * A tenth of the standard account quota (1000): batches of WORKER_BATCH_SIZE jobs each, so 1600 jobs running
- * at once with the defaults, while the account keeps plenty for the rest of its functions.
+ * A tenth of the standard account quota (1000): 100 batches at once, up to 1000 jobs running with the default
+ * WORKER_BATCH_SIZE, while the account keeps plenty for the rest of its functions.
  */
 const DEFAULT_WORKER_RESERVED_CONCURRENCY = 100;
 
