@@ -5,6 +5,7 @@
  */
 import { describe, expect, test, vi } from 'vitest';
 import { markStarted } from '../../lib/queue/claims.js';
+import { readInFlight } from '../../lib/store/counters.js';
 import { getJob } from '../../lib/queue/jobs.js';
 import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { runWorkerBatch, type JobHandler } from '../../lib/queue/worker.js';
@@ -45,6 +46,19 @@ describe('a claim whose worker never started the job (at_least_once)', () => {
     expect((await poll(ctx, [emails], new RunningInvoker(ctx, { emails: handler }))).claimed).toBe(1);
     expect(handler).toHaveBeenCalledTimes(1);
     expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'succeeded', attempt: 1 });
+  });
+
+  test('gives back the slots its claim held, so the type is free to claim it again', async () => {
+    const { ctx, clock } = queue();
+    const limited = await defineType(ctx, 'limited', { concurrency: 2, visibility_timeout_s: 30 });
+    for (const id of ['a', 'b', 'c']) await enqueue(ctx, limited, id);
+    expect((await poll(ctx, [limited], new RecordingInvoker())).claimed).toBe(2);
+
+    clock.advance(30_000);
+    expect(await sweep(ctx)).toMatchObject({ released: 2 });
+    expect((await readInFlight(ctx, 'limited', [])).type).toBe(0);
+    expect((await poll(ctx, [limited], new RecordingInvoker())).claimed).toBe(2);
+    expect((await readInFlight(ctx, 'limited', [])).type).toBe(2);
   });
 
   test('an attempt that started and then hung still counts, as a timed_out attempt naming its worker', async () => {
