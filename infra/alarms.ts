@@ -1,4 +1,7 @@
-/** The queue's alarms: a due job waiting too long, failed worker invocations, dead letters, DynamoDB throttling. */
+/**
+ * The queue's alarms: a due job waiting too long, failed worker invocations, dead letters, DynamoDB throttling,
+ * and worker batches Lambda throttled, held back or could not hand to the dead-letter queue.
+ */
 import { Duration } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, MathExpression, Metric, TreatMissingData, type IAlarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -23,6 +26,7 @@ export interface QueueAlarmsProps {
 export function createQueueAlarms(scope: Construct, props: QueueAlarmsProps): IAlarm[] {
   const { settings } = props;
   const alarms = [dueLagAlarm(scope, props), workerErrorsAlarm(scope, props.worker), deadLettersAlarm(scope, props.deadLetterQueue), throttlesAlarm(scope, props.table)];
+  alarms.push(...workerDeliveryAlarms(scope, props));
   if (settings.alarmTopicArn) {
     const action = new SnsAction(Topic.fromTopicArn(scope, 'AlarmTopic', settings.alarmTopicArn));
     for (const alarm of alarms) alarm.addAlarmAction(action);
@@ -96,4 +100,37 @@ function throttlesAlarm(scope: Construct, table: Table): Alarm {
     datapointsToAlarm: 2,
     treatMissingData: TreatMissingData.NOT_BREACHING,
   });
+}
+
+// Worker delivery: what Lambda's async queue does to worker batches. A batch that waits past its claims costs its
+// jobs no attempt (the sweeper hands back claims never started), but they run that much later; and a batch Lambda
+// cannot put into the dead-letter queue is gone without a trace.
+
+function workerDeliveryAlarms(scope: Construct, { settings, worker }: QueueAlarmsProps): Alarm[] {
+  const workerMetric = (metricName: string, statistic: string): Metric =>
+    new Metric({ namespace: 'AWS/Lambda', metricName, dimensionsMap: { FunctionName: worker.functionName }, statistic, period: oneMinute });
+  const anyInFiveMinutes = { threshold: 0, comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD, evaluationPeriods: 5, datapointsToAlarm: 1 };
+  return [
+    new Alarm(scope, 'WorkerThrottlesAlarm', {
+      alarmDescription: `Lambda throttled worker invocations: its reserved concurrency (WORKER_RESERVED_CONCURRENCY, ${settings.reservedConcurrency ? settings.workerReservedConcurrency : 'none'}) or the account's is used up, and batches wait in the async queue`,
+      metric: workerMetric('Throttles', 'Sum'),
+      ...anyInFiveMinutes,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    }),
+    new Alarm(scope, 'WorkerEventAgeAlarm', {
+      alarmDescription: `A worker batch waited over ${settings.workerEventAgeAlarmMs} ms in Lambda's async queue before it ran: its jobs start late, or lose their claims and wait for the sweeper`,
+      metric: workerMetric('AsyncEventAge', 'Maximum'),
+      threshold: settings.workerEventAgeAlarmMs,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 2,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    }),
+    new Alarm(scope, 'WorkerDestinationFailuresAlarm', {
+      alarmDescription: 'Lambda could not put a failed or expired worker batch into the dead-letter queue: the batch is gone (its jobs still come back through the sweeper)',
+      metric: workerMetric('DestinationDeliveryFailures', 'Sum'),
+      ...anyInFiveMinutes,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    }),
+  ];
 }

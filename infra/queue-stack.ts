@@ -145,6 +145,9 @@ export class QueueStack extends Stack {
       // Lambda's limit; job types are held to what fits in it (MAX_WORKER_ATTEMPT_S).
       timeout: Duration.seconds(WORKER_TIMEOUT_S),
       memorySizeMb: 1024,
+      // Without a reservation the account's other functions can take all its concurrency, and the worker's batches
+      // wait in Lambda's async queue; a batch that waits past its claims costs its jobs no attempt, only time.
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: settings.workerReservedConcurrency } : {}),
     })
       .allowReadSecret(callbackTokenSecret)
       .allowPutEvents(this.eventBus, ...settings.targetEventBusArns)
@@ -153,7 +156,8 @@ export class QueueStack extends Stack {
       // The queue's retry policy decides about another attempt; a Lambda retry would run the batch again
       // behind its back (and at_most_once relies on a single delivery plus its start record).
       retryAttempts: 0,
-      // A batch this late has lost its claims (the sweeper took them back); it only lands in the dead-letter queue.
+      // A batch this late has lost its claims (the sweeper handed them back uncounted, since the worker never
+      // recorded a start); it only lands in the dead-letter queue. A later one finds its claims gone and runs nothing.
       maxEventAge: Duration.hours(1),
       onFailure: new SqsDestination(this.deadLetterQueue),
     });

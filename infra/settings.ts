@@ -27,16 +27,29 @@ export interface StackSettings {
   /** Buses `eventbridge` targets may send to (ARNs); the worker may send to these and the lifecycle bus only. */
   targetEventBusArns: string[];
   /**
-   * Reserved concurrency for the poller and the sweeper. Lambda keeps 10 of an account's concurrency
+   * Reserved concurrency for the poller, the sweeper and the worker. Lambda keeps 10 of an account's concurrency
    * unreserved, so an account whose quota is 10 can deploy only without it.
    */
   reservedConcurrency: boolean;
+  /**
+   * The worker's reserved concurrency, when `reservedConcurrency`: other functions of the account cannot take it,
+   * and it caps the batches running at once (more wait in Lambda's async queue, throttled).
+   */
+  workerReservedConcurrency: number;
+  /** A worker batch may wait this long in Lambda's async queue before the event-age alarm fires. */
+  workerEventAgeAlarmMs: number;
   /**
    * Whether http targets may reach private addresses (RFC 1918, 100.64.0.0/10, fc00::/7, ...). The worker
    * and the api read it as HTTP_TARGET_PRIVATE_ADDRESSES; loopback and link-local are refused either way.
    */
   httpTargetPrivateAddresses: 'allow' | 'refuse';
 }
+
+/**
+ * A tenth of the standard account quota (1000): 100 batches at once, up to 1000 jobs running with the default
+ * WORKER_BATCH_SIZE, while the account keeps plenty for the rest of its functions.
+ */
+const DEFAULT_WORKER_RESERVED_CONCURRENCY = 100;
 
 /** Each poller and sweeper invocation is started by an every-minute schedule, so its loop must end within the minute. */
 const SCHEDULE_MS = 60_000;
@@ -144,6 +157,8 @@ export function stackSettingsFrom(read: ContextReader): StackSettings {
     targetFunctionArns: arns(read, 'TARGET_FUNCTION_ARNS'),
     targetEventBusArns: arns(read, 'TARGET_EVENT_BUS_ARNS'),
     reservedConcurrency: flag(read, 'RESERVED_CONCURRENCY', true),
+    workerReservedConcurrency: integer(read, 'WORKER_RESERVED_CONCURRENCY', DEFAULT_WORKER_RESERVED_CONCURRENCY, 1, 100_000),
+    workerEventAgeAlarmMs: integer(read, 'WORKER_EVENT_AGE_ALARM_MS', 30_000, 1_000, 21_600_000),
     httpTargetPrivateAddresses: oneOf(read, 'HTTP_TARGET_PRIVATE_ADDRESSES', ['allow', 'refuse'], 'allow'),
   };
 }

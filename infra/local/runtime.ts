@@ -23,7 +23,6 @@ import { createQueueContext, integerSetting, readQueueSettings, type Env, type Q
 import { createDynamoClients, type DynamoClientOptions } from '../../lib/store/client.js';
 import { LOCAL_REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/domain/limits.js';
 import { createMemoryPublisher, type LifecycleEvent, type LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
-import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
 import { ensureTable } from '../../lib/store/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
@@ -35,6 +34,7 @@ import { createLocalIam, type LocalIam } from './iam/local-iam.js';
 import { LOCAL_ACCOUNT_ID } from './iam/local-policies.js';
 import { QUEUE_FUNCTIONS, readStackPolicies, type QueueFunctionName } from './iam/stack-policies.js';
 import { admitted, LOCAL_API_ADMISSION, type AdmissionLimits } from './admission.js';
+import { createLocalAsyncInvoker, enforceEventBridgeLimits, workerDeliveryFrom, type WorkerDelivery } from './aws-limits.js';
 import { createLocalGateway } from './gateway.js';
 import { createHttpServer } from './http-server.js';
 
@@ -90,19 +90,6 @@ const invocationContext = (ms: number) => {
   return { getRemainingTimeInMillis: () => deadline - Date.now() };
 };
 
-/** Invokes the worker in-process, without waiting, the way Lambda's async invoke returns before the worker runs. */
-function createInProcessInvoker(runBatch: (batch: WorkerBatch) => Promise<unknown>, inFlight: Set<Promise<unknown>>): WorkerInvoker {
-  return {
-    async invoke(batch) {
-      // A JSON round trip, as Lambda does, so nothing works locally that would not survive serialisation.
-      const payload = JSON.parse(JSON.stringify(batch)) as WorkerBatch;
-      const run = runBatch(payload).catch((error: unknown) => log('error', 'worker invocation failed', { error }));
-      inFlight.add(run);
-      void run.finally(() => inFlight.delete(run));
-    },
-  };
-}
-
 const LOOP_INVOCATION_MS = 60_000;
 
 /** The functions that answer requests, whose DynamoDB calls must fit inside their Lambda timeouts. */
@@ -120,19 +107,17 @@ function functionContexts(iam: LocalIam, clientOptions: DynamoClientOptions, set
   return { functionClients, contexts };
 }
 
-export async function startLocalRuntime(env: Env = process.env): Promise<LocalRuntime> {
+export interface LocalRuntimeOptions {
+  /** How worker batches reach the worker; LOCAL_WORKER_* settings otherwise (see aws-limits.ts). */
+  workerDelivery?: WorkerDelivery;
+}
+
+export async function startLocalRuntime(env: Env = process.env, options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
   const port = Number(env.PORT ?? 3000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
   const tableName = env.TABLE_NAME ?? 'jobs';
-  const diskSync = localDiskSync(env);
   await mkdir(dataDir, { recursive: true });
-
-  let dynamo: DynamoDbLocal | undefined;
-  let endpoint = env.DYNAMODB_ENDPOINT;
-  if (!endpoint && !usesAwsTable(env)) {
-    dynamo = await startDynamoDbLocal({ dbPath: await ensureDir(join(dataDir, 'dynamodb')), sync: diskSync });
-    endpoint = dynamo.endpoint;
-  }
+  const { dynamo, endpoint } = await localDynamo(env, dataDir);
   const clientOptions = endpoint ? { endpoint } : {};
   // The operator's own access, as `npm run keys` has it: creating the table and the admin key.
   const clients = createDynamoClients(clientOptions);
@@ -155,7 +140,7 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   const targets: TargetClients = {
     http: { apiBaseUrl: url, callbackTokenSecret: fixedSecret(callbackTokenSecret) },
     lambda: iam.sdkClientFor('worker', new LambdaClient({}), 'Lambda'),
-    eventBridge: iam.sdkClientFor('worker', new EventBridgeClient({}), 'EventBridge'),
+    eventBridge: enforceEventBridgeLimits(iam.sdkClientFor('worker', new EventBridgeClient({}), 'EventBridge')),
   };
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
@@ -163,23 +148,22 @@ export async function startLocalRuntime(env: Env = process.env): Promise<LocalRu
   // One process runs both, so the roster shows it once as a poller and once as a worker, under one id.
   const identity = processIdentity();
   const workerHandler = createWorkerHandler({ ctx: contexts.worker, registry, worker: identity, targets });
-  const invoker = iam.invokerFor('poller', createInProcessInvoker(workerHandler, inFlight));
+  // Lambda's async invoke as deployed: its payload limit, and late, throttled or twice-delivered batches when asked for.
+  const invoker = iam.invokerFor(
+    'poller',
+    createLocalAsyncInvoker(workerHandler, {
+      delivery: options.workerDelivery ?? workerDeliveryFrom(env),
+      inFlight,
+      signal: shutdown.signal,
+      onError: (error) => log('error', 'worker invocation failed', { error }),
+    }),
+  );
   const pollerHandler = createPollerHandler({ ctx: contexts.poller, invoker, identity, signal: shutdown.signal });
   const sweeperHandler = createSweeperHandler({ ctx: contexts.sweeper, registry, signal: shutdown.signal });
 
-  // EventBridge starts a poller and a sweeper every minute; locally each next invocation starts as the last one ends.
-  const loop = async (invoke: () => Promise<unknown>): Promise<void> => {
-    while (!shutdown.signal.aborted) {
-      try {
-        await invoke();
-      } catch (error) {
-        log('error', 'local invocation failed', { error });
-      }
-    }
-  };
   const loops = [
-    loop(() => pollerHandler({}, invocationContext(LOOP_INVOCATION_MS))),
-    loop(() => sweeperHandler({}, invocationContext(LOOP_INVOCATION_MS))),
+    invokeUntil(shutdown.signal, () => pollerHandler({}, invocationContext(LOOP_INVOCATION_MS))),
+    invokeUntil(shutdown.signal, () => sweeperHandler({}, invocationContext(LOOP_INVOCATION_MS))),
   ];
 
   const authorizer = createAuthorizer({
@@ -231,6 +215,24 @@ function apiAdmission(env: Env): AdmissionLimits {
     concurrency: integerSetting(env, 'LOCAL_API_CONCURRENCY', LOCAL_API_ADMISSION.concurrency, 1, 1_000),
     maxQueued: integerSetting(env, 'LOCAL_API_QUEUE', LOCAL_API_ADMISSION.maxQueued, 0, 100_000),
   };
+}
+
+/** EventBridge starts a poller and a sweeper every minute; locally each next invocation starts as the last one ends. */
+async function invokeUntil(signal: AbortSignal, invoke: () => Promise<unknown>): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      await invoke();
+    } catch (error) {
+      log('error', 'local invocation failed', { error });
+    }
+  }
+}
+
+/** DynamoDB as configured: an endpoint given, the AWS table (no endpoint), or a DynamoDB Local of our own under DATA_DIR. */
+async function localDynamo(env: Env, dataDir: string): Promise<{ dynamo: DynamoDbLocal | undefined; endpoint: string | undefined }> {
+  if (env.DYNAMODB_ENDPOINT || usesAwsTable(env)) return { dynamo: undefined, endpoint: env.DYNAMODB_ENDPOINT };
+  const dynamo = await startDynamoDbLocal({ dbPath: await ensureDir(join(dataDir, 'dynamodb')), sync: localDiskSync(env) });
+  return { dynamo, endpoint: dynamo.endpoint };
 }
 
 /** DYNAMODB_LOCAL_SYNC; when it flushes only because libeatmydata is missing, the way to the speed is said. */

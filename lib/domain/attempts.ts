@@ -171,7 +171,7 @@ export type JobRunOutcome =
   | 'rescheduled'
   /** The claim was taken back before the worker got to it; another attempt owns the job now. */
   | 'claim_lapsed'
-  /** An at_most_once job this claim already started (a duplicate delivery). */
+  /** A job this claim already started (a duplicate delivery). */
   | 'already_started'
   /** The outcome could not be recorded: another worker, callback or sweep got there first. */
   | 'stale';

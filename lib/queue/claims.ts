@@ -87,16 +87,23 @@ async function expireQueuedJob(ctx: QueueContext, job: Job): Promise<Job | undef
   return result.job;
 }
 
+export type StartResult = 'started' | 'already_started' | 'claim_lapsed';
+
 /**
- * Records that the attempt has started, once: a second delivery of the same
- * claim (an async invoke delivered twice) finds `startedAtMs` set and must not
- * run the job. Returns false when the job must not start.
+ * Records that the attempt has started, once, before its target runs: a second delivery of the same claim (an
+ * async invoke delivered twice) finds `startedAtMs` set and must not run the job, a delivery whose claim was
+ * taken back (it came too late) finds another claim or none, and the sweeper tells a claim whose worker never
+ * started (a throttled or late invoke) from an attempt that started and hung.
  */
-export async function markStarted(ctx: QueueContext, job: Job, worker: WorkerIdentity): Promise<boolean> {
+export async function markStarted(ctx: QueueContext, job: Job, worker: WorkerIdentity): Promise<StartResult> {
   const startToken = randomUUID();
-  const result = await writeJob(ctx, markStartedParams(guardOf(job), ctx.nowMs(), worker, startToken));
+  const guard = guardOf(job);
+  const result = await writeJob(ctx, markStartedParams(guard, ctx.nowMs(), worker, startToken));
   // A retried write whose first try was applied finds its own start token: this delivery is the one that started.
-  return result.ok || result.current?.startToken === startToken;
+  if (result.ok || result.current?.startToken === startToken) return 'started';
+  const current = result.current;
+  const sameClaim = current?.claimToken === guard.claimToken && current.attempt === guard.attempt;
+  return sameClaim && current.startedAtMs !== undefined ? 'already_started' : 'claim_lapsed';
 }
 
 /** The attempt's report as the job keeps it, made at `nowMs`. */

@@ -26,7 +26,7 @@ export interface SweepResult {
   stale: number;
   /** Waiting jobs found behind a cursor and moved to the current bucket. */
   stragglers: number;
-  /** Lapsed claims of at_most_once jobs that provably never started, handed back without counting an attempt. */
+  /** Lapsed claims whose worker never started them (no start record), handed back without counting an attempt. */
   released: number;
   /** Jobs the sweep could not handle (a read or write failed): skipped, and found again by the next sweep. */
   failed: number;
@@ -78,8 +78,9 @@ async function timeOutClaim(
     result.stale++;
     return;
   }
-  // An at_most_once job records its start before it runs: without that record it never ran and may safely run now.
-  if (job.deliveryStrategy === 'at_most_once' && job.startedAtMs === undefined) {
+  // Every attempt records its start before its target runs: without that record the worker never started it (its
+  // invoke was throttled, late or lost), so the job goes back without counting an attempt, as if never claimed.
+  if (job.startedAtMs === undefined) {
     if (await releaseClaim(ctx, job)) result.released++;
     else result.stale++;
     return;

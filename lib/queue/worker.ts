@@ -156,7 +156,10 @@ export async function runClaimedJob(
 
   const target = await prepareTarget(jobType, targetDeps);
   if ('failure' in target) return end({ outcome: 'failed', failure: target.failure });
-  if (job.deliveryStrategy === 'at_most_once' && !(await markStarted(ctx, job, worker))) return 'already_started';
+  // Every attempt records its start, whatever its delivery strategy: an invoke Lambda throttled or delivered
+  // after the claim lapsed then costs the job no attempt, and a batch delivered twice runs each job once.
+  const started = await markStarted(ctx, job, worker);
+  if (started !== 'started') return started;
 
   const startedAtMs = ctx.nowMs();
   const outcome = await runAttempt(ctx, job, jobType, target.run);

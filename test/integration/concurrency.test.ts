@@ -13,7 +13,7 @@ import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { watchInFlight, sleepMs } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import { auditJobs, contextWith, runUntilSettled } from '../support/scenario.js';
-import { defineType, enqueue, FailingInvoker, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
+import { DyingInvoker, defineType, enqueue, FailingInvoker, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
 
 const JOBS = 500;
 const CONCURRENCY = 8;
@@ -125,7 +125,7 @@ describe('slots', () => {
     const { ctx, clock } = queue();
     const limited = await defineType(ctx, 'limited', { concurrency: 2, visibility_timeout_s: 30 });
     for (const id of ['a', 'b', 'c']) await enqueue(ctx, limited, id);
-    const dead = new RecordingInvoker();
+    const dead = new DyingInvoker(ctx);
     await poll(ctx, [limited], dead);
     expect(dead.jobs).toHaveLength(2);
     expect((await poll(ctx, [limited], dead)).claimed).toBe(0);

@@ -10,7 +10,7 @@ import { bucketOf, lanePartition } from '../../lib/store/keys.js';
 import { readCursor } from '../../lib/store/due-index.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { sweepOnce } from '../../lib/queue/sweeper.js';
-import { FailingInvoker, RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
+import { DyingInvoker, FailingInvoker, RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
 import { asFunction } from '../support/queue.js';
 
 const MINUTE = 60_000;
@@ -124,7 +124,7 @@ describe('with the default page size', () => {
     const emails = await defineType(ctx, 'emails', { retry: { kind: 'fixed', delay_s: 1 } });
     await enqueue(ctx, emails, 'e-1', { runAfterMs: T0 - 60 * MINUTE });
     clock.set(T0 + 10 * MINUTE);
-    await poll(ctx, [emails], new RecordingInvoker());
+    await poll(ctx, [emails], new DyingInvoker(ctx));
     clock.set(T0 + 10 * MINUTE + 30_000);
     expect(await sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} })).toMatchObject({ requeued: 1 });
     const item = await readItem(q, 'emails', 'e-1');

@@ -19,6 +19,7 @@ import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../infra/local/iam/s
 import { PARTITION_PREFIX } from '../../lib/store/keys.js';
 import type { WorkerBatch } from '../../lib/queue/batcher.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
+import { markStarted } from '../../lib/queue/claims.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
 import { takeDeniedCalls } from '../support/iam.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
@@ -161,6 +162,8 @@ describe('a tour of every function', () => {
     const before = invoker.batches.length;
     expect(await poll()).toMatchObject({ claimed: 1 });
     expect(invoker.batches.length).toBe(before + 1);
+    // The worker records the start, then dies: a claim never started would go back uncounted instead.
+    expect(await markStarted(queue.as('worker'), invoker.batches[before]!.jobs[0]!, WORKER)).toBe('started');
     advanceS(301);
     expect(await sweep()).toMatchObject({ requeued: 1, reconciled: 0 });
   });

@@ -17,6 +17,7 @@ import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/pol
 import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
+import { markStarted } from '../../lib/queue/claims.js';
 import type { BatchResult, JobHandler } from '../../lib/queue/worker.js';
 import { asFunction, createTestQueue, type TestClock, type TestQueue } from '../support/queue.js';
 
@@ -76,6 +77,20 @@ export class RecordingInvoker implements WorkerInvoker {
   }
   get jobs(): Job[] {
     return this.batches.flatMap((batch) => batch.jobs);
+  }
+}
+
+/** Records every batch and records each job's start, then runs nothing: a worker that died mid-job. */
+export class DyingInvoker extends RecordingInvoker {
+  constructor(
+    private readonly ctx: QueueContext,
+    private readonly worker: WorkerIdentity = WORKER,
+  ) {
+    super();
+  }
+  override async invoke(batch: WorkerBatch): Promise<void> {
+    await super.invoke(batch);
+    for (const job of batch.jobs) await markStarted(asFunction(this.ctx, 'worker'), job, this.worker);
   }
 }
 

@@ -11,6 +11,7 @@ import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { AWAIT_CALLBACK } from '../../lib/queue/worker.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
 import {
+  DyingInvoker,
   FailingInvoker,
   RecordingInvoker,
   RunningInvoker,
@@ -367,7 +368,7 @@ describe('stale writers (invariant 3)', () => {
     const q = queue();
     const emails = await defineType(q.ctx, 'emails', { retry: { kind: 'fixed', delay_s: 0 } });
     await enqueue(q.ctx, emails, 'e-1');
-    const first = new RecordingInvoker();
+    const first = new DyingInvoker(q.ctx);
     await poll(q.ctx, [emails], first);
     const staleJob = first.jobs[0]!;
 
@@ -471,6 +472,6 @@ describe('stale writers (invariant 3)', () => {
     });
     expect(counts.claim_lapsed).toBe(1);
     expect(handler).not.toHaveBeenCalled();
-    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'queued', attempt: 1 });
+    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'queued', attempt: 0 });
   });
 });

@@ -13,7 +13,7 @@ import { runWorkerBatch } from '../../lib/queue/worker.js';
 import type { JobHandler } from '../../lib/queue/worker.js';
 import { refuseCalls, writesTo, type DynamoCall } from '../support/faults.js';
 import { asFunction, createTestQueue, realClock, type TestQueue } from '../support/queue.js';
-import { RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
+import { DyingInvoker, RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest();
 const sweep = (ctx: Parameters<typeof sweepOnce>[0]) => sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} });
@@ -34,7 +34,7 @@ describe('a dead worker (at_least_once)', () => {
     const { ctx, clock } = queue();
     const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30, attempts: 3, retry: { kind: 'fixed', delay_s: 5 } });
     await enqueue(ctx, emails, 'e-1');
-    await poll(ctx, [emails], new RecordingInvoker());
+    await poll(ctx, [emails], new DyingInvoker(ctx));
 
     clock.set(T0 + 30_000);
     expect(await sweep(ctx)).toMatchObject({ requeued: 1, ended: 0 });
@@ -46,7 +46,8 @@ describe('a dead worker (at_least_once)', () => {
       expect.objectContaining({
         attempt: 1,
         claimedAtMs: T0,
-        startedAtMs: null,
+        startedAtMs: T0,
+        worker: WORKER,
         endedAtMs: T0 + 30_000,
         outcome: 'timed_out',
         error: expect.objectContaining({ class: 'VisibilityTimeoutError' }),
@@ -58,7 +59,7 @@ describe('a dead worker (at_least_once)', () => {
     const { ctx, clock } = queue();
     const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30, attempts: 3, retry: { kind: 'fixed', delay_s: 5 } });
     await enqueue(ctx, emails, 'e-1');
-    const dead = new RecordingInvoker();
+    const dead = new DyingInvoker(ctx);
     await poll(ctx, [emails], dead);
     clock.set(T0 + 30_000);
     await sweep(ctx);
@@ -83,7 +84,7 @@ describe('a dead worker (at_least_once)', () => {
     const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30, attempts: 2, retry: { kind: 'fixed', delay_s: 0 } });
     await enqueue(ctx, emails, 'e-1');
     for (let attempt = 1; attempt <= 2; attempt++) {
-      expect((await poll(ctx, [emails], new RecordingInvoker())).claimed).toBe(1);
+      expect((await poll(ctx, [emails], new DyingInvoker(ctx))).claimed).toBe(1);
       clock.advance(30_000);
       await sweep(ctx);
     }
@@ -116,7 +117,7 @@ describe('at_most_once', () => {
     const recording = new RecordingInvoker();
     await poll(ctx, [charge], recording);
     // The worker records the start, then dies before it reports an outcome.
-    expect(await markStarted(ctx, recording.batches[0]!.jobs[0]!, WORKER)).toBe(true);
+    expect(await markStarted(ctx, recording.batches[0]!.jobs[0]!, WORKER)).toBe('started');
 
     clock.set(T0 + 30_000);
     expect(await sweep(ctx)).toMatchObject({ requeued: 0, ended: 1 });
@@ -164,7 +165,8 @@ describe('at_most_once', () => {
     const options = { registry: { handlers: { charge: handler }, retryPolicies: {} }, worker: WORKER };
 
     expect(await runWorkerBatch(asFunction(ctx, 'worker'), batch, options)).toMatchObject({ succeeded: 1 });
-    expect(await runWorkerBatch(asFunction(ctx, 'worker'), batch, options)).toMatchObject({ succeeded: 0, already_started: 1 });
+    // The first run ended the claim, so the second finds it no longer held.
+    expect(await runWorkerBatch(asFunction(ctx, 'worker'), batch, options)).toMatchObject({ succeeded: 0, claim_lapsed: 1 });
     expect(handler).toHaveBeenCalledTimes(1);
     expect(await getJob(ctx, 'charge', 'c-1')).toMatchObject({ status: 'succeeded', result: 'charged' });
   });
@@ -206,7 +208,7 @@ describe('at_most_once', () => {
     await poll(ctx, [charge], new RecordingInvoker());
     const claimed = await getJob(ctx, 'charge', 'c-1');
     // The worker records its start (markStarted) and then dies before reporting.
-    expect(await markStarted(ctx, claimed!, WORKER)).toBe(true);
+    expect(await markStarted(ctx, claimed!, WORKER)).toBe('started');
 
     clock.set(T0 + 30_000);
     expect(await sweep(ctx)).toMatchObject({ ended: 1 });
@@ -223,7 +225,7 @@ describe('heartbeat', () => {
     const { ctx, clock } = queue();
     const reports = await defineType(ctx, 'reports', { visibility_timeout_s: 30, retry: { kind: 'fixed', delay_s: 0 } });
     await enqueue(ctx, reports, 'r-1');
-    const recording = new RecordingInvoker();
+    const recording = new DyingInvoker(ctx);
     await poll(ctx, [reports], recording);
     const job = recording.jobs[0]!;
 
@@ -328,7 +330,7 @@ describe('a live worker', () => {
     try {
       const emails = await defineType(q.ctx, 'emails', { visibility_timeout_s: 1, attempts: 2, retry: { kind: 'fixed', delay_s: 0 } });
       await enqueue(q.ctx, emails, 'e-1');
-      await poll(q.ctx, [emails], new RecordingInvoker());
+      await poll(q.ctx, [emails], new DyingInvoker(q.ctx));
       await new Promise((resolve) => setTimeout(resolve, 1_100));
       expect(await sweep(q.ctx)).toMatchObject({ requeued: 1 });
     } finally {
@@ -344,7 +346,7 @@ describe('a failure the sweep skips', () => {
   async function lapsedClaims(q: TestQueue): Promise<void> {
     const emails = await defineType(q.ctx, 'emails', { visibility_timeout_s: 30, retry: { kind: 'fixed', delay_s: 5 } });
     for (const id of IDS) await enqueue(q.ctx, emails, id);
-    expect((await poll(q.ctx, [emails], new RecordingInvoker())).claimed).toBe(IDS.length);
+    expect((await poll(q.ctx, [emails], new DyingInvoker(q.ctx))).claimed).toBe(IDS.length);
     q.clock.set(T0 + 30_000);
   }
 

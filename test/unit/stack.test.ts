@@ -75,7 +75,7 @@ describe('resources', () => {
     template.resourceCountIs('AWS::Events::EventBus', 1);
     template.resourceCountIs('AWS::SQS::Queue', 1);
     template.resourceCountIs('AWS::Events::Rule', 3);
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 7);
   });
 
   test('outputs name the API URL, the table, the event bus, the dead-letter queue and the callback token secret', () => {
@@ -423,6 +423,37 @@ describe('alarms', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Metrics: Match.arrayWith([Match.objectLike({ Expression: Match.stringLikeRegexp('tableWrites') })]),
     });
+  });
+});
+
+describe('worker throttles and late batches', () => {
+  const workerDimensions = () => [{ Name: 'FunctionName', Value: { Ref: logicalIdOf(stack.functions.worker.function) } }];
+
+  test('the worker has reserved concurrency, 100 unless WORKER_RESERVED_CONCURRENCY says otherwise', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('^Runs a batch'), ReservedConcurrentExecutions: 100 });
+    const configured = Template.fromStack(synthApp({ WORKER_RESERVED_CONCURRENCY: '250' }, { bundle: false }).stack);
+    configured.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('^Runs a batch'), ReservedConcurrentExecutions: 250 });
+  });
+
+  test('without RESERVED_CONCURRENCY the worker reserves none either', () => {
+    const unreserved = Template.fromStack(synthApp({ RESERVED_CONCURRENCY: 'false' }, { bundle: false }).stack);
+    unreserved.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('^Runs a batch'), ReservedConcurrentExecutions: Match.absent() });
+  });
+
+  test('throttled worker invokes, batches waiting in the async queue and batches lost on the way to the dead-letter queue each have an alarm', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { Namespace: 'AWS/Lambda', MetricName: 'Throttles', Dimensions: workerDimensions(), Threshold: 0 });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'AsyncEventAge',
+      Dimensions: workerDimensions(),
+      Statistic: 'Maximum',
+      Threshold: 30_000,
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { Namespace: 'AWS/Lambda', MetricName: 'DestinationDeliveryFailures', Dimensions: workerDimensions(), Threshold: 0 });
+  });
+
+  test('a worker reserved concurrency that is not a positive integer is refused, naming the context key', () => {
+    expect(() => synthApp({ WORKER_RESERVED_CONCURRENCY: '0' }, { bundle: false })).toThrow(/WORKER_RESERVED_CONCURRENCY must be an integer from 1 to 100000, got "0"/);
   });
 });
 

@@ -1,0 +1,145 @@
+/**
+ * What AWS does at its limits, done locally to the calls the in-process runtime makes, so code that would fail
+ * or misbehave where it is deployed does so here first (as ./dynamodb-rules.ts does for DynamoDB):
+ *
+ * - Lambda's asynchronous invoke refuses a payload over 1 MB (1 048 576 bytes) with `RequestTooLargeException`.
+ * - EventBridge refuses a PutEvents request whose entries come to 256 KB (262 144 bytes) or more, counted as it
+ *   counts them (Time 14 bytes; Source, DetailType, Detail and each of Resources as UTF-8).
+ * - Lambda's async queue hands an event over late (its function throttled: its reserved concurrency or the
+ *   account's used up) and now and then twice. Off unless asked for (`WorkerDelivery`): the fault suite and
+ *   tests switch it on, as may `npm start` (LOCAL_WORKER_* settings).
+ */
+import { EventBridgeServiceException, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
+import { RequestTooLargeException } from '@aws-sdk/client-lambda';
+import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
+import { integerSetting, type Env } from '../../lib/queue/context.js';
+import { ConfigError } from '../../lib/domain/errors.js';
+import type { SdkClient } from './iam/iam-check.js';
+
+/** Lambda's limit on an asynchronous invoke's payload (InvocationType Event). */
+export const LAMBDA_ASYNC_PAYLOAD_BYTES = 1_048_576;
+/** EventBridge's limit on the entries of one PutEvents request. */
+export const PUT_EVENTS_BYTES = 262_144;
+
+/** How Lambda's async queue hands worker batches over; every field off by default. */
+export interface WorkerDelivery {
+  /** Every batch reaches the worker this long after the invoke was accepted. */
+  delayMs: number;
+  /** Every batch is delivered twice, both copies at once. */
+  duplicate: boolean;
+  /** The share of invokes (0-100 %) throttled: each is delivered `throttleDelayMs` later still, as Lambda's retries would. */
+  throttledPercent: number;
+  throttleDelayMs: number;
+}
+
+export const PROMPT_DELIVERY: WorkerDelivery = { delayMs: 0, duplicate: false, throttledPercent: 0, throttleDelayMs: 0 };
+
+/** LOCAL_WORKER_DELIVERY_DELAY_MS, LOCAL_WORKER_DUPLICATE_DELIVERY, LOCAL_WORKER_THROTTLED_PERCENT, LOCAL_WORKER_THROTTLE_DELAY_MS. */
+export function workerDeliveryFrom(env: Env): WorkerDelivery {
+  const duplicate = env.LOCAL_WORKER_DUPLICATE_DELIVERY;
+  if (duplicate !== undefined && duplicate !== '' && duplicate !== 'true' && duplicate !== 'false') {
+    throw new ConfigError(`LOCAL_WORKER_DUPLICATE_DELIVERY must be true or false, got "${duplicate}"`);
+  }
+  return {
+    delayMs: integerSetting(env, 'LOCAL_WORKER_DELIVERY_DELAY_MS', 0, 0, 3_600_000),
+    duplicate: duplicate === 'true',
+    throttledPercent: integerSetting(env, 'LOCAL_WORKER_THROTTLED_PERCENT', 0, 0, 100),
+    throttleDelayMs: integerSetting(env, 'LOCAL_WORKER_THROTTLE_DELAY_MS', 60_000, 0, 3_600_000),
+  };
+}
+
+export interface LocalAsyncInvokerOptions {
+  delivery?: WorkerDelivery;
+  /** Every delivery still to come or running; the runtime waits for them on stop. */
+  inFlight: Set<Promise<unknown>>;
+  /** Pending deliveries are dropped once aborted, as a stopped runtime's would be. */
+  signal?: AbortSignal;
+  onError: (error: unknown) => void;
+  random?: () => number;
+}
+
+/**
+ * Invokes the worker in-process the way Lambda's async invoke does: the payload is serialised and refused over
+ * Lambda's limit, the call returns before the worker runs, and the batch reaches it as `delivery` says.
+ */
+export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promise<unknown>, options: LocalAsyncInvokerOptions): WorkerInvoker {
+  const delivery = options.delivery ?? PROMPT_DELIVERY;
+  const random = options.random ?? Math.random;
+  // One listener for all the deliveries still waiting, rather than one each on a signal every batch shares.
+  const waiting = new Set<() => void>();
+  options.signal?.addEventListener('abort', () => [...waiting].forEach((wake) => wake()), { once: true });
+  const wait = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        waiting.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      waiting.add(wake);
+    });
+  const deliver = (payload: string, delayMs: number): void => {
+    const run = (async () => {
+      if (delayMs > 0) {
+        await wait(delayMs);
+        if (options.signal?.aborted) return;
+      }
+      // A copy of its own for each delivery, parsed from the JSON Lambda would carry.
+      await runBatch(JSON.parse(payload) as WorkerBatch);
+    })().catch(options.onError);
+    options.inFlight.add(run);
+    void run.finally(() => options.inFlight.delete(run));
+  };
+  return {
+    async invoke(batch) {
+      const payload = JSON.stringify(batch);
+      const bytes = Buffer.byteLength(payload);
+      if (bytes > LAMBDA_ASYNC_PAYLOAD_BYTES) {
+        throw new RequestTooLargeException({
+          $metadata: { httpStatusCode: 413 },
+          message: `Request must be smaller than ${LAMBDA_ASYNC_PAYLOAD_BYTES} bytes for the InvokeFunction operation (an asynchronous invoke of ${bytes} bytes)`,
+          Type: 'User',
+        });
+      }
+      const throttled = delivery.throttledPercent > 0 && random() * 100 < delivery.throttledPercent;
+      const delayMs = delivery.delayMs + (throttled ? delivery.throttleDelayMs : 0);
+      deliver(payload, delayMs);
+      if (delivery.duplicate) deliver(payload, delayMs);
+    },
+  };
+}
+
+/** The size EventBridge counts for an entry against PUT_EVENTS_BYTES. */
+export function putEventsEntryBytes(entry: PutEventsRequestEntry): number {
+  const utf8 = (text: string | undefined): number => (text === undefined ? 0 : Buffer.byteLength(text));
+  return (
+    (entry.Time !== undefined ? 14 : 0) +
+    utf8(entry.Source) +
+    utf8(entry.DetailType) +
+    utf8(entry.Detail) +
+    (entry.Resources ?? []).reduce((sum, resource) => sum + utf8(resource), 0)
+  );
+}
+
+/** Refuses, as EventBridge does, a PutEvents request over its size limit, before it leaves the process. */
+export function enforceEventBridgeLimits<Client extends SdkClient>(client: Client): Client {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const entries = (args.input as { Entries?: PutEventsRequestEntry[] }).Entries;
+      if (context.commandName === 'PutEventsCommand' && entries) {
+        const bytes = entries.reduce((sum, entry) => sum + putEventsEntryBytes(entry), 0);
+        if (bytes >= PUT_EVENTS_BYTES) {
+          throw new EventBridgeServiceException({
+            name: 'ValidationException',
+            $fault: 'client',
+            $metadata: { httpStatusCode: 400 },
+            message: `Total size of the entries in the request is over the limit: ${bytes} bytes, and EventBridge takes less than ${PUT_EVENTS_BYTES}`,
+          });
+        }
+      }
+      return next(args);
+    },
+    { step: 'initialize', priority: 'high', name: 'localEventBridgeLimits', override: true },
+  );
+  return client;
+}

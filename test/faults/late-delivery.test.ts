@@ -1,0 +1,132 @@
+/**
+ * Lambda's async queue at its worst: every worker batch delivered twice, a share of them throttled and handed
+ * over long after their claims lapsed. The real pollers, worker and sweeper run against DynamoDB Local through
+ * the local runtime's invoker; nothing is lost, no at_most_once job starts twice, and no job fails without
+ * its handler having run.
+ */
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createLocalAsyncInvoker } from '../../infra/local/aws-limits.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { enqueueJob } from '../../lib/queue/enqueue.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { runPollerLoop } from '../../lib/queue/poller.js';
+import { sweepOnce } from '../../lib/queue/sweeper.js';
+import { runWorkerBatch, type BatchResult } from '../../lib/queue/worker.js';
+import { abortableSleep } from '../../lib/domain/sleep.js';
+import { isTerminal } from '../../lib/domain/job.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import type { JobType } from '../../lib/domain/job-type.js';
+import { seededRandom } from '../support/faults.js';
+import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
+import { auditJobs, contextWith, countingHandler } from '../support/scenario.js';
+import { scaled } from './scale.js';
+
+const JOBS = scaled(100, 2_000);
+const VISIBILITY_TIMEOUT_S = 1;
+/** Every batch reaches the worker this late, and again as a duplicate. */
+const DELIVERY_DELAY_MS = 100;
+/** A throttled batch arrives this much later still: well past its claims, which the sweeper has taken back by then. */
+const THROTTLE_DELAY_MS = 2_500;
+const THROTTLED_PERCENT = 40;
+
+let queue: TestQueue;
+
+beforeAll(async () => {
+  queue = await createTestQueue({ clock: realClock, settings: { bucketMs: 5_000, pollIntervalMs: 50, sweepIntervalMs: 200 } });
+});
+afterAll(() => queue.drop());
+
+test(`${JOBS} jobs whose worker batches come twice, ${THROTTLED_PERCENT} % of them after their claims lapsed: none lost, none failed unrun, none run twice in one attempt`, async () => {
+  const types = new Map<string, JobType>();
+  for (const [name, body] of [
+    ['alo', { target: { kind: 'handler', name: 'count' }, attempts: 2, retry: { kind: 'fixed', delay_s: 0 }, visibility_timeout_s: VISIBILITY_TIMEOUT_S }],
+    ['amo', { target: { kind: 'handler', name: 'count' }, delivery_strategy: 'at_most_once', visibility_timeout_s: VISIBILITY_TIMEOUT_S }],
+  ] as const) {
+    types.set(name, (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType);
+  }
+  const jobs = Array.from({ length: JOBS }, (_, i) => ({ type: i % 2 === 0 ? 'alo' : 'amo', id: `job-${i}` }));
+  for (const [i, { type, id }] of jobs.entries()) {
+    await enqueueJob(queue.ctx, types.get(type)!, id, { data: { i }, priority: 100, weight: 1, runAfterMs: Date.now() + (i % 20) * 100 });
+  }
+
+  const counter = countingHandler();
+  const outcomes: BatchResult[] = [];
+  /** Jobs a worker could not run or record because a store call failed (DynamoDB Local overloaded): their start may have landed unseen. */
+  const storeErrors = new Set<string>();
+  const invokeErrors: unknown[] = [];
+  const stop = new AbortController();
+  const inFlight = new Set<Promise<unknown>>();
+  const workers = queue.as('worker');
+  const invoker = createLocalAsyncInvoker(
+    async (batch) => {
+      outcomes.push(
+        await runWorkerBatch(workers, batch, {
+          registry: { handlers: { count: counter.handler }, retryPolicies: {} },
+          worker: { id: 'late-worker', host: 'localhost' },
+          onError: (job) => storeErrors.add(job.id),
+        }),
+      );
+    },
+    {
+      delivery: { delayMs: DELIVERY_DELAY_MS, duplicate: true, throttledPercent: THROTTLED_PERCENT, throttleDelayMs: THROTTLE_DELAY_MS },
+      inFlight,
+      signal: stop.signal,
+      onError: (error) => invokeErrors.push(error),
+      random: seededRandom(7),
+    },
+  );
+  const loops = [
+    ...[0, 1].map(() => runPollerLoop(contextWith(queue.as('poller'), {}), { invoker, runForMs: 120_000, signal: stop.signal, jobTypesRefreshMs: 1_000 })),
+    (async () => {
+      while (!stop.signal.aborted) {
+        await sweepOnce(queue.as('sweeper'), { customPolicies: {} }).catch(() => undefined);
+        await abortableSleep(200, stop.signal);
+      }
+    })(),
+  ];
+
+  const startedAtMs = Date.now();
+  let open = jobs;
+  while (open.length > 0 && Date.now() - startedAtMs < 90_000) {
+    await abortableSleep(250);
+    // Oldest first, up to the first job still open: each job is read about once.
+    while (open.length > 0 && isTerminal((await getJob(queue.ctx, open[0]!.type, open[0]!.id))?.status ?? 'queued')) open = open.slice(1);
+  }
+  // The last throttled batches, still on their way, find their claims gone.
+  await abortableSleep(THROTTLE_DELAY_MS + DELIVERY_DELAY_MS);
+  stop.abort();
+  await Promise.all(loops);
+  await Promise.allSettled([...inFlight]);
+
+  const audit = await auditJobs(queue.ctx, jobs, counter.starts, types);
+  const failedUnrun: string[] = [];
+  const runsUncounted: string[] = [];
+  for (const { type, id } of jobs) {
+    const job = await getJob(queue.ctx, type, id);
+    const runs = counter.starts.get(id) ?? 0;
+    // A start whose answer was lost counts as a start: at_most_once may not run the job again.
+    if (job?.status === 'failed' && runs === 0 && !storeErrors.has(id)) failedUnrun.push(id);
+    // Each run of a handler is an attempt of its own in the history: a batch delivered twice runs a job once.
+    if (job && runs > job.attempt) runsUncounted.push(`${id}: ${runs} runs in ${job.attempt} attempts`);
+  }
+  const total = (key: keyof BatchResult) => outcomes.reduce((sum, outcome) => sum + outcome[key], 0);
+  const late = { claimLapsed: total('claim_lapsed'), alreadyStarted: total('already_started'), stale: total('stale') };
+  console.log('late and duplicated delivery', {
+    jobs: JOBS,
+    elapsedMs: Date.now() - startedAtMs,
+    batches: outcomes.length,
+    ...late,
+    storeErrors: storeErrors.size,
+    byStatus: audit.byStatus,
+  });
+
+  expect(open).toEqual([]);
+  expect(audit.findings).toEqual([]);
+  expect(failedUnrun).toEqual([]);
+  expect(runsUncounted).toEqual([]);
+  expect(invokeErrors).toEqual([]);
+  // The faults really happened: duplicates that found their job started, late batches that found their claim gone.
+  expect(late.alreadyStarted).toBeGreaterThan(0);
+  expect(late.claimLapsed).toBeGreaterThan(0);
+  expect(audit.byStatus.succeeded).toBeGreaterThan(0);
+}, 150_000);

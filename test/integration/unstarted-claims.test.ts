@@ -1,0 +1,139 @@
+/**
+ * A worker invoke Lambda throttles, delivers late or delivers twice: a claim whose worker never started the job
+ * costs it no attempt, a late batch whose claims were taken back runs nothing, and a batch delivered twice runs
+ * each job once, whatever the delivery strategy.
+ */
+import { describe, expect, test, vi } from 'vitest';
+import { markStarted } from '../../lib/queue/claims.js';
+import { readInFlight } from '../../lib/store/counters.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { sweepOnce } from '../../lib/queue/sweeper.js';
+import { runWorkerBatch, type JobHandler } from '../../lib/queue/worker.js';
+import { asFunction } from '../support/queue.js';
+import { RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
+
+const queue = freshQueuePerTest();
+const sweep = (ctx: Parameters<typeof sweepOnce>[0]) => sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} });
+const workerOptions = (handler: JobHandler, worker = WORKER) => ({ registry: { handlers: { emails: handler }, retryPolicies: {} }, worker });
+
+describe('a claim whose worker never started the job (at_least_once)', () => {
+  test('comes back after the visibility timeout without counting an attempt or writing a history entry', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30, attempts: 3 });
+    await enqueue(ctx, emails, 'e-1');
+    await poll(ctx, [emails], new RecordingInvoker());
+
+    clock.set(T0 + 30_000);
+    expect(await sweep(ctx)).toMatchObject({ released: 1, requeued: 0, ended: 0 });
+    const job = await getJob(ctx, 'emails', 'e-1');
+    expect(job).toMatchObject({ status: 'queued', attempt: 0, history: [], runAfterMs: T0 });
+    expect(job?.claimToken).toBeUndefined();
+  });
+
+  test('a job whose invokes are throttled past the visibility timeout again and again never fails without a handler run', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30, attempts: 3, retry: { kind: 'fixed', delay_s: 0 } });
+    await enqueue(ctx, emails, 'e-1');
+    const throttled = new RecordingInvoker();
+    for (let lapse = 1; lapse <= 5; lapse++) {
+      expect((await poll(ctx, [emails], throttled)).claimed).toBe(1);
+      clock.advance(30_000);
+      await sweep(ctx);
+    }
+
+    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'queued', attempt: 0, history: [] });
+    const handler = vi.fn(() => 'sent');
+    expect((await poll(ctx, [emails], new RunningInvoker(ctx, { emails: handler }))).claimed).toBe(1);
+    expect(handler).toHaveBeenCalledTimes(1);
+    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'succeeded', attempt: 1 });
+  });
+
+  test('gives back the slots its claim held, so the type is free to claim it again', async () => {
+    const { ctx, clock } = queue();
+    const limited = await defineType(ctx, 'limited', { concurrency: 2, visibility_timeout_s: 30 });
+    for (const id of ['a', 'b', 'c']) await enqueue(ctx, limited, id);
+    expect((await poll(ctx, [limited], new RecordingInvoker())).claimed).toBe(2);
+
+    clock.advance(30_000);
+    expect(await sweep(ctx)).toMatchObject({ released: 2 });
+    expect((await readInFlight(ctx, 'limited', [])).type).toBe(0);
+    expect((await poll(ctx, [limited], new RecordingInvoker())).claimed).toBe(2);
+    expect((await readInFlight(ctx, 'limited', [])).type).toBe(2);
+  });
+
+  test('an attempt that started and then hung still counts, as a timed_out attempt naming its worker', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30, attempts: 3, retry: { kind: 'fixed', delay_s: 5 } });
+    await enqueue(ctx, emails, 'e-1');
+    const recording = new RecordingInvoker();
+    await poll(ctx, [emails], recording);
+    expect(await markStarted(ctx, recording.jobs[0]!, WORKER)).toBe('started');
+
+    clock.set(T0 + 30_000);
+    expect(await sweep(ctx)).toMatchObject({ requeued: 1, released: 0 });
+    const job = await getJob(ctx, 'emails', 'e-1');
+    expect(job).toMatchObject({ status: 'queued', attempt: 1 });
+    expect(job?.history).toEqual([
+      expect.objectContaining({ attempt: 1, startedAtMs: T0, worker: WORKER, outcome: 'timed_out', error: expect.objectContaining({ class: 'VisibilityTimeoutError' }) }),
+    ]);
+  });
+});
+
+describe('a batch that reaches its worker late or twice', () => {
+  test('a late batch whose claims were taken back and claimed again runs nothing', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30 });
+    await enqueue(ctx, emails, 'e-1');
+    const late = new RecordingInvoker();
+    await poll(ctx, [emails], late);
+    clock.set(T0 + 30_000);
+    await sweep(ctx);
+    const reclaimed = new RecordingInvoker();
+    expect((await poll(ctx, [emails], reclaimed)).claimed).toBe(1);
+
+    const handler = vi.fn(() => 'sent');
+    expect(await runWorkerBatch(asFunction(ctx, 'worker'), late.batches[0]!, workerOptions(handler))).toMatchObject({ claim_lapsed: 1, succeeded: 0 });
+    expect(handler).not.toHaveBeenCalled();
+    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'running', attempt: 1, claimToken: reclaimed.jobs[0]?.claimToken });
+  });
+
+  test('a late batch whose claims were taken back but not yet claimed again runs nothing and leaves the job due', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30 });
+    await enqueue(ctx, emails, 'e-1');
+    const late = new RecordingInvoker();
+    await poll(ctx, [emails], late);
+    clock.set(T0 + 30_000);
+    await sweep(ctx);
+
+    const handler = vi.fn(() => 'sent');
+    expect(await runWorkerBatch(asFunction(ctx, 'worker'), late.batches[0]!, workerOptions(handler))).toMatchObject({ claim_lapsed: 1 });
+    expect(handler).not.toHaveBeenCalled();
+    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'queued', attempt: 0 });
+  });
+
+  test('a batch of at_least_once jobs delivered twice at once runs each job once', async () => {
+    const { ctx } = queue();
+    const emails = await defineType(ctx, 'emails');
+    await enqueue(ctx, emails, 'e-1');
+    const recording = new RecordingInvoker();
+    await poll(ctx, [emails], recording);
+    const batch = recording.batches[0]!;
+    let release!: () => void;
+    const mayFinish = new Promise<void>((resolve) => (release = resolve));
+    const handler = vi.fn<JobHandler>(async () => {
+      await mayFinish;
+      return 'sent';
+    });
+
+    const first = runWorkerBatch(asFunction(ctx, 'worker'), batch, workerOptions(handler));
+    await vi.waitFor(() => expect(handler).toHaveBeenCalledTimes(1));
+    const second = await runWorkerBatch(asFunction(ctx, 'worker'), batch, workerOptions(handler, { id: 'worker-2', host: 'host-b' }));
+    release();
+
+    expect(second).toMatchObject({ already_started: 1, succeeded: 0 });
+    expect(await first).toMatchObject({ succeeded: 1 });
+    expect(handler).toHaveBeenCalledTimes(1);
+    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'succeeded', attempt: 1 });
+  });
+});

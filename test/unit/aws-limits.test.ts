@@ -1,0 +1,147 @@
+/** AWS's limits and async delivery, as the local runtime enforces and imitates them (infra/local/aws-limits.ts). */
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { describe, expect, test, vi } from 'vitest';
+import {
+  createLocalAsyncInvoker,
+  enforceEventBridgeLimits,
+  LAMBDA_ASYNC_PAYLOAD_BYTES,
+  PUT_EVENTS_BYTES,
+  putEventsEntryBytes,
+  workerDeliveryFrom,
+  type WorkerDelivery,
+} from '../../infra/local/aws-limits.js';
+import type { WorkerBatch } from '../../lib/queue/batcher.js';
+import { runningJob } from '../support/jobs.js';
+
+const batchOfBytes = (bytes: number): WorkerBatch => {
+  const empty: WorkerBatch = { jobs: [runningJob({ data: '' })], jobTypes: {} };
+  return { ...empty, jobs: [runningJob({ data: 'x'.repeat(bytes - Buffer.byteLength(JSON.stringify(empty))) })] };
+};
+
+function invokerWith(delivery: Partial<WorkerDelivery> = {}, random = () => 0.5) {
+  const runs: WorkerBatch[] = [];
+  const inFlight = new Set<Promise<unknown>>();
+  const stop = new AbortController();
+  const invoker = createLocalAsyncInvoker(
+    async (batch) => {
+      runs.push(batch);
+    },
+    { delivery: { delayMs: 0, duplicate: false, throttledPercent: 0, throttleDelayMs: 0, ...delivery }, inFlight, signal: stop.signal, onError: () => undefined, random },
+  );
+  return { invoker, runs, inFlight, stop };
+}
+
+describe("Lambda's asynchronous invoke", () => {
+  test('a payload of exactly 1 MB is accepted', async () => {
+    const { invoker, runs, inFlight } = invokerWith();
+    await invoker.invoke(batchOfBytes(LAMBDA_ASYNC_PAYLOAD_BYTES));
+    await Promise.all([...inFlight]);
+    expect(runs).toHaveLength(1);
+  });
+
+  test('a payload over 1 MB is refused with RequestTooLargeException naming the limit, and never runs', async () => {
+    const { invoker, runs, inFlight } = invokerWith();
+    await expect(invoker.invoke(batchOfBytes(LAMBDA_ASYNC_PAYLOAD_BYTES + 1))).rejects.toMatchObject({
+      name: 'RequestTooLargeException',
+      message: expect.stringContaining('smaller than 1048576 bytes'),
+      $metadata: { httpStatusCode: 413 },
+    });
+    await Promise.all([...inFlight]);
+    expect(runs).toEqual([]);
+  });
+
+  test('the worker gets a copy of the batch as it survives serialisation', async () => {
+    const { invoker, runs, inFlight } = invokerWith();
+    const batch: WorkerBatch = { jobs: [runningJob()], jobTypes: {} };
+    await invoker.invoke(batch);
+    await Promise.all([...inFlight]);
+    expect(runs).toEqual([JSON.parse(JSON.stringify(batch))]);
+    expect(runs[0]).not.toBe(batch);
+  });
+});
+
+describe('late, throttled and duplicated delivery', () => {
+  test('with a delivery delay the batch reaches the worker that much later', async () => {
+    vi.useFakeTimers();
+    try {
+      const { invoker, runs } = invokerWith({ delayMs: 5_000 });
+      await invoker.invoke({ jobs: [runningJob()], jobTypes: {} });
+      await vi.advanceTimersByTimeAsync(4_999);
+      expect(runs).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(runs).toHaveLength(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  test('a throttled invoke is delivered after the throttle delay on top, the others on time', async () => {
+    vi.useFakeTimers();
+    try {
+      const draws = [0.1, 0.9];
+      const { invoker, runs } = invokerWith({ throttledPercent: 50, throttleDelayMs: 60_000 }, () => draws.shift()!);
+      await invoker.invoke({ jobs: [runningJob({ id: 'throttled' })], jobTypes: {} });
+      await invoker.invoke({ jobs: [runningJob({ id: 'on-time' })], jobTypes: {} });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(runs.map((batch) => batch.jobs[0]?.id)).toEqual(['on-time']);
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(runs.map((batch) => batch.jobs[0]?.id)).toEqual(['on-time', 'throttled']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  test('with duplicate delivery every batch reaches the worker twice', async () => {
+    const { invoker, runs, inFlight } = invokerWith({ duplicate: true });
+    await invoker.invoke({ jobs: [runningJob()], jobTypes: {} });
+    await Promise.all([...inFlight]);
+    expect(runs).toHaveLength(2);
+    expect(runs[0]).toEqual(runs[1]);
+  });
+
+  test('a delivery still waiting when the runtime stops is dropped', async () => {
+    const { invoker, runs, inFlight, stop } = invokerWith({ delayMs: 60_000 });
+    await invoker.invoke({ jobs: [runningJob()], jobTypes: {} });
+    stop.abort();
+    await Promise.all([...inFlight]);
+    expect(runs).toEqual([]);
+  });
+
+  test('the LOCAL_WORKER_* settings switch each on; unset, delivery is prompt and single', () => {
+    expect(workerDeliveryFrom({})).toMatchObject({ delayMs: 0, duplicate: false, throttledPercent: 0 });
+    expect(
+      workerDeliveryFrom({
+        LOCAL_WORKER_DELIVERY_DELAY_MS: '1500',
+        LOCAL_WORKER_DUPLICATE_DELIVERY: 'true',
+        LOCAL_WORKER_THROTTLED_PERCENT: '20',
+        LOCAL_WORKER_THROTTLE_DELAY_MS: '90000',
+      }),
+    ).toEqual({ delayMs: 1500, duplicate: true, throttledPercent: 20, throttleDelayMs: 90_000 });
+    expect(() => workerDeliveryFrom({ LOCAL_WORKER_DUPLICATE_DELIVERY: 'yes' })).toThrow(/LOCAL_WORKER_DUPLICATE_DELIVERY must be true or false, got "yes"/);
+    expect(() => workerDeliveryFrom({ LOCAL_WORKER_THROTTLED_PERCENT: '150' })).toThrow(/LOCAL_WORKER_THROTTLED_PERCENT must be an integer from 0 to 100/);
+  });
+});
+
+describe("EventBridge's PutEvents limit", () => {
+  const client = () =>
+    enforceEventBridgeLimits(new EventBridgeClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 }));
+  const entryOfBytes = (bytes: number) => {
+    const base = { Source: 'jobs', DetailType: 'job.due', Time: new Date(0) };
+    return { ...base, Detail: 'x'.repeat(bytes - putEventsEntryBytes(base)) };
+  };
+
+  test('an entry is counted as EventBridge counts it: Time 14 bytes, the rest as UTF-8', () => {
+    expect(putEventsEntryBytes({ Source: 'jobs', DetailType: 'é', Detail: '{}', Resources: ['arn'], Time: new Date(0) })).toBe(14 + 4 + 2 + 2 + 3);
+  });
+
+  test('a request of 256 KB or more is refused with ValidationException naming the limit, before it leaves the process', async () => {
+    const refused = client().send(new PutEventsCommand({ Entries: [entryOfBytes(PUT_EVENTS_BYTES)] }));
+    await expect(refused).rejects.toMatchObject({ name: 'ValidationException', message: expect.stringContaining(`less than ${PUT_EVENTS_BYTES}`) });
+  });
+
+  test('a request just under the limit goes on to EventBridge', async () => {
+    // Nothing listens on the endpoint: getting as far as a connection error means the limit let it through.
+    const sent = client().send(new PutEventsCommand({ Entries: [entryOfBytes(PUT_EVENTS_BYTES - 1)] }));
+    await expect(sent).rejects.not.toMatchObject({ name: 'ValidationException' });
+  });
+});
