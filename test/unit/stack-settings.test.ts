@@ -39,14 +39,18 @@ const reservedConcurrency = (stack: QueueStack) =>
   Object.fromEntries(Object.entries(functionProperties(stack)).map(([name, properties]) => [name, properties.ReservedConcurrentExecutions]));
 
 describe('RESERVED_CONCURRENCY', () => {
-  test('by default the poller reserves 2 per partition and the sweeper 2, and no other function reserves any', () => {
+  test('by default the poller reserves 2 per partition, the sweeper 2 and the worker WORKER_RESERVED_CONCURRENCY (100); the api and the authorizer none', () => {
     expect(reservedConcurrency(synthStack({ POLLER_PARTITIONS: '2' }))).toEqual({
       api: undefined,
       authorizer: undefined,
       poller: 4,
-      worker: undefined,
+      worker: 100,
       sweeper: 2,
     });
+  });
+
+  test("WORKER_RESERVED_CONCURRENCY sets the worker's", () => {
+    expect(reservedConcurrency(synthStack({ WORKER_RESERVED_CONCURRENCY: '20' }))).toMatchObject({ worker: 20 });
   });
 
   test('true keeps them, as the default does', () => {
