@@ -19,10 +19,10 @@ import { bucketOf, bucketStartMs, lanePartition, type Lane } from '../store/keys
 export const MAX_QUERIES_PER_SCAN = 240;
 
 /**
- * A walk over fewer settled buckets than this queries them rather than read the directory first: so a cursor
- * kept up to date costs what it did.
+ * A stretch of fewer settled buckets than this is queried rather than looked up in the directory first: so a
+ * cursor kept up to date, or held by a short backlog, costs what it did.
  */
-const DIRECTORY_WORTHWHILE_BUCKETS = 3;
+const DIRECTORY_WORTHWHILE_BUCKETS = 8;
 
 /**
  * The oldest bucket any shard's cursor of the lane still holds, never before `floorBucket`, which is also where a
@@ -71,6 +71,8 @@ export interface ScanOptions {
   limit: number;
   cursor?: number | undefined;
   upToMs?: number;
+  /** The walk stops here too, as when it runs out of queries: the poller's invocation ends soon after. */
+  stopAtMs?: number | undefined;
   after?: ScanAfter;
   gap?: SettledGap;
   /** Where the bucket directory is complete from, for this lane shard (LaneCursor). */
@@ -78,18 +80,23 @@ export interface ScanOptions {
 }
 
 /**
- * The settled buckets from `firstBucket` on, up to `lastBucket`, that the walk may go past unread: those in the
- * range the directory is complete for and has no record of. Undefined when the walk is too short to be worth it.
+ * Whether a bucket may be gone past unread: it settled, lies where the directory is complete, and has no record
+ * there. The directory is read a stretch at a time, from the first bucket asked about up to the last settled one
+ * or to where `gap` begins (the walk goes past that unread anyway), and only for a stretch worth a read.
  */
-async function knownEmpty(ctx: QueueContext, lane: Lane, nowMs: number, range: { firstBucket: number; lastBucket: number; directoryFromBucket: number | undefined }) {
-  const { bucketMs, cursorSafetyMarginMs } = ctx.settings;
-  const { firstBucket, lastBucket, directoryFromBucket } = range;
-  if (directoryFromBucket === undefined) return undefined;
-  const fromBucket = Math.max(firstBucket, directoryFromBucket);
-  const untilBucket = Math.min(lastBucket, bucketOf(nowMs - cursorSafetyMarginMs, bucketMs) - 1);
-  if (untilBucket - fromBucket + 1 < DIRECTORY_WORTHWHILE_BUCKETS) return undefined;
-  const recorded = new Set(await recordedBuckets(ctx, lane, fromBucket, { untilBucket, consistentRead: true }));
-  return (bucket: number): boolean => bucket >= fromBucket && bucket <= untilBucket && !recorded.has(bucket);
+function directoryLookup(ctx: QueueContext, lane: Lane, nowMs: number, options: Pick<ScanOptions, 'directoryFromBucket' | 'gap'>) {
+  const { directoryFromBucket, gap } = options;
+  const lastSettled = bucketOf(nowMs - ctx.settings.cursorSafetyMarginMs, ctx.settings.bucketMs) - 1;
+  let read: { untilBucket: number; recorded: Set<number> } | undefined;
+  return async (bucket: number): Promise<boolean> => {
+    if (directoryFromBucket === undefined || bucket < directoryFromBucket || bucket > lastSettled) return false;
+    if (!read || bucket > read.untilBucket) {
+      const untilBucket = gap && gap.fromBucket > bucket ? Math.min(lastSettled, gap.fromBucket - 1) : lastSettled;
+      if (untilBucket - bucket + 1 < DIRECTORY_WORTHWHILE_BUCKETS) return false;
+      read = { untilBucket, recorded: new Set(await recordedBuckets(ctx, lane, bucket, { untilBucket, consistentRead: true })) };
+    }
+    return !read.recorded.has(bucket);
+  };
 }
 
 /**
@@ -122,7 +129,7 @@ export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, opt
     longest = longer(longest, open);
     open = undefined;
   };
-  const unrecorded = await knownEmpty(ctx, lane, nowMs, { firstBucket: first, lastBucket: last, directoryFromBucket: options.directoryFromBucket });
+  const unrecorded = directoryLookup(ctx, lane, nowMs, options);
   let queries = 0;
   let caughtUp = true;
   for (let bucket = first; bucket <= last && entries.length < options.limit; bucket++) {
@@ -135,8 +142,8 @@ export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, opt
     }
     const startAfter = after?.bucket === bucket && after.readFromBucket === undefined ? after.entry : undefined;
     let found: DueEntry[] = [];
-    if (startAfter || !unrecorded?.(bucket)) {
-      if (queries === MAX_QUERIES_PER_SCAN) {
+    if (startAfter || !(await unrecorded(bucket))) {
+      if (queries === MAX_QUERIES_PER_SCAN || ctx.nowMs() >= (options.stopAtMs ?? Infinity)) {
         caughtUp = false;
         break;
       }

@@ -93,6 +93,11 @@ export interface PollOptions {
   /** Stops waiting for claims ahead: what is left is found again by the next poll. */
   signal?: AbortSignal;
   /**
+   * When the poller's run must end: a lane's walk stops there, so what the poll claimed reaches a worker before
+   * the invocation's timeout. The rest of the walk is the next run's.
+   */
+  stopWalksAtMs?: number;
+  /**
    * Entries this poller claimed lately, by entry (job key and sort key), with when: the index may still show
    * an entry for a moment after its claim moved it, and a poll that follows at once skips it rather than pay
    * for a claim bound to fail. A retry comes back under another sort key, so it is never skipped.
@@ -175,6 +180,7 @@ async function scanShard(
     ...(after && (cursor === undefined || after.bucket >= cursor) ? { after } : {}),
     ...(gap ? { gap } : {}),
     directoryFromBucket,
+    stopAtMs: options.stopWalksAtMs,
   });
   options.cursors.set(cacheKey, cursor);
   if (!scan.gap) options.settledGaps?.delete(cacheKey);

@@ -99,6 +99,12 @@ function createPacer(settings: QueueSettings) {
   };
 }
 
+/**
+ * How long past the run's end a poll may still walk its lanes before it stops and hands over what it claimed: the
+ * poller function ends its runs 5 s before its timeout.
+ */
+export const WALK_OVERRUN_MS = 2_000;
+
 /** A saturated lane, or one whose walk is still far behind, is polled again without a wait. */
 function pollsAgainAtOnce(result: PollResult): boolean {
   return result.saturated || result.behind;
@@ -146,6 +152,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         directoryFromBuckets,
         ...pacer.horizons,
         claimAheadMs,
+        stopWalksAtMs: deadlineMs + WALK_OVERRUN_MS,
         sleep: (ms) => sleep(ms, options.signal),
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.shards ? { shards: options.shards } : {}),

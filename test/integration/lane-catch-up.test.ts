@@ -11,6 +11,7 @@ import type { JobType } from '../../lib/domain/job-type.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { getJob } from '../../lib/queue/jobs.js';
 import { MAX_QUERIES_PER_SCAN } from '../../lib/queue/lanes.js';
+import { pollOnce } from '../../lib/queue/poll-once.js';
 import { runPollerLoop } from '../../lib/queue/poller.js';
 import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { readCursor } from '../../lib/store/due-index.js';
@@ -150,6 +151,24 @@ describe('a poller back after an outage', () => {
     // Each poll kept what it walked: the cursor only moved on.
     expect(cursors).toEqual([...cursors].sort((a, b) => (a ?? 0) - (b ?? 0)));
     expect(new Set(cursors).size).toBe(cursors.length);
+  });
+});
+
+describe('a poller whose run is ending', () => {
+  test('stops walking a lane far behind at the end it was given, and hands over what it claimed', async () => {
+    const q = queue();
+    const { ctx, clock } = q;
+    const emails = await defineType(ctx, 'emails');
+    await enqueue(ctx, emails, 'early');
+    clock.set(T0 + WALK_HOURS * HOUR);
+    // Each query takes 100 ms of this clock; the run must end 2 s from now.
+    const slowCtx: QueueContext = { ...asFunction(ctx, 'poller'), nowMs: () => (clock.advance(100), clock.nowMs()) };
+    const queries = countQueries(q.clientsOf('poller').base);
+    const invoker = new RecordingInvoker();
+    const result = await pollOnce(slowCtx, { jobTypes: [emails], invoker, cursors: new Map(), stopWalksAtMs: clock.nowMs() + 2_000 });
+    expect(result).toMatchObject({ claimed: 1, dispatched: 1 });
+    expect(invoker.jobs.map((job) => job.id)).toEqual(['early']);
+    expect(queries.count).toBeLessThan(20);
   });
 });
 
