@@ -45,6 +45,17 @@ function countQueries(client: DynamoDBClient): { count: number } {
   return counted;
 }
 
+/** Moves the test's clock `latencyMs` for every call `client` makes, as DynamoDB's latency moves a real one. */
+function withLatency(client: DynamoDBClient, clock: TestClock, latencyMs: number): void {
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      clock.advance(latencyMs);
+      return next(args);
+    },
+    { step: 'initialize' },
+  );
+}
+
 const queuedLane = (jobType: JobType): Lane => ({ kind: 'queued', type: jobType.name });
 /** Where a cursor kept up to date stands at `nowMs`, on a minute: just before the bucket that ended a margin ago. */
 const caughtUpBucket = (nowMs: number): number => bucketOf(nowMs, MINUTE) - 1;
@@ -106,12 +117,14 @@ describe('a poller back after an outage', () => {
   });
 
   test('a lane a week behind is caught up within one poller invocation, its due job claimed', async () => {
-    const { ctx, clock } = queue();
+    const q = queue();
+    const { ctx, clock } = q;
     const emails = await typePolledUntilTwoHours(ctx, clock);
     clock.set(T0 + 4 * DAY);
     await enqueue(ctx, emails, 'midweek');
     clock.set(T0 + 2 * HOUR + 7 * DAY);
 
+    withLatency(q.clientsOf('poller').base, clock, 10);
     const invoker = new RecordingInvoker();
     const invocationStartedAtMs = clock.nowMs();
     const totals = await runPollerLoop(asFunction(ctx, 'poller'), {
@@ -121,8 +134,10 @@ describe('a poller back after an outage', () => {
     });
     expect(totals.claimed).toBe(1);
     expect(invoker.jobs.map((job) => job.id)).toEqual(['midweek']);
-    // Within the first polls of the invocation, not at its end.
+    // Within the first polls of the invocation, and the run ended before the function's timeout.
     expect(invoker.jobs[0]?.claimedAtMs).toBeLessThan(invocationStartedAtMs + 5_000);
+    // The stack gives the poller function POLLER_RUN_MS and 15 s more (infra/queue-stack.ts).
+    expect(clock.nowMs()).toBeLessThan(invocationStartedAtMs + ctx.settings.pollerRunMs + 15_000);
     expect(await readCursor(ctx, queuedLane(emails), 0)).toBeGreaterThanOrEqual(caughtUpBucket(clock.nowMs()) - 1);
   });
 
