@@ -1,6 +1,6 @@
 /**
- * The queue's alarms: a due job waiting too long, failed worker invocations, dead letters, DynamoDB throttling,
- * and worker batches Lambda throttled, held back or could not hand to the dead-letter queue.
+ * The queue's alarms: a due job waiting too long (or a poller silent), failed worker invocations, dead letters,
+ * DynamoDB throttling, and worker batches Lambda throttled, held back or could not hand to the dead-letter queue.
  */
 import { Duration } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, MathExpression, Metric, TreatMissingData, type IAlarm } from 'aws-cdk-lib/aws-cloudwatch';
@@ -38,7 +38,7 @@ const oneMinute = Duration.minutes(1);
 
 function dueLagAlarm(scope: Construct, { settings, metricsNamespace }: QueueAlarmsProps): Alarm {
   return new Alarm(scope, 'DueLagAlarm', {
-    alarmDescription: `The oldest due job waited longer than ${settings.dueLagAlarmMs} ms to be claimed`,
+    alarmDescription: `The oldest due job waited longer than ${settings.dueLagAlarmMs} ms to be claimed, or the poller stopped reporting`,
     metric: new Metric({
       namespace: metricsNamespace,
       metricName: 'OldestDueLagMs',
@@ -50,7 +50,9 @@ function dueLagAlarm(scope: Construct, { settings, metricsNamespace }: QueueAlar
     comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
     evaluationPeriods: 3,
     datapointsToAlarm: 2,
-    treatMissingData: TreatMissingData.NOT_BREACHING,
+    // Every poller run reports its lag every METRICS_REPORT_INTERVAL_MS, idle or not: a minute without it is a
+    // poller that stopped, or runs stuck or killed before they report, and its due jobs wait all the same.
+    treatMissingData: TreatMissingData.BREACHING,
   });
 }
 

@@ -40,6 +40,8 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       PutItem: ['directory', 'job', 'schedule'],
       UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster'],
       BatchGetItem: ['jobType'],
+      // A lane far behind its cursor is walked through the bucket directory, past the buckets it never recorded.
+      Query: ['directory'],
     },
     queriesDueIndex: true,
   },
@@ -57,7 +59,7 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
     items: {
       // Bulk operations: the operation and its type are read before each page.
       GetItem: ['job', 'cursor', 'jobType', 'operation'],
-      // A reclaimed job whose retry waits beyond the next bucket records that bucket first; a bulk retry enqueues replays.
+      // A reclaimed job or straggler records its bucket before it moves there; a bulk retry enqueues replays.
       PutItem: ['directory', 'job'],
       // A concurrency counter left above what its jobs hold is reconciled from the type's running jobs; a bulk cancel
       // ends queued jobs; each page of an operation is recorded on it.

@@ -5,7 +5,7 @@ import { ConfigError } from '../../lib/domain/errors.js';
 import type { WorkerIdentity } from '../../lib/domain/job.js';
 import { createMetricsRecorder, type MetricsRecorder } from '../../lib/queue/metrics-history.js';
 import { runPollerLoop } from '../../lib/queue/poller.js';
-import type { PollResult } from '../../lib/queue/poll-once.js';
+import { emptyPollResult, type PollResult } from '../../lib/queue/poll-once.js';
 import type { WorkerInvoker } from '../../lib/queue/batcher.js';
 import { createRosterHeartbeat } from '../../lib/queue/roster.js';
 import { log } from '../shared/log.js';
@@ -13,6 +13,12 @@ import { countTotals, noMetrics, type QueueMetrics } from '../shared/metrics.js'
 
 /** Time left unused at the end of an invocation, so the loop never runs into the Lambda timeout. */
 const INVOCATION_HEADROOM_MS = 5_000;
+
+/**
+ * Metrics are written this often while a run goes on, not only at its end: DueLagAlarm then sees the lag of a run
+ * that is slow to end, and a run killed by its timeout loses at most this much of its counts.
+ */
+export const METRICS_REPORT_INTERVAL_MS = 15_000;
 
 export interface PollerDeps {
   ctx: QueueContext;
@@ -77,15 +83,27 @@ export function createPollerHandler(deps: PollerDeps) {
     const runForMs = Math.min(deps.ctx.settings.pollerRunMs, context.getRemainingTimeInMillis() - INVOCATION_HEADROOM_MS);
     // Every invocation says which shards it polls: the partitions' rules share the function's containers.
     roster.refresh({ shards: shards ?? allShards });
+    const unreported = emptyPollResult();
+    let reportedAtMs = deps.ctx.nowMs();
+    const report = (): void => {
+      metrics.milliseconds('OldestDueLagMs', unreported.oldestDueLagMs);
+      countTotals(metrics, POLL_METRICS, unreported);
+      metrics.flush();
+      Object.assign(unreported, emptyPollResult());
+      reportedAtMs = deps.ctx.nowMs();
+    };
     try {
       const totals = await runPollerLoop(deps.ctx, {
         invoker,
         runForMs,
         ...(shards ? { shards } : {}),
         ...(deps.signal ? { signal: deps.signal } : {}),
-        onPoll: () => {
+        onPoll: (result) => {
           roster.beat();
           history.flushIfDue();
+          for (const key of Object.keys(POLL_METRICS) as (keyof typeof POLL_METRICS)[]) unreported[key] += result[key];
+          unreported.oldestDueLagMs = Math.max(unreported.oldestDueLagMs, result.oldestDueLagMs);
+          if (deps.ctx.nowMs() - reportedAtMs >= METRICS_REPORT_INTERVAL_MS) report();
         },
         // Named per schedule, so an operator sees which schedule made (or skipped) what.
         onSchedulesFired: ({ bySchedule, lostRaces }) => {
@@ -102,8 +120,7 @@ export function createPollerHandler(deps: PollerDeps) {
           log('error', 'poll failed', { error, shards });
         },
       });
-      metrics.milliseconds('OldestDueLagMs', totals.oldestDueLagMs);
-      countTotals(metrics, POLL_METRICS, totals);
+      report();
       log('info', 'poller run done', { ...totals, shards });
       return totals;
     } finally {

@@ -1,34 +1,56 @@
 /**
- * The bucket directory: which buckets of a lane lie ahead of now and hold
- * entries. Pollers and sweepers walk a lane from its cursor up to the current
- * bucket, so they never need it; listings and stats also look ahead (jobs
- * scheduled for later, claims that run for hours), where walking bucket by
- * bucket would cost a query per empty minute. So every write that puts an
- * entry into a bucket beyond the next one first records that bucket here, once
- * per process: an entry due now, or a claim of the usual visibility timeout,
- * costs nothing extra.
+ * The bucket directory: which buckets of a lane hold entries, or did. Every
+ * write that puts an entry into a lane bucket first records that bucket here,
+ * once per process and bucket, so a record always lands before its entry.
+ * Listings and stats look ahead through it (jobs scheduled for later, claims
+ * that run for hours), where walking bucket by bucket would cost a query per
+ * empty minute; pollers and sweepers walking a lane from a cursor far behind
+ * (a poller outage, a type resumed after days) query only the recorded buckets
+ * among those that settled, however many lie between (queue/lanes.ts).
  */
 import { bucketOf, laneBucketOf, type Lane } from '../store/keys.js';
 import { putDirectoryEntry, recordedBuckets } from '../store/listing.js';
 import type { QueueContext } from './context.js';
 
-/** Buckets up to this many past the current one are walked, never looked up: writers skip recording them. */
+/**
+ * How long after a cursor first advances with this release the directory's records are trusted: writes begun by
+ * code that did not record (a release before this one) land within it, as no Lambda invocation runs longer than
+ * 15 minutes and a stack update replaces every function well within the hour.
+ */
+export const DIRECTORY_ADOPTION_MS = 3_600_000;
+
+/** Where a cursor's first advance adopts the directory from (store/due-index.ts, LaneCursor). */
+export function directoryAdoptionBucket(ctx: QueueContext): number {
+  return bucketOf(ctx.nowMs() + DIRECTORY_ADOPTION_MS, ctx.settings.bucketMs);
+}
+
+/** Buckets up to this many past the current one are walked by listings and stats, never looked up. */
 export const WALKED_BUCKETS_AHEAD = 1;
 
 /** Buckets this process recorded already, per table; bounded, since forgetting one only costs a repeated write. */
 const recorded = new Set<string>();
 const MAX_REMEMBERED = 10_000;
+/** Records being written, so the claims of one poll, made side by side, write their bucket's record once. */
+const recording = new Map<string, Promise<void>>();
 
-/** Records the bucket of `partition` when it lies beyond the walked ones; call before writing the entry. */
+/** Records the bucket of `partition`, a lane's; call before writing the entry, which must not be written if this fails. */
 export async function recordLaneBucket(ctx: QueueContext, partition: unknown): Promise<void> {
   if (typeof partition !== 'string') return;
   const found = laneBucketOf(partition);
-  if (!found || found.bucket <= bucketOf(ctx.nowMs(), ctx.settings.bucketMs) + WALKED_BUCKETS_AHEAD) return;
+  if (!found) return;
   const memo = `${ctx.settings.tableName}\u0000${JSON.stringify(found)}`;
   if (recorded.has(memo)) return;
-  await putDirectoryEntry(ctx, found.lane, found.bucket);
-  if (recorded.size >= MAX_REMEMBERED) recorded.clear();
-  recorded.add(memo);
+  let written = recording.get(memo);
+  if (!written) {
+    written = putDirectoryEntry(ctx, found.lane, found.bucket)
+      .then(() => {
+        if (recorded.size >= MAX_REMEMBERED) recorded.clear();
+        recorded.add(memo);
+      })
+      .finally(() => recording.delete(memo));
+    recording.set(memo, written);
+  }
+  await written;
 }
 
 /**

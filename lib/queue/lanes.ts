@@ -1,11 +1,28 @@
 /**
  * Walking a lane's buckets from its cursor up to now. The cursor only passes a
  * bucket that was found empty and ended longer ago than the safety margin, so
- * no write still in flight can land behind it (DESIGN §4.5).
+ * no write still in flight can land behind it (DESIGN §4.5). Among the settled
+ * buckets, those the bucket directory has no record of are known empty without
+ * a query (queue/directory.ts), and a walk makes at most MAX_QUERIES_PER_SCAN
+ * queries, the cursor moving as far as it got: a cursor days behind is caught
+ * up in a poll or two, and never holds up a poll for long.
  */
 import type { QueueContext } from './context.js';
 import { queryDue, readCursor, type DueEntry, type SettledGap } from '../store/due-index.js';
+import { recordedBuckets } from '../store/listing.js';
 import { bucketOf, bucketStartMs, lanePartition, type Lane } from '../store/keys.js';
+
+/**
+ * The most due-index queries one scan of a lane shard makes (four hours of one-minute buckets the directory cannot
+ * shorten, a few seconds at DynamoDB's latencies); a longer walk goes on from where it stopped.
+ */
+export const MAX_QUERIES_PER_SCAN = 240;
+
+/**
+ * A stretch of fewer settled buckets than this is queried rather than looked up in the directory first: so a
+ * cursor kept up to date, or held by a short backlog, costs what it did.
+ */
+const DIRECTORY_WORTHWHILE_BUCKETS = 8;
 
 /**
  * The oldest bucket any shard's cursor of the lane still holds, never before `floorBucket`, which is also where a
@@ -37,6 +54,8 @@ function longer(a: SettledGap | undefined, b: SettledGap | undefined): SettledGa
 
 export interface LaneScan {
   entries: DueEntry[];
+  /** Whether the walk got to its last bucket, or to a whole page, before it ran out of queries. */
+  caughtUp: boolean;
   /** The cursor as read, and where it may move now. */
   cursor: number | undefined;
   advanceTo: number | undefined;
@@ -52,8 +71,32 @@ export interface ScanOptions {
   limit: number;
   cursor?: number | undefined;
   upToMs?: number;
+  /** The walk stops here too, as when it runs out of queries: the poller's invocation ends soon after. */
+  stopAtMs?: number | undefined;
   after?: ScanAfter;
   gap?: SettledGap;
+  /** Where the bucket directory is complete from, for this lane shard (LaneCursor). */
+  directoryFromBucket?: number | undefined;
+}
+
+/**
+ * Whether a bucket may be gone past unread: it settled, lies where the directory is complete, and has no record
+ * there. The directory is read a stretch at a time, from the first bucket asked about up to the last settled one
+ * or to where `gap` begins (the walk goes past that unread anyway), and only for a stretch worth a read.
+ */
+function directoryLookup(ctx: QueueContext, lane: Lane, nowMs: number, options: Pick<ScanOptions, 'directoryFromBucket' | 'gap'>) {
+  const { directoryFromBucket, gap } = options;
+  const lastSettled = bucketOf(nowMs - ctx.settings.cursorSafetyMarginMs, ctx.settings.bucketMs) - 1;
+  let read: { untilBucket: number; recorded: Set<number> } | undefined;
+  return async (bucket: number): Promise<boolean> => {
+    if (directoryFromBucket === undefined || bucket < directoryFromBucket || bucket > lastSettled) return false;
+    if (!read || bucket > read.untilBucket) {
+      const untilBucket = gap && gap.fromBucket > bucket ? Math.min(lastSettled, gap.fromBucket - 1) : lastSettled;
+      if (untilBucket - bucket + 1 < DIRECTORY_WORTHWHILE_BUCKETS) return false;
+      read = { untilBucket, recorded: new Set(await recordedBuckets(ctx, lane, bucket, { untilBucket, consistentRead: true })) };
+    }
+    return !read.recorded.has(bucket);
+  };
 }
 
 /**
@@ -62,7 +105,8 @@ export interface ScanOptions {
  * lane costs what it did). The cursor's advance depends on now only. With `after` (an entry of the lane), the
  * scan begins just after it and never moves the cursor, having not looked at what lies before. A `gap` is gone
  * past unread while the cursor is held behind it, so a backlog that holds the cursor for hours is not followed
- * by a query per bucket since.
+ * by a query per bucket since. Settled buckets the directory has no record of are gone past the same way, and
+ * a walk that runs out of queries ends early (`caughtUp` false), having moved the cursor as far as it got.
  */
 export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, options: ScanOptions): Promise<LaneScan> {
   const nowMs = ctx.nowMs();
@@ -85,6 +129,9 @@ export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, opt
     longest = longer(longest, open);
     open = undefined;
   };
+  const unrecorded = directoryLookup(ctx, lane, nowMs, options);
+  let queries = 0;
+  let caughtUp = true;
   for (let bucket = first; bucket <= last && entries.length < options.limit; bucket++) {
     // A lane that holds nothing due is not read into the next bucket: that would cost an idle lane a query.
     if (bucket > current && entries.length === 0) break;
@@ -94,7 +141,15 @@ export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, opt
       continue;
     }
     const startAfter = after?.bucket === bucket && after.readFromBucket === undefined ? after.entry : undefined;
-    const found = await queryDue(ctx, lanePartition(lane, bucket, shard), upToMs, options.limit - entries.length, startAfter);
+    let found: DueEntry[] = [];
+    if (startAfter || !(await unrecorded(bucket))) {
+      if (queries === MAX_QUERIES_PER_SCAN || ctx.nowMs() >= (options.stopAtMs ?? Infinity)) {
+        caughtUp = false;
+        break;
+      }
+      queries++;
+      found = await queryDue(ctx, lanePartition(lane, bucket, shard), upToMs, options.limit - entries.length, startAfter);
+    }
     entries.push(...found);
     const emptyAndSettled = found.length === 0 && settled(bucket);
     if (emptyAndSettled && startAfter) readAfterFromBucket = bucket + 1;
@@ -110,6 +165,7 @@ export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, opt
     candidate && (cursor === undefined || candidate.fromBucket > cursor) ? candidate : undefined;
   return {
     entries,
+    caughtUp,
     cursor,
     advanceTo: advanceTo !== undefined && advanceTo !== cursor ? advanceTo : undefined,
     gap: longer(ahead(longest), ahead(gap)),

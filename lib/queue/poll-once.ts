@@ -14,6 +14,7 @@ import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-du
 import { releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
 import { scanLane } from './lanes.js';
+import { directoryAdoptionBucket } from './directory.js';
 import { returnRateTokens, takeRateTokens, type RateBucketCache } from './rate-limit.js';
 
 export interface PollResult {
@@ -35,10 +36,18 @@ export interface PollResult {
   arrivals: number;
   /** Age of the oldest due job seen, in ms. */
   oldestDueLagMs: number;
+  /**
+   * Some lane's walk ran out of queries (lanes.ts) after moving its cursor: the rest of it is far behind, and
+   * the loop polls again at once to catch up.
+   */
+  behind: boolean;
 }
 
 /** Cursors this poller has read or moved, so a steady loop does not re-read them every poll. */
 export type CursorCache = Map<string, number | undefined>;
+
+/** Where the bucket directory is complete from, by the cursor's cache key, as read with the cursor (lanes.ts). */
+export type DirectoryFromBuckets = Map<string, number>;
 
 /**
  * Settled empty buckets ahead of each lane shard's cursor (store/due-index.ts), by the cursor's cache key, with
@@ -84,6 +93,11 @@ export interface PollOptions {
   /** Stops waiting for claims ahead: what is left is found again by the next poll. */
   signal?: AbortSignal;
   /**
+   * When the poller's run must end: a lane's walk stops there, so what the poll claimed reaches a worker before
+   * the invocation's timeout. The rest of the walk is the next run's.
+   */
+  stopWalksAtMs?: number;
+  /**
    * Entries this poller claimed lately, by entry (job key and sort key), with when: the index may still show
    * an entry for a moment after its claim moved it, and a poll that follows at once skips it rather than pay
    * for a claim bound to fail. A retry comes back under another sort key, so it is never skipped.
@@ -93,6 +107,8 @@ export interface PollOptions {
   blockedRuns?: BlockedRuns;
   /** Settled empty buckets this poller found ahead of cursors held back, to go past unread. */
   settledGaps?: SettledGaps;
+  /** Kept with `cursors`: a cursor taken from the cache is walked with the directory it was read with. */
+  directoryFromBuckets?: DirectoryFromBuckets;
   /** How far the previous round of polls read each type's lanes, by type name, for `arrivals`. */
   readUpToBefore?: ReadonlyMap<string, number>;
   /** Where this poll records how far it read each type's lanes. */
@@ -144,10 +160,13 @@ async function scanShard(
   const lane: Lane = { kind: 'queued', type: jobType.name };
   const cacheKey = `${jobType.name}#${shard}`;
   let cursor: number | undefined;
+  let directoryFromBucket = options.directoryFromBuckets?.get(cacheKey);
   if (options.cursors.has(cacheKey)) cursor = options.cursors.get(cacheKey);
   else {
     const read = await readLaneCursor(ctx, lane, shard);
     cursor = read.bucket;
+    directoryFromBucket = read.directoryFromBucket;
+    if (directoryFromBucket !== undefined) options.directoryFromBuckets?.set(cacheKey, directoryFromBucket);
     if (read.gap) options.settledGaps?.set(cacheKey, { gap: read.gap, recordedUntilBucket: read.gap.untilBucket });
   }
   const known = options.settledGaps?.get(cacheKey);
@@ -160,6 +179,8 @@ async function scanShard(
     // A run that begins behind the cursor (its jobs were since cancelled or moved) is not read from.
     ...(after && (cursor === undefined || after.bucket >= cursor) ? { after } : {}),
     ...(gap ? { gap } : {}),
+    directoryFromBucket,
+    stopAtMs: options.stopWalksAtMs,
   });
   options.cursors.set(cacheKey, cursor);
   if (!scan.gap) options.settledGaps?.delete(cacheKey);
@@ -173,11 +194,13 @@ async function scanShard(
     options.settledGaps.set(cacheKey, { gap: scan.gap, recordedUntilBucket });
   }
   if (scan.advanceTo !== undefined) {
-    const moved = await advanceCursor(ctx, lane, shard, cursor, scan.advanceTo);
+    const moved = await advanceCursor(ctx, lane, shard, { from: cursor, to: scan.advanceTo, directoryFromBucket: directoryFromBucket ?? directoryAdoptionBucket(ctx) });
     if (moved) options.cursors.set(cacheKey, scan.advanceTo);
     else options.cursors.delete(cacheKey);
   }
   for (const entry of scan.entries) result.oldestDueLagMs = Math.max(result.oldestDueLagMs, Math.max(0, poll.nowMs - readyAtMsOf(entry)));
+  // A walk stopped short while its cursor is held (a backlog) goes on over the next polls through its gap, paced.
+  if (!scan.caughtUp && scan.advanceTo !== undefined) result.behind = true;
   return { entries: scan.entries, full: scan.entries.length >= settings.claimPageSize, readAfterFromBucket: scan.readAfterFromBucket };
 }
 
@@ -292,7 +315,7 @@ async function dispatch(poll: Poll, batch: WorkerBatch): Promise<void> {
 }
 
 export function emptyPollResult(): PollResult {
-  return { claimed: 0, lostRaces: 0, expired: 0, dispatched: 0, released: 0, saturated: false, arrivals: 0, oldestDueLagMs: 0 };
+  return { claimed: 0, lostRaces: 0, expired: 0, dispatched: 0, released: 0, saturated: false, arrivals: 0, oldestDueLagMs: 0, behind: false };
 }
 
 export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise<PollResult> {

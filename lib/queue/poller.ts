@@ -1,5 +1,5 @@
 /**
- * The poller's loop: polls again at once while a lane is saturated, otherwise
+ * The poller's loop: polls again at once while a lane is saturated or far behind, otherwise
  * one poll interval after the last poll began, re-reading job types as it goes.
  * Each poll also claims, on time, what falls due before the next one begins.
  * The interval shortens while jobs arrive due, so they do not wait a whole one.
@@ -12,7 +12,7 @@ import type { QueueContext } from './context.js';
 import { fireDueSchedules, type FireResult } from './fire-schedules.js';
 import { JOB_TYPES_REFRESH_MS, listJobTypes } from './job-types.js';
 import type { BlockedRuns } from './blocked-runs.js';
-import { emptyPollResult, pollOnce, type CursorCache, type PollResult, type RecentClaims, type SettledGaps } from './poll-once.js';
+import { emptyPollResult, pollOnce, type CursorCache, type DirectoryFromBuckets, type PollResult, type RecentClaims, type SettledGaps } from './poll-once.js';
 import type { RateBucketCache } from './rate-limit.js';
 
 export interface PollerLoopOptions {
@@ -77,7 +77,7 @@ function createPacer(settings: QueueSettings) {
     waitAfter(result: PollResult, pollStartedAtMs: number, nowMs: number, readAheadMs: number): number {
       roundStartedAtMs ??= pollStartedAtMs;
       roundArrivals += result.arrivals;
-      if (result.saturated) return 0;
+      if (pollsAgainAtOnce(result)) return 0;
       const sinceLastRoundMs = roundStartedAtMs - (previousRoundStartedAtMs ?? roundStartedAtMs - intervalMs);
       intervalMs = nextPollIntervalMs(settings, sinceLastRoundMs, roundArrivals);
       previousRoundStartedAtMs = roundStartedAtMs;
@@ -99,6 +99,17 @@ function createPacer(settings: QueueSettings) {
   };
 }
 
+/**
+ * How long past the run's end a poll may still walk its lanes before it stops and hands over what it claimed: the
+ * poller function ends its runs 5 s before its timeout.
+ */
+export const WALK_OVERRUN_MS = 2_000;
+
+/** A saturated lane, or one whose walk is still far behind, is polled again without a wait. */
+function pollsAgainAtOnce(result: PollResult): boolean {
+  return result.saturated || result.behind;
+}
+
 /** Polls until the run time is over: at once again while a lane is saturated, otherwise one poll interval after the last poll began. */
 export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOptions): Promise<PollResult> {
   const sleep = options.sleep ?? abortableSleep;
@@ -109,6 +120,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   const recentClaims: RecentClaims = new Map();
   const blockedRuns: BlockedRuns = new Map();
   const settledGaps: SettledGaps = new Map();
+  const directoryFromBuckets: DirectoryFromBuckets = new Map();
   const pacer = createPacer(ctx.settings);
   const totals = emptyPollResult();
   let jobTypes: JobType[] = [];
@@ -137,8 +149,10 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         recentClaims,
         blockedRuns,
         settledGaps,
+        directoryFromBuckets,
         ...pacer.horizons,
         claimAheadMs,
+        stopWalksAtMs: deadlineMs + WALK_OVERRUN_MS,
         sleep: (ms) => sleep(ms, options.signal),
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.shards ? { shards: options.shards } : {}),
@@ -150,9 +164,10 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
       totals.released += result.released;
       totals.arrivals += result.arrivals;
       totals.oldestDueLagMs = Math.max(totals.oldestDueLagMs, result.oldestDueLagMs);
+      totals.behind ||= result.behind;
       options.onPoll?.(result);
       const waitMs = pacer.waitAfter(result, pollStartedAtMs, ctx.nowMs(), claimAheadMs);
-      if (!result.saturated) await sleep(waitMs, options.signal);
+      if (!pollsAgainAtOnce(result)) await sleep(waitMs, options.signal);
     } catch (error) {
       options.onError?.(error);
       cursors.clear();

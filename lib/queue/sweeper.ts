@@ -11,8 +11,9 @@ import { getJob } from './jobs.js';
 import { requeueStragglerParams } from '../store/job-writes.js';
 import { bucketOf, parseClaimSortKey, parseJobPk, queuedIndexKeys, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { updateItem } from '../store/send.js';
-import { advanceCursor, readCursor, type DueEntry } from '../store/due-index.js';
+import { advanceCursor, readCursor, readLaneCursor, type DueEntry } from '../store/due-index.js';
 import { scanBehindCursor, scanLane } from './lanes.js';
+import { directoryAdoptionBucket, recordLaneBucket } from './directory.js';
 import { reconcileCounters } from './reconcile.js';
 import type { JobType } from '../domain/job-type.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
@@ -109,6 +110,7 @@ async function requeueStraggler(ctx: QueueContext, entry: DueEntry, result: Swee
   const ref = parseJobPk(entry.pk);
   const nowMs = ctx.nowMs();
   const index = queuedIndexKeys(ctx.settings, ref, sortKeyTimeMs(entry.gsi1sk), nowMs);
+  await recordLaneBucket(ctx, index.gsi1pk);
   if ((await updateItem(ctx, requeueStragglerParams(ref, entry.gsi1pk, index))).ok) result.stragglers++;
 }
 
@@ -161,18 +163,20 @@ export async function sweepOnce(ctx: QueueContext, options: SweepOptions): Promi
   const timeOut = (entry: DueEntry) => timeOutClaim(ctx, entry, jobTypes, options.customPolicies, result);
   const sweepClaims = async (shard: number): Promise<void> => {
     const failedJobs = new Set<string>();
-    let cursor = await readCursor(ctx, claims, shard);
+    const read = await readLaneCursor(ctx, claims, shard);
+    let cursor = read.bucket;
     if (cursor !== undefined) {
       await handleEntries(claims, shard, await scanBehindCursor(ctx, claims, shard, cursor, SWEEP_PAGE), timeOut, failedJobs);
     }
     for (let page = 0; page < MAX_PAGES; page++) {
-      const scan = await scanLane(ctx, claims, shard, { cursor, startBucket: firstTypeBucket, limit: SWEEP_PAGE });
+      const scan = await scanLane(ctx, claims, shard, { cursor, startBucket: firstTypeBucket, limit: SWEEP_PAGE, directoryFromBucket: read.directoryFromBucket });
       const tried = await handleEntries(claims, shard, scan.entries, timeOut, failedJobs);
-      if (scan.advanceTo !== undefined && (await advanceCursor(ctx, claims, shard, cursor, scan.advanceTo))) {
-        cursor = scan.advanceTo;
-      }
-      // A full page of jobs that already failed would only be read again as it is.
-      if (scan.entries.length < SWEEP_PAGE || tried === 0) break;
+      const directoryFromBucket = read.directoryFromBucket ?? directoryAdoptionBucket(ctx);
+      const advanced = scan.advanceTo !== undefined && (await advanceCursor(ctx, claims, shard, { from: cursor, to: scan.advanceTo, directoryFromBucket }));
+      if (advanced) cursor = scan.advanceTo;
+      // A walk that ran out of queries goes on from its cursor next sweep; a full page of jobs that already failed
+      // would only be read again as it is.
+      if (!scan.caughtUp || scan.entries.length < SWEEP_PAGE || tried === 0) break;
     }
   };
   await Promise.all(shards.map((shard) => inLane(claims, shard, () => sweepClaims(shard))));

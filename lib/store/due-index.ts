@@ -32,14 +32,24 @@ export interface LaneCursor {
   bucket: number | undefined;
   /** The longest gap recorded ahead of the cursor, if any: a new poller goes past it without walking it again. */
   gap: SettledGap | undefined;
+  /**
+   * The first bucket from which every write into the lane shard recorded its bucket in the bucket directory
+   * first (queue/directory.ts), set by the cursor's first advance: a walk reads only the recorded buckets from
+   * there on.
+   */
+  directoryFromBucket: number | undefined;
 }
 
 export async function readLaneCursor(ctx: StoreContext, lane: Lane, shard: number): Promise<LaneCursor> {
   const item = await getItem(ctx, cursorKey(lane, shard), { consistentRead: true });
   const bucket = typeof item?.bucket === 'number' ? item.bucket : undefined;
-  const { gapFrom, gapUntil } = item ?? {};
+  const { gapFrom, gapUntil, directoryFrom } = item ?? {};
   const ahead = typeof gapFrom === 'number' && typeof gapUntil === 'number' && gapUntil > gapFrom && (bucket === undefined || gapFrom > bucket);
-  return { bucket, gap: ahead ? { fromBucket: gapFrom, untilBucket: gapUntil } : undefined };
+  return {
+    bucket,
+    gap: ahead ? { fromBucket: gapFrom, untilBucket: gapUntil } : undefined,
+    directoryFromBucket: typeof directoryFrom === 'number' ? directoryFrom : undefined,
+  };
 }
 
 export async function readCursor(ctx: StoreContext, lane: Lane, shard: number): Promise<number | undefined> {
@@ -64,19 +74,28 @@ export async function recordGap(ctx: StoreContext, lane: Lane, shard: number, cu
   return (await updateItem(ctx, recordGapParams(lane, shard, cursor, gap))).ok;
 }
 
-/** Compare-and-set, so two pollers advancing at once cannot move it past a bucket neither scanned. */
-export function advanceCursorParams(lane: Lane, shard: number, from: number | undefined, to: number): UpdateParams {
+/**
+ * Compare-and-set, so two pollers advancing at once cannot move it past a bucket neither scanned. The first
+ * advance also adopts the directory for the lane shard from `directoryFromBucket`; a later one keeps what it set.
+ */
+export function advanceCursorParams(lane: Lane, shard: number, move: { from: number | undefined; to: number; directoryFromBucket: number }): UpdateParams {
+  const { from, to, directoryFromBucket } = move;
   return {
     Key: cursorKey(lane, shard),
-    UpdateExpression: 'SET #bucket = :to',
+    UpdateExpression: 'SET #bucket = :to, #directoryFrom = if_not_exists(#directoryFrom, :directoryFrom)',
     ConditionExpression: from === undefined ? 'attribute_not_exists(#bucket)' : '#bucket = :from',
-    ExpressionAttributeNames: { '#bucket': 'bucket' },
-    ExpressionAttributeValues: from === undefined ? { ':to': to } : { ':to': to, ':from': from },
+    ExpressionAttributeNames: { '#bucket': 'bucket', '#directoryFrom': 'directoryFrom' },
+    ExpressionAttributeValues: { ':to': to, ':directoryFrom': directoryFromBucket, ...(from === undefined ? {} : { ':from': from }) },
   };
 }
 
-export async function advanceCursor(ctx: StoreContext, lane: Lane, shard: number, from: number | undefined, to: number): Promise<boolean> {
-  return (await updateItem(ctx, advanceCursorParams(lane, shard, from, to))).ok;
+export async function advanceCursor(
+  ctx: StoreContext,
+  lane: Lane,
+  shard: number,
+  move: { from: number | undefined; to: number; directoryFromBucket: number },
+): Promise<boolean> {
+  return (await updateItem(ctx, advanceCursorParams(lane, shard, move))).ok;
 }
 
 /** The entries of an index partition due at or before `upToMs`, oldest first. */

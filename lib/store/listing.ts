@@ -22,12 +22,23 @@ export async function putDirectoryEntry(ctx: StoreContext, lane: Lane, bucket: n
   await putItem(ctx, { Item: { ...directoryKey(lane, bucket), bucket } });
 }
 
-/** The recorded buckets of a lane from `fromBucket` on, ascending. */
-export async function recordedBuckets(ctx: StoreContext, lane: Lane, fromBucket: number): Promise<number[]> {
+/**
+ * The recorded buckets of a lane from `fromBucket` on (up to `untilBucket`, included, when given), ascending.
+ * Read consistently with `consistentRead`: a walk that goes past the buckets not listed must see every record.
+ */
+export async function recordedBuckets(
+  ctx: StoreContext,
+  lane: Lane,
+  fromBucket: number,
+  options: { untilBucket?: number; consistentRead?: boolean } = {},
+): Promise<number[]> {
+  const { untilBucket, consistentRead } = options;
   const buckets: number[] = [];
+  const pk = directoryKey(lane, 0).pk;
   const pages = queryPages(ctx, {
-    KeyConditionExpression: 'pk = :pk AND sk >= :from',
-    ExpressionAttributeValues: { ':pk': directoryKey(lane, 0).pk, ':from': padEpochMs(fromBucket) },
+    KeyConditionExpression: untilBucket === undefined ? 'pk = :pk AND sk >= :from' : 'pk = :pk AND sk BETWEEN :from AND :until',
+    ExpressionAttributeValues: { ':pk': pk, ':from': padEpochMs(fromBucket), ...(untilBucket === undefined ? {} : { ':until': padEpochMs(untilBucket) }) },
+    ...(consistentRead ? { ConsistentRead: true } : {}),
   });
   for await (const page of pages) for (const item of page.Items ?? []) if (typeof item.bucket === 'number') buckets.push(item.bucket);
   return buckets;

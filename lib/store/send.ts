@@ -6,7 +6,7 @@
  * dependency failure) is thrown as the SDK threw it. Callers build the inputs
  * with the pure `*Params` builders beside this module.
  */
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, ProvisionedThroughputExceededException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
   DeleteCommand,
@@ -93,18 +93,39 @@ export async function* queryPages(ctx: StoreContext, params: QueryParams): Async
 
 const BATCH_GET_LIMIT = 100;
 
+/**
+ * DynamoDB leaves keys unprocessed when the table or a partition is throttled, and asks for exponential backoff
+ * before they are tried again: these tries span about half a second, then the read fails as a throttled call does.
+ */
+export const UNPROCESSED_KEYS_TRIES = 6;
+const UNPROCESSED_KEYS_BACKOFF_MS = 20;
+
+function stillUnprocessed(count: number): ProvisionedThroughputExceededException {
+  return new ProvisionedThroughputExceededException({
+    message: `${count} keys of a batch read were still unprocessed after ${UNPROCESSED_KEYS_TRIES} tries`,
+    $metadata: {},
+  });
+}
+
 /** The items under `keys`, in no particular order; missing ones are left out. */
-export async function batchGetItems(ctx: StoreContext, keys: ItemKey[], options: { consistentRead?: boolean } = {}): Promise<Item[]> {
+export async function batchGetItems(
+  ctx: StoreContext & { random?: () => number },
+  keys: ItemKey[],
+  options: { consistentRead?: boolean } = {},
+): Promise<Item[]> {
   const { tableName } = ctx.settings;
+  const random = ctx.random ?? Math.random;
   const items: Item[] = [];
   for (let start = 0; start < keys.length; start += BATCH_GET_LIMIT) {
     let pending: Item[] = keys.slice(start, start + BATCH_GET_LIMIT);
-    while (pending.length > 0) {
+    for (let tryNumber = 1; pending.length > 0; tryNumber++) {
+      if (tryNumber > 1) await abortableSleep(UNPROCESSED_KEYS_BACKOFF_MS * 2 ** (tryNumber - 2) * (0.5 + random()));
       const { Responses, UnprocessedKeys } = await ctx.db.send(
         new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending, ...(options.consistentRead ? { ConsistentRead: true } : {}) } } }),
       );
       items.push(...(Responses?.[tableName] ?? []));
       pending = UnprocessedKeys?.[tableName]?.Keys ?? [];
+      if (pending.length > 0 && tryNumber >= UNPROCESSED_KEYS_TRIES) throw stillUnprocessed(pending.length);
     }
   }
   return items;
@@ -129,6 +150,11 @@ export const MAX_TRANSACT_ITEMS = 100;
 /** Conflicts clear in milliseconds; these tries span about half a second. */
 const CONFLICT_TRIES = 8;
 const CONFLICT_BACKOFF_MS = 10;
+/** Throttling clears as the partition's capacity refills, within a second or so: these tries span about two. */
+const THROTTLE_BACKOFF_MS = 50;
+
+/** The reasons DynamoDB gives for an item of a transaction it cancelled because it was throttled. */
+const THROTTLED_CODES = new Set(['ThrottlingError', 'ProvisionedThroughputExceeded', 'RequestLimitExceeded']);
 
 function reasonsOf(error: TransactionCanceledException): CancellationReason[] {
   return (error.CancellationReasons ?? []).map((reason) => ({
@@ -139,7 +165,9 @@ function reasonsOf(error: TransactionCanceledException): CancellationReason[] {
 
 /**
  * Writes `items` in one transaction. DynamoDB cancels a transaction that touches an item another transaction is
- * writing at that moment; such a conflict is tried again, with jitter from `random`.
+ * writing at that moment, or one it throttled; both are tried again, with jitter from `random`. The SDK's own
+ * retries never see these: to it a cancelled transaction is an answer. A transaction still throttled after every
+ * try is thrown, as a throttled call is once the SDK gives up.
  */
 export async function transactWrite(ctx: StoreContext & { random: () => number }, items: TransactItem[]): Promise<TransactionResult> {
   for (let tryNumber = 1; ; tryNumber++) {
@@ -150,10 +178,14 @@ export async function transactWrite(ctx: StoreContext & { random: () => number }
       if (!(error instanceof TransactionCanceledException)) throw error;
       const reasons = reasonsOf(error);
       const conditionFailed = reasons.some((reason) => reason.code === 'ConditionalCheckFailed');
+      const throttled = reasons.some((reason) => THROTTLED_CODES.has(reason.code));
       const conflicted = reasons.some((reason) => reason.code === 'TransactionConflict');
-      if (conditionFailed || !conflicted) return { ok: false, reasons };
-      if (tryNumber >= CONFLICT_TRIES) return { ok: false, contended: true };
-      await abortableSleep(CONFLICT_BACKOFF_MS * tryNumber * (0.5 + ctx.random()));
+      if (conditionFailed || !(conflicted || throttled)) return { ok: false, reasons };
+      if (tryNumber >= CONFLICT_TRIES) {
+        if (throttled) throw error;
+        return { ok: false, contended: true };
+      }
+      await abortableSleep((throttled ? THROTTLE_BACKOFF_MS : CONFLICT_BACKOFF_MS) * tryNumber * (0.5 + ctx.random()));
     }
   }
 }

@@ -90,7 +90,10 @@ describe('enqueue with a correlation_key', () => {
     const { api: client, queue } = api();
     await awaitingJob('hooks', 'j1', 'shared');
     expect((await client.put('/v1/jobs/hooks/j2', { data: 2, correlation_key: 'other' })).status).toBe(201);
-    const before = await tableItems(queue);
+    // Records of the bucket directory aside: a refused enqueue may have recorded the bucket its job would have
+    // waited in, which costs a walk one query and changes no job, key or count.
+    const jobsAndKeys = async () => (await tableItems(queue)).filter((item) => !String(item.pk).startsWith('DIR#'));
+    const before = await jobsAndKeys();
     for (const [type, id] of [['hooks', 'j3'], ['hooks', 'j4']] as const) {
       const response = await client.put(`/v1/jobs/${type}/${id}`, { data: 3, correlation_key: 'shared' });
       expect(response.status).toBe(409);
@@ -99,7 +102,7 @@ describe('enqueue with a correlation_key', () => {
       // The holder is not named: the caller may have no right to see it.
       expect(response.text).not.toContain('j1');
     }
-    expect(await tableItems(queue)).toEqual(before);
+    expect(await jobsAndKeys()).toEqual(before);
   });
 
   test("another type's unfinished job may hold the same key: keys are unique per type", async () => {

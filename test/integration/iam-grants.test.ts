@@ -191,6 +191,11 @@ describe('a tour of every function', () => {
     expect((await operator.delete('/v1/schedules/minutely')).status).toBe(200);
   });
 
+  test('the poller, back after a day away, walks its lanes through the bucket directory', async () => {
+    advanceS(24 * HOUR_S);
+    await poll();
+  });
+
   test('the operator revokes the producer key', async () => {
     expect((await operator.delete(`/v1/keys/${producerKeyId}`)).status).toBe(200);
     expect((await producer.get('/v1/stats')).status).toBe(403);

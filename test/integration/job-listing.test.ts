@@ -61,17 +61,16 @@ describe('listing jobs by status', () => {
     expect((await allPages(ctx, jobType, 'queued', 2)).flat()).toEqual(['now', 'in-an-hour', 'in-a-day']);
   });
 
-  test('a job due now records no bucket in the directory; one scheduled a day ahead records its bucket once', async () => {
+  test('a job records its bucket in the directory, due now or scheduled a day ahead; the jobs after it in the same bucket record nothing', async () => {
     const { ctx, clock } = queue();
-    const { tableName } = ctx.settings;
     const jobType = await defineType(ctx, 'reports');
-    await enqueue(ctx, jobType, 'now');
-    const directoryItems = async () => (await tableItems({ ...queue(), tableName })).filter((item) => String(item.pk).startsWith('DIR#'));
-    expect(await directoryItems()).toEqual([]);
+    const recordOf = (epochMs: number) => expect.objectContaining(directoryKey({ kind: 'queued', type: 'reports' }, Math.floor(epochMs / ctx.settings.bucketMs)));
+    const directoryItems = async () => (await tableItems({ ...queue(), tableName: ctx.settings.tableName })).filter((item) => String(item.pk).startsWith('DIR#'));
+    for (const id of ['now', 'now-too']) await enqueue(ctx, jobType, id);
+    expect(await directoryItems()).toEqual([recordOf(clock.nowMs())]);
     await enqueue(ctx, jobType, 'tomorrow-1', { runAfterMs: clock.nowMs() + DAY_MS });
     await enqueue(ctx, jobType, 'tomorrow-2', { runAfterMs: clock.nowMs() + DAY_MS + 1 });
-    const bucket = Math.floor((clock.nowMs() + DAY_MS) / ctx.settings.bucketMs);
-    expect(await directoryItems()).toEqual([expect.objectContaining({ ...directoryKey({ kind: 'queued', type: 'reports' }, bucket) })]);
+    expect(await directoryItems()).toEqual([recordOf(clock.nowMs()), recordOf(clock.nowMs() + DAY_MS)]);
   });
 
   test('running and awaiting jobs are listed by status, and only those of the asked type', async () => {

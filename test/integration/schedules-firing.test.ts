@@ -233,7 +233,7 @@ describe('overlap', () => {
 });
 
 describe('cost', () => {
-  test('a fire costs the job its enqueue (2 WRU) and the schedule 3 WRU and 1 RRU; a check with nothing due is one query', async () => {
+  test('a fire costs the job its enqueue (2 WRU, and 1 for its bucket the first time the process writes there) and the schedule 3 WRU and 1 RRU; a check with nothing due is one query', async () => {
     const { ctx, clock } = queue();
     const report = await defineType(ctx, 'report');
     await schedule(ctx, 'tick', report, { cron: '* * * * *', data: { report: 'daily' } });
@@ -244,7 +244,8 @@ describe('cost', () => {
     expect(totals.byCommand).toEqual({ QueryCommand: { calls: 1, writeUnits: 0, readUnits: expect.any(Number) } });
     clock.set(T0 + 60_000);
     await fireDueSchedules(poller, [report]);
-    expect(totals.byCommand.PutItemCommand).toEqual({ calls: 2, writeUnits: 5, readUnits: 0 });
+    expect(totals.byCommand.PutItemCommand).toEqual({ calls: 3, writeUnits: 6, readUnits: 0 });
+    expect(totals.directoryWrites).toBe(1);
     expect(totals.byCommand.GetItemCommand).toEqual({ calls: 1, writeUnits: 0, readUnits: 1 });
   });
 });

@@ -10,6 +10,8 @@ export interface CapacityTotals {
   readUnits: number;
   /** Calls and units per command name, e.g. `UpdateItemCommand`. */
   byCommand: Record<string, { calls: number; writeUnits: number; readUnits: number }>;
+  /** Records of the bucket directory written (1 WRU each): one per lane bucket and process, however many jobs it holds. */
+  directoryWrites: number;
 }
 
 interface ConsumedCapacityShape {
@@ -31,13 +33,16 @@ const WRITE_COMMANDS = new Set([
  * `into` when given, so one tally can count the calls of several clients (each function has its own).
  */
 export function trackConsumedCapacity(client: DynamoDBClient, into?: CapacityTotals): CapacityTotals {
-  const totals: CapacityTotals = into ?? { writeUnits: 0, readUnits: 0, byCommand: {} };
+  const totals: CapacityTotals = into ?? { writeUnits: 0, readUnits: 0, byCommand: {}, directoryWrites: 0 };
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as Record<string, unknown>;
       if (!('ReturnConsumedCapacity' in input)) input.ReturnConsumedCapacity = 'TOTAL';
       const result = await next(args);
       const command = context.commandName ?? 'unknown';
+      // Marshalled or not, depending on where the document client's middleware runs.
+      const pk = (input.Item as { pk?: string | { S?: string } } | undefined)?.pk;
+      if (command === 'PutItemCommand' && (typeof pk === 'string' ? pk : pk?.S)?.startsWith('DIR#')) totals.directoryWrites++;
       const output = result.output as { ConsumedCapacity?: ConsumedCapacityShape | ConsumedCapacityShape[] };
       const consumed = [output.ConsumedCapacity ?? []].flat();
       const entry = (totals.byCommand[command] ??= { calls: 0, writeUnits: 0, readUnits: 0 });

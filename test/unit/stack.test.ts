@@ -424,6 +424,10 @@ describe('alarms', () => {
       Metrics: Match.arrayWith([Match.objectLike({ Expression: Match.stringLikeRegexp('tableWrites') })]),
     });
   });
+
+  test('the due lag alarm takes a minute without the lag reported for a breach: a poller that stopped, or whose runs die before they report', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'OldestDueLagMs', TreatMissingData: 'breaching' });
+  });
 });
 
 describe('worker throttles and late batches', () => {
