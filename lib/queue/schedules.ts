@@ -3,7 +3,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.
 import type { JobStatus } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { newJob } from '../domain/new-job.js';
-import { firstFireOf, scheduledJobId, type Schedule, type ScheduleDefinition } from '../domain/schedule.js';
+import { firstFireOf, SCHEDULE_NAME_PATTERN, scheduledJobId, type Schedule, type ScheduleDefinition } from '../domain/schedule.js';
 import { pageOfSchedules, readSchedule, removeSchedule, writeSchedule, type SchedulePosition } from '../store/schedules.js';
 import { itemToJob } from '../store/items.js';
 import { jobKey } from '../store/keys.js';
@@ -84,10 +84,19 @@ function encodeCursor(position: SchedulePosition): string {
   return Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
 }
 
+/**
+ * The position a cursor names, checked against what the schedules index holds: a schedule's name and the
+ * index key it sorts under (`<next fire>#<name>`, `ENDED#<name>` or `PAUSED#<name>`). A cursor is handed to the
+ * caller, so it comes back as any JSON at all, and DynamoDB refuses a start key it could never have returned.
+ */
 function decodeCursor(cursor: string): SchedulePosition {
   try {
-    const position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<SchedulePosition> | null;
-    if (typeof position?.gsi1sk === 'string' && typeof position.name === 'string') return { gsi1sk: position.gsi1sk, name: position.name };
+    const position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<Record<keyof SchedulePosition, unknown>> | null;
+    const gsi1sk = position?.gsi1sk;
+    const name = position?.name;
+    if (typeof gsi1sk === 'string' && typeof name === 'string' && SCHEDULE_NAME_PATTERN.test(name) && /^(?:\d{15}|ENDED|PAUSED)$/.test(gsi1sk.slice(0, -name.length - 1)) && gsi1sk.endsWith(`#${name}`)) {
+      return { gsi1sk, name };
+    }
   } catch {
     // Reported below, as any other cursor this API did not return.
   }

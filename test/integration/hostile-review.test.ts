@@ -1,0 +1,183 @@
+/**
+ * What a security review of issue 28 found past the scope matrix and the hostile edges, one test each: a
+ * repeated enqueue that answered what the key may not read, cursors forged to a bucket or an index key
+ * the API never wrote, a client job standing in for a schedule's fire, credentials in target URLs the name list
+ * missed, and names that are not well-formed UTF-16.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { registry } from '../../functions/worker/handlers/index.js';
+import { claimJob } from '../../lib/queue/claims.js';
+import { enqueueJob } from '../../lib/queue/enqueue.js';
+import { fireDueSchedules } from '../../lib/queue/fire-schedules.js';
+import { requireJobType } from '../../lib/queue/job-types.js';
+import { runClaimedJob } from '../../lib/queue/worker.js';
+import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
+import { createTestQueue, type TestQueue } from '../support/queue.js';
+
+const WORKER = { id: 'worker-1', host: 'host-a' };
+const AWAITING_TYPE = { target: { kind: 'handler', name: 'await_callback' }, timeout_s: 600, retry: { kind: 'fixed', delay_s: 10 } };
+const SECRET = { card: 'alpha-card-9911' };
+
+let queue: TestQueue;
+let admin: ApiClient;
+
+async function clientWith(scopes: readonly string[]): Promise<ApiClient> {
+  const created = await admin.post('/v1/keys', { scopes });
+  expect(created.status).toBe(201);
+  return createApiClient(admin.handler, created.body.key);
+}
+
+/** Claims the job and runs it through the worker: `await_callback` leaves it awaiting its callback at attempt 1. */
+async function awaitCallback(type: string, id: string): Promise<void> {
+  const jobType = await requireJobType(queue.ctx, type);
+  const claimed = await claimJob(queue.ctx, { type, id }, jobType);
+  if (claimed.kind !== 'claimed') throw new Error(`could not claim ${type}/${id}`);
+  expect(await runClaimedJob(queue.as('worker'), claimed.job, jobType, { registry, worker: WORKER })).toBe('awaiting_callback');
+}
+
+/** An alpha job that ran and succeeded with a result, its history and progress what its run said. */
+async function succeededAlphaJob(id: string, data: unknown): Promise<void> {
+  expect((await admin.put(`/v1/jobs/alpha/${id}`, { data })).status).toBe(201);
+  await awaitCallback('alpha', id);
+  expect((await admin.post(`/v1/jobs/alpha/${id}`, { status: 'succeeded', attempt: 1, result: SECRET })).status).toBe(200);
+}
+
+const cursorOf = (position: unknown): string => Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
+
+beforeAll(async () => {
+  queue = await createTestQueue();
+  admin = createTestApi(queue);
+  expect((await admin.put('/v1/job-types/alpha', AWAITING_TYPE)).status).toBe(201);
+});
+afterAll(async () => {
+  await queue?.drop();
+});
+
+describe('a repeated enqueue answers what the key may read (review finding 1)', () => {
+  const withheld = { data: null, result: null, progress: null, history: [], changes: [], throttle_key: null, correlation_key: null };
+
+  test('PUT of the same body again answers an enqueue-only key 200 without the result and history of the job that ran', async () => {
+    await succeededAlphaJob('ran-once', { q: 1 });
+    const enqueuer = await clientWith(['enqueue:alpha']);
+    const response = await enqueuer.put('/v1/jobs/alpha/ran-once', { data: { q: 1 } });
+    expect(response.status).toBe(200);
+    expect(response.body).toMatchObject({ id: 'ran-once', status: 'succeeded', ...withheld });
+    expect(response.text).not.toContain(SECRET.card);
+  });
+
+  test('a batch item sent again answers an enqueue-only key 200 without the result and history of the job that ran', async () => {
+    await succeededAlphaJob('ran-in-batch', { q: 2 });
+    const enqueuer = await clientWith(['enqueue:alpha']);
+    const response = await enqueuer.post('/v1/jobs/alpha/batch', { jobs: [{ id: 'ran-in-batch', data: { q: 2 } }] });
+    expect(response.status).toBe(200);
+    expect(response.body.results[0]).toMatchObject({ status: 200, job: { id: 'ran-in-batch', status: 'succeeded', ...withheld } });
+    expect(response.text).not.toContain(SECRET.card);
+  });
+
+  test('a new job is answered 201 with the data the enqueue-only key sent', async () => {
+    const enqueuer = await clientWith(['enqueue:alpha']);
+    const response = await enqueuer.put('/v1/jobs/alpha/fresh-one', { data: { mine: 7 } });
+    expect(response.status).toBe(201);
+    expect(response.body.data).toEqual({ mine: 7 });
+  });
+
+  test('a key that may read the type is answered the repeated job whole', async () => {
+    await succeededAlphaJob('ran-for-reader', { q: 3 });
+    const reader = await clientWith(['enqueue:alpha', 'read:alpha']);
+    const response = await reader.put('/v1/jobs/alpha/ran-for-reader', { data: { q: 3 } });
+    expect(response.status).toBe(200);
+    expect(response.body.result).toEqual(SECRET);
+  });
+});
+
+describe('forged cursors are a 400 naming cursor (review finding 2)', () => {
+  let reader: ApiClient;
+  beforeAll(async () => {
+    reader = await clientWith(['read:alpha']);
+  });
+
+  /** The lane bucket of now, where the cursors of alpha's queued jobs due now lie. */
+  const nowBucket = () => Math.floor(queue.clock.nowMs() / queue.ctx.settings.bucketMs);
+
+  test.each([
+    ['a bucket far before the epoch', () => ({ status: 'queued', bucket: -1_099_511_627_776, sortKey: '' })],
+    ['a bucket before the type was created', () => ({ status: 'queued', bucket: nowBucket() - 20_000_000, sortKey: '' })],
+    ['a bucket beyond the latest time the API takes', () => ({ status: 'queued', bucket: Number.MAX_SAFE_INTEGER, sortKey: '' })],
+    ['a lane cursor without a bucket', () => ({ status: 'queued', sortKey: '' })],
+    ['a sort key the index never holds', () => ({ status: 'queued', bucket: nowBucket(), sortKey: 'not-a-sort-key' })],
+    ['a cursor that is not an object', () => 'queued'],
+  ])('a job listing cursor with %s', async (_case, position) => {
+    const response = await reader.get(`/v1/jobs/alpha?status=queued&limit=1&cursor=${cursorOf(position())}`);
+    expect(response.status).toBe(400);
+    expect(response.body.error.details).toEqual([expect.objectContaining({ field: 'cursor' })]);
+  });
+
+  test('a finished listing cursor carrying a bucket is refused', async () => {
+    const response = await reader.get(`/v1/jobs/alpha?status=cancelled&cursor=${cursorOf({ status: 'cancelled', bucket: 0, sortKey: '' })}`);
+    expect(response.status).toBe(400);
+    expect(response.body.error.details[0].field).toBe('cursor');
+  });
+
+  test.each([
+    ['empty index key and name', { gsi1sk: '', name: '' }],
+    ['a name no schedule may have', { gsi1sk: 'PAUSED#../x', name: '../x' }],
+    ['an index key of another name', { gsi1sk: 'PAUSED#other', name: 'nightly' }],
+    ['an index key of no known form', { gsi1sk: 'SOON#nightly', name: 'nightly' }],
+  ])('a schedule listing cursor with %s', async (_case, position) => {
+    const response = await reader.get(`/v1/schedules?cursor=${cursorOf(position)}`);
+    expect(response.status).toBe(400);
+    expect(response.body.error.details).toEqual([expect.objectContaining({ field: 'cursor' })]);
+  });
+
+  test('the cursors the API returns still page on: queued jobs due next year, and schedules', async () => {
+    const nextYear = new Date(queue.clock.nowMs() + 365 * 86_400_000).toISOString();
+    for (const id of ['later-1', 'later-2']) expect((await admin.put(`/v1/jobs/alpha/${id}`, { run_after: nextYear })).status).toBe(201);
+    const ids: string[] = [];
+    for (let cursor: string | null = '', pages = 0; cursor !== null && pages < 10; pages++) {
+      const page = await reader.get(`/v1/jobs/alpha?status=queued&limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.status).toBe(200);
+      ids.push(...page.body.jobs.map((job: { id: string }) => job.id));
+      cursor = page.body.next_cursor;
+    }
+    expect(ids.filter((id) => id.startsWith('later-'))).toEqual(['later-1', 'later-2']);
+    for (const name of ['paged-a', 'paged-b']) expect((await admin.put(`/v1/schedules/${name}`, { cron: '0 4 * * *', job_type: 'alpha' })).status).toBe(201);
+    expect((await admin.post('/v1/schedules/paged-b/pause')).status).toBe(200);
+    const page = await reader.get('/v1/schedules?limit=1');
+    const rest = await reader.get(`/v1/schedules?limit=1&cursor=${page.body.next_cursor}`);
+    expect(rest.status).toBe(200);
+    expect([...page.body.schedules, ...rest.body.schedules].map((schedule: { name: string }) => schedule.name)).toEqual(['paged-a', 'paged-b']);
+    for (const name of ['paged-a', 'paged-b']) expect((await admin.delete(`/v1/schedules/${name}`)).status).toBe(200);
+  });
+});
+
+describe("a schedule's fires are its own (review finding 3)", () => {
+  test("an enqueue with an id of a schedule's form is 400 naming id, and makes no job", async () => {
+    expect((await admin.put('/v1/schedules/nightly', { cron: '0 3 * * *', job_type: 'alpha' })).status).toBe(201);
+    const enqueuer = await clientWith(['enqueue:alpha']);
+    const response = await enqueuer.put('/v1/jobs/alpha/nightly@2026-11-22T03:00:00Z', { data: { attacker: true } });
+    expect(response.status).toBe(400);
+    expect(response.body.error.details[0].field).toBe('id');
+    expect((await admin.get('/v1/jobs/alpha/nightly@2026-11-22T03:00:00Z')).status).toBe(404);
+    expect((await admin.delete('/v1/schedules/nightly')).status).toBe(200);
+  });
+
+  test("a batch item with an id of a schedule's form is 400 naming its id", async () => {
+    const response = await admin.post('/v1/jobs/alpha/batch', { jobs: [{ id: 'nightly@2026-11-22T03:00:00Z', data: 1 }] });
+    expect(response.body.results[0]).toMatchObject({ status: 400, error: { details: [expect.objectContaining({ field: 'jobs.0.id' })] } });
+  });
+
+  test("a job the schedule did not make under its fire's id (enqueued before such ids were refused) is not taken for the fire's: the fire is skipped, saying why", async () => {
+    expect((await admin.put('/v1/schedules/hourly', { cron: '0 * * * *', job_type: 'alpha' })).status).toBe(201);
+    const jobType = await requireJobType(queue.ctx, 'alpha');
+    const squatted = 'hourly@2026-11-21T11:00:00Z';
+    expect((await enqueueJob(queue.ctx, jobType, squatted, { data: { attacker: true }, priority: 100, weight: 1 })).created).toBe(true);
+    queue.clock.set(Date.parse('2026-11-21T11:00:00.500Z'));
+    await fireDueSchedules(queue.as('poller'), [jobType]);
+    const schedule = (await admin.get('/v1/schedules/hourly')).body;
+    expect(schedule.last_fire).toMatchObject({ job_id: null, skipped: expect.stringContaining('was not made by this schedule') });
+    expect((await admin.get(`/v1/jobs/alpha/${squatted}`)).body.data).toEqual({ attacker: true });
+    // The job still answers to its id: read and cancelled.
+    expect((await admin.delete(`/v1/jobs/alpha/${squatted}`)).status).toBe(200);
+    expect((await admin.delete('/v1/schedules/hourly')).status).toBe(200);
+  });
+});
