@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { MAX_WORKER_ATTEMPT_S, WORKER_TIMEOUT_S } from '../domain/limits.js';
 import { DEFAULT_EVENT_SOURCE, DEFAULT_RETRY, DELIVERY_STRATEGIES, OTHER_THROTTLE_KEYS, PRIORITY_ORDERS, type JobType, type RetryPolicy, type Target } from '../domain/job-type.js';
 import { isoOrNull } from './parse.js';
-import { instantSchema, THROTTLE_KEY_PATTERN, timeWindowSchema, timeWindowsSchema } from './fields.js';
+import { instantSchema, throttleKeySchema, timeWindowSchema, timeWindowsSchema } from './fields.js';
 import { typeStatsSchema } from './stats.js';
 import { urlWithoutCredentials } from '../domain/url-credentials.js';
 
@@ -65,7 +65,7 @@ const throttleLimitSchema = z.union([
 ]);
 
 const throttleLimitsSchema = z
-  .record(z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters'), throttleLimitSchema)
+  .record(throttleKeySchema, throttleLimitSchema)
   .refine((limits) => Object.keys(limits).length >= 1 && Object.keys(limits).length <= 100, 'must name 1 to 100 keys');
 
 /**

@@ -181,3 +181,35 @@ describe("a schedule's fires are its own (review finding 3)", () => {
     expect((await admin.delete('/v1/schedules/hourly')).status).toBe(200);
   });
 });
+
+describe('names that are not well-formed UTF-16 are refused where they would name a counter (review finding 5)', () => {
+  /** `\ud800` escaped in the JSON text, so the body is valid UTF-8 and the string parsed from it holds a lone surrogate. */
+  const LONE = 'east-\\ud800';
+
+  test.each([
+    ['PUT /v1/jobs/alpha/{id}', 'PUT', '/v1/jobs/alpha/lone-key', `{"data": 1, "throttle_key": "${LONE}"}`, 'throttle_key'],
+    ['a batch item', 'POST', '/v1/jobs/alpha/batch', `{"jobs": [{"id": "lone-batch", "throttle_key": "${LONE}"}]}`, 'jobs.0.throttle_key'],
+    ['PUT /v1/schedules/{name}', 'PUT', '/v1/schedules/lone-sched', `{"cron": "0 3 * * *", "job_type": "alpha", "throttle_key": "${LONE}"}`, 'throttle_key'],
+    ['POST /v1/jobs/{type}/bulk', 'POST', '/v1/jobs/alpha/bulk', `{"action": "cancel", "status": "queued", "throttle_key": "${LONE}"}`, 'throttle_key'],
+    ['a limit of PUT /v1/job-types/{name}', 'PUT', '/v1/job-types/lone-type', `{"target": {"kind": "handler", "name": "echo"}, "throttle": {"key_field": "r", "limits": {"${LONE}": {"limit": 1}}}}`, 'throttle.limits.east-\ud800'],
+  ] as const)('a throttle key with an unpaired surrogate in %s is 400 naming it', async (_route, method, path, body, field) => {
+    const response = await admin.request(method, path, { body });
+    const error = method === 'POST' && path.endsWith('/batch') ? response.body.results[0].error : response.body.error;
+    expect(method === 'POST' && path.endsWith('/batch') ? response.body.results[0].status : response.status).toBe(400);
+    expect(error.details).toEqual([expect.objectContaining({ field })]);
+  });
+
+  test('the same key with its surrogate paired is taken', async () => {
+    const response = await admin.request('PUT', '/v1/jobs/alpha/paired-key', { body: '{"data": 1, "throttle_key": "east-\\ud83d\\ude00"}' });
+    expect(response.status).toBe(201);
+    expect(response.body.throttle_key).toBe('east-\u{1F600}');
+  });
+
+  test("a value with an unpaired surrogate at the type's key_field gives the job no throttle key, as a value too long does", async () => {
+    const body = { target: { kind: 'handler', name: 'echo' }, throttle: { key_field: 'region', limits: { east: { limit: 1 } } } };
+    expect((await admin.put('/v1/job-types/keyed', body)).status).toBe(201);
+    const response = await admin.request('PUT', '/v1/jobs/keyed/lone-data', { body: `{"data": {"region": "${LONE}"}}` });
+    expect(response.status).toBe(201);
+    expect(response.body.throttle_key).toBeNull();
+  });
+});
