@@ -9,8 +9,10 @@ import { registry } from '../../functions/worker/handlers/index.js';
 import { claimJob } from '../../lib/queue/claims.js';
 import { enqueueJob } from '../../lib/queue/enqueue.js';
 import { fireDueSchedules } from '../../lib/queue/fire-schedules.js';
-import { requireJobType } from '../../lib/queue/job-types.js';
+import { putJobType, requireJobType } from '../../lib/queue/job-types.js';
 import { runClaimedJob } from '../../lib/queue/worker.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseWith } from '../../lib/wire/parse.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 
@@ -211,5 +213,40 @@ describe('names that are not well-formed UTF-16 are refused where they would nam
     const response = await admin.request('PUT', '/v1/jobs/keyed/lone-data', { body: `{"data": {"region": "${LONE}"}}` });
     expect(response.status).toBe(201);
     expect(response.body.throttle_key).toBeNull();
+  });
+});
+
+describe('credentials in target URLs a name list misses (review finding 4)', () => {
+  test.each([
+    ['an S3 presigned credential', 'https://bucket.s3.amazonaws.com/hook?X-Amz-Credential=AKIA%2F20261121&X-Amz-Signature=abc'],
+    ['an S3 session token', 'https://bucket.s3.amazonaws.com/hook?X-Amz-Security-Token=tok'],
+    ['an Azure function code', 'https://fn.azurewebsites.net/api/hook?code=azure-secret'],
+    ['a GitLab private token', 'https://gitlab.example.com/api/v4/hook?private_token=glpat-1'],
+    ['a JWT', 'https://example.com/hook?jwt=eyJhbGciOi'],
+    ['a session id', 'https://example.com/hook?session_id=s-1'],
+    ['a fragment', 'https://example.com/hook#access_token=t-1'],
+  ])('%s is refused when a type is defined, 400 naming target.url', async (_case, url) => {
+    const response = await admin.put('/v1/job-types/creds', { target: { kind: 'http', url } });
+    expect(response.status).toBe(400);
+    expect(response.body.error.details).toEqual([expect.objectContaining({ field: 'target.url' })]);
+    expect((await admin.get('/v1/job-types/creds')).status).toBe(404);
+  });
+
+  test('a key that reads the type sees every query value hidden, the admin sees them as given', async () => {
+    const url = 'https://example.com/hooks/run?region=eu&ticket=t-4477';
+    expect((await admin.put('/v1/job-types/hooked', { target: { kind: 'http', url } })).status).toBe(201);
+    const reader = await clientWith(['read:hooked']);
+    expect((await reader.get('/v1/job-types/hooked')).body.target.url).toBe('https://example.com/hooks/run?region=***&ticket=***');
+    const listed = (await reader.get('/v1/job-types')).body.job_types.find((type: { name: string }) => type.name === 'hooked');
+    expect(listed.target.url).toBe('https://example.com/hooks/run?region=***&ticket=***');
+    expect((await admin.get('/v1/job-types/hooked')).body.target.url).toBe(url);
+  });
+
+  test('a type stored with a presigned URL and a fragment before they were refused shows neither to a reader nor to the admin', async () => {
+    const url = 'https://bucket.s3.amazonaws.com/out?X-Amz-Signature=sig-99&part=2#access_token=frag-77';
+    await putJobType(queue.ctx, 'presigned', parseWith(jobTypeInputSchema, { target: { kind: 'http', url } }));
+    const reader = await clientWith(['read:presigned']);
+    expect((await reader.get('/v1/job-types/presigned')).body.target.url).toBe('https://bucket.s3.amazonaws.com/out?X-Amz-Signature=***&part=***#***');
+    expect((await admin.get('/v1/job-types/presigned')).body.target.url).toBe('https://bucket.s3.amazonaws.com/out?X-Amz-Signature=***&part=2#***');
   });
 });
