@@ -24,6 +24,14 @@ export async function requireSchedule(ctx: QueueContext, name: string): Promise<
 /** A write that raced another write of the schedule (a poller firing it, another change) reads it again, at most this often. */
 const WRITE_TRIES = 5;
 
+/**
+ * Throws when the caller may not change the schedule as it was just read. It runs on every read of a change,
+ * so a check passed on an earlier read is not outlived by a write that moved the schedule to another type.
+ */
+export type ScheduleCheck = (existing: Schedule) => void;
+
+const anyone: ScheduleCheck = () => undefined;
+
 /** Reads the schedule, changes it and writes it over the revision read, again while other writes come first. */
 async function changeSchedule(ctx: QueueContext, name: string, change: (existing: Schedule | undefined, nowMs: number) => Schedule): Promise<{ schedule: Schedule; existed: boolean }> {
   for (let tries = 1; ; tries++) {
@@ -47,20 +55,24 @@ export async function putSchedule(
   name: string,
   definition: ScheduleDefinition,
   jobType: JobType,
+  mayReplace: ScheduleCheck = anyone,
 ): Promise<{ schedule: Schedule; created: boolean }> {
   const nextFireAtMs = firstFireOf(definition, ctx.nowMs());
   newJob(jobType, scheduledJobId(name, nextFireAtMs), scheduledJobInput({ ...definition, name }, nextFireAtMs), ctx.nowMs());
-  const { schedule, existed } = await changeSchedule(ctx, name, (existing, nowMs) => ({
-    ...definition,
-    name,
-    paused: existing?.paused ?? false,
-    nextFireAtMs: existing && sameTiming(existing, definition) ? existing.nextFireAtMs : firstFireOf(definition, nowMs),
-    ...(existing?.lastFire ? { lastFire: existing.lastFire } : {}),
-    ...(existing?.lastJobId !== undefined ? { lastJobId: existing.lastJobId } : {}),
-    revision: (existing?.revision ?? 0) + 1,
-    createdAtMs: existing?.createdAtMs ?? nowMs,
-    updatedAtMs: nowMs,
-  }));
+  const { schedule, existed } = await changeSchedule(ctx, name, (existing, nowMs) => {
+    if (existing) mayReplace(existing);
+    return {
+      ...definition,
+      name,
+      paused: existing?.paused ?? false,
+      nextFireAtMs: existing && sameTiming(existing, definition) ? existing.nextFireAtMs : firstFireOf(definition, nowMs),
+      ...(existing?.lastFire ? { lastFire: existing.lastFire } : {}),
+      ...(existing?.lastJobId !== undefined ? { lastJobId: existing.lastJobId } : {}),
+      revision: (existing?.revision ?? 0) + 1,
+      createdAtMs: existing?.createdAtMs ?? nowMs,
+      updatedAtMs: nowMs,
+    };
+  });
   return { schedule, created: !existed };
 }
 
@@ -68,16 +80,18 @@ export async function putSchedule(
  * Pauses or resumes. A paused schedule leaves the index of due schedules and makes no job; resumed, its next
  * fire time is where it stopped, so the next poll fires what it missed as its `catch_up` says.
  */
-export async function setSchedulePaused(ctx: QueueContext, name: string, paused: boolean): Promise<Schedule> {
+export async function setSchedulePaused(ctx: QueueContext, name: string, paused: boolean, mayChange: ScheduleCheck = anyone): Promise<Schedule> {
   const { schedule } = await changeSchedule(ctx, name, (existing, nowMs) => {
     if (!existing) throw new NotFoundError(`schedule "${name}" does not exist`);
+    mayChange(existing);
     return { ...existing, paused, revision: existing.revision + 1, updatedAtMs: nowMs };
   });
   return schedule;
 }
 
-export async function deleteSchedule(ctx: QueueContext, name: string): Promise<void> {
-  if (!(await removeSchedule(ctx, name))) throw new NotFoundError(`schedule "${name}" does not exist`);
+/** Deletes the schedule; with `jobType`, only while it is of that type: one moved to another type since is missing here. */
+export async function deleteSchedule(ctx: QueueContext, name: string, jobType?: string): Promise<void> {
+  if (!(await removeSchedule(ctx, name, jobType))) throw new NotFoundError(`schedule "${name}" does not exist`);
 }
 
 function encodeCursor(position: SchedulePosition): string {

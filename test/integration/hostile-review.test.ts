@@ -2,17 +2,20 @@
  * What a security review of issue 28 found past the scope matrix and the hostile edges, one test each: a
  * repeated enqueue that answered what the key may not read, cursors forged to a bucket or an index key
  * the API never wrote, a client job standing in for a schedule's fire, credentials in target URLs the name list
- * missed, and names that are not well-formed UTF-16.
+ * missed, names that are not well-formed UTF-16, and a schedule change checked on an earlier read than it writes over.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { registry } from '../../functions/worker/handlers/index.js';
 import { claimJob } from '../../lib/queue/claims.js';
+import { ForbiddenError, NotFoundError } from '../../lib/domain/errors.js';
 import { enqueueJob } from '../../lib/queue/enqueue.js';
 import { fireDueSchedules } from '../../lib/queue/fire-schedules.js';
 import { putJobType, requireJobType } from '../../lib/queue/job-types.js';
+import { deleteSchedule, putSchedule, setSchedulePaused } from '../../lib/queue/schedules.js';
 import { runClaimedJob } from '../../lib/queue/worker.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { parseWith } from '../../lib/wire/parse.js';
+import { scheduleDefinitionFromInput, scheduleInputSchema } from '../../lib/wire/schedules.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 
@@ -248,5 +251,41 @@ describe('credentials in target URLs a name list misses (review finding 4)', () 
     const reader = await clientWith(['read:presigned']);
     expect((await reader.get('/v1/job-types/presigned')).body.target.url).toBe('https://bucket.s3.amazonaws.com/out?X-Amz-Signature=***&part=***#***');
     expect((await admin.get('/v1/job-types/presigned')).body.target.url).toBe('https://bucket.s3.amazonaws.com/out?X-Amz-Signature=***&part=2#***');
+  });
+});
+
+/**
+ * A schedule's route checks the caller's scope on the schedule's type, then changes it. Between the two, a PUT
+ * by another key may move it to a type the caller holds nothing on; the change must check again on what it
+ * writes over. Here the move has happened after the route's check: the check the route passes along still refuses.
+ */
+describe('a schedule moved to another type between the route’s check and its write (review, lower priority)', () => {
+  const onlyAlpha = (existing: { jobType: string }): void => {
+    if (existing.jobType !== 'alpha') throw new ForbiddenError(`this route needs scope schedule:${existing.jobType}`);
+  };
+
+  async function movedToOther(name: string): Promise<void> {
+    expect((await admin.put('/v1/job-types/other', AWAITING_TYPE)).status).toBeLessThan(300);
+    expect((await admin.put(`/v1/schedules/${name}`, { cron: '0 6 * * *', job_type: 'alpha' })).status).toBe(201);
+    expect((await admin.put(`/v1/schedules/${name}`, { cron: '0 6 * * *', job_type: 'other' })).status).toBe(200);
+  }
+
+  test('a pause checked on the alpha schedule does not pause it as moved', async () => {
+    await movedToOther('moved-pause');
+    await expect(setSchedulePaused(queue.ctx, 'moved-pause', true, onlyAlpha)).rejects.toBeInstanceOf(ForbiddenError);
+    expect((await admin.get('/v1/schedules/moved-pause')).body.paused).toBe(false);
+  });
+
+  test('a replacement checked on the alpha schedule does not replace it as moved', async () => {
+    await movedToOther('moved-put');
+    const definition = scheduleDefinitionFromInput(parseWith(scheduleInputSchema, { cron: '0 7 * * *', job_type: 'alpha' }));
+    await expect(putSchedule(queue.ctx, 'moved-put', definition, await requireJobType(queue.ctx, 'alpha'), onlyAlpha)).rejects.toBeInstanceOf(ForbiddenError);
+    expect((await admin.get('/v1/schedules/moved-put')).body).toMatchObject({ job_type: 'other', cron: '0 6 * * *' });
+  });
+
+  test('a delete checked on the alpha schedule is a 404 to it once moved, and the schedule stays', async () => {
+    await movedToOther('moved-delete');
+    await expect(deleteSchedule(queue.ctx, 'moved-delete', 'alpha')).rejects.toBeInstanceOf(NotFoundError);
+    expect((await admin.get('/v1/schedules/moved-delete')).body.job_type).toBe('other');
   });
 });
