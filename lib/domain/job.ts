@@ -138,7 +138,7 @@ export const MAX_ERROR_CLASS_BYTES = 128;
 export const MAX_ERROR_MESSAGE_BYTES = 1_000;
 export const MAX_TRACE_BYTES = 2_000;
 
-/** `@` too: a schedule's jobs are `<schedule>@<fire time>`. */
+/** `@` too: a schedule's jobs are `<schedule>@<fire time>`; a client may not enqueue such an id (reservedIdMessage), but may still name one. */
 export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$/;
 /**
  * Correlation keys travel as a path segment of `POST /v1/callbacks/{key}`, so

@@ -51,8 +51,8 @@ export function throttleKeyOf(jobType: Pick<JobType, 'throttle'>, input: Pick<Jo
   }
   if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') return undefined;
   const key = String(value);
-  // Keys index counters in the table: a value no producer could give as throttle_key is no key.
-  return key.length >= 1 && key.length <= 128 ? key : undefined;
+  // Keys index counters in the table: a value no producer could give as throttle_key (too long, or an unpaired surrogate) is no key.
+  return key.length >= 1 && key.length <= 128 && !/\p{Cs}/u.test(key) ? key : undefined;
 }
 
 /** A weight above the type's concurrency could never be claimed. */

@@ -27,6 +27,17 @@ const CREDENTIAL_PARAMETERS = new Set([
   'credentials',
   'signature',
   'sig',
+  // S3 and GCS presigned URLs, Azure Functions, GitLab, and bare tokens and sessions.
+  'xamzcredential',
+  'xamzsignature',
+  'xamzsecuritytoken',
+  'xgoogcredential',
+  'xgoogsignature',
+  'code',
+  'privatetoken',
+  'jwt',
+  'sessionid',
+  'sessiontoken',
 ]);
 
 const HIDDEN = '***';
@@ -38,11 +49,13 @@ export function urlCredentialIssue(url: URL): string | undefined {
   const guidance =
     'the URL is shown to every key that may read the job type; let the downstream verify the signature headers made with the type\'s signing secret instead';
   if (url.username !== '' || url.password !== '') return `must not carry credentials (user:password@): ${guidance}`;
+  // A fragment never reaches the downstream; where one is written, it is usually a token (`#access_token=`).
+  if (url.hash !== '') return `must not carry a fragment (#…): it is never sent to the downstream; ${guidance}`;
   const parameter = [...url.searchParams.keys()].find(namesCredential);
   return parameter === undefined ? undefined : `must not carry credentials (the query parameter "${parameter}"): ${guidance}`;
 }
 
-/** The URL as the API shows it: user, password and credential query values replaced by `***`. */
+/** The URL as the API shows it to admin keys: user, password, credential query values and the fragment replaced by `***`. */
 export function urlWithoutCredentials(text: string): string {
   if (!URL.canParse(text)) return text;
   const url = new URL(text);
@@ -52,5 +65,20 @@ export function urlWithoutCredentials(text: string): string {
   for (const parameter of new Set(url.searchParams.keys())) {
     if (namesCredential(parameter)) url.searchParams.set(parameter, HIDDEN);
   }
+  if (url.hash !== '') url.hash = HIDDEN;
+  return url.toString();
+}
+
+/**
+ * The URL as the API shows it to keys that only read the type: no name list can tell every credential a
+ * query or fragment may carry, so every query value and the fragment are `***`; scheme, host, port and path
+ * are kept (a secret in the path is shown: the README says to send secrets in headers or by signing).
+ */
+export function urlForReaders(text: string): string {
+  if (!URL.canParse(text)) return text;
+  const url = new URL(urlWithoutCredentials(text));
+  const names = [...url.searchParams.keys()];
+  if (names.length > 0) url.search = new URLSearchParams(names.map((name): [string, string] => [name, HIDDEN])).toString();
+  if (url.hash !== '') url.hash = HIDDEN;
   return url.toString();
 }

@@ -48,9 +48,11 @@ export function scheduledJobInput(schedule: Pick<Schedule, 'name' | 'data' | 'pr
 }
 
 /**
- * Makes the job of one fire time; an existing job of that id (a conflict too: the schedule's data changed since)
- * is the one made before. A job its type now refuses (a weight above a lowered concurrency) is no job, and why:
- * the schedule moves on rather than fail at every check, holding its place at the head of the index.
+ * Makes the job of one fire time. An existing job of that id (a conflict too: the schedule's data changed
+ * since) is the one made before when this schedule made it; one it did not make (a job a client enqueued
+ * under that id before such ids were refused) is not its fire's job, and the fire is skipped saying so. A job
+ * its type now refuses (a weight above a lowered concurrency) is no job, and why: the schedule moves on rather
+ * than fail at every check, holding its place at the head of the index.
  */
 async function makeJob(
   ctx: QueueContext,
@@ -59,10 +61,12 @@ async function makeJob(
   fireAtMs: number,
 ): Promise<{ id: string; created: boolean } | { refused: string }> {
   const id = scheduledJobId(schedule.name, fireAtMs);
+  const notMadeHere = { refused: `job ${id} exists and was not made by this schedule` };
   try {
-    return { id, created: (await enqueueJob(ctx, jobType, id, scheduledJobInput(schedule, fireAtMs))).created };
+    const { job, created } = await enqueueJob(ctx, jobType, id, scheduledJobInput(schedule, fireAtMs));
+    return created || job.schedule === schedule.name ? { id, created } : notMadeHere;
   } catch (error) {
-    if (error instanceof ConflictError) return { id, created: false };
+    if (error instanceof ConflictError) return (await getJob(ctx, jobType.name, id))?.schedule === schedule.name ? { id, created: false } : notMadeHere;
     if (error instanceof ValidationError) return { refused: `job type ${jobType.name} refused the job: ${error.details.map((issue) => `${issue.field} ${issue.message}`).join('; ')}` };
     throw error;
   }

@@ -38,7 +38,21 @@ function encodeCursor(position: PagePosition): string {
   return Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
 }
 
-function decodeCursor(cursor: string, status: JobStatus): PagePosition {
+/** The latest instant the API takes (an ISO time in year 9999): no job is due, and no lane bucket lies, beyond it. */
+const LATEST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * A sort key a page may end at: none yet, a time alone (finished jobs by `cursorFrom`), a time and `~`
+ * (queued ones by `cursorFrom`), or an index entry's `<time>#<id>` (`<time>#<type>#<id>` in the claim lane).
+ */
+const CURSOR_SORT_KEY_PATTERN = /^(?:\d{15}(?:~|#[A-Za-z0-9_.:@#-]{1,200})?)?$/;
+
+/**
+ * The position a cursor names, every field checked against what this API writes there: a cursor is handed
+ * to the caller, so it comes back as any JSON at all. A lane bucket is one the type's jobs can lie in (from
+ * the type's creation, which bounds the buckets a page walks, to the latest instant the API takes).
+ */
+function decodeCursor(cursor: string, status: JobStatus, jobType: JobType, bucketMs: number): PagePosition {
   const invalid = (message: string) => new ValidationError([{ field: 'cursor', message }]);
   let position: unknown;
   try {
@@ -46,12 +60,19 @@ function decodeCursor(cursor: string, status: JobStatus): PagePosition {
   } catch {
     throw invalid('is not a cursor this API returned');
   }
-  const { status: cursorStatus, bucket, sortKey } = (position ?? {}) as Partial<PagePosition>;
-  if (typeof sortKey !== 'string' || (bucket !== undefined && !Number.isSafeInteger(bucket))) {
+  if (typeof position !== 'object' || position === null || Array.isArray(position)) throw invalid('is not a cursor this API returned');
+  const { status: cursorStatus, bucket, sortKey } = position as Partial<Record<keyof PagePosition, unknown>>;
+  if (typeof sortKey !== 'string' || !CURSOR_SORT_KEY_PATTERN.test(sortKey)) throw invalid('is not a cursor this API returned');
+  if (cursorStatus !== status) throw invalid(`was returned for status ${String(cursorStatus)}, not ${status}`);
+  if (isTerminal(status)) {
+    if (bucket !== undefined) throw invalid('is not a cursor this API returned');
+    return { status, sortKey };
+  }
+  const oldest = bucketOf(jobType.createdAtMs, bucketMs);
+  if (typeof bucket !== 'number' || !Number.isSafeInteger(bucket) || bucket < oldest || bucket > bucketOf(LATEST_INSTANT_MS, bucketMs)) {
     throw invalid('is not a cursor this API returned');
   }
-  if (cursorStatus !== status) throw invalid(`was returned for status ${String(cursorStatus)}, not ${status}`);
-  return { status, sortKey, ...(bucket !== undefined ? { bucket } : {}) };
+  return { status, sortKey, bucket };
 }
 
 /**
@@ -167,7 +188,7 @@ export async function listJobs(
       { field: 'status', message: `succeeded jobs of "${jobType.name}" are not listed: set list_succeeded on the type to list them` },
     ]);
   }
-  const after = options.cursor !== undefined ? decodeCursor(options.cursor, status) : undefined;
+  const after = options.cursor !== undefined ? decodeCursor(options.cursor, status, jobType, ctx.settings.bucketMs) : undefined;
   // One entry past the page tells whether another page follows.
   const wanted = limit + 1;
   let entries: PageEntry[];

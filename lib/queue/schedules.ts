@@ -3,7 +3,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.
 import type { JobStatus } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { newJob } from '../domain/new-job.js';
-import { firstFireOf, scheduledJobId, type Schedule, type ScheduleDefinition } from '../domain/schedule.js';
+import { firstFireOf, SCHEDULE_NAME_PATTERN, scheduledJobId, type Schedule, type ScheduleDefinition } from '../domain/schedule.js';
 import { pageOfSchedules, readSchedule, removeSchedule, writeSchedule, type SchedulePosition } from '../store/schedules.js';
 import { itemToJob } from '../store/items.js';
 import { jobKey } from '../store/keys.js';
@@ -23,6 +23,14 @@ export async function requireSchedule(ctx: QueueContext, name: string): Promise<
 
 /** A write that raced another write of the schedule (a poller firing it, another change) reads it again, at most this often. */
 const WRITE_TRIES = 5;
+
+/**
+ * Throws when the caller may not change the schedule as it was just read. It runs on every read of a change,
+ * so a check passed on an earlier read is not outlived by a write that moved the schedule to another type.
+ */
+export type ScheduleCheck = (existing: Schedule) => void;
+
+const anyone: ScheduleCheck = () => undefined;
 
 /** Reads the schedule, changes it and writes it over the revision read, again while other writes come first. */
 async function changeSchedule(ctx: QueueContext, name: string, change: (existing: Schedule | undefined, nowMs: number) => Schedule): Promise<{ schedule: Schedule; existed: boolean }> {
@@ -47,20 +55,24 @@ export async function putSchedule(
   name: string,
   definition: ScheduleDefinition,
   jobType: JobType,
+  mayReplace: ScheduleCheck = anyone,
 ): Promise<{ schedule: Schedule; created: boolean }> {
   const nextFireAtMs = firstFireOf(definition, ctx.nowMs());
   newJob(jobType, scheduledJobId(name, nextFireAtMs), scheduledJobInput({ ...definition, name }, nextFireAtMs), ctx.nowMs());
-  const { schedule, existed } = await changeSchedule(ctx, name, (existing, nowMs) => ({
-    ...definition,
-    name,
-    paused: existing?.paused ?? false,
-    nextFireAtMs: existing && sameTiming(existing, definition) ? existing.nextFireAtMs : firstFireOf(definition, nowMs),
-    ...(existing?.lastFire ? { lastFire: existing.lastFire } : {}),
-    ...(existing?.lastJobId !== undefined ? { lastJobId: existing.lastJobId } : {}),
-    revision: (existing?.revision ?? 0) + 1,
-    createdAtMs: existing?.createdAtMs ?? nowMs,
-    updatedAtMs: nowMs,
-  }));
+  const { schedule, existed } = await changeSchedule(ctx, name, (existing, nowMs) => {
+    if (existing) mayReplace(existing);
+    return {
+      ...definition,
+      name,
+      paused: existing?.paused ?? false,
+      nextFireAtMs: existing && sameTiming(existing, definition) ? existing.nextFireAtMs : firstFireOf(definition, nowMs),
+      ...(existing?.lastFire ? { lastFire: existing.lastFire } : {}),
+      ...(existing?.lastJobId !== undefined ? { lastJobId: existing.lastJobId } : {}),
+      revision: (existing?.revision ?? 0) + 1,
+      createdAtMs: existing?.createdAtMs ?? nowMs,
+      updatedAtMs: nowMs,
+    };
+  });
   return { schedule, created: !existed };
 }
 
@@ -68,26 +80,37 @@ export async function putSchedule(
  * Pauses or resumes. A paused schedule leaves the index of due schedules and makes no job; resumed, its next
  * fire time is where it stopped, so the next poll fires what it missed as its `catch_up` says.
  */
-export async function setSchedulePaused(ctx: QueueContext, name: string, paused: boolean): Promise<Schedule> {
+export async function setSchedulePaused(ctx: QueueContext, name: string, paused: boolean, mayChange: ScheduleCheck = anyone): Promise<Schedule> {
   const { schedule } = await changeSchedule(ctx, name, (existing, nowMs) => {
     if (!existing) throw new NotFoundError(`schedule "${name}" does not exist`);
+    mayChange(existing);
     return { ...existing, paused, revision: existing.revision + 1, updatedAtMs: nowMs };
   });
   return schedule;
 }
 
-export async function deleteSchedule(ctx: QueueContext, name: string): Promise<void> {
-  if (!(await removeSchedule(ctx, name))) throw new NotFoundError(`schedule "${name}" does not exist`);
+/** Deletes the schedule; with `jobType`, only while it is of that type: one moved to another type since is missing here. */
+export async function deleteSchedule(ctx: QueueContext, name: string, jobType?: string): Promise<void> {
+  if (!(await removeSchedule(ctx, name, jobType))) throw new NotFoundError(`schedule "${name}" does not exist`);
 }
 
 function encodeCursor(position: SchedulePosition): string {
   return Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
 }
 
+/**
+ * The position a cursor names, checked against what the schedules index holds: a schedule's name and the
+ * index key it sorts under (`<next fire>#<name>`, `ENDED#<name>` or `PAUSED#<name>`). A cursor is handed to the
+ * caller, so it comes back as any JSON at all, and DynamoDB refuses a start key it could never have returned.
+ */
 function decodeCursor(cursor: string): SchedulePosition {
   try {
-    const position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<SchedulePosition> | null;
-    if (typeof position?.gsi1sk === 'string' && typeof position.name === 'string') return { gsi1sk: position.gsi1sk, name: position.name };
+    const position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<Record<keyof SchedulePosition, unknown>> | null;
+    const gsi1sk = position?.gsi1sk;
+    const name = position?.name;
+    if (typeof gsi1sk === 'string' && typeof name === 'string' && SCHEDULE_NAME_PATTERN.test(name) && /^(?:\d{15}|ENDED|PAUSED)$/.test(gsi1sk.slice(0, -name.length - 1)) && gsi1sk.endsWith(`#${name}`)) {
+      return { gsi1sk, name };
+    }
   } catch {
     // Reported below, as any other cursor this API did not return.
   }

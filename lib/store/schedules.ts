@@ -38,9 +38,16 @@ export async function writeSchedule(ctx: StoreContext, schedule: Schedule, read:
   return (await putItem(ctx, putScheduleParams(schedule, read))).ok;
 }
 
-/** Deletes the schedule; false when there was none. */
-export async function removeSchedule(ctx: StoreContext, name: string): Promise<boolean> {
-  return (await deleteItem(ctx, { Key: scheduleKey(name), ConditionExpression: 'attribute_exists(pk)' })).ok;
+/**
+ * Deletes the schedule; false when there was none. With `jobType`, only while the schedule is of that type (the
+ * one the caller's scope was checked on): a PUT that moved it to another type meanwhile keeps it.
+ */
+export async function removeSchedule(ctx: StoreContext, name: string, jobType?: string): Promise<boolean> {
+  const condition =
+    jobType === undefined
+      ? { ConditionExpression: 'attribute_exists(pk)' }
+      : { ConditionExpression: 'attribute_exists(pk) AND jobType = :seen', ExpressionAttributeValues: { ':seen': jobType } };
+  return (await deleteItem(ctx, { Key: scheduleKey(name), ...condition })).ok;
 }
 
 /** The names of up to `limit` schedules due at or before `nowMs`, earliest first: one query, empty when none is due. */

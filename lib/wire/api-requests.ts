@@ -67,8 +67,15 @@ export const RESERVED_IDS: Readonly<Record<string, string>> = {
   bulk: 'is reserved: POST /v1/jobs/{type}/bulk starts a bulk operation',
 };
 
-/** Why `id` may not name a job, or undefined when it may. */
-export const reservedIdMessage = (id: string): string | undefined => (Object.hasOwn(RESERVED_IDS, id) ? RESERVED_IDS[id] : undefined);
+/**
+ * Why `id` may not name a job a client enqueues, or undefined when it may. Ids with `@` are a schedule's
+ * (`<schedule>@<fire time>`, predictable): a job enqueued under one would stand in for the fire's job. Jobs
+ * enqueued with such ids before they were refused are still read, cancelled and called back by their id.
+ */
+export const reservedIdMessage = (id: string): string | undefined => {
+  if (Object.hasOwn(RESERVED_IDS, id)) return RESERVED_IDS[id];
+  return id.includes('@') ? "may not contain '@': ids <schedule>@<fire time> are reserved for the jobs schedules make" : undefined;
+};
 
 export const batchSchema = z.strictObject({
   // Each item is validated on its own (parseBatchItem), so one bad item fails alone.

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { BULK_ACTIONS, BULK_STATUSES, OPERATION_STATES, type BulkOperation, type BulkRequest } from '../domain/bulk.js';
 import { JOB_STATUSES, type JobStatus } from '../domain/job.js';
-import { instantSchema, THROTTLE_KEY_PATTERN } from './fields.js';
+import { instantSchema, throttleKeySchema } from './fields.js';
 import { isoWithOffset } from './jobs.js';
 import { isoOrNull } from './parse.js';
 
@@ -13,7 +13,7 @@ export const bulkRequestSchema = z
     status: z.enum(JOB_STATUSES),
     from: isoWithOffset.optional(),
     to: isoWithOffset.optional(),
-    throttle_key: z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters').optional(),
+    throttle_key: throttleKeySchema.optional(),
   })
   .superRefine((body, ctx) => {
     const statuses: readonly JobStatus[] = BULK_STATUSES[body.action];

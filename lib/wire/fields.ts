@@ -13,7 +13,19 @@ export const jsonValueSchema: z.ZodType<z.core.util.JSONType, z.core.util.JSONTy
 
 /** Throttle keys index counters in the table, so they are bounded and free of control characters. */
 // oxlint-disable-next-line no-control-regex -- the control characters are what the pattern refuses.
-export const THROTTLE_KEY_PATTERN = /^[^\u0000-\u001f]{1,128}$/;
+const THROTTLE_KEY_PATTERN = /^[^\u0000-\u001f]{1,128}$/;
+
+/**
+ * Whether `text` is well-formed UTF-16: no surrogate outside a pair. A lone one cannot be sent as UTF-8, so
+ * the SDK would store it as U+FFFD, and two different keys would name one counter.
+ */
+export const isWellFormedText = (text: string): boolean => !/\p{Cs}/u.test(text);
+
+/** A throttle key, given or as a limit's name: it names a counter in the table. */
+export const throttleKeySchema = z
+  .string()
+  .regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters')
+  .refine(isWellFormedText, 'must be well-formed Unicode: no unpaired surrogate');
 
 const clockTimeSchema = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be a 24-hour time HH:MM, e.g. 05:00');
 

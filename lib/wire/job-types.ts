@@ -3,9 +3,9 @@ import { z } from 'zod';
 import { MAX_WORKER_ATTEMPT_S, WORKER_TIMEOUT_S } from '../domain/limits.js';
 import { DEFAULT_EVENT_SOURCE, DEFAULT_RETRY, DELIVERY_STRATEGIES, OTHER_THROTTLE_KEYS, PRIORITY_ORDERS, type JobType, type RetryPolicy, type Target } from '../domain/job-type.js';
 import { isoOrNull } from './parse.js';
-import { instantSchema, THROTTLE_KEY_PATTERN, timeWindowSchema, timeWindowsSchema } from './fields.js';
+import { instantSchema, throttleKeySchema, timeWindowSchema, timeWindowsSchema } from './fields.js';
 import { typeStatsSchema } from './stats.js';
-import { urlWithoutCredentials } from '../domain/url-credentials.js';
+import { urlForReaders, urlWithoutCredentials } from '../domain/url-credentials.js';
 
 const retryOnSchema = z
   .array(z.union([z.string().min(1).max(128), z.number().int().min(100).max(599)]))
@@ -65,7 +65,7 @@ const throttleLimitSchema = z.union([
 ]);
 
 const throttleLimitsSchema = z
-  .record(z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters'), throttleLimitSchema)
+  .record(throttleKeySchema, throttleLimitSchema)
   .refine((limits) => Object.keys(limits).length >= 1 && Object.keys(limits).length <= 100, 'must name 1 to 100 keys');
 
 /**
@@ -169,12 +169,18 @@ function targetFromInput(input: JobTypeInput['target']): Target {
   }
 }
 
-function targetToApi(target: Target): Record<string, unknown> {
+/**
+ * Who a job type is shown to: `admin`, who defines it, sees an http target's URL whole but for the
+ * credentials a name tells; a `reader` (a key with read: on the type) sees its query values and fragment hidden too.
+ */
+export type JobTypeAudience = 'admin' | 'reader';
+
+function targetToApi(target: Target, audience: JobTypeAudience): Record<string, unknown> {
   switch (target.kind) {
     case 'handler':
       return { kind: 'handler', name: target.name };
     case 'http':
-      return { kind: 'http', url: urlWithoutCredentials(target.url), request_timeout_s: target.requestTimeoutS, allow_link_local: target.allowLinkLocal };
+      return { kind: 'http', url: audience === 'admin' ? urlWithoutCredentials(target.url) : urlForReaders(target.url), request_timeout_s: target.requestTimeoutS, allow_link_local: target.allowLinkLocal };
     case 'lambda':
       return { kind: 'lambda', function: target.functionName };
     case 'eventbridge':
@@ -230,7 +236,7 @@ function retryToApi(retry: RetryPolicy): Record<string, unknown> {
   }
 }
 
-export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
+export function jobTypeToApi(jobType: JobType, audience: JobTypeAudience = 'reader'): Record<string, unknown> {
   return {
     name: jobType.name,
     delivery_strategy: jobType.deliveryStrategy,
@@ -244,7 +250,7 @@ export function jobTypeToApi(jobType: JobType): Record<string, unknown> {
     visibility_timeout_s: jobType.visibilityTimeoutS,
     timeout_s: jobType.timeoutS,
     retry: retryToApi(jobType.retry),
-    target: targetToApi(jobType.target),
+    target: targetToApi(jobType.target, audience),
     time_windows: jobType.timeWindows ?? null,
     created_at: isoOrNull(jobType.createdAtMs),
     updated_at: isoOrNull(jobType.updatedAtMs),

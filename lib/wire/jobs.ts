@@ -7,7 +7,7 @@ import { ValidationError } from '../domain/errors.js';
 import { isoOrNull } from './parse.js';
 import { attemptErrorToApi } from './traces.js';
 import { DELIVERY_STRATEGIES } from '../domain/job-type.js';
-import { instantSchema, jsonValueSchema, nextCursorSchema, THROTTLE_KEY_PATTERN, timeWindowSchema, timeWindowsSchema } from './fields.js';
+import { instantSchema, jsonValueSchema, nextCursorSchema, throttleKeySchema, timeWindowSchema, timeWindowsSchema } from './fields.js';
 
 /** Epoch milliseconds before 1970 would be negative, and sort keys pad them as non-negative. */
 export const isoWithOffset = z.iso
@@ -21,7 +21,7 @@ export const jobInputSchema = z
     expires_at: isoWithOffset.nullable().optional(),
     priority: z.number().int().min(0).max(1000).default(DEFAULT_PRIORITY),
     weight: z.number().int().min(0).max(100_000).default(1),
-    throttle_key: z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters').nullable().optional(),
+    throttle_key: throttleKeySchema.nullable().optional(),
     time_windows: timeWindowsSchema.nullable().optional(),
     correlation_key: z
       .string()

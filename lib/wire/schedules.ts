@@ -5,7 +5,7 @@ import { DEFAULT_PRIORITY, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE, JOB_STATUSES } from
 import { JOB_TYPE_NAME_PATTERN } from '../domain/job-type.js';
 import { assertJsonSize } from '../domain/json-size.js';
 import { CATCH_UP_POLICIES, OVERLAP_POLICIES, upcomingFireTimes, type Schedule, type ScheduleDefinition } from '../domain/schedule.js';
-import { instantSchema, jsonValueSchema, nextCursorSchema, THROTTLE_KEY_PATTERN } from './fields.js';
+import { instantSchema, jsonValueSchema, nextCursorSchema, throttleKeySchema } from './fields.js';
 import { isoWithOffset } from './jobs.js';
 import { isoOrNull } from './parse.js';
 
@@ -26,7 +26,7 @@ export const scheduleInputSchema = z
     data: jsonValueSchema.default(null),
     priority: z.number().int().min(0).max(1000).default(DEFAULT_PRIORITY),
     weight: z.number().int().min(0).max(100_000).default(1),
-    throttle_key: z.string().regex(THROTTLE_KEY_PATTERN, 'must be 1 to 128 characters without control characters').nullable().optional(),
+    throttle_key: throttleKeySchema.nullable().optional(),
     overlap: z.enum(OVERLAP_POLICIES).default('allow'),
     catch_up: z.enum(CATCH_UP_POLICIES).default('latest'),
     start_at: isoWithOffset.nullable().optional(),

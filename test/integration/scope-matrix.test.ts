@@ -472,3 +472,109 @@ describe('correlation pointers written before keys were per type', () => {
     expect(response.status).toBe(404);
   });
 });
+
+/**
+ * The matrix above sends keys that hold nothing on bravo, so most of its bravo rows are refused before the
+ * route runs. These keys hold a scope on bravo and may act there, but not `read:bravo`: every route that acts
+ * on a bravo job or schedule runs for them, and must answer without what the job holds or what its runs said.
+ * Each row is run twice, on a resource of its own: with the acting key, and, as the positive control, with a
+ * key that also reads bravo, which must be answered those contents (so the row really reached them).
+ */
+describe('keys that act on bravo but may not read it (review finding 6)', () => {
+  const RESULT_SECRET = 'bravo-result-secret';
+  const CONTENTS = [BRAVO.secret, RESULT_SECRET, BRAVO.throttleKey];
+  const QUEUED = { data: { secret: BRAVO.secret }, throttle_key: BRAVO.throttleKey };
+
+  /** A bravo job with data only bravo's readers may see, in the state the row acts on. */
+  async function queuedBravoJob(id: string): Promise<void> {
+    expect((await admin.put(`/v1/jobs/bravo/${id}`, { ...QUEUED, run_after: new Date(queue.clock.nowMs() + 3_600_000).toISOString() })).status).toBe(201);
+  }
+  async function awaitingBravoJob(id: string, extra: Record<string, unknown> = {}): Promise<void> {
+    expect((await admin.put(`/v1/jobs/bravo/${id}`, { ...QUEUED, ...extra })).status).toBe(201);
+    await awaitCallback('bravo', id);
+  }
+  async function succeededBravoJob(id: string): Promise<void> {
+    await awaitingBravoJob(id);
+    expect((await admin.post(`/v1/jobs/bravo/${id}`, { status: 'succeeded', attempt: 1, result: { secret: RESULT_SECRET } })).status).toBe(200);
+  }
+
+  /** Per route: the scope that lets a key act, and how to make a fresh bravo resource and the request on it. */
+  const ROWS: Record<string, { action: 'enqueue' | 'callback' | 'schedule'; probe: (id: string) => Promise<Probe> }> = {
+    'PUT the same body again (enqueueWithId)': {
+      action: 'enqueue',
+      probe: async (id) => {
+        await succeededBravoJob(id);
+        return { method: 'PUT', path: `/v1/jobs/bravo/${id}`, body: QUEUED };
+      },
+    },
+    'a batch item sent again (enqueueBatch)': {
+      action: 'enqueue',
+      probe: async (id) => {
+        await succeededBravoJob(id);
+        return { method: 'POST', path: '/v1/jobs/bravo/batch', body: { jobs: [{ id, ...QUEUED }] } };
+      },
+    },
+    changeJob: {
+      action: 'enqueue',
+      probe: async (id) => {
+        await queuedBravoJob(id);
+        return { method: 'PATCH', path: `/v1/jobs/bravo/${id}`, body: { priority: 7 } };
+      },
+    },
+    cancel: {
+      action: 'enqueue',
+      probe: async (id) => {
+        await queuedBravoJob(id);
+        return { method: 'DELETE', path: `/v1/jobs/bravo/${id}` };
+      },
+    },
+    replay: {
+      action: 'enqueue',
+      probe: async (id) => {
+        await succeededBravoJob(id);
+        return { method: 'POST', path: `/v1/jobs/bravo/${id}/replay` };
+      },
+    },
+    callback: {
+      action: 'callback',
+      probe: async (id) => {
+        await awaitingBravoJob(id);
+        return { method: 'POST', path: `/v1/jobs/bravo/${id}`, body: { status: 'failed', attempt: 1 } };
+      },
+    },
+    heartbeat: {
+      action: 'callback',
+      probe: async (id) => {
+        await awaitingBravoJob(id);
+        return { method: 'POST', path: `/v1/jobs/bravo/${id}/heartbeat`, body: { attempt: 1 } };
+      },
+    },
+    callbackByCorrelationKey: {
+      action: 'callback',
+      probe: async (id) => {
+        await awaitingBravoJob(id, { correlation_key: `ck-${id}` });
+        return { method: 'POST', path: `/v1/callbacks/ck-${id}`, body: { status: 'failed' } };
+      },
+    },
+    pauseSchedule: {
+      action: 'schedule',
+      probe: async (id) => {
+        expect((await admin.put(`/v1/schedules/${id}`, { cron: '0 3 * * *', job_type: 'bravo', ...QUEUED })).status).toBe(201);
+        return { method: 'POST', path: `/v1/schedules/${id}/pause` };
+      },
+    },
+  };
+
+  let row = 0;
+  test.each(Object.entries(ROWS))('%s answers a key that acts on bravo without read:bravo nothing its job holds', async (_route, { action, probe }) => {
+    const actor = (await createKey([`${action}:bravo`, 'read:alpha'])).key;
+    const reader = (await createKey([`${action}:bravo`, 'read:bravo'])).key;
+    row++;
+    const acted = await send(actor, await probe(`acted-${row}`));
+    expect(acted.status).toBeLessThan(300);
+    expect(CONTENTS.filter((secret) => acted.text.includes(secret))).toEqual([]);
+    const control = await send(reader, await probe(`control-${row}`));
+    expect(control.status).toBe(acted.status);
+    expect(CONTENTS.filter((secret) => control.text.includes(secret))).not.toEqual([]);
+  });
+});

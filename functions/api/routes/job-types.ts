@@ -1,7 +1,8 @@
 /** `/v1/job-types`: define, read, pause and resume job types. */
 import { ValidationError } from '../../../lib/domain/errors.js';
 import type { JobType } from '../../../lib/domain/job-type.js';
-import { jobTypeInputSchema, jobTypeToApi, type JobTypeInput } from '../../../lib/wire/job-types.js';
+import { jobTypeInputSchema, jobTypeToApi, type JobTypeAudience, type JobTypeInput } from '../../../lib/wire/job-types.js';
+import type { Principal } from '../../shared/principal.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import { putJobType, requireJobType, setJobTypePaused } from '../../../lib/queue/job-types.js';
 import { statsOfType } from '../../../lib/queue/stats.js';
@@ -30,6 +31,9 @@ function assertRunnable(input: JobTypeInput, registry: ApiDeps['registry'], addr
   }
 }
 
+/** Admin keys define job types, so they see a target's URL as they gave it; every other key as a reader. */
+const audienceOf = (principal: Principal | undefined): JobTypeAudience => (principal?.kind === 'key' && principal.scopes.includes('admin') ? 'admin' : 'reader');
+
 export function jobTypeRoutes({ ctx, registry, jobTypes, targetAddressPolicy = LOCAL_TARGET_ADDRESSES }: RouteDeps) {
   const kept = (jobType: JobType): JobType => {
     jobTypes.keep(jobType);
@@ -43,15 +47,16 @@ export function jobTypeRoutes({ ctx, registry, jobTypes, targetAddressPolicy = L
       const { jobType, created, newSigningSecret } = await putJobType(ctx, name, input);
       kept(jobType);
       // The only time the secret leaves the store: the caller keeps it for the downstream to verify requests.
-      const body = newSigningSecret !== undefined ? { ...jobTypeToApi(jobType), signing_secret: newSigningSecret } : jobTypeToApi(jobType);
+      const body = newSigningSecret !== undefined ? { ...jobTypeToApi(jobType, 'admin'), signing_secret: newSigningSecret } : jobTypeToApi(jobType, 'admin');
       return json(created ? 201 : 200, body);
     },
-    listJobTypes: async (_event, principal) => json(200, { job_types: (await readableJobTypes(ctx, principal)).map(jobTypeToApi) }),
-    getJobType: async (event) => {
+    listJobTypes: async (_event, principal) =>
+      json(200, { job_types: (await readableJobTypes(ctx, principal)).map((jobType) => jobTypeToApi(jobType, audienceOf(principal))) }),
+    getJobType: async (event, principal) => {
       const jobType = kept(await requireJobType(ctx, typeName(event, 'name')));
-      return json(200, { ...jobTypeToApi(jobType), stats: typeStatsToApi(await statsOfType(ctx, jobType)) });
+      return json(200, { ...jobTypeToApi(jobType, audienceOf(principal)), stats: typeStatsToApi(await statsOfType(ctx, jobType)) });
     },
-    pauseJobType: async (event) => json(200, jobTypeToApi(kept(await setJobTypePaused(ctx, typeName(event, 'name'), true)))),
-    resumeJobType: async (event) => json(200, jobTypeToApi(kept(await setJobTypePaused(ctx, typeName(event, 'name'), false)))),
+    pauseJobType: async (event) => json(200, jobTypeToApi(kept(await setJobTypePaused(ctx, typeName(event, 'name'), true)), 'admin')),
+    resumeJobType: async (event) => json(200, jobTypeToApi(kept(await setJobTypePaused(ctx, typeName(event, 'name'), false)), 'admin')),
   } satisfies Record<string, Route>;
 }

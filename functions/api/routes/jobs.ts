@@ -1,7 +1,7 @@
 /** `/v1/jobs` and `/jobber/queue`: enqueue (one job or a batch), read, list, cancel and replay jobs. */
 import { scopeAllows } from '../../../lib/domain/api-key.js';
 import { enqueueBatch } from '../../../lib/queue/batch-enqueue.js';
-import type { BatchJob } from '../../../lib/domain/job.js';
+import type { BatchJob, Job } from '../../../lib/domain/job.js';
 import { ForbiddenError, ValidationError, type FieldIssue } from '../../../lib/domain/errors.js';
 import { listJobs, MAX_PAGE_BYTES } from '../../../lib/queue/job-listing.js';
 import { assertJsonSize, jsonBytes } from '../../../lib/domain/json-size.js';
@@ -22,6 +22,7 @@ import {
 } from '../../../lib/wire/api-requests.js';
 import { json, type HttpEvent, type HttpResponse } from '../../shared/http.js';
 import { log } from '../../shared/log.js';
+import type { Principal } from '../../shared/principal.js';
 import { jobAnswer } from '../access.js';
 import { errorResult } from '../http-errors.js';
 import { MAX_BATCH_BODY_BYTES, parseJsonBody } from '../http.js';
@@ -45,18 +46,24 @@ function batchItemError(error: unknown, path: string, requestId: string | undefi
 }
 
 export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
-  const enqueue = async (event: HttpEvent, id: string): Promise<HttpResponse> => {
+  /**
+   * A job an enqueue created holds only what the caller sent, so it is answered whole; one that was
+   * already there (the same body again) may have run since, and is answered as the caller may read it.
+   */
+  const enqueueAnswer = (job: Job, created: boolean, principal: Principal | undefined) => (created ? jobToApi(job) : jobAnswer(job, principal));
+
+  const enqueue = async (event: HttpEvent, id: string, principal: Principal | undefined): Promise<HttpResponse> => {
     const reserved = reservedIdMessage(id);
     if (reserved !== undefined) throw new ValidationError([{ field: 'id', message: reserved }]);
     const jobType = await jobTypes.require(typeName(event));
     const input = jobInputFromBody(parseWith(jobInputSchema, parseJsonBody(event)));
     const { job, created } = await enqueueJob(ctx, jobType, id, input);
-    return json(created ? 201 : 200, jobToApi(job));
+    return json(created ? 201 : 200, enqueueAnswer(job, created, principal));
   };
 
   return {
-    enqueueWithId: async (event) => enqueue(event, jobId(event)),
-    enqueueWithServerId: async (event) => enqueue(event, newJobId(ctx.nowMs())),
+    enqueueWithId: async (event, principal) => enqueue(event, jobId(event), principal),
+    enqueueWithServerId: async (event, principal) => enqueue(event, newJobId(ctx.nowMs()), principal),
     getJob: async (event) => json(200, jobToApi(await requireJob(ctx, typeName(event), jobId(event)))),
     listJobs: async (event) => {
       const jobType = await jobTypes.require(typeName(event));
@@ -70,7 +77,7 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
       });
       return json(200, { jobs: page.jobs.map(jobToApi), next_cursor: page.nextCursor ?? null });
     },
-    enqueueBatch: async (event) => {
+    enqueueBatch: async (event, principal) => {
       const jobType = await jobTypes.require(typeName(event));
       const { jobs } = parseWith(batchSchema, parseJsonBody(event, MAX_BATCH_BODY_BYTES));
       const parsed = jobs.map((item, index) => parseBatchItem(item, index, () => newJobId(ctx.nowMs())));
@@ -83,7 +90,7 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
           return { index, id: item.id ?? null, status: 400, ...body };
         }
         const outcome = outcomes.get(index)!;
-        if (outcome.ok) return { index, id: outcome.id, status: outcome.created ? 201 : 200, job: jobToApi(outcome.job) };
+        if (outcome.ok) return { index, id: outcome.id, status: outcome.created ? 201 : 200, job: enqueueAnswer(outcome.job, outcome.created, principal) };
         return { index, id: outcome.id, ...batchItemError(outcome.error, `jobs.${index}`, requestId) };
       });
       return json(200, { results });

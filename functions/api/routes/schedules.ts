@@ -57,6 +57,13 @@ export function scheduleRoutes({ ctx, jobTypes }: RouteDeps) {
     assertAllowed(principal, action, schedule.jobType);
     return schedule;
   };
+  /** The check scheduleFor makes, made again on every read of a change: the schedule may have moved to another type since. */
+  const mayManage =
+    (principal: Principal | undefined, name: string) =>
+    (existing: Schedule): void => {
+      if (!holdsScopeOn(principal, existing.jobType)) throw missing(name);
+      assertAllowed(principal, 'schedule', existing.jobType);
+    };
   return {
     putSchedule: async (event, principal) => {
       const name = scheduleName(event);
@@ -64,17 +71,18 @@ export function scheduleRoutes({ ctx, jobTypes }: RouteDeps) {
       assertAllowed(principal, 'schedule', body.job_type);
       const definition = scheduleDefinitionFromInput(body);
       const jobType = await jobTypes.require(definition.jobType);
-      // Moving a schedule to another type takes the scope of the type it leaves, too.
-      const existing = await getSchedule(ctx, name);
-      // Names are shared by all types: one taken by a type the caller holds no scope on can only be refused,
-      // as taken, without its type.
-      if (existing && !holdsScopeOn(principal, existing.jobType)) {
-        throw new ConflictError(`schedule "${name}" already exists for a job type this key holds no scope on`, [
-          { field: 'name', message: 'is taken by a schedule this key may not see' },
-        ]);
-      }
-      if (existing) assertAllowed(principal, 'schedule', existing.jobType);
-      const { schedule, created } = await putSchedule(ctx, name, definition, jobType);
+      // Moving a schedule to another type takes the scope of the type it leaves, too, checked on the very
+      // read the write is conditioned on. Names are shared by all types: one taken by a type the caller holds
+      // no scope on can only be refused, as taken, without its type.
+      const mayReplace = (existing: Schedule): void => {
+        if (!holdsScopeOn(principal, existing.jobType)) {
+          throw new ConflictError(`schedule "${name}" already exists for a job type this key holds no scope on`, [
+            { field: 'name', message: 'is taken by a schedule this key may not see' },
+          ]);
+        }
+        assertAllowed(principal, 'schedule', existing.jobType);
+      };
+      const { schedule, created } = await putSchedule(ctx, name, definition, jobType, mayReplace);
       return json(created ? 201 : 200, scheduleAnswer(schedule, principal));
     },
     listSchedules: async (event, principal) => {
@@ -94,16 +102,16 @@ export function scheduleRoutes({ ctx, jobTypes }: RouteDeps) {
     },
     deleteSchedule: async (event, principal) => {
       const schedule = await scheduleFor(event, principal, 'schedule');
-      await deleteSchedule(ctx, schedule.name);
+      await deleteSchedule(ctx, schedule.name, schedule.jobType);
       return json(200, { name: schedule.name, deleted: true });
     },
     pauseSchedule: async (event, principal) => {
       const schedule = await scheduleFor(event, principal, 'schedule');
-      return json(200, scheduleAnswer(await setSchedulePaused(ctx, schedule.name, true), principal));
+      return json(200, scheduleAnswer(await setSchedulePaused(ctx, schedule.name, true, mayManage(principal, schedule.name)), principal));
     },
     resumeSchedule: async (event, principal) => {
       const schedule = await scheduleFor(event, principal, 'schedule');
-      return json(200, scheduleAnswer(await setSchedulePaused(ctx, schedule.name, false), principal));
+      return json(200, scheduleAnswer(await setSchedulePaused(ctx, schedule.name, false, mayManage(principal, schedule.name)), principal));
     },
   } satisfies Record<string, Route>;
 }
