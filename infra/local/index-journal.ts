@@ -46,6 +46,8 @@ export class IndexJournal {
   private readonly items = new Map<string, ItemHistory>();
   private readonly learning = new Map<string, Promise<void>>();
   private lastSweepMs = 0;
+  /** What the lag changed in the answers so far: current entries held back, and past entries served in their place. */
+  readonly corrected = { heldBack: 0, servedFromPast: 0 };
 
   constructor(
     readonly lagMs: number,
@@ -93,32 +95,32 @@ export class IndexJournal {
     const forward = query.ScanIndexForward !== false;
     const order = (a: Item, b: Item): number => (forward ? compareEntries(a, b) : compareEntries(b, a));
     const start = query.ExclusiveStartKey;
-
-    // Items whose entry may have changed within the lag, with the entry each had then.
-    const changing = new Map<string, Item | undefined>();
-    for (const [id, history] of this.items) {
-      if (history.writing > 0 || history.changes.some((change) => change.atMs > cutoffMs)) changing.set(id, this.entryAt(history, cutoffMs));
-    }
-    const lagging = [...changing.values()].filter((entry): entry is Item => entry !== undefined && inKeyCondition(entry) && (!start || order(entry, start) > 0));
-
     const limit = query.Limit;
     const base = keyConditionQuery(query);
-    const fetched: Item[] = [];
+    const read: Item[] = [];
+    let changing = this.changingAt(cutoffMs);
+    let fetched: Item[] = [];
     let startKey = start;
     let lastPage: IndexQueryPage;
     let exhausted = false;
     do {
       lastPage = await send({ ...base, ...(limit === undefined ? {} : { Limit: limit + changing.size }), ...(startKey ? { ExclusiveStartKey: startKey } : {}) });
-      for (const entry of lastPage.Items ?? []) if (!changing.has(itemId(entry))) fetched.push(entry);
+      read.push(...(lastPage.Items ?? []));
       startKey = lastPage.LastEvaluatedKey;
       exhausted = startKey === undefined;
+      // Taken again once the answer is in: any write it reflects was begun before it came, so is known by now.
+      changing = this.changingAt(cutoffMs);
+      fetched = read.filter((entry) => !changing.has(itemId(entry)));
     } while (!exhausted && (limit === undefined || fetched.length < limit));
+    this.corrected.heldBack += read.length - fetched.length;
+    const lagging = [...changing.values()].filter((entry): entry is Item => entry !== undefined && inKeyCondition(entry) && (!start || order(entry, start) > 0));
 
     // Past the last entry fetched, DynamoDB Local's unread entries would interleave with the lagging ones.
     const lastFetched = fetched.at(-1);
     const reachable = exhausted ? lagging : lagging.filter((entry) => lastFetched !== undefined && order(entry, lastFetched) < 0);
     const merged = [...fetched, ...reachable].sort(order);
     const evaluated = limit === undefined ? merged : merged.slice(0, limit);
+    this.corrected.servedFromPast += evaluated.filter((entry) => changing.has(itemId(entry))).length;
     const more = !exhausted || merged.length > evaluated.length;
     const lastEvaluated = evaluated.at(-1);
     const matching = evaluated.filter(filter);
@@ -130,6 +132,15 @@ export class IndexJournal {
       ScannedCount: evaluated.length,
       ...(more && lastEvaluated ? { LastEvaluatedKey: { ...tableKeyOf(lastEvaluated), [INDEX_PK]: lastEvaluated[INDEX_PK], [INDEX_SK]: lastEvaluated[INDEX_SK] } } : {}),
     };
+  }
+
+  /** The items whose entry may have changed after `cutoffMs`, each with the entry it had then. */
+  private changingAt(cutoffMs: number): Map<string, Item | undefined> {
+    const changing = new Map<string, Item | undefined>();
+    for (const [id, history] of this.items) {
+      if (history.writing > 0 || history.changes.some((change) => change.atMs > cutoffMs)) changing.set(id, this.entryAt(history, cutoffMs));
+    }
+    return changing;
   }
 
   /** How many items the journal holds: those written within the lag or being written. */

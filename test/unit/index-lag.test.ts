@@ -18,10 +18,15 @@ function laggedTable() {
   const id = (key: Item) => `${String(key.pk)}|${String(key.sk)}`;
   const journal = new IndexJournal(LAG_MS, async (keys) => keys.flatMap((key) => (items.has(id(key)) ? [items.get(id(key))!] : [])), () => nowMs);
   const sent: IndexQuery[] = [];
+  /** Runs as DynamoDB Local reads a page, before it answers: a write landing while the query is on its way. */
+  let whileReading: (() => Promise<void>) | undefined;
 
   /** DynamoDB's own Query over the current index: key condition, order, start key and Limit. */
   const send = async (query: IndexQuery): Promise<IndexQueryPage> => {
     sent.push(query);
+    const during = whileReading;
+    whileReading = undefined;
+    await during?.();
     const forward = query.ScanIndexForward !== false;
     const order = (a: Item, b: Item) => (forward ? compareEntries(a, b) : compareEntries(b, a));
     const start = query.ExclusiveStartKey;
@@ -52,7 +57,19 @@ function laggedTable() {
     );
   };
   const names = async (partition: string, extra: Partial<IndexQuery> = {}) => ((await query({ partition, ...extra })).Items ?? []).map((entry) => entry.pk);
-  return { journal, items, write, query, names, sent, send, advance: (ms: number) => (nowMs += ms) };
+  return {
+    journal,
+    items,
+    write,
+    query,
+    names,
+    sent,
+    send,
+    advance: (ms: number) => (nowMs += ms),
+    whileReading: (action: () => Promise<void>) => {
+      whileReading = action;
+    },
+  };
 }
 
 const job = (name: string) => ({ pk: `JOB#${name}`, sk: 'JOB' });
@@ -71,6 +88,15 @@ describe('entries appear late', () => {
     await table.write(job('a'), at('P', '001'));
     table.advance(LAG_MS);
     expect(await table.names('P')).toEqual(['JOB#a']);
+  });
+
+  test('an entry written while the query is on its way to DynamoDB Local is not in its answer', async () => {
+    const table = laggedTable();
+    table.whileReading(async () => {
+      await table.journal.beginWrites([job('a')]);
+      table.items.set('JOB#a|JOB', { ...job('a'), ...at('P', '001') });
+    });
+    expect(await table.names('P')).toEqual([]);
   });
 
   test('an item whose write is under way keeps its old entry until the write is read back', async () => {

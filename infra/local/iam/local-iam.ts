@@ -29,12 +29,16 @@ export interface LocalIam {
   publisherFor(fn: QueueFunctionName, publisher: LifecyclePublisher): LifecyclePublisher;
   /** `invoker` as the asynchronous invoke of the worker function `fn` makes on AWS. */
   invokerFor(fn: QueueFunctionName, invoker: WorkerInvoker): WorkerInvoker;
+  /** The journal behind the index lag, once a client uses it; undefined without a lag. */
+  indexJournal(): IndexJournal | undefined;
 }
 
 export interface LocalIamOptions {
   onDecision?: (decision: IamDecision) => void;
   /** How far the `due` index lags the table for every function's queries (../index-lag.ts); 0, the default, not at all. */
   indexLagMs?: number;
+  /** The clock the lag is measured on, the functions' own: Date.now by default, a test's clock in tests. */
+  indexLagClock?: () => number;
 }
 
 export function createLocalIam(stack: StackPolicies, account: LocalAccount, options: LocalIamOptions = {}): LocalIam {
@@ -44,7 +48,7 @@ export function createLocalIam(stack: StackPolicies, account: LocalAccount, opti
   // One journal for every function, as AWS has one index: what one function writes, another's query sees late.
   let journal: IndexJournal | undefined;
   const journalFor = (clientOptions: DynamoClientOptions): IndexJournal =>
-    (journal ??= new IndexJournal(indexLagMs, consistentReader(createDynamoClients(clientOptions).db, account.tableName)));
+    (journal ??= new IndexJournal(indexLagMs, consistentReader(createDynamoClients(clientOptions).db, account.tableName), options.indexLagClock));
   return {
     check,
     dynamoClientsFor(fn, clientOptions) {
@@ -54,6 +58,7 @@ export function createLocalIam(stack: StackPolicies, account: LocalAccount, opti
       if (indexLagMs > 0) lagIndexOf(clients.base, journalFor(clientOptions), account.tableName);
       return clients;
     },
+    indexJournal: () => journal,
     sdkClientFor: (fn, client, service) => checkCallsOf(client, service, check.forFunction(fn)),
     publisherFor: (fn, publisher) => ({
       publish: async (events) => {
