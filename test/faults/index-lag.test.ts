@@ -11,6 +11,8 @@
  * cursor's safety margin and the counters' settlement waits (minutes) pass
  * within the run; the lag is measured on that clock.
  */
+import { QueryCommand } from '@aws-sdk/client-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue.js';
@@ -19,7 +21,7 @@ import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { readInFlight } from '../../lib/store/counters.js';
 import { settleWaitMs } from '../../lib/queue/reconcile.js';
-import { typeCounterKey } from '../../lib/store/keys.js';
+import { DUE_INDEX, jobKey, typeCounterKey } from '../../lib/store/keys.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { WorkerBatch } from '../../lib/queue/batcher.js';
@@ -62,6 +64,26 @@ test('a job written within the lag is not seen by a poll until the lag has passe
     queue.clock.advance(2_000);
     await poll();
     expect(claimed).toEqual(['late']);
+  } finally {
+    await queue.drop();
+  }
+});
+
+test('a query sent in DynamoDB\'s wire form, as a DynamoDBClient sends it, lags alike', async () => {
+  const queue = await createTestQueue({ indexLagMs: 2_000 });
+  try {
+    const type = (await putJobType(queue.ctx, 'alo', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'count' } }))).jobType;
+    await enqueueJob(queue.as('api'), type, 'late', { data: {}, priority: 100, weight: 1 });
+    const { Item } = await queue.clients.db.send(new GetCommand({ TableName: queue.tableName, Key: jobKey('alo', 'late'), ConsistentRead: true }));
+    const query = new QueryCommand({
+      TableName: queue.tableName,
+      IndexName: DUE_INDEX,
+      KeyConditionExpression: 'gsi1pk = :partition',
+      ExpressionAttributeValues: { ':partition': { S: String(Item?.gsi1pk) } },
+    });
+    expect((await queue.clientsOf('poller').base.send(query)).Items).toEqual([]);
+    queue.clock.advance(2_000);
+    expect((await queue.clientsOf('poller').base.send(query)).Items).toEqual([expect.objectContaining({ pk: { S: Item?.pk } })]);
   } finally {
     await queue.drop();
   }
