@@ -9,17 +9,17 @@
  * A journal, shared by every local function's client, learns how each item
  * written through those clients stood in the index before and after each write
  * (it reads the item itself, on a client of its own, so the code under test
- * sends and pays for nothing more). A query on the index is sent as the code
- * sent it, without its filter and projection, and its answer corrected from the
- * journal: entries of items written within L ms are taken out, and those items'
+ * sends and pays for nothing more; its writes only take those reads longer).
+ * A query on the index is sent as the code sent it, without its filter and
+ * projection, and its answer corrected from the journal: entries of items written within L ms are taken out, and those items'
  * entries as they stood L ms ago are put back where the key condition, the
  * order and the start key place them; then Limit, the filter, the projection and
  * Select COUNT are applied as DynamoDB applies them.
  *
- * Approximations, each on the side of more lag, never less:
+ * Approximations:
  * - an item's change is dated when the journal's read after the write returns,
- *   a little after the write; an item is taken as changing from the moment its
- *   write is sent until that read;
+ *   a little after the write, and from the moment its write is sent until then
+ *   the item shows its old entry: a little more lag, never less;
  * - writes by clients without the journal (a test's own setup) are seen at once;
  * - a query without Limit is answered in one page, however large;
  * - entries with equal index sort keys are ordered by their table key.
