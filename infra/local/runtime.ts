@@ -31,6 +31,7 @@ import { deployContext } from '../cdk-context.js';
 import { DISK_SYNC_SETTING, readDiskSync, startDynamoDbLocal, type DiskSync, type DynamoDbLocal } from './dynamodb-local.js';
 import type { IamDecision } from './iam/iam-check.js';
 import { createLocalIam, type LocalIam } from './iam/local-iam.js';
+import { INDEX_LAG_SETTING } from './index-lag.js';
 import { LOCAL_ACCOUNT_ID } from './iam/local-policies.js';
 import { QUEUE_FUNCTIONS, readStackPolicies, type QueueFunctionName } from './iam/stack-policies.js';
 import { admitted, LOCAL_API_ADMISSION, type AdmissionLimits } from './admission.js';
@@ -131,7 +132,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   const iam = createLocalIam(
     readStackPolicies(deployContext()),
     { region: await clients.base.config.region(), accountId: LOCAL_ACCOUNT_ID, tableName },
-    { onDecision: logDenial },
+    { onDecision: logDenial, indexLagMs: integerSetting(env, INDEX_LAG_SETTING, 0, 0, 600_000) },
   );
   const { functionClients, contexts } = functionContexts(iam, clientOptions, settings, events);
 

@@ -13,7 +13,12 @@ const deniedCalls: IamDecision[] = [];
 
 export const TEST_REGION = 'us-east-1';
 
-export function localIamFor(tableName: string, onDecision?: (decision: IamDecision) => void): LocalIam {
+/** `options.indexLagMs`: how far the `due` index lags for these functions' queries (infra/local/index-lag.ts), on `indexLagClock`; none by default. */
+export function localIamFor(
+  tableName: string,
+  onDecision?: (decision: IamDecision) => void,
+  options: { indexLagMs?: number; indexLagClock?: () => number } = {},
+): LocalIam {
   return createLocalIam(
     inject('stackPolicies'),
     { region: TEST_REGION, accountId: LOCAL_ACCOUNT_ID, tableName },
@@ -22,6 +27,7 @@ export function localIamFor(tableName: string, onDecision?: (decision: IamDecisi
         if (!decision.allowed) deniedCalls.push(decision);
         onDecision?.(decision);
       },
+      ...options,
     },
   );
 }

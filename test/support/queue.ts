@@ -73,6 +73,8 @@ export async function createTestQueue(
     events?: LifecyclePublisher;
     /** Sees every call a function makes through `as`, allowed or denied. */
     onIamDecision?: (decision: IamDecision) => void;
+    /** How far the `due` index lags the table, on the queue's clock, for the functions' queries through `as` (never for `ctx`); none by default. */
+    indexLagMs?: number;
   } = {},
 ): Promise<TestQueue> {
   const tableName = `test-${randomUUID()}`;
@@ -86,7 +88,7 @@ export async function createTestQueue(
     random: options.random ?? (() => 0.5),
     ...(options.events ? { events: options.events } : {}),
   });
-  const iam = localIamFor(tableName, options.onIamDecision);
+  const iam = localIamFor(tableName, options.onIamDecision, options.indexLagMs === undefined ? {} : { indexLagMs: options.indexLagMs, indexLagClock: clock.nowMs });
   const functionClients = new Map<QueueFunctionName, DynamoClients>();
   const functionContexts = new Map<QueueFunctionName, QueueContext>();
   const as = (fn: QueueFunctionName): QueueContext => {

@@ -55,6 +55,8 @@ export async function runUntilSettled(options: {
   jobs: { type: string; id: string }[];
   timeoutMs: number;
   sweepIntervalMs?: number;
+  /** How long each poller runs on its own clock; `timeoutMs` by default (a clock faster than real time needs more). */
+  pollerRunForMs?: number;
 }): Promise<{ settled: boolean; elapsedMs: number; workerErrors: number; pollErrors: number }> {
   const stop = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
@@ -75,7 +77,7 @@ export async function runUntilSettled(options: {
   const startedAtMs = Date.now();
   const loops = [
     ...options.components.pollers.map((ctx) =>
-      runPollerLoop(ctx, { invoker, runForMs: options.timeoutMs, signal: stop.signal, jobTypesRefreshMs: 1_000, onError: () => pollErrors++ }),
+      runPollerLoop(ctx, { invoker, runForMs: options.pollerRunForMs ?? options.timeoutMs, signal: stop.signal, jobTypesRefreshMs: 1_000, onError: () => pollErrors++ }),
     ),
     ...options.components.sweepers.map(async (ctx) => {
       while (!stop.signal.aborted) {

@@ -5,13 +5,16 @@
  * and the worker invoker, each checked against that function's policy. The
  * in-memory publisher and the in-process invoker reach no AWS service, but on
  * AWS they are `events:PutEvents` and `lambda:InvokeFunction` calls, so they
- * are checked as those.
+ * are checked as those. With an index lag, every function's queries on the
+ * `due` index also answer as AWS's eventually consistent index may (../index-lag.ts).
  */
 import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../lib/store/client.js';
 import type { LifecyclePublisher } from '../../../lib/domain/lifecycle-events.js';
 import type { WorkerInvoker } from '../../../lib/queue/batcher.js';
 import { TABLE_SCHEMA } from '../../../lib/store/table.js';
 import { enforceAwsRules } from '../dynamodb-rules.js';
+import { IndexJournal } from '../index-journal.js';
+import { consistentReader, lagIndexOf } from '../index-lag.js';
 import { checkCallsOf, createIamCheck, type IamCheck, type IamDecision } from './iam-check.js';
 import { localPolicies, type LocalAccount } from './local-policies.js';
 import { lambdaInvokeRequests, putEventsRequests } from './requests.js';
@@ -26,19 +29,36 @@ export interface LocalIam {
   publisherFor(fn: QueueFunctionName, publisher: LifecyclePublisher): LifecyclePublisher;
   /** `invoker` as the asynchronous invoke of the worker function `fn` makes on AWS. */
   invokerFor(fn: QueueFunctionName, invoker: WorkerInvoker): WorkerInvoker;
+  /** The journal behind the index lag, once a client uses it; undefined without a lag. */
+  indexJournal(): IndexJournal | undefined;
 }
 
-export function createLocalIam(stack: StackPolicies, account: LocalAccount, options: { onDecision?: (decision: IamDecision) => void } = {}): LocalIam {
+export interface LocalIamOptions {
+  onDecision?: (decision: IamDecision) => void;
+  /** How far the `due` index lags the table for every function's queries (../index-lag.ts); 0, the default, not at all. */
+  indexLagMs?: number;
+  /** The clock the lag is measured on, the functions' own: Date.now by default, a test's clock in tests. */
+  indexLagClock?: () => number;
+}
+
+export function createLocalIam(stack: StackPolicies, account: LocalAccount, options: LocalIamOptions = {}): LocalIam {
   const check = createIamCheck(localPolicies(stack, account), options);
   const { arns } = check.policies;
+  const indexLagMs = options.indexLagMs ?? 0;
+  // One journal for every function, as AWS has one index: what one function writes, another's query sees late.
+  let journal: IndexJournal | undefined;
+  const journalFor = (clientOptions: DynamoClientOptions): IndexJournal =>
+    (journal ??= new IndexJournal(indexLagMs, consistentReader(createDynamoClients(clientOptions).db, account.tableName), options.indexLagClock));
   return {
     check,
     dynamoClientsFor(fn, clientOptions) {
       const clients = createDynamoClients(clientOptions);
       checkCallsOf(clients.base, 'DynamoDB', check.forFunction(fn));
       enforceAwsRules(clients.base, [TABLE_SCHEMA.partitionKey, TABLE_SCHEMA.sortKey]);
+      if (indexLagMs > 0) lagIndexOf(clients.base, journalFor(clientOptions), account.tableName);
       return clients;
     },
+    indexJournal: () => journal,
     sdkClientFor: (fn, client, service) => checkCallsOf(client, service, check.forFunction(fn)),
     publisherFor: (fn, publisher) => ({
       publish: async (events) => {
