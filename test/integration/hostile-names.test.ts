@@ -10,6 +10,7 @@ import { requireJobType } from '../../lib/queue/job-types.js';
 import type { JobHandler } from '../../lib/queue/worker.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { freshApiPerTest, type ApiClient } from '../support/api.js';
+import { hostileName } from '../support/hostile-names.js';
 import type { TestQueue } from '../support/queue.js';
 import { defineType, enqueue, poll, RunningInvoker } from './lib-fixtures.js';
 
@@ -120,19 +121,6 @@ test.each(['constructor', 'toString', 'hasOwnProperty'])('a job type named "%s" 
   await runAll(queue, name);
   expect(await statusOf(client, name, 'j1')).toBe('succeeded');
 });
-
-/** Every member a plain object inherits, `__proto__` and `constructor` among them. */
-const OBJECT_MEMBERS = Object.getOwnPropertyNames(Object.prototype);
-
-/** Names a client could send: inherited members, %-escapes, any unicode, names at and past every length limit. */
-const hostileName = fc.oneof(
-  fc.constantFrom(...OBJECT_MEMBERS, 'prototype', 'length', 'name', '*'),
-  fc.tuple(fc.constantFrom(...OBJECT_MEMBERS), fc.constantFrom('.', '%', ' ', '\u0000', '.toString')).map(([member, tail]) => member + tail),
-  fc.constantFrom('%00', '%2F', '%25', '%7B%7D', '%', '%zz', '..%2F..', '%E2%80%AE', '%5F%5Fproto%5F%5F'),
-  fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }),
-  fc.string({ unit: 'binary', minLength: 1, maxLength: 12 }),
-  fc.constantFrom('x'.repeat(128), 'x'.repeat(129), '€'.repeat(128), '\u{1F600}'.repeat(64), 'y'.repeat(5_000)),
-);
 
 /** Every byte of the name's UTF-8 %-escaped, so any name, a lone surrogate's replacement too, makes a path. */
 const pathSegment = (name: string): string => [...Buffer.from(name, 'utf8')].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
