@@ -25,8 +25,8 @@ beforeAll(async () => {
     DATA_DIR: dataDir,
     POLL_INTERVAL_MS: '200',
     SWEEP_INTERVAL_MS: '1000',
-    LOCAL_API_CONCURRENCY: '4',
-    LOCAL_API_QUEUE: '20',
+    LOCAL_API_CONCURRENCY: '2',
+    LOCAL_API_QUEUE: '10',
   });
 });
 
@@ -42,12 +42,14 @@ const put = (path: string, body: unknown) =>
     body: JSON.stringify(body),
   });
 
-test(`${BURST} enqueues at once: each is served or refused with 429 and Retry-After, a refused one stores nothing, and a retrying client gets all in, each run once`, async () => {
+test(`${BURST} enqueues at once to an api serving 2 with 10 waiting: each is served or refused with 429 and Retry-After, a refused one stores nothing, and a retrying client gets all in, each run once`, async () => {
   expect((await put('/v1/job-types/burst', { target: { kind: 'handler', name: 'echo' } })).status).toBe(201);
   const runAfter = new Date(Date.now() + 2_000).toISOString();
   const ids = Array.from({ length: BURST }, (_, i) => `b-${i}`);
 
-  const answers = await Promise.all(ids.map(async (id) => ({ id, response: await put(`/v1/jobs/burst/${id}`, { data: { id }, run_after: runAfter }) })));
+  // Bodies of 40 KB (echoed back under the 64 KiB result cap), so serving one takes far longer than the next takes to arrive.
+  const dataOf = (id: string) => ({ id, padding: 'x'.repeat(40_000) });
+  const answers = await Promise.all(ids.map(async (id) => ({ id, response: await put(`/v1/jobs/burst/${id}`, { data: dataOf(id), run_after: runAfter }) })));
   const statuses = answers.map(({ response }) => response.status);
   // 200: a try the SDK sent again after its first landed unseen finds the same job; 503: DynamoDB Local overloaded.
   expect(statuses.filter((status) => ![200, 201, 429, 503].includes(status))).toEqual([]);
@@ -62,7 +64,7 @@ test(`${BURST} enqueues at once: each is served or refused with 429 and Retry-Af
   for (const { id } of refused) {
     await expect(client.get('burst', id)).rejects.toMatchObject({ status: 404 });
   }
-  const enqueued = await Promise.all(ids.map((id) => client.enqueue('burst', { data: { id }, run_after: runAfter }, { id })));
+  const enqueued = await Promise.all(ids.map((id) => client.enqueue('burst', { data: dataOf(id), run_after: runAfter }, { id })));
   expect(enqueued.map((job) => job.id).sort()).toEqual([...ids].sort());
 
   const deadlineMs = Date.now() + 120_000;
