@@ -255,10 +255,17 @@ async function ensureDir(path: string): Promise<string> {
   return path;
 }
 
+/**
+ * Connections the kernel completes before the process accepts them. Node's 511 filled under an open-loop
+ * burst while the event loop was busy, and further connects timed out unanswered (UND_ERR_CONNECT_TIMEOUT in
+ * the bench's overload case); a longer queue lets admission answer them, with 429 if need be.
+ */
+const LISTEN_BACKLOG = 4096;
+
 function listen(server: Server, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, () => {
+    server.listen({ port, backlog: LISTEN_BACKLOG }, () => {
       server.off('error', reject);
       resolve();
     });
