@@ -80,7 +80,8 @@ describe('a claim whose worker never started the job (at_least_once)', () => {
 });
 
 describe('a batch that reaches its worker late or twice', () => {
-  test('a late batch whose claims were taken back and claimed again runs nothing', async () => {
+  /** A job claimed into a batch that is held back past its visibility timeout, whose claim the sweeper has taken back. */
+  async function batchHeldPastItsClaims() {
     const { ctx, clock } = queue();
     const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30 });
     await enqueue(ctx, emails, 'e-1');
@@ -88,6 +89,11 @@ describe('a batch that reaches its worker late or twice', () => {
     await poll(ctx, [emails], late);
     clock.set(T0 + 30_000);
     await sweep(ctx);
+    return { ctx, emails, late };
+  }
+
+  test('a late batch whose claims were taken back and claimed again runs nothing', async () => {
+    const { ctx, emails, late } = await batchHeldPastItsClaims();
     const reclaimed = new RecordingInvoker();
     expect((await poll(ctx, [emails], reclaimed)).claimed).toBe(1);
 
@@ -98,13 +104,7 @@ describe('a batch that reaches its worker late or twice', () => {
   });
 
   test('a late batch whose claims were taken back but not yet claimed again runs nothing and leaves the job due', async () => {
-    const { ctx, clock } = queue();
-    const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30 });
-    await enqueue(ctx, emails, 'e-1');
-    const late = new RecordingInvoker();
-    await poll(ctx, [emails], late);
-    clock.set(T0 + 30_000);
-    await sweep(ctx);
+    const { ctx, late } = await batchHeldPastItsClaims();
 
     const handler = vi.fn(() => 'sent');
     expect(await runWorkerBatch(asFunction(ctx, 'worker'), late.batches[0]!, workerOptions(handler))).toMatchObject({ claim_lapsed: 1 });
