@@ -84,12 +84,17 @@ export function assertCallbackAttempt(principal: Principal | undefined, attempt:
  * of a type the caller holds no scope on answers exactly as if there were none (404), and names no type.
  */
 export function holdsScopeOn(principal: Principal | undefined, type: string): boolean {
-  return principal?.kind === 'key' && SCOPE_ACTIONS.some((action) => scopeAllows(principal.scopes, action, type));
+  return SCOPE_ACTIONS.some((action) => keyAllows(principal, action, type));
+}
+
+/** Whether the caller is a key whose scopes let it `action` on `type` (a callback token never is). */
+export function keyAllows(principal: Principal | undefined, action: ScopeAction, type: string): boolean {
+  return principal?.kind === 'key' && scopeAllows(principal.scopes, action, type);
 }
 
 /** Whether the caller may read what `type`'s jobs and schedules hold: a key with `read:<type>` (or `read:*`, or admin), never a callback token. */
 export function mayRead(principal: Principal | undefined, type: string): boolean {
-  return principal?.kind === 'key' && scopeAllows(principal.scopes, 'read', type);
+  return keyAllows(principal, 'read', type);
 }
 
 /**

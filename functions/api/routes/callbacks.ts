@@ -9,8 +9,7 @@ import { callbackInputOf, callbackSchema, correlationCallbackSchema, heartbeatSc
 import { json, type HttpResponse } from '../../shared/http.js';
 import { log } from '../../shared/log.js';
 import type { Principal } from '../../shared/principal.js';
-import { scopeAllows } from '../../../lib/domain/api-key.js';
-import { assertCallbackAttempt, jobAnswer } from '../access.js';
+import { assertCallbackAttempt, jobAnswer, keyAllows } from '../access.js';
 import { parseJsonBody, pathParam } from '../http.js';
 import { jobId, typeName, type Route, type RouteDeps } from './route.js';
 
@@ -41,7 +40,7 @@ export function callbackRoutes({ ctx, registry, jobTypes }: RouteDeps) {
       const body = parseWith(correlationCallbackSchema, parseJsonBody(event));
       // Only the types the key may call back are looked in: another type's holder of the key is no holder to
       // it, and answers the very 404 of a key no job holds.
-      const found = await findActiveCorrelatedJob(ctx, correlationKey, (type) => principal?.kind === 'key' && scopeAllows(principal.scopes, 'callback', type));
+      const found = await findActiveCorrelatedJob(ctx, correlationKey, (type) => keyAllows(principal, 'callback', type));
       if (found === undefined) throw new NotFoundError(`no job that has not finished holds correlation_key "${correlationKey}"`);
       const jobType = await jobTypes.require(found.job.type);
       return counted(await completeCorrelatedJob(ctx, jobType, found, callbackInputOf(body), registry.retryPolicies), principal);

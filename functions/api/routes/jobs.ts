@@ -1,5 +1,4 @@
 /** `/v1/jobs` and `/jobber/queue`: enqueue (one job or a batch), read, list, cancel and replay jobs. */
-import { scopeAllows } from '../../../lib/domain/api-key.js';
 import { enqueueBatch } from '../../../lib/queue/batch-enqueue.js';
 import type { BatchJob, Job } from '../../../lib/domain/job.js';
 import { ForbiddenError, ValidationError, type FieldIssue } from '../../../lib/domain/errors.js';
@@ -23,7 +22,7 @@ import {
 import { json, type HttpEvent, type HttpResponse } from '../../shared/http.js';
 import { log } from '../../shared/log.js';
 import type { Principal } from '../../shared/principal.js';
-import { jobAnswer } from '../access.js';
+import { jobAnswer, keyAllows } from '../access.js';
 import { errorResult } from '../http-errors.js';
 import { MAX_BATCH_BODY_BYTES, parseJsonBody } from '../http.js';
 import { jobId, typeName, type Route, type RouteDeps } from './route.js';
@@ -97,7 +96,7 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
     },
     jobberQueue: async (event, principal) => {
       const body = parseWith(jobberQueueSchema, parseJsonBody(event));
-      if (principal?.kind !== 'key' || !scopeAllows(principal.scopes, 'enqueue', body.type)) {
+      if (!keyAllows(principal, 'enqueue', body.type)) {
         throw new ForbiddenError(`this route needs scope enqueue:${body.type}`);
       }
       const jobType = await jobTypes.require(body.type);

@@ -1,5 +1,5 @@
 /** What the route modules share: a route's signature, the api's dependencies, and the path parameters routes name. */
-import { scopeAllows } from '../../../lib/domain/api-key.js';
+import { mayRead } from '../access.js';
 import type { QueueContext } from '../../../lib/queue/context.js';
 import type { CustomRetryPolicies } from '../../../lib/domain/retry.js';
 import { JOB_ID_PATTERN } from '../../../lib/domain/job.js';
@@ -48,6 +48,5 @@ export const jobId = (event: HttpEvent): string => pathParam(event, 'id', JOB_ID
 
 /** The job types the caller may read, for the routes that answer about every type at once. */
 export async function readableJobTypes(ctx: QueueContext, principal: Principal | undefined): Promise<JobType[]> {
-  const readable = (jobType: JobType): boolean => principal?.kind === 'key' && scopeAllows(principal.scopes, 'read', jobType.name);
-  return (await listJobTypes(ctx)).filter(readable);
+  return (await listJobTypes(ctx)).filter((jobType) => mayRead(principal, jobType.name));
 }

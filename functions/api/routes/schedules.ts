@@ -2,7 +2,7 @@
  * `/v1/schedules`: define, read, list, pause, resume and delete recurring schedules. A schedule's job type is
  * in its body or its item, not its path: each route checks `schedule:<type>` (managing) or `read:<type>` itself.
  */
-import { scopeAllows, type ScopeAction } from '../../../lib/domain/api-key.js';
+import type { ScopeAction } from '../../../lib/domain/api-key.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../../lib/domain/errors.js';
 import { SCHEDULE_NAME_PATTERN, type Schedule } from '../../../lib/domain/schedule.js';
 import { deleteSchedule, getSchedule, lastJobStatuses, listSchedules, putSchedule, setSchedulePaused } from '../../../lib/queue/schedules.js';
@@ -16,17 +16,14 @@ import {
 } from '../../../lib/wire/schedules.js';
 import type { Principal } from '../../shared/principal.js';
 import { json, type HttpEvent } from '../../shared/http.js';
-import { holdsScopeOn, mayRead } from '../access.js';
+import { holdsScopeOn, keyAllows, mayRead } from '../access.js';
 import { parseJsonBody, pathParam } from '../http.js';
 import type { Route, RouteDeps } from './route.js';
 
 const scheduleName = (event: HttpEvent): string => pathParam(event, 'name', SCHEDULE_NAME_PATTERN);
 
-const allows = (principal: Principal | undefined, action: ScopeAction, type: string): boolean =>
-  principal?.kind === 'key' && scopeAllows(principal.scopes, action, type);
-
 function assertAllowed(principal: Principal | undefined, action: ScopeAction, type: string): void {
-  if (!allows(principal, action, type)) throw new ForbiddenError(`this route needs scope ${action}:${type}`);
+  if (!keyAllows(principal, action, type)) throw new ForbiddenError(`this route needs scope ${action}:${type}`);
 }
 
 const missing = (name: string): NotFoundError => new NotFoundError(`schedule "${name}" does not exist`);
