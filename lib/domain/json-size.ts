@@ -8,6 +8,12 @@ export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, 'utf8');
 }
 
+/**
+ * Whether `text` is well-formed UTF-16: no surrogate outside a pair. A lone one cannot be sent as UTF-8, so
+ * the SDK would store it as U+FFFD, and two different keys would name one counter.
+ */
+export const isWellFormedText = (text: string): boolean => !/\p{Cs}/u.test(text);
+
 export function jsonBytes(value: unknown): number {
   return utf8Bytes(JSON.stringify(value) ?? '');
 }

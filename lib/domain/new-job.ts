@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import stringify from 'safe-stable-stringify';
 import { monotonicFactory } from 'ulid';
 import { ValidationError } from './errors.js';
-import { assertJsonSize } from './json-size.js';
+import { assertJsonSize, isWellFormedText } from './json-size.js';
 import { MAX_DATA_BYTES, type Job, type JobInput } from './job.js';
 import type { JobType } from './job-type.js';
 import { ownEntry } from './own.js';
@@ -52,7 +52,7 @@ export function throttleKeyOf(jobType: Pick<JobType, 'throttle'>, input: Pick<Jo
   if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') return undefined;
   const key = String(value);
   // Keys index counters in the table: a value no producer could give as throttle_key (too long, or an unpaired surrogate) is no key.
-  return key.length >= 1 && key.length <= 128 && !/\p{Cs}/u.test(key) ? key : undefined;
+  return key.length >= 1 && key.length <= 128 && isWellFormedText(key) ? key : undefined;
 }
 
 /** A weight above the type's concurrency could never be claimed. */

@@ -1,6 +1,7 @@
 /** Field schemas more than one API body shares. */
 import { IANAZone } from 'luxon';
 import { z } from 'zod';
+import { isWellFormedText } from '../domain/json-size.js';
 import { MAX_TIME_WINDOWS } from '../domain/windows.js';
 
 /**
@@ -14,12 +15,6 @@ export const jsonValueSchema: z.ZodType<z.core.util.JSONType, z.core.util.JSONTy
 /** Throttle keys index counters in the table, so they are bounded and free of control characters. */
 // oxlint-disable-next-line no-control-regex -- the control characters are what the pattern refuses.
 const THROTTLE_KEY_PATTERN = /^[^\u0000-\u001f]{1,128}$/;
-
-/**
- * Whether `text` is well-formed UTF-16: no surrogate outside a pair. A lone one cannot be sent as UTF-8, so
- * the SDK would store it as U+FFFD, and two different keys would name one counter.
- */
-export const isWellFormedText = (text: string): boolean => !/\p{Cs}/u.test(text);
 
 /** A throttle key, given or as a limit's name: it names a counter in the table. */
 export const throttleKeySchema = z
