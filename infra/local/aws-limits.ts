@@ -10,6 +10,7 @@
  *   tests switch it on, as may `npm start` (LOCAL_WORKER_* settings).
  */
 import { EventBridgeServiceException, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
+import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../lib/aws/eventbridge.js';
 import { RequestTooLargeException } from '@aws-sdk/client-lambda';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import { integerSetting, type Env } from '../../lib/queue/context.js';
@@ -18,8 +19,6 @@ import type { SdkClient } from './iam/iam-check.js';
 
 /** Lambda's limit on an asynchronous invoke's payload (InvocationType Event). */
 export const LAMBDA_ASYNC_PAYLOAD_BYTES = 1_048_576;
-/** EventBridge's limit on the entries of one PutEvents request. */
-export const PUT_EVENTS_BYTES = 262_144;
 
 /** How Lambda's async queue hands worker batches over; every field off by default. */
 export interface WorkerDelivery {
@@ -109,18 +108,6 @@ export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promis
   };
 }
 
-/** The size EventBridge counts for an entry against PUT_EVENTS_BYTES. */
-export function putEventsEntryBytes(entry: PutEventsRequestEntry): number {
-  const utf8 = (text: string | undefined): number => (text === undefined ? 0 : Buffer.byteLength(text));
-  return (
-    (entry.Time !== undefined ? 14 : 0) +
-    utf8(entry.Source) +
-    utf8(entry.DetailType) +
-    utf8(entry.Detail) +
-    (entry.Resources ?? []).reduce((sum, resource) => sum + utf8(resource), 0)
-  );
-}
-
 /** Refuses, as EventBridge does, a PutEvents request over its size limit, before it leaves the process. */
 export function enforceEventBridgeLimits<Client extends SdkClient>(client: Client): Client {
   client.middlewareStack.add(
@@ -128,12 +115,12 @@ export function enforceEventBridgeLimits<Client extends SdkClient>(client: Clien
       const entries = (args.input as { Entries?: PutEventsRequestEntry[] }).Entries;
       if (context.commandName === 'PutEventsCommand' && entries) {
         const bytes = entries.reduce((sum, entry) => sum + putEventsEntryBytes(entry), 0);
-        if (bytes >= PUT_EVENTS_BYTES) {
+        if (bytes >= PUT_EVENTS_MAX_BYTES) {
           throw new EventBridgeServiceException({
             name: 'ValidationException',
             $fault: 'client',
             $metadata: { httpStatusCode: 400 },
-            message: `Total size of the entries in the request is over the limit: ${bytes} bytes, and EventBridge takes less than ${PUT_EVENTS_BYTES}`,
+            message: `Total size of the entries in the request is over the limit: ${bytes} bytes, and EventBridge takes less than ${PUT_EVENTS_MAX_BYTES}`,
           });
         }
       }

@@ -5,12 +5,26 @@
  * a short backoff.
  */
 import { PutEventsCommand, type EventBridgeClient, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
+import { utf8Bytes } from '../domain/json-size.js';
 import type { LifecycleEvent, LifecyclePublisher } from '../domain/lifecycle-events.js';
 import { backoffDelayMs } from '../domain/retry.js';
 import { abortableSleep } from '../domain/sleep.js';
 import { lifecycleEventDetail } from '../wire/lifecycle-events.js';
 
 export type { EventBridgeClient, PutEventsRequestEntry };
+
+/** PutEvents refuses a request whose entries come to 256 KB (262 144 bytes) or more, counted as putEventsEntryBytes does. */
+export const PUT_EVENTS_MAX_BYTES = 256 * 1024;
+
+/** What PutEvents counts for an entry's time, whatever the time. */
+const TIME_BYTES = 14;
+
+/** An entry's size as EventBridge counts it: its time 14 bytes, its source, detail type, detail and each resource in UTF-8. */
+export function putEventsEntryBytes(entry: PutEventsRequestEntry): number {
+  const text = (value: string | undefined): number => (value === undefined ? 0 : utf8Bytes(value));
+  const resources = (entry.Resources ?? []).reduce((sum, resource) => sum + text(resource), 0);
+  return (entry.Time !== undefined ? TIME_BYTES : 0) + text(entry.Source) + text(entry.DetailType) + text(entry.Detail) + resources;
+}
 
 /** Why entries were still not put: a refused entry's error code and message, or the error a call threw. */
 export interface PutEventsRefusal {

@@ -17,7 +17,7 @@ import type { JobType } from '../../lib/domain/job-type.js';
 import { dynamoItemBytes, jsonBytes, utf8Bytes } from '../../lib/domain/json-size.js';
 import { MAX_PROGRESS_BYTES, type ProgressReport } from '../../lib/domain/progress.js';
 import { JOB_ITEM_BUDGET_BYTES } from '../../lib/store/job-writes.js';
-import { MAX_EVENT_ENTRY_BYTES } from '../../lib/targets/eventbridge.js';
+import { PUT_EVENTS_MAX_BYTES } from '../../lib/aws/eventbridge.js';
 import { freshApiPerTest } from '../support/api.js';
 import { defineType, enqueue, freshQueuePerTest, readItem, WORKER } from './lib-fixtures.js';
 import type { TestQueue } from '../support/queue.js';
@@ -247,7 +247,7 @@ describe('an eventbridge type’s data', () => {
     expect((await api.put('/v1/job-types/events', { target, attempts: 100 })).status).toBe(201);
     // The envelope {"id":"fits","type":"events","attempt":100,"data":…} and the entry's time, source and detail type.
     const envelopeBytes = jsonBytes({ id: 'fits', type: 'events', attempt: 100, data: '' }) - 2;
-    const room = MAX_EVENT_ENTRY_BYTES - 1 - 14 - utf8Bytes('shop') - utf8Bytes('order.due') - envelopeBytes;
+    const room = PUT_EVENTS_MAX_BYTES - 1 - 14 - utf8Bytes('shop') - utf8Bytes('order.due') - envelopeBytes;
     expect((await api.put('/v1/jobs/events/fits', { data: jsonStringOf(room) })).status).toBe(201);
     expect((await api.put('/v1/jobs/events/over', { data: jsonStringOf(room + 1) })).status).toBe(413);
   });

@@ -5,11 +5,10 @@ import {
   createLocalAsyncInvoker,
   enforceEventBridgeLimits,
   LAMBDA_ASYNC_PAYLOAD_BYTES,
-  PUT_EVENTS_BYTES,
-  putEventsEntryBytes,
   workerDeliveryFrom,
   type WorkerDelivery,
 } from '../../infra/local/aws-limits.js';
+import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../lib/aws/eventbridge.js';
 import type { WorkerBatch } from '../../lib/queue/batcher.js';
 import { runningJob } from '../support/jobs.js';
 
@@ -135,13 +134,13 @@ describe("EventBridge's PutEvents limit", () => {
   });
 
   test('a request of 256 KB or more is refused with ValidationException naming the limit, before it leaves the process', async () => {
-    const refused = client().send(new PutEventsCommand({ Entries: [entryOfBytes(PUT_EVENTS_BYTES)] }));
-    await expect(refused).rejects.toMatchObject({ name: 'ValidationException', message: expect.stringContaining(`less than ${PUT_EVENTS_BYTES}`) });
+    const refused = client().send(new PutEventsCommand({ Entries: [entryOfBytes(PUT_EVENTS_MAX_BYTES)] }));
+    await expect(refused).rejects.toMatchObject({ name: 'ValidationException', message: expect.stringContaining(`less than ${PUT_EVENTS_MAX_BYTES}`) });
   });
 
   test('a request just under the limit goes on to EventBridge', async () => {
     // Nothing listens on the endpoint: getting as far as a connection error means the limit let it through.
-    const sent = client().send(new PutEventsCommand({ Entries: [entryOfBytes(PUT_EVENTS_BYTES - 1)] }));
+    const sent = client().send(new PutEventsCommand({ Entries: [entryOfBytes(PUT_EVENTS_MAX_BYTES - 1)] }));
     await expect(sent).rejects.not.toMatchObject({ name: 'ValidationException' });
   });
 });

@@ -14,7 +14,8 @@ import {
 } from '../../lib/domain/job.js';
 import { DYNAMODB_ITEM_LIMIT_BYTES, dynamoItemBytes, dynamoValueBytes, truncateUtf8, utf8Bytes } from '../../lib/domain/json-size.js';
 import { historyRoomBytes, JOB_ITEM_BUDGET_BYTES } from '../../lib/store/job-writes.js';
-import { MAX_EVENT_ENTRY_BYTES, runEventBridgeTarget } from '../../lib/targets/eventbridge.js';
+import { PUT_EVENTS_MAX_BYTES } from '../../lib/aws/eventbridge.js';
+import { runEventBridgeTarget } from '../../lib/targets/eventbridge.js';
 import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import { runningJob, T0 } from '../support/jobs.js';
@@ -134,7 +135,7 @@ describe('eventbridge target and the entry limit', () => {
 
   test('an event that PutEvents would refuse for size fails the attempt without retry, and is not sent', async () => {
     const run = {
-      job: runningJob({ data: 'x'.repeat(MAX_EVENT_ENTRY_BYTES) }),
+      job: runningJob({ data: 'x'.repeat(PUT_EVENTS_MAX_BYTES) }),
       jobType,
       signal: new AbortController().signal,
       heartbeat: async () => undefined,
