@@ -38,11 +38,13 @@ export function toAuthorizerEvent(event: APIGatewayProxyEventV2, identitySource:
   } as AuthorizerEvent;
 }
 
-/** Lambda ends an authorizer at its timeout; locally nothing would, so the gateway stops waiting instead. */
-async function withinTimeout(answer: Promise<AuthorizerResult>, timeoutMs: number): Promise<AuthorizerResult> {
+const TIMED_OUT: unique symbol = Symbol('timed out');
+
+/** Lambda ends a function at its timeout; locally nothing would, so the gateway stops waiting for its answer instead. */
+async function withinTimeout<T>(answer: Promise<T>, timeoutMs: number): Promise<T | typeof TIMED_OUT> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the authorizer did not answer within ${timeoutMs} ms`)), timeoutMs);
+  const timedOut = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), timeoutMs);
   });
   try {
     return await Promise.race([answer, timedOut]);
@@ -80,25 +82,17 @@ async function invokeApi(api: ApiHandler, event: APIGatewayProxyEventV2, context
     log('error', "the api's event is over Lambda's synchronous request payload limit", { requestId, eventBytes, limitBytes: LAMBDA_SYNC_REQUEST_MAX_BYTES });
     return gatewayAnswer('request_too_large');
   }
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<'timed out'>((resolve) => {
-    timer = setTimeout(() => resolve('timed out'), timeoutMs);
-  });
-  try {
-    const result = await Promise.race([api(event, context), timedOut]);
-    if (result === 'timed out') {
-      log('error', "the api did not answer within its Lambda timeout", { requestId, timeoutMs });
-      return gatewayAnswer('function_failed');
-    }
-    const resultBytes = jsonBytesOver(result, LAMBDA_SYNC_RESPONSE_MAX_BYTES);
-    if (resultBytes !== undefined) {
-      log('error', "the api's answer is over Lambda's synchronous response payload limit", { requestId, resultBytes, limitBytes: LAMBDA_SYNC_RESPONSE_MAX_BYTES });
-      return gatewayAnswer('function_failed');
-    }
-    return result;
-  } finally {
-    clearTimeout(timer);
+  const result = await withinTimeout(api(event, context), timeoutMs);
+  if (result === TIMED_OUT) {
+    log('error', 'the api did not answer within its Lambda timeout', { requestId, timeoutMs });
+    return gatewayAnswer('function_failed');
   }
+  const resultBytes = jsonBytesOver(result, LAMBDA_SYNC_RESPONSE_MAX_BYTES);
+  if (resultBytes !== undefined) {
+    log('error', "the api's answer is over Lambda's synchronous response payload limit", { requestId, resultBytes, limitBytes: LAMBDA_SYNC_RESPONSE_MAX_BYTES });
+    return gatewayAnswer('function_failed');
+  }
+  return result;
 }
 
 /** Distinct Authorization headers within one TTL are few; the bound only keeps a flood of made-up keys from growing the map. */
@@ -142,7 +136,9 @@ export function createLocalGateway(deps: {
     let result = cache.get(identitySource);
     try {
       if (!result) {
-        result = await withinTimeout(deps.authorizer(toAuthorizerEvent(event, identitySource)), timeoutMs);
+        const answer = await withinTimeout(deps.authorizer(toAuthorizerEvent(event, identitySource)), timeoutMs);
+        if (answer === TIMED_OUT) throw new Error(`the authorizer did not answer within ${timeoutMs} ms`);
+        result = answer;
         cache.keep(identitySource, result);
       }
     } catch (error) {
