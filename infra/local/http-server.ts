@@ -4,15 +4,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { errorBody } from '../../functions/shared/http.js';
+import { errorBody, json } from '../../functions/shared/http.js';
 import { log } from '../../functions/shared/log.js';
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
-
-/** On the server's own answers too, as the api's JSON answers carry it: no browser reads one as anything but JSON. */
-const OWN_ANSWER_HEADERS = { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' };
 
 /** API Gateway refuses larger payloads before they reach the function; so do we. */
 const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
@@ -114,14 +111,19 @@ export function lambdaContext(requestId: string): Context {
   };
 }
 
+/** One of the server's own answers, made by json() as the api's are, so it carries the same headers (nosniff too). */
+function writeOwnAnswer(response: ServerResponse, answer: APIGatewayProxyStructuredResultV2): void {
+  if (!response.headersSent) response.writeHead(answer.statusCode ?? 500, answer.headers as Record<string, string>);
+  response.end(answer.body);
+}
+
 export function createHttpServer(handler: ApiHandler): Server {
   return createServer((request, response) => {
     const requestId = randomUUID();
     void (async () => {
       const body = await readBody(request);
       if (body === undefined) {
-        response.writeHead(413, OWN_ANSWER_HEADERS);
-        response.end(JSON.stringify(errorBody('payload_too_large', 'the request is too large', requestId)));
+        writeOwnAnswer(response, json(413, errorBody('payload_too_large', 'the request is too large', requestId)));
         return;
       }
       const result = await handler(toHttpApiEvent(request, body, requestId), lambdaContext(requestId));
@@ -130,8 +132,7 @@ export function createHttpServer(handler: ApiHandler): Server {
       response.end(result.isBase64Encoded && result.body ? Buffer.from(result.body, 'base64') : (result.body ?? ''));
     })().catch((error: unknown) => {
       log('error', 'request failed', { requestId, error });
-      if (!response.headersSent) response.writeHead(500, OWN_ANSWER_HEADERS);
-      response.end(JSON.stringify(errorBody('internal', 'internal error', requestId)));
+      writeOwnAnswer(response, json(500, errorBody('internal', 'internal error', requestId)));
     });
   });
 }
