@@ -4,8 +4,8 @@ import { guardOf, type AttemptEnding, type CallbackInput } from '../domain/attem
 import type { QueueContext } from './context.js';
 import { ConflictError } from '../domain/errors.js';
 import { assertJsonSize } from '../domain/json-size.js';
-import { correlationPointers, type CorrelationPointer } from './correlation.js';
-import { getJob, requireJob } from './jobs.js';
+import { activeHolder, correlationPointers, type CorrelationPointer } from './correlation.js';
+import { requireJob } from './jobs.js';
 import { releaseCorrelationKey } from './correlation.js';
 import { isTerminal, MAX_RESULT_BYTES } from '../domain/job.js';
 import type { Job } from '../domain/job.js';
@@ -84,8 +84,8 @@ export async function findActiveCorrelatedJob(
   const pointers = (await correlationPointers(ctx, correlationKey)).filter((pointer) => mayCallBack(pointer.type));
   const held = await Promise.all(
     pointers.map(async (pointer) => {
-      const job = await getJob(ctx, pointer.type, pointer.id);
-      return job === undefined || isTerminal(job.status) || job.correlationKey !== correlationKey ? [] : [{ job, pointer }];
+      const job = await activeHolder(ctx, pointer, correlationKey);
+      return job ? [{ job, pointer }] : [];
     }),
   );
   // One holder per type at most: an untyped pointer from before holds its type's key, so no typed pointer of

@@ -53,11 +53,16 @@ const heldError = (correlationKey: string) =>
     { field: 'correlation_key', message: 'is held by a job that has not finished' },
   ]);
 
+/** The job `pointer` names, while it still holds the key and has not finished; undefined otherwise. */
+export async function activeHolder(ctx: QueueContext, pointer: CorrelationPointer, correlationKey: string): Promise<Job | undefined> {
+  const holder = await getJob(ctx, pointer.type, pointer.id);
+  return holder !== undefined && !isTerminal(holder.status) && holder.correlationKey === correlationKey ? holder : undefined;
+}
+
 /** Whether `pointer` names a job of `type`, other than `exceptId`, that holds the key and has not finished. */
 async function heldByAnother(ctx: QueueContext, pointer: CorrelationPointer, type: string, correlationKey: string, exceptId: string): Promise<boolean> {
   if (pointer.type !== type || pointer.id === exceptId) return false;
-  const holder = await getJob(ctx, pointer.type, pointer.id);
-  return holder !== undefined && !isTerminal(holder.status) && holder.correlationKey === correlationKey;
+  return (await activeHolder(ctx, pointer, correlationKey)) !== undefined;
 }
 
 /** Take-overs of a pointer that keeps changing under them are tried this often; conflicts between transactions are retried inside transactWrite. */
