@@ -9,6 +9,7 @@
  * among those that settled, however many lie between (queue/lanes.ts).
  */
 import { bucketOf, laneBucketOf, type Lane } from '../store/keys.js';
+import { advanceCursor } from '../store/due-index.js';
 import { putDirectoryEntry, recordedBuckets } from '../store/listing.js';
 import type { QueueContext } from './context.js';
 
@@ -19,9 +20,19 @@ import type { QueueContext } from './context.js';
  */
 export const DIRECTORY_ADOPTION_MS = 3_600_000;
 
-/** Where a cursor's first advance adopts the directory from (store/due-index.ts, LaneCursor). */
-export function directoryAdoptionBucket(ctx: QueueContext): number {
-  return bucketOf(ctx.nowMs() + DIRECTORY_ADOPTION_MS, ctx.settings.bucketMs);
+/**
+ * Moves a lane shard's cursor from `from` to `to`, compare-and-set (store/due-index.ts). A cursor that has not
+ * adopted the directory yet (`directoryFromBucket` undefined, as read with it) adopts it from
+ * DIRECTORY_ADOPTION_MS after now on; one that has keeps where it adopted it.
+ */
+export function advanceLaneCursor(
+  ctx: QueueContext,
+  lane: Lane,
+  shard: number,
+  move: { from: number | undefined; to: number; directoryFromBucket: number | undefined },
+): Promise<boolean> {
+  const directoryFromBucket = move.directoryFromBucket ?? bucketOf(ctx.nowMs() + DIRECTORY_ADOPTION_MS, ctx.settings.bucketMs);
+  return advanceCursor(ctx, lane, shard, { from: move.from, to: move.to, directoryFromBucket });
 }
 
 /** Buckets up to this many past the current one are walked by listings and stats, never looked up. */

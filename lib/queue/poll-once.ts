@@ -6,7 +6,7 @@ import pLimit from 'p-limit';
 import { DEFAULT_PRIORITY } from '../domain/job.js';
 import type { JobType, PriorityOrder } from '../domain/job-type.js';
 import { abortableSleep } from '../domain/sleep.js';
-import { advanceCursor, readLaneCursor, recordGap, type DueEntry, type SettledGap } from '../store/due-index.js';
+import { readLaneCursor, recordGap, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { bucketOf, jobKey, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
 import { blockedRunKey, extendBlockedRun, stillBlockedRuns, type BlockedRun, type BlockedRuns } from './blocked-runs.js';
@@ -14,7 +14,7 @@ import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-du
 import { releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
 import { scanLane } from './lanes.js';
-import { directoryAdoptionBucket } from './directory.js';
+import { advanceLaneCursor } from './directory.js';
 import { returnRateTokens, takeRateTokens, type RateBucketCache } from './rate-limit.js';
 
 export interface PollResult {
@@ -194,7 +194,7 @@ async function scanShard(
     options.settledGaps.set(cacheKey, { gap: scan.gap, recordedUntilBucket });
   }
   if (scan.advanceTo !== undefined) {
-    const moved = await advanceCursor(ctx, lane, shard, { from: cursor, to: scan.advanceTo, directoryFromBucket: directoryFromBucket ?? directoryAdoptionBucket(ctx) });
+    const moved = await advanceLaneCursor(ctx, lane, shard, { from: cursor, to: scan.advanceTo, directoryFromBucket });
     if (moved) options.cursors.set(cacheKey, scan.advanceTo);
     else options.cursors.delete(cacheKey);
   }

@@ -11,9 +11,9 @@ import { getJob } from './jobs.js';
 import { requeueStragglerParams } from '../store/job-writes.js';
 import { bucketOf, parseClaimSortKey, parseJobPk, queuedIndexKeys, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { updateItem } from '../store/send.js';
-import { advanceCursor, readCursor, readLaneCursor, type DueEntry } from '../store/due-index.js';
+import { readCursor, readLaneCursor, type DueEntry } from '../store/due-index.js';
 import { scanBehindCursor, scanLane } from './lanes.js';
-import { directoryAdoptionBucket, recordLaneBucket } from './directory.js';
+import { advanceLaneCursor, recordLaneBucket } from './directory.js';
 import { reconcileCounters } from './reconcile.js';
 import type { JobType } from '../domain/job-type.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
@@ -171,8 +171,8 @@ export async function sweepOnce(ctx: QueueContext, options: SweepOptions): Promi
     for (let page = 0; page < MAX_PAGES; page++) {
       const scan = await scanLane(ctx, claims, shard, { cursor, startBucket: firstTypeBucket, limit: SWEEP_PAGE, directoryFromBucket: read.directoryFromBucket });
       const tried = await handleEntries(claims, shard, scan.entries, timeOut, failedJobs);
-      const directoryFromBucket = read.directoryFromBucket ?? directoryAdoptionBucket(ctx);
-      const advanced = scan.advanceTo !== undefined && (await advanceCursor(ctx, claims, shard, { from: cursor, to: scan.advanceTo, directoryFromBucket }));
+      const move = scan.advanceTo !== undefined ? { from: cursor, to: scan.advanceTo, directoryFromBucket: read.directoryFromBucket } : undefined;
+      const advanced = move !== undefined && (await advanceLaneCursor(ctx, claims, shard, move));
       if (advanced) cursor = scan.advanceTo;
       // A walk that ran out of queries goes on from its cursor next sweep; a full page of jobs that already failed
       // would only be read again as it is.
