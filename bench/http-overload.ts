@@ -169,7 +169,7 @@ export interface BurstResult {
 }
 
 /**
- * `n` PUTs sent at once to `npm start`, as issue 32's burst: every first answer counted, then the typed client
+ * `n` PUTs sent at once to `npm start`: every first answer counted, then the typed client
  * (which waits out Retry-After) enqueues every job again by its id, and each job must run exactly once.
  */
 export async function runBurst(system: HttpSystem, n: number, label: string, deadlineMs: number): Promise<BurstResult> {

@@ -15,7 +15,7 @@ import type { HttpStorage } from './args.js';
 import { cpuBetween, startHttpSystem, storageDescription, type CallCounts, type HttpSystem } from './http-system.js';
 import { runBurst, runOverload, type BurstResult, type OverloadLevel, type OverloadResult } from './http-overload.js';
 
-/** Issue 32's burst: this many PUTs at once against npm start. */
+/** The burst case: this many PUTs at once against npm start. */
 const BURST_PUTS = 1_000;
 import { runNaiveQueue, type NaiveQueueSpec } from './naive-queue.js';
 import { runHttpWorkload, type HttpWorkloadResult, type HttpWorkloadSpec } from './http-workloads.js';

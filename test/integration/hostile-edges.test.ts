@@ -1,5 +1,5 @@
 /**
- * The edges a hostile or careless caller finds beyond malformed requests (issue 28): credentials in a
+ * The edges a hostile or careless caller finds beyond malformed requests: credentials in a
  * target URL, targets that reach the worker's own host, bodies that are not UTF-8, answers a browser
  * could sniff, traces that show the server's paths, and a route that escaped the key authorizer.
  * The local runtime serves most of them over HTTP, as `npm start` does; the deployed address policy is

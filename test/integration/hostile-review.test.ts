@@ -1,5 +1,5 @@
 /**
- * What a security review of issue 28 found past the scope matrix and the hostile edges, one test each: a
+ * Holes found past the scope matrix and the hostile edges, one test each: a
  * repeated enqueue that answered what the key may not read, cursors forged to a bucket or an index key
  * the API never wrote, a client job standing in for a schedule's fire, credentials in target URLs the name list
  * missed, names that are not well-formed UTF-16, and a schedule change checked on an earlier read than it writes over.
@@ -58,7 +58,7 @@ afterAll(async () => {
   await queue?.drop();
 });
 
-describe('a repeated enqueue answers what the key may read (review finding 1)', () => {
+describe('a repeated enqueue answers what the key may read', () => {
   const withheld = { data: null, result: null, progress: null, history: [], changes: [], throttle_key: null, correlation_key: null };
 
   test('PUT of the same body again answers an enqueue-only key 200 without the result and history of the job that ran', async () => {
@@ -95,7 +95,7 @@ describe('a repeated enqueue answers what the key may read (review finding 1)', 
   });
 });
 
-describe('forged cursors are a 400 naming cursor (review finding 2)', () => {
+describe('forged cursors are a 400 naming cursor', () => {
   let reader: ApiClient;
   beforeAll(async () => {
     reader = await clientWith(['read:alpha']);
@@ -155,7 +155,7 @@ describe('forged cursors are a 400 naming cursor (review finding 2)', () => {
   });
 });
 
-describe("a schedule's fires are its own (review finding 3)", () => {
+describe("a schedule's fires are its own", () => {
   test("an enqueue with an id of a schedule's form is 400 naming id, and makes no job", async () => {
     expect((await admin.put('/v1/schedules/nightly', { cron: '0 3 * * *', job_type: 'alpha' })).status).toBe(201);
     const enqueuer = await clientWith(['enqueue:alpha']);
@@ -187,7 +187,7 @@ describe("a schedule's fires are its own (review finding 3)", () => {
   });
 });
 
-describe('names that are not well-formed UTF-16 are refused where they would name a counter (review finding 5)', () => {
+describe('names that are not well-formed UTF-16 are refused where they would name a counter', () => {
   /** `\ud800` escaped in the JSON text, so the body is valid UTF-8 and the string parsed from it holds a lone surrogate. */
   const LONE = 'east-\\ud800';
 
@@ -219,7 +219,7 @@ describe('names that are not well-formed UTF-16 are refused where they would nam
   });
 });
 
-describe('credentials in target URLs a name list misses (review finding 4)', () => {
+describe('credentials in target URLs a name list misses', () => {
   test.each([
     ['an S3 presigned credential', 'https://bucket.s3.amazonaws.com/hook?X-Amz-Credential=AKIA%2F20261121&X-Amz-Signature=abc'],
     ['an S3 session token', 'https://bucket.s3.amazonaws.com/hook?X-Amz-Security-Token=tok'],

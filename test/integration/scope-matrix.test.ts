@@ -1,5 +1,5 @@
 /**
- * What a key may read (issue 28): for every route the api serves and every kind of scope, a key for type
+ * What a key may read: for every route the api serves and every kind of scope, a key for type
  * alpha learns nothing of type bravo (its job data, ids, schedule names, operations, correlation keys), in
  * bodies, cursors, counts or errors, and bravo's resource answers exactly like a missing one. The routes are
  * enumerated from the router's own table (functions/api/operations.ts and the dashboard's paths), so a route
@@ -480,7 +480,7 @@ describe('correlation pointers written before keys were per type', () => {
  * Each row is run twice, on a resource of its own: with the acting key, and, as the positive control, with a
  * key that also reads bravo, which must be answered those contents (so the row really reached them).
  */
-describe('keys that act on bravo but may not read it (review finding 6)', () => {
+describe('keys that act on bravo but may not read it', () => {
   const RESULT_SECRET = 'bravo-result-secret';
   const CONTENTS = [BRAVO.secret, RESULT_SECRET, BRAVO.throttleKey];
   const QUEUED = { data: { secret: BRAVO.secret }, throttle_key: BRAVO.throttleKey };

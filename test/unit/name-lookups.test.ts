@@ -1,6 +1,6 @@
 /**
  * The lint rules that keep names from requests, data and stored items off objects' prototypes
- * (lint/own-names.mjs, on in .oxlintrc.json): they flag the lookups issue 28 found, and leave alone
+ * (lint/own-names.mjs, on in .oxlintrc.json): they flag the lookups that let a name reach an object's prototype, and leave alone
  * the ways of reading a name that are safe.
  */
 import { execFileSync } from 'node:child_process';
@@ -60,7 +60,7 @@ beforeAll(() => {
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('flagged: the lookups issue 28 found', () => {
+describe('flagged: the lookups that let a name reach a prototype', () => {
   test.each(FLAGGED)('%s: %s', (_what, code, rule) => {
     expect(flagged.get(code)).toEqual([rule]);
   });
