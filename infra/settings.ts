@@ -7,6 +7,7 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readQueueSettings, type Env, type QueueSettings } from '../lib/queue/context.js';
 import { ConfigError } from '../lib/domain/errors.js';
+import { PRIVATE_ADDRESS_CHOICES, type PrivateAddressChoice } from '../lib/targets/addresses.js';
 
 export interface StackSettings {
   /** Queue settings passed to every function, only those given in context (the code's defaults apply otherwise). */
@@ -42,7 +43,7 @@ export interface StackSettings {
    * Whether http targets may reach private addresses (RFC 1918, 100.64.0.0/10, fc00::/7, ...). The worker
    * and the api read it as HTTP_TARGET_PRIVATE_ADDRESSES; loopback and link-local are refused either way.
    */
-  httpTargetPrivateAddresses: 'allow' | 'refuse';
+  httpTargetPrivateAddresses: PrivateAddressChoice;
 }
 
 /**
@@ -159,7 +160,7 @@ export function stackSettingsFrom(read: ContextReader): StackSettings {
     reservedConcurrency: flag(read, 'RESERVED_CONCURRENCY', true),
     workerReservedConcurrency: integer(read, 'WORKER_RESERVED_CONCURRENCY', DEFAULT_WORKER_RESERVED_CONCURRENCY, 1, 100_000),
     workerEventAgeAlarmMs: integer(read, 'WORKER_EVENT_AGE_ALARM_MS', 30_000, 1_000, 21_600_000),
-    httpTargetPrivateAddresses: oneOf(read, 'HTTP_TARGET_PRIVATE_ADDRESSES', ['allow', 'refuse'], 'allow'),
+    httpTargetPrivateAddresses: oneOf(read, 'HTTP_TARGET_PRIVATE_ADDRESSES', PRIVATE_ADDRESS_CHOICES, PRIVATE_ADDRESS_CHOICES[0]),
   };
 }
 

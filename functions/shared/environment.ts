@@ -13,7 +13,7 @@ import type { LifecycleEvent, LifecyclePublisher } from '../../lib/domain/lifecy
 import type { WorkerIdentity } from '../../lib/domain/job.js';
 import { fixedSecret, secretsManagerSecret, type SecretSource } from '../../lib/aws/secrets.js';
 import type { TargetClients } from '../../lib/targets/index.js';
-import type { TargetAddressPolicy } from '../../lib/targets/addresses.js';
+import { PRIVATE_ADDRESS_CHOICES, type TargetAddressPolicy } from '../../lib/targets/addresses.js';
 import { ConfigError } from '../../lib/domain/errors.js';
 import { log } from './log.js';
 
@@ -48,11 +48,10 @@ export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env, callL
  * function's own runtime API), and private ones unless HTTP_TARGET_PRIVATE_ADDRESSES is `refuse`.
  */
 export function targetAddressPolicyFromEnvironment(env: NodeJS.ProcessEnv = process.env): TargetAddressPolicy {
-  const privateAddresses = env.HTTP_TARGET_PRIVATE_ADDRESSES || 'allow';
-  if (privateAddresses !== 'allow' && privateAddresses !== 'refuse') {
-    throw new ConfigError(`HTTP_TARGET_PRIVATE_ADDRESSES must be allow or refuse, got "${privateAddresses}"`);
-  }
-  return { allowLoopback: false, allowPrivate: privateAddresses === 'allow' };
+  const given = env.HTTP_TARGET_PRIVATE_ADDRESSES || PRIVATE_ADDRESS_CHOICES[0];
+  const choice = PRIVATE_ADDRESS_CHOICES.find((candidate) => candidate === given);
+  if (choice === undefined) throw new ConfigError(`HTTP_TARGET_PRIVATE_ADDRESSES must be ${PRIVATE_ADDRESS_CHOICES.join(' or ')}, got "${given}"`);
+  return { allowLoopback: false, allowPrivate: choice === 'allow' };
 }
 
 /**

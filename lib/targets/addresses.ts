@@ -36,6 +36,10 @@ export interface TargetAddressPolicy {
   allowPrivate: boolean;
 }
 
+/** What a deployment may say of private addresses (HTTP_TARGET_PRIVATE_ADDRESSES), the first its default. */
+export const PRIVATE_ADDRESS_CHOICES = ['allow', 'refuse'] as const;
+export type PrivateAddressChoice = (typeof PRIVATE_ADDRESS_CHOICES)[number];
+
 /** The local runtime's: its downstreams (`npm run downstream`) listen on this machine. */
 export const LOCAL_TARGET_ADDRESSES: TargetAddressPolicy = { allowLoopback: true, allowPrivate: true };
 
