@@ -21,8 +21,11 @@ const STORED_KEY_ATTRIBUTES = ['id', 'name', 'scopes', 'createdAtMs', 'expiresAt
 
 /** Copies only the key's public attributes, so the hash never leaves this module. */
 function itemToApiKey(item: Item): ApiKey {
-  const present = STORED_KEY_ATTRIBUTES.filter((name) => ownEntry(item, name) !== undefined);
-  return Object.fromEntries(present.map((name) => [name, ownEntry(item, name)])) as unknown as ApiKey;
+  const present = STORED_KEY_ATTRIBUTES.flatMap((name) => {
+    const value = ownEntry(item, name);
+    return value === undefined ? [] : [[name, value] as const];
+  });
+  return Object.fromEntries(present) as unknown as ApiKey;
 }
 
 /** Keys may live this long at most when they expire at all. */
