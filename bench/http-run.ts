@@ -20,7 +20,7 @@ const BURST_PUTS = 1_000;
 import { runNaiveQueue, type NaiveQueueSpec } from './naive-queue.js';
 import { runHttpWorkload, type HttpWorkloadResult, type HttpWorkloadSpec } from './http-workloads.js';
 import { jitCompilerCpuMs, processCpuMs } from './cpu.js';
-import { fmt, lagAndOutcomeCells, type WorkloadSummary } from './stats.js';
+import { fmt, lagAndOutcomeCells, median, type WorkloadSummary } from './stats.js';
 import { benchTableName } from './system.js';
 import { payloadOf, progressLine, runCeiling, W2_LEAD_MS, w1Immediate, w2Scaled, w2Steady, type BenchConfig } from './workloads.js';
 
@@ -207,7 +207,7 @@ export interface HttpSummary extends WorkloadSummary {
   cpuMsPerJob: { runtimeMs: number | undefined; dynamoMs: number | undefined; benchMs: number | undefined };
 }
 
-export function summariseHttp(results: HttpWorkloadResult[], median: (values: (number | undefined)[]) => number | undefined): HttpSummary {
+export function summariseHttp(results: HttpWorkloadResult[]): HttpSummary {
   const first = results[0]!;
   const med = (pick: (result: HttpWorkloadResult) => number | undefined) => median(results.map(pick));
   return {
@@ -276,16 +276,10 @@ export function httpTables(
 
 /** One row per load factor: medians across runs, except failures, which are summed. */
 function overloadRows(runs: OverloadResult[]): string[][] {
-  const med = (values: number[]): number | undefined => {
-    const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
-    if (sorted.length === 0) return undefined;
-    const middle = Math.floor(sorted.length / 2);
-    return sorted.length % 2 === 1 ? sorted[middle] : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
-  };
-  const knee = med(runs.map((run) => run.kneePerS));
+  const knee = median(runs.map((run) => run.kneePerS));
   return runs[0]!.levels.map((_, at) => {
     const levels = runs.map((run) => run.levels[at]!);
-    const pick = (value: (level: OverloadLevel) => number | undefined) => med(levels.map(value).filter((v): v is number => v !== undefined));
+    const pick = (value: (level: OverloadLevel) => number | undefined) => median(levels.map(value));
     const sum = (value: (level: OverloadLevel) => number) => levels.reduce((total, level) => total + value(level), 0);
     const serverErrors = sum((level) => level.serverErrors);
     return [

@@ -339,7 +339,7 @@ async function main(): Promise<number> {
     console.log('\nscale curve (W1-immediate, medians)');
     console.log(table(['N', 'drain/s', 'p50', 'p99', 'max', 'WRU/job', 'RRU/job', 'duplicates', 'lost'], scaleSummaries.map((s) => [String(s.n), fmt(s.drainJobsPerS), fmt(s.lagP50), fmt(s.lagP99), fmt(s.lagMax), fmt(s.writeUnitsPerJob, 2), fmt(s.readUnitsPerJob, 2), String(s.duplicates), String(s.lost)])));
   }
-  const httpSummaries = Object.values(http?.workloads ?? {}).map((results) => summariseHttp(results, median));
+  const httpSummaries = Object.values(http?.workloads ?? {}).map((results) => summariseHttp(results));
   const httpCeilings = { putJobsPerS: median(http?.putCeilingJobsPerS ?? []), diskJobsPerS: median(http?.diskCeilingJobsPerS ?? []) };
   if (http) console.log(`\n${httpTables(httpSummaries, httpCeilings, http.callsPerJob, table, http.overload, http.bursts)}`);
   machine.loadAverageAtStart = machine.loadAverageAtStart.map((l) => Number(l.toFixed(2)));
