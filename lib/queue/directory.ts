@@ -9,7 +9,7 @@
  * among those that settled, however many lie between (queue/lanes.ts).
  */
 import { bucketOf, laneBucketOf, type Lane } from '../store/keys.js';
-import { advanceCursor } from '../store/due-index.js';
+import { advanceCursor, readLaneCursor, type LaneCursor } from '../store/due-index.js';
 import { putDirectoryEntry, recordedBuckets } from '../store/listing.js';
 import type { QueueContext } from './context.js';
 
@@ -33,6 +33,23 @@ export function advanceLaneCursor(
 ): Promise<boolean> {
   const directoryFromBucket = move.directoryFromBucket ?? bucketOf(ctx.nowMs() + DIRECTORY_ADOPTION_MS, ctx.settings.bucketMs);
   return advanceCursor(ctx, lane, shard, { from: move.from, to: move.to, directoryFromBucket });
+}
+
+/**
+ * A lane shard's cursor, as a walk reads it. A shard no walk has moved yet (one added by raising SHARDS, or a type
+ * new) would adopt the directory only an hour after its first advance, and walk from its type's creation bucket
+ * by bucket until then: a week of them for a shard added to a type a week old. Where another shard of the lane
+ * has adopted the directory, the directory is complete from there for this shard too: the reason a cursor waits
+ * before trusting it (writes begun by a release that did not record) is about the releases running, not about
+ * the shard, and every write into the lane records its bucket whichever shard it goes to. So such a shard takes
+ * the earliest start the others adopted, and walks the directory's buckets as they do.
+ */
+export async function readWalkCursor(ctx: QueueContext, lane: Lane, shard: number): Promise<LaneCursor> {
+  const read = await readLaneCursor(ctx, lane, shard);
+  if (read.bucket !== undefined || read.directoryFromBucket !== undefined) return read;
+  const others = Array.from({ length: ctx.settings.shards }, (_, other) => other).filter((other) => other !== shard);
+  const adopted = (await Promise.all(others.map((other) => readLaneCursor(ctx, lane, other)))).flatMap((cursor) => cursor.directoryFromBucket ?? []);
+  return adopted.length > 0 ? { ...read, directoryFromBucket: Math.min(...adopted) } : read;
 }
 
 /** Buckets up to this many past the current one are walked by listings and stats, never looked up. */
