@@ -32,7 +32,8 @@ export const FAILURE_DESTINATION_MAX_BYTES = 1_048_576;
  * The most a failed worker invocation answers with, as Lambda puts it in the record's `responsePayload`. The
  * worker handles every job's error itself (runWorkerBatch never throws), so what fails an invocation is Lambda's
  * (a timeout, a runtime that exited: a message of about 100 bytes) or a throw before the batch runs (Node's
- * `errorType`, `errorMessage` and a `trace` of at most Error.stackTraceLimit, 10, frames): a few KiB at most.
+ * `errorType`, `errorMessage` and a `trace` of at most Error.stackTraceLimit, 10, frames): a few KiB at most,
+ * counted as 64.
  */
 export const MAX_WORKER_ERROR_RESPONSE_BYTES = 64 * 1024;
 
