@@ -20,6 +20,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { DASHBOARD_PATHS } from '../functions/shared/public-paths.js';
 import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S, WORKER_TIMEOUT_S } from '../lib/domain/limits.js';
+import { FAILURE_DESTINATION_MAX_BYTES } from '../lib/queue/batcher.js';
 import { TABLE_SCHEMA } from '../lib/store/table.js';
 import { createQueueAlarms } from './alarms.js';
 import { AUTHORIZED_ROUTES, KEY_AUTHORIZER_CACHE_TTL_S } from './api-gateway.js';
@@ -105,6 +106,8 @@ export class QueueStack extends Stack {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
+      // Set, not left to SQS's default (256 KiB before it became 1 MiB): a failed batch's record must fit (lib/queue/batcher.ts).
+      maxMessageSizeBytes: FAILURE_DESTINATION_MAX_BYTES,
     });
     Validations.of(queue).acknowledge({
       id: 'AwsSolutions::AwsSolutions-SQS3',

@@ -3,6 +3,8 @@
  * or misbehave where it is deployed does so here first (as ./dynamodb-rules.ts does for DynamoDB):
  *
  * - Lambda's asynchronous invoke refuses a payload over 1 MB (1 048 576 bytes) with `RequestTooLargeException`.
+ * - Lambda accepts a payload whose on-failure record would not fit the worker's dead-letter queue, and the
+ *   record of its failure is then lost (lib/queue/batcher.ts): refused here, loudly, since it is a sizing bug.
  * - EventBridge refuses a PutEvents request whose entries come to 256 KB (262 144 bytes) or more, counted as it
  *   counts them (Time 14 bytes; Source, DetailType, Detail and each of Resources as UTF-8).
  * - Lambda's async queue hands an event over late (its function throttled: its reserved concurrency or the
@@ -12,7 +14,7 @@
 import { EventBridgeServiceException, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../lib/aws/eventbridge.js';
 import { RequestTooLargeException } from '@aws-sdk/client-lambda';
-import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
+import { FAILURE_DESTINATION_MAX_BYTES, maxFailureRecordBytes, type WorkerBatch, type WorkerInvoker } from '../../lib/queue/batcher.js';
 import { integerSetting, type Env } from '../../lib/queue/context.js';
 import { ConfigError } from '../../lib/domain/errors.js';
 import type { SdkClient } from './iam/iam-check.js';
@@ -99,6 +101,13 @@ export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promis
           message: `Request must be smaller than ${LAMBDA_ASYNC_PAYLOAD_BYTES} bytes for the InvokeFunction operation (an asynchronous invoke of ${bytes} bytes)`,
           Type: 'User',
         });
+      }
+      if (maxFailureRecordBytes(bytes) > FAILURE_DESTINATION_MAX_BYTES) {
+        const error = new Error(
+          `a worker batch of ${bytes} bytes would have an on-failure record of up to ${maxFailureRecordBytes(bytes)} bytes, over the dead-letter queue's ${FAILURE_DESTINATION_MAX_BYTES}: its jobs would be lost if it failed`,
+        );
+        options.onError(error);
+        throw error;
       }
       const throttled = delivery.throttledPercent > 0 && random() * 100 < delivery.throttledPercent;
       const delayMs = delivery.delayMs + (throttled ? delivery.throttleDelayMs : 0);

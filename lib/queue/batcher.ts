@@ -20,8 +20,44 @@ export interface WorkerInvoker {
   invoke(batch: WorkerBatch): Promise<void>;
 }
 
-/** Lambda's async invoke accepts 1 MB; keep every payload well under it. */
-const MAX_BATCH_BYTES = 900 * 1024;
+/**
+ * The largest message the worker's on-failure destination takes: an SQS queue (infra/queue-stack.ts), whose
+ * MaximumMessageSize goes from 1 KiB up to 1 MiB. The stack sets it explicitly: SQS's own default was 256 KiB
+ * (CreateQueue, https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_CreateQueue.html)
+ * before it became 1 MiB, and the room of a failure record must not depend on which one a queue was made with.
+ */
+export const FAILURE_DESTINATION_MAX_BYTES = 1_048_576;
+
+/**
+ * The most a failed worker invocation answers with, as Lambda puts it in the record's `responsePayload`. The
+ * worker handles every job's error itself (runWorkerBatch never throws), so what fails an invocation is Lambda's
+ * (a timeout, a runtime that exited: a message of about 100 bytes) or a throw before the batch runs (Node's
+ * `errorType`, `errorMessage` and a `trace` of at most Error.stackTraceLimit, 10, frames): a few KiB at most,
+ * counted as 64.
+ */
+export const MAX_WORKER_ERROR_RESPONSE_BYTES = 64 * 1024;
+
+/**
+ * Everything of a failure record but its two payloads: version, timestamp, requestContext (request id, function
+ * ARN, condition, invoke count), responseContext (status code, version, function error) and the keys
+ * (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html): under 1 KiB, counted as 4.
+ */
+export const FAILURE_RECORD_ENVELOPE_BYTES = 4 * 1024;
+
+/**
+ * A batch's payload at most. Two limits: Lambda's async invoke refuses a payload over 1 MiB, and a batch whose
+ * invocation fails reaches the dead-letter queue as a record carrying the payload, the worker's error and the
+ * envelope; a record over the queue's limit is not delivered (Lambda counts DestinationDeliveryFailures) and
+ * its jobs would be nowhere. 900 KiB (921 600 bytes) + 64 KiB of error (65 536) + 4 KiB of envelope (4 096) =
+ * 991 232 bytes, within 1 048 576 with 56 KiB to spare. A job too big to share a batch travels alone, and one
+ * job is far under this (its data at most 256 KiB, its item at most DynamoDB's 400 KB), so no batch is over it.
+ */
+export const MAX_BATCH_BYTES = 900 * 1024;
+
+/** The size of the on-failure record of a batch whose payload is `batchBytes`, at most. */
+export function maxFailureRecordBytes(batchBytes: number): number {
+  return batchBytes + MAX_WORKER_ERROR_RESPONSE_BYTES + FAILURE_RECORD_ENVELOPE_BYTES;
+}
 
 const EMPTY_BATCH_BYTES = jsonBytes({ jobs: [], jobTypes: {} } satisfies WorkerBatch);
 

@@ -6,10 +6,11 @@
  * that run for hours), where walking bucket by bucket would cost a query per
  * empty minute; pollers and sweepers walking a lane from a cursor far behind
  * (a poller outage, a type resumed after days) query only the recorded buckets
- * among those that settled, however many lie between (queue/lanes.ts).
+ * among those that settled, however many lie between (queue/lanes.ts). A
+ * record expires a while after its bucket ends, and walks know from when.
  */
-import { bucketOf, laneBucketOf, type Lane } from '../store/keys.js';
-import { advanceCursor } from '../store/due-index.js';
+import { bucketOf, bucketStartMs, laneBucketOf, type Lane } from '../store/keys.js';
+import { advanceCursor, readLaneCursor, type LaneCursor } from '../store/due-index.js';
 import { putDirectoryEntry, recordedBuckets } from '../store/listing.js';
 import type { QueueContext } from './context.js';
 
@@ -35,6 +36,55 @@ export function advanceLaneCursor(
   return advanceCursor(ctx, lane, shard, { from: move.from, to: move.to, directoryFromBucket });
 }
 
+/**
+ * A lane shard's cursor, as a walk reads it. A shard no walk has moved yet (one added by raising SHARDS, or a type
+ * new) would adopt the directory only an hour after its first advance, and walk from its type's creation bucket
+ * by bucket until then: a week of them for a shard added to a type a week old. Where another shard of the lane
+ * has adopted the directory, the directory is complete from there for this shard too: the reason a cursor waits
+ * before trusting it (writes begun by a release that did not record) is about the releases running, not about
+ * the shard, and every write into the lane records its bucket whichever shard it goes to. So such a shard takes
+ * the earliest start the others adopted, and walks the directory's buckets as they do.
+ */
+export async function readWalkCursor(ctx: QueueContext, lane: Lane, shard: number): Promise<LaneCursor> {
+  const read = await readLaneCursor(ctx, lane, shard);
+  if (read.bucket !== undefined || read.directoryFromBucket !== undefined) return read;
+  const others = Array.from({ length: ctx.settings.shards }, (_, other) => other).filter((other) => other !== shard);
+  const adopted = (await Promise.all(others.map((other) => readLaneCursor(ctx, lane, other)))).flatMap((cursor) => cursor.directoryFromBucket ?? []);
+  return adopted.length > 0 ? { ...read, directoryFromBucket: Math.min(...adopted) } : read;
+}
+
+/**
+ * How long a bucket's record is kept after the bucket ends, before DynamoDB TTL removes it. No bucket has a
+ * time after which it is sure to be empty: a paused type keeps its jobs queued, a sweeper down leaves lapsed
+ * claims where they are, for as long as that lasts. So a record's expiry is safe only because walks know it:
+ * a walk goes past an unrecorded bucket unread only where the record, had there been one, could not have
+ * expired yet (firstUnexpiredDirectoryBucket), and queries the older buckets one by one, as it did before
+ * the directory. A cursor more than this far behind (a type paused for longer) pays that for the excess. Counted
+ * from the bucket's end, not the write: a job enqueued a year ahead keeps its record until a lifetime after it falls due.
+ */
+export const DIRECTORY_RECORD_LIFETIME_MS = 30 * 86_400_000;
+
+/**
+ * DynamoDB removes an item at some time after its TTL has passed, never before
+ * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/TTL.html); this covers a walker's clock
+ * running behind DynamoDB's.
+ */
+const DIRECTORY_EXPIRY_MARGIN_MS = 3_600_000;
+
+/** When the record of `bucket` may go: DIRECTORY_RECORD_LIFETIME_MS after the bucket ends, in epoch seconds as TTL wants. */
+export function directoryPurgeAtS(bucket: number, bucketMs: number): number {
+  return Math.ceil((bucketStartMs(bucket + 1, bucketMs) + DIRECTORY_RECORD_LIFETIME_MS) / 1000);
+}
+
+/**
+ * The first bucket whose record, had one been written, is still there at `nowMs`: from it on, a bucket without
+ * a record held no entries. Its record's purge time, (bucket + 1) × bucketMs + lifetime, is past
+ * nowMs + margin; that of the bucket before it is not.
+ */
+export function firstUnexpiredDirectoryBucket(nowMs: number, bucketMs: number): number {
+  return Math.floor((nowMs + DIRECTORY_EXPIRY_MARGIN_MS - DIRECTORY_RECORD_LIFETIME_MS) / bucketMs);
+}
+
 /** Buckets up to this many past the current one are walked by listings and stats, never looked up. */
 export const WALKED_BUCKETS_AHEAD = 1;
 
@@ -53,7 +103,7 @@ export async function recordLaneBucket(ctx: QueueContext, partition: unknown): P
   if (recorded.has(memo)) return;
   let written = recording.get(memo);
   if (!written) {
-    written = putDirectoryEntry(ctx, found.lane, found.bucket)
+    written = putDirectoryEntry(ctx, found.lane, found.bucket, directoryPurgeAtS(found.bucket, ctx.settings.bucketMs))
       .then(() => {
         if (recorded.size >= MAX_REMEMBERED) recorded.clear();
         recorded.add(memo);

@@ -25,8 +25,8 @@ export interface FireResult {
   skipped: number;
   /** Schedules another writer moved first (a racing poller, an operator): this poll's advance changed nothing. */
   lostRaces: number;
-  /** What each schedule that fired made and skipped, so metrics can name it. */
-  bySchedule: { schedule: string; made: number; skipped: number }[];
+  /** What each schedule that fired made and skipped, with its job type: the log names the schedule, metrics the type. */
+  bySchedule: { schedule: string; jobType: string; made: number; skipped: number }[];
 }
 
 /** Due schedules one query finds; while a query comes back full, the next is made at once, up to MAX_ROUNDS. */
@@ -88,7 +88,7 @@ async function fireSchedule(ctx: QueueContext, name: string, jobTypes: ReadonlyM
   if (fireAtMs.length === 0 && nextFireAtMs === schedule.nextFireAtMs) return;
   let lastFire: ScheduleFire | undefined = schedule.lastFire;
   let lastJobId = schedule.lastJobId;
-  const counts = { schedule: name, made: 0, skipped: 0 };
+  const counts = { schedule: name, jobType: jobType.name, made: 0, skipped: 0 };
   result.bySchedule.push(counts);
   for (const atMs of fireAtMs) {
     if (schedule.overlap === 'skip' && (await previousJobUnfinished(ctx, schedule, lastJobId))) {

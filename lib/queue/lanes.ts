@@ -2,14 +2,16 @@
  * Walking a lane's buckets from its cursor up to now. The cursor only passes a
  * bucket that was found empty and ended longer ago than the safety margin, so
  * no write still in flight can land behind it (DESIGN §4.5). Among the settled
- * buckets, those the bucket directory has no record of are known empty without
- * a query (queue/directory.ts), and a walk makes at most MAX_QUERIES_PER_SCAN
- * queries, the cursor moving as far as it got: a cursor days behind is caught
- * up in a poll or two, and never holds up a poll for long.
+ * buckets, those the bucket directory has no record of (where a record could
+ * not have expired yet) are known empty without a query (queue/directory.ts),
+ * and a walk makes at most MAX_QUERIES_PER_SCAN queries, the cursor moving as
+ * far as it got: a cursor days behind is caught up in a poll or two, and never
+ * holds up a poll for long.
  */
 import type { QueueContext } from './context.js';
 import { queryDue, readCursor, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { recordedBuckets } from '../store/listing.js';
+import { firstUnexpiredDirectoryBucket } from './directory.js';
 import { bucketOf, bucketStartMs, lanePartition, type Lane } from '../store/keys.js';
 
 /**
@@ -80,16 +82,20 @@ export interface ScanOptions {
 }
 
 /**
- * Whether a bucket may be gone past unread: it settled, lies where the directory is complete, and has no record
- * there. The directory is read a stretch at a time, from the first bucket asked about up to the last settled one
- * or to where `gap` begins (the walk goes past that unread anyway), and only for a stretch worth a read.
+ * Whether a bucket may be gone past unread: it settled, lies where the directory is complete and its record
+ * could not have expired, and has no record there. The directory is read a stretch at a time, from the first
+ * bucket asked about up to the last settled one or to where `gap` begins (the walk goes past that unread
+ * anyway), and only for a stretch worth a read.
  */
 function directoryLookup(ctx: QueueContext, lane: Lane, nowMs: number, options: Pick<ScanOptions, 'directoryFromBucket' | 'gap'>) {
-  const { directoryFromBucket, gap } = options;
+  const { gap } = options;
+  // Older records may have expired (queue/directory.ts): a missing one says nothing there.
+  const trustedFromBucket =
+    options.directoryFromBucket === undefined ? undefined : Math.max(options.directoryFromBucket, firstUnexpiredDirectoryBucket(nowMs, ctx.settings.bucketMs));
   const lastSettled = bucketOf(nowMs - ctx.settings.cursorSafetyMarginMs, ctx.settings.bucketMs) - 1;
   let read: { untilBucket: number; recorded: Set<number> } | undefined;
   return async (bucket: number): Promise<boolean> => {
-    if (directoryFromBucket === undefined || bucket < directoryFromBucket || bucket > lastSettled) return false;
+    if (trustedFromBucket === undefined || bucket < trustedFromBucket || bucket > lastSettled) return false;
     if (!read || bucket > read.untilBucket) {
       const untilBucket = gap && gap.fromBucket > bucket ? Math.min(lastSettled, gap.fromBucket - 1) : lastSettled;
       if (untilBucket - bucket + 1 < DIRECTORY_WORTHWHILE_BUCKETS) return false;

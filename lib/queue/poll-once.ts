@@ -6,7 +6,7 @@ import pLimit from 'p-limit';
 import { DEFAULT_PRIORITY } from '../domain/job.js';
 import type { JobType, PriorityOrder } from '../domain/job-type.js';
 import { abortableSleep } from '../domain/sleep.js';
-import { readLaneCursor, recordGap, type DueEntry, type SettledGap } from '../store/due-index.js';
+import { recordGap, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { bucketOf, jobKey, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
 import { blockedRunKey, extendBlockedRun, stillBlockedRuns, type BlockedRun, type BlockedRuns } from './blocked-runs.js';
@@ -14,7 +14,7 @@ import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-du
 import { releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
 import { scanLane } from './lanes.js';
-import { advanceLaneCursor } from './directory.js';
+import { advanceLaneCursor, readWalkCursor } from './directory.js';
 import { returnRateTokens, takeRateTokens, type RateBucketCache } from './rate-limit.js';
 
 export interface PollResult {
@@ -163,7 +163,7 @@ async function scanShard(
   let directoryFromBucket = options.directoryFromBuckets?.get(cacheKey);
   if (options.cursors.has(cacheKey)) cursor = options.cursors.get(cacheKey);
   else {
-    const read = await readLaneCursor(ctx, lane, shard);
+    const read = await readWalkCursor(ctx, lane, shard);
     cursor = read.bucket;
     directoryFromBucket = read.directoryFromBucket;
     if (directoryFromBucket !== undefined) options.directoryFromBuckets?.set(cacheKey, directoryFromBucket);

@@ -11,9 +11,9 @@ import { getJob } from './jobs.js';
 import { requeueStragglerParams } from '../store/job-writes.js';
 import { bucketOf, parseClaimSortKey, parseJobPk, queuedIndexKeys, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { updateItem } from '../store/send.js';
-import { readCursor, readLaneCursor, type DueEntry } from '../store/due-index.js';
+import { readCursor, type DueEntry } from '../store/due-index.js';
 import { scanBehindCursor, scanLane } from './lanes.js';
-import { advanceLaneCursor, recordLaneBucket } from './directory.js';
+import { advanceLaneCursor, readWalkCursor, recordLaneBucket } from './directory.js';
 import { reconcileCounters } from './reconcile.js';
 import type { JobType } from '../domain/job-type.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
@@ -163,7 +163,7 @@ export async function sweepOnce(ctx: QueueContext, options: SweepOptions): Promi
   const timeOut = (entry: DueEntry) => timeOutClaim(ctx, entry, jobTypes, options.customPolicies, result);
   const sweepClaims = async (shard: number): Promise<void> => {
     const failedJobs = new Set<string>();
-    const read = await readLaneCursor(ctx, claims, shard);
+    const read = await readWalkCursor(ctx, claims, shard);
     let cursor = read.bucket;
     if (cursor !== undefined) {
       await handleEntries(claims, shard, await scanBehindCursor(ctx, claims, shard, cursor, SWEEP_PAGE), timeOut, failedJobs);

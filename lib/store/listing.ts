@@ -3,7 +3,7 @@
  * scan: each member is also written into one due-index partition under its
  * name, so a query finds the names and a batch get reads the items.
  */
-import { DUE_INDEX, directoryKey, padEpochMs, type ItemKey, type Lane } from './keys.js';
+import { DUE_INDEX, directoryKey, padEpochMs, TTL_ATTRIBUTE, type ItemKey, type Lane } from './keys.js';
 import { batchGetItems, putItem, queryPages, type Item, type StoreContext } from './send.js';
 
 export async function listIndexedItems(ctx: StoreContext, partition: string, keyOf: (name: string) => ItemKey): Promise<Item[]> {
@@ -17,9 +17,9 @@ export async function listIndexedItems(ctx: StoreContext, partition: string, key
   return batchGetItems(ctx, names.map(keyOf));
 }
 
-/** Records in the bucket directory that `bucket` of the lane holds entries. */
-export async function putDirectoryEntry(ctx: StoreContext, lane: Lane, bucket: number): Promise<void> {
-  await putItem(ctx, { Item: { ...directoryKey(lane, bucket), bucket } });
+/** Records in the bucket directory that `bucket` of the lane holds entries, until DynamoDB TTL removes it at `purgeAtS`. */
+export async function putDirectoryEntry(ctx: StoreContext, lane: Lane, bucket: number, purgeAtS: number): Promise<void> {
+  await putItem(ctx, { Item: { ...directoryKey(lane, bucket), bucket, [TTL_ATTRIBUTE]: purgeAtS } });
 }
 
 /**

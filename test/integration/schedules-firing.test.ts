@@ -56,7 +56,7 @@ describe('firing', () => {
       made: 1,
       skipped: 0,
       lostRaces: 0,
-      bySchedule: [{ schedule: 'tick', made: 1, skipped: 0 }],
+      bySchedule: [{ schedule: 'tick', jobType: 'report', made: 1, skipped: 0 }],
     });
     const job = await getJob(ctx, 'report', 'tick@2026-11-21T10:01:00Z');
     expect(job).toMatchObject({ status: 'queued', schedule: 'tick', runAfterMs: T0 + 60_000 });

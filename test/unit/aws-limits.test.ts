@@ -9,7 +9,7 @@ import {
   type WorkerDelivery,
 } from '../../infra/local/aws-limits.js';
 import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../lib/aws/eventbridge.js';
-import type { WorkerBatch } from '../../lib/queue/batcher.js';
+import { FAILURE_DESTINATION_MAX_BYTES, FAILURE_RECORD_ENVELOPE_BYTES, MAX_WORKER_ERROR_RESPONSE_BYTES, type WorkerBatch } from '../../lib/queue/batcher.js';
 import { runningJob } from '../support/jobs.js';
 
 const batchOfBytes = (bytes: number): WorkerBatch => {
@@ -17,7 +17,10 @@ const batchOfBytes = (bytes: number): WorkerBatch => {
   return { ...empty, jobs: [runningJob({ data: 'x'.repeat(bytes - Buffer.byteLength(JSON.stringify(empty))) })] };
 };
 
-function invokerWith(delivery: Partial<WorkerDelivery> = {}, random = () => 0.5) {
+/** The worker's dead-letter queue takes the record of a failed batch up to this payload. */
+const LARGEST_RECORDABLE_BATCH_BYTES = FAILURE_DESTINATION_MAX_BYTES - MAX_WORKER_ERROR_RESPONSE_BYTES - FAILURE_RECORD_ENVELOPE_BYTES;
+
+function invokerWith(delivery: Partial<WorkerDelivery> = {}, random = () => 0.5, onError: (error: unknown) => void = () => undefined) {
   const runs: WorkerBatch[] = [];
   const inFlight = new Set<Promise<unknown>>();
   const stop = new AbortController();
@@ -25,17 +28,27 @@ function invokerWith(delivery: Partial<WorkerDelivery> = {}, random = () => 0.5)
     async (batch) => {
       runs.push(batch);
     },
-    { delivery: { delayMs: 0, duplicate: false, throttledPercent: 0, throttleDelayMs: 0, ...delivery }, inFlight, signal: stop.signal, onError: () => undefined, random },
+    { delivery: { delayMs: 0, duplicate: false, throttledPercent: 0, throttleDelayMs: 0, ...delivery }, inFlight, signal: stop.signal, onError, random },
   );
   return { invoker, runs, inFlight, stop };
 }
 
 describe("Lambda's asynchronous invoke", () => {
-  test('a payload of exactly 1 MB is accepted', async () => {
+  test('the largest batch whose on-failure record fits the dead-letter queue is accepted', async () => {
     const { invoker, runs, inFlight } = invokerWith();
-    await invoker.invoke(batchOfBytes(LAMBDA_ASYNC_PAYLOAD_BYTES));
+    await invoker.invoke(batchOfBytes(LARGEST_RECORDABLE_BATCH_BYTES));
     await Promise.all([...inFlight]);
     expect(runs).toHaveLength(1);
+  });
+
+  test('a batch under 1 MB whose on-failure record would not fit the dead-letter queue is refused, reported and never runs', async () => {
+    const errors: unknown[] = [];
+    const { invoker, runs, inFlight } = invokerWith({}, () => 0.5, (error) => errors.push(error));
+    const invoked = invoker.invoke(batchOfBytes(LARGEST_RECORDABLE_BATCH_BYTES + 1));
+    await expect(invoked).rejects.toThrow(/on-failure record of up to 1048577 bytes, over the dead-letter queue's 1048576/);
+    await Promise.all([...inFlight]);
+    expect(runs).toEqual([]);
+    expect(errors).toHaveLength(1);
   });
 
   test('a payload over 1 MB is refused with RequestTooLargeException naming the limit, and never runs', async () => {

@@ -4,9 +4,9 @@ import { expect, test } from 'vitest';
 import { jsonBytes } from '../../lib/domain/json-size.js';
 import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { parseWith } from '../../lib/wire/parse.js';
-import type { Job } from '../../lib/domain/job.js';
+import { MAX_DATA_BYTES, type Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { createBatcher, type WorkerBatch } from '../../lib/queue/batcher.js';
+import { createBatcher, FAILURE_DESTINATION_MAX_BYTES, maxFailureRecordBytes, MAX_WORKER_ERROR_RESPONSE_BYTES, type WorkerBatch } from '../../lib/queue/batcher.js';
 import { runningJob, T0 } from '../support/jobs.js';
 
 /** An http type, with the signing secret its item holds. */
@@ -138,4 +138,29 @@ test('whatever jobs and types weigh, a batch of two jobs or more stays within th
     }),
     { numRuns: 200 },
   );
+});
+
+test("the on-failure record of a full batch of the largest jobs fits the dead-letter queue, with the largest error the worker answers", () => {
+  // Data at its limit, in three-byte characters, which JSON carries unescaped: the most bytes a job's data can be.
+  const data = '€'.repeat(Math.floor(MAX_DATA_BYTES / 3) - 1);
+  const largest = Array.from({ length: 50 }, (_, i) => job(`job_${i}`, { type: heavyType('reports'), data }));
+  const batches = batchesOf(largest, 100);
+  expect(batches.length).toBeGreaterThan(1);
+  for (const batch of batches) {
+    const record = {
+      version: '1.0',
+      timestamp: '2026-11-21T10:00:00.000Z',
+      requestContext: {
+        requestId: '00000000-0000-0000-0000-000000000000',
+        functionArn: `arn:aws:lambda:ap-southeast-2:123456789012:function:${'f'.repeat(64)}:$LATEST`,
+        condition: 'RetriesExhausted',
+        approximateInvokeCount: 1,
+      },
+      requestPayload: batch,
+      responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
+      responsePayload: { errorType: 'Error', errorMessage: 'x'.repeat(MAX_WORKER_ERROR_RESPONSE_BYTES - 50) },
+    };
+    expect(jsonBytes(record)).toBeLessThanOrEqual(FAILURE_DESTINATION_MAX_BYTES);
+    expect(jsonBytes(record)).toBeLessThanOrEqual(maxFailureRecordBytes(jsonBytes(batch)));
+  }
 });

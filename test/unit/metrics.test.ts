@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import { shardsFromEvent } from '../../functions/poller/app.js';
+import { countScheduleFires, shardsFromEvent } from '../../functions/poller/app.js';
 import { createEmfMetrics, noMetrics, type MetricDimensions, type QueueMetrics } from '../../functions/shared/metrics.js';
 import { measuredRegistry } from '../../functions/worker/app.js';
 import { ConfigError } from '../../lib/domain/errors.js';
+import type { FireResult } from '../../lib/queue/fire-schedules.js';
 import { AWAIT_CALLBACK, type JobContext, type JobHandler } from '../../lib/queue/worker.js';
 import { runningJob } from '../support/jobs.js';
 
@@ -129,5 +130,37 @@ describe('poller shards from the schedule event', () => {
     expect(() => shardsFromEvent({ shards: [4] }, 4)).toThrow(ConfigError);
     expect(() => shardsFromEvent({ shards: [] }, 4)).toThrow(/event "shards" must be a non-empty list of shard numbers from 0 to 3/);
     expect(() => shardsFromEvent({ shards: '1' }, 4)).toThrow(/"shards"/);
+  });
+});
+
+describe('poller metrics of schedule fires', () => {
+  function recorded(bySchedule: FireResult['bySchedule']) {
+    const counts: { name: string; value: number; dimensions?: MetricDimensions }[] = [];
+    const metrics: QueueMetrics = {
+      count: (name, value, dimensions) => counts.push({ name, value, ...(dimensions ? { dimensions } : {}) }),
+      milliseconds: () => undefined,
+      flush: () => undefined,
+    };
+    countScheduleFires(metrics, { bySchedule });
+    return counts;
+  }
+
+  test('jobs made and fires skipped are counted per job type, never per schedule', () => {
+    const counts = recorded([
+      { schedule: 'nightly-report', jobType: 'report', made: 1, skipped: 0 },
+      { schedule: 'hourly-report', jobType: 'report', made: 2, skipped: 1 },
+      { schedule: 'digest', jobType: 'email', made: 1, skipped: 0 },
+    ]);
+    expect(counts).toEqual([
+      { name: 'ScheduledJobs', value: 3, dimensions: { type: 'report' } },
+      { name: 'ScheduleFiresSkipped', value: 1, dimensions: { type: 'report' } },
+      { name: 'ScheduledJobs', value: 1, dimensions: { type: 'email' } },
+    ]);
+  });
+
+  test('a thousand schedules of one type make one dimension value', () => {
+    const bySchedule = Array.from({ length: 1_000 }, (_, i) => ({ schedule: `s${i}`, jobType: 'report', made: 1, skipped: 0 }));
+    const values = new Set(recorded(bySchedule).flatMap(({ dimensions }) => Object.values(dimensions ?? {})));
+    expect(values).toEqual(new Set(['report']));
   });
 });

@@ -78,6 +78,10 @@ describe('resources', () => {
     template.resourceCountIs('AWS::CloudWatch::Alarm', 7);
   });
 
+  test("the dead-letter queue takes messages of 1 MiB, set rather than left to SQS's default, so a failed batch's record fits", () => {
+    template.hasResourceProperties('AWS::SQS::Queue', { MaximumMessageSize: 1_048_576 });
+  });
+
   test('outputs name the API URL, the table, the event bus, the dead-letter queue and the callback token secret', () => {
     for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'DeadLetterQueueUrl', 'CallbackTokenSecretArn']) {
       template.hasOutput(output, {});
