@@ -2,7 +2,8 @@
  * The whole system on one machine: DynamoDB Local (or a given endpoint), the
  * table, the api handler behind an HTTP server, the poller and sweeper handlers
  * on loops, and workers run in-process through the same invoker interface the
- * poller uses with Lambda.
+ * poller uses with Lambda; every invocation is cut at its function's Lambda
+ * timeout (./lambda-timeout.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';

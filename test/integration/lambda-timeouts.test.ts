@@ -6,8 +6,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, inject, test } from 'vitest';
+import { afterEach, describe, expect, inject, test, vi } from 'vitest';
 import { createPollerHandler } from '../../functions/poller/app.js';
+import { createSweeperHandler } from '../../functions/sweeper/app.js';
+import { functionTimeoutsS } from '../../infra/queue-stack.js';
 import { freePort } from '../../infra/local/dynamodb-local.js';
 import { invokeWithTimeout, LambdaTimeoutError } from '../../infra/local/lambda-timeout.js';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
@@ -19,7 +21,7 @@ import { defineType, enqueue } from './lib-fixtures.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, withinMs = 30_000): Promise<T> {
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, withinMs = 45_000): Promise<T> {
   const giveUpAtMs = Date.now() + withinMs;
   for (;;) {
     const value = await read();
@@ -36,11 +38,13 @@ describe('a worker invocation that outlives the worker function timeout', () => 
   let dataDir: string | undefined;
 
   afterEach(async () => {
+    vi.restoreAllMocks();
     await runtime?.stop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   test('records nothing after the timeout: its claim lapses, the sweeper ends the attempt as timed out, and the job is queued again', async () => {
+    const errorLines = vi.spyOn(console, 'error');
     dataDir = await mkdtemp(join(tmpdir(), 'djq-lambda-timeouts-'));
     runtime = await startLocalRuntime(
       {
@@ -75,7 +79,9 @@ describe('a worker invocation that outlives the worker function timeout', () => 
       expect.objectContaining({ attempt: 1, outcome: 'timed_out', started_at: expect.any(String), error: expect.objectContaining({ class: 'VisibilityTimeoutError' }) }),
     ]);
     expect(runtime.lifecycleEvents.filter((event) => event.id === 's-1' && event.outcome === 'succeeded')).toEqual([]);
-  });
+    const workerFailures = errorLines.mock.calls.map(([line]) => String(line)).filter((line) => line.includes('worker invocation failed'));
+    expect(workerFailures).toEqual([expect.stringMatching(/dead-letter queue.*Task timed out after 1\.50 seconds.*"id":"s-1"/)]);
+  }, 120_000);
 });
 
 describe('a poller invocation cut at its timeout in the middle of a poll', () => {
@@ -123,5 +129,23 @@ describe('a poller invocation cut at its timeout in the middle of a poll', () =>
     expect(handedOver.flatMap((batch) => batch.jobs.map((job) => job.id)).sort()).toEqual(ids);
     // Handed over for their first attempt: the cut invocation's claims cost them none.
     for (const id of ids) expect(await getJob(queue.ctx, 'emails', id)).toMatchObject({ status: 'running', attempt: 1, history: [] });
+  });
+});
+
+describe("the poller and the sweeper at the stack's timeouts", () => {
+  let queue: TestQueue | undefined;
+
+  afterEach(async () => {
+    await queue?.drop();
+  });
+
+  test('each ends its run on its own before its timeout, so neither is cut', async () => {
+    queue = await createTestQueue({ clock: realClock, settings: { pollerRunMs: 1_000, pollIntervalMs: 100, sweepIntervalMs: 200 } });
+    const timeoutsS = functionTimeoutsS(queue.ctx.settings);
+    const poller = createPollerHandler({ ctx: queue.as('poller'), invoker: { invoke: async () => undefined }, identity: { id: 'poller-1', host: 'localhost' } });
+    const sweeper = createSweeperHandler({ ctx: queue.as('sweeper'), registry: { retryPolicies: {} } });
+
+    await expect(invokeWithTimeout('poller', timeoutsS.poller * 1000, (context) => poller({}, context))).resolves.toMatchObject({ claimed: 0 });
+    await expect(invokeWithTimeout('sweeper', timeoutsS.sweeper * 1000, (context) => sweeper({}, context))).resolves.toMatchObject({ requeued: 0 });
   });
 });
