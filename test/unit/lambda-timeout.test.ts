@@ -1,7 +1,10 @@
 /** Lambda's timeout as the local runtime emulates it (infra/local/lambda-timeout.ts): an invocation past it reaches no AWS service. */
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { describe, expect, test } from 'vitest';
+import { createLocalGateway } from '../../infra/local/gateway.js';
+import { lambdaContext } from '../../infra/local/http-server.js';
 import { cutAtLambdaTimeout, invokeWithTimeout, LambdaTimeoutError } from '../../infra/local/lambda-timeout.js';
+import { buildHttpApiEvent } from '../support/api.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -24,7 +27,7 @@ function countedClient(answersAfterMs = 0) {
 
 const putEvent = (client: EventBridgeClient) => client.send(new PutEventsCommand({ Entries: [{ Source: 'test', DetailType: 'tick', Detail: '{}' }] }));
 
-describe("an invocation past its Lambda timeout", () => {
+describe('an invocation past its Lambda timeout', () => {
   test('is refused every call it makes afterwards, with the line Lambda logs naming the timeout, and none leaves the process', async () => {
     const { client, sent } = countedClient();
     const running = new Set<Promise<unknown>>();
@@ -104,5 +107,27 @@ describe("an invocation past its Lambda timeout", () => {
     finish();
     await Promise.all([...running]);
     expect(running.size).toBe(0);
+  });
+});
+
+describe('the api behind the local gateway', () => {
+  test("past its timeout: the request has API Gateway's 500, and the api's calls from then on are refused", async () => {
+    const { client, sent } = countedClient();
+    let lateCall: Promise<unknown> | undefined;
+    const gateway = createLocalGateway({
+      authorizer: async () => ({ isAuthorized: true, context: {} }),
+      api: async () => {
+        await sleep(100);
+        lateCall = putEvent(client).catch((error: unknown) => error);
+        return { statusCode: 200, body: '{}' };
+      },
+      apiTimeoutMs: 50,
+    });
+    const event = buildHttpApiEvent('GET', '/v1/job-types', { headers: { authorization: 'Bearer k' } });
+
+    expect((await gateway(event, lambdaContext(event.requestContext.requestId))).statusCode).toBe(500);
+    await sleep(100);
+    expect(await lateCall).toBeInstanceOf(LambdaTimeoutError);
+    expect(sent).toEqual([]);
   });
 });
