@@ -27,6 +27,7 @@ import { AUTHORIZED_ROUTES, KEY_AUTHORIZER_CACHE_TTL_S } from './api-gateway.js'
 import { QueueFunction, type QueueFunctionName, type QueueFunctionProps } from './queue-function.js';
 import { TABLE_GRANTS } from './table-grants.js';
 import { shardsOfPartition, type StackSettings } from './settings.js';
+import type { QueueSettings } from '../lib/queue/context.js';
 
 export interface QueueStackProps extends StackProps {
   settings: StackSettings;
@@ -34,6 +35,15 @@ export interface QueueStackProps extends StackProps {
 
 /** Lambda's async invoke queue keeps a poller event no longer than this: a late poller would only overlap the next. */
 const SCHEDULED_EVENT_MAX_AGE = Duration.minutes(1);
+
+/**
+ * Each function's Lambda timeout in seconds, as the stack sets it; the local runtime cuts its invocations at the
+ * same. Pollers and sweepers loop for POLLER_RUN_MS; their timeout leaves them room to finish the last poll.
+ */
+export function functionTimeoutsS(queue: Pick<QueueSettings, 'pollerRunMs'>): Record<QueueFunctionName, number> {
+  const loopS = Math.ceil((queue.pollerRunMs + 15_000) / 1000);
+  return { api: API_TIMEOUT_S, authorizer: AUTHORIZER_TIMEOUT_S, worker: WORKER_TIMEOUT_S, poller: loopS, sweeper: loopS };
+}
 
 /** What sets one function apart; the stack gives every function the same log retention and metrics namespace. */
 type FunctionSpec = Omit<QueueFunctionProps, 'entry' | 'logRetention' | 'metricsNamespace'>;
@@ -137,16 +147,15 @@ export class QueueStack extends Stack {
     const queueEnvironment = { ...settings.queueEnvironment, TABLE_NAME: this.table.tableName, EVENT_BUS_NAME: this.eventBus.eventBusName };
     // Functions get where the secret is, never its value: configuration is readable more widely than the secret.
     const withCallbackTokenSecret = { ...queueEnvironment, CALLBACK_TOKEN_SECRET_ARN: callbackTokenSecret.secretArn };
-    // Pollers and sweepers loop for POLLER_RUN_MS; the timeout leaves them room to finish the last poll.
     // The worker refuses the addresses it may not send to, and the api refuses them when a type is defined.
     const targetAddresses = { HTTP_TARGET_PRIVATE_ADDRESSES: settings.httpTargetPrivateAddresses };
-    const loopTimeout = Duration.seconds(Math.ceil((settings.queue.pollerRunMs + 15_000) / 1000));
+    const timeoutsS = functionTimeoutsS(settings.queue);
 
     const worker = queueFunction('Worker', 'worker', {
       description: 'Runs a batch of claimed jobs and records each outcome',
       environment: { ...withCallbackTokenSecret, ...targetAddresses },
       // Lambda's limit; job types are held to what fits in it (MAX_WORKER_ATTEMPT_S).
-      timeout: Duration.seconds(WORKER_TIMEOUT_S),
+      timeout: Duration.seconds(timeoutsS.worker),
       memorySizeMb: 1024,
       // Without a reservation the account's other functions can take all its concurrency, and the worker's batches
       // wait in Lambda's async queue; a batch that waits past its claims costs its jobs no attempt, only time.
@@ -168,7 +177,7 @@ export class QueueStack extends Stack {
     const poller = queueFunction('Poller', 'poller', {
       description: 'Claims due jobs for about a minute and hands them to workers',
       environment: { ...queueEnvironment, WORKER_FUNCTION_NAME: worker.function.functionName },
-      timeout: loopTimeout,
+      timeout: Duration.seconds(timeoutsS.poller),
       memorySizeMb: 512,
       // Each partition's poller may overlap its successor by a moment, never more: a slow minute cannot pile up.
       ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 * settings.pollerPartitions } : {}),
@@ -180,7 +189,7 @@ export class QueueStack extends Stack {
     const sweeper = queueFunction('Sweeper', 'sweeper', {
       description: 'Ends lapsed claims and requeues jobs left behind a cursor',
       environment: queueEnvironment,
-      timeout: loopTimeout,
+      timeout: Duration.seconds(timeoutsS.sweeper),
       memorySizeMb: 256,
       ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 } : {}),
     }).allowPutEvents(this.eventBus);
@@ -189,7 +198,7 @@ export class QueueStack extends Stack {
     const api = queueFunction('Api', 'api', {
       description: 'The HTTP API of the delayed job queue',
       environment: { ...queueEnvironment, ...targetAddresses },
-      timeout: Duration.seconds(API_TIMEOUT_S),
+      timeout: Duration.seconds(timeoutsS.api),
       memorySizeMb: 512,
     }).allowPutEvents(this.eventBus);
 
@@ -197,7 +206,7 @@ export class QueueStack extends Stack {
     const authorizer = queueFunction('Authorizer', 'authorizer', {
       description: 'Admits requests that carry a valid API key or callback token',
       environment: withCallbackTokenSecret,
-      timeout: Duration.seconds(AUTHORIZER_TIMEOUT_S),
+      timeout: Duration.seconds(timeoutsS.authorizer),
       memorySizeMb: 256,
     }).allowReadSecret(callbackTokenSecret);
     return { api, authorizer, poller, worker, sweeper };

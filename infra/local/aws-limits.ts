@@ -55,7 +55,8 @@ export interface LocalAsyncInvokerOptions {
   inFlight: Set<Promise<unknown>>;
   /** Pending deliveries are dropped once aborted, as a stopped runtime's would be. */
   signal?: AbortSignal;
-  onError: (error: unknown) => void;
+  /** A batch whose delivery or worker invocation failed. */
+  onError: (error: unknown, batch: WorkerBatch) => void;
   random?: () => number;
 }
 
@@ -80,14 +81,15 @@ export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promis
       waiting.add(wake);
     });
   const deliver = (payload: string, delayMs: number): void => {
+    // A copy of its own for each delivery, parsed from the JSON Lambda would carry.
+    const batch = JSON.parse(payload) as WorkerBatch;
     const run = (async () => {
       if (delayMs > 0) {
         await wait(delayMs);
         if (options.signal?.aborted) return;
       }
-      // A copy of its own for each delivery, parsed from the JSON Lambda would carry.
-      await runBatch(JSON.parse(payload) as WorkerBatch);
-    })().catch(options.onError);
+      await runBatch(batch);
+    })().catch((error: unknown) => options.onError(error, batch));
     options.inFlight.add(run);
     void run.finally(() => options.inFlight.delete(run));
   };

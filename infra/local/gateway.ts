@@ -18,6 +18,7 @@ import { log } from '../../functions/shared/log.js';
 import { API_TIMEOUT_S } from '../../lib/domain/limits.js';
 import { AUTHORIZER_TIMEOUT_MS, gatewayAnswer, identitySourceOf, KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
 import type { ApiHandler } from './http-server.js';
+import { invokeWithTimeout, LambdaTimeoutError } from './lambda-timeout.js';
 
 /** The REQUEST authorizer event API Gateway builds from a request (payload format 2.0). */
 export function toAuthorizerEvent(event: APIGatewayProxyEventV2, identitySource: string[]): AuthorizerEvent {
@@ -40,16 +41,13 @@ export function toAuthorizerEvent(event: APIGatewayProxyEventV2, identitySource:
 
 const TIMED_OUT: unique symbol = Symbol('timed out');
 
-/** Lambda ends a function at its timeout; locally nothing would, so the gateway stops waiting for its answer instead. */
-async function withinTimeout<T>(answer: Promise<T>, timeoutMs: number): Promise<T | typeof TIMED_OUT> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), timeoutMs);
-  });
+/** Lambda ends a function at its timeout: the gateway stops waiting for its answer then, and its AWS calls from then on are refused. */
+async function withinTimeout<T>(fn: 'api' | 'authorizer', answer: () => Promise<T>, timeoutMs: number): Promise<T | typeof TIMED_OUT> {
   try {
-    return await Promise.race([answer, timedOut]);
-  } finally {
-    clearTimeout(timer);
+    return await invokeWithTimeout(fn, timeoutMs, answer);
+  } catch (error) {
+    if (error instanceof LambdaTimeoutError) return TIMED_OUT;
+    throw error;
   }
 }
 
@@ -82,7 +80,7 @@ async function invokeApi(api: ApiHandler, event: APIGatewayProxyEventV2, context
     log('error', "the api's event is over Lambda's synchronous request payload limit", { requestId, eventBytes, limitBytes: LAMBDA_SYNC_REQUEST_MAX_BYTES });
     return gatewayAnswer('request_too_large');
   }
-  const result = await withinTimeout(api(event, context), timeoutMs);
+  const result = await withinTimeout('api', () => api(event, context), timeoutMs);
   if (result === TIMED_OUT) {
     log('error', 'the api did not answer within its Lambda timeout', { requestId, timeoutMs });
     return gatewayAnswer('function_failed');
@@ -136,7 +134,7 @@ export function createLocalGateway(deps: {
     let result = cache.get(identitySource);
     try {
       if (!result) {
-        const answer = await withinTimeout(deps.authorizer(toAuthorizerEvent(event, identitySource)), timeoutMs);
+        const answer = await withinTimeout('authorizer', () => deps.authorizer(toAuthorizerEvent(event, identitySource)), timeoutMs);
         if (answer === TIMED_OUT) throw new Error(`the authorizer did not answer within ${timeoutMs} ms`);
         result = answer;
         cache.keep(identitySource, result);

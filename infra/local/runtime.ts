@@ -2,7 +2,8 @@
  * The whole system on one machine: DynamoDB Local (or a given endpoint), the
  * table, the api handler behind an HTTP server, the poller and sweeper handlers
  * on loops, and workers run in-process through the same invoker interface the
- * poller uses with Lambda.
+ * poller uses with Lambda; every invocation is cut at its function's Lambda
+ * timeout (./lambda-timeout.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -26,6 +27,7 @@ import { createMemoryPublisher, type LifecycleEvent, type LifecyclePublisher } f
 import { fixedSecret } from '../../lib/aws/secrets.js';
 import { ensureTable } from '../../lib/store/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
+import type { WorkerBatch } from '../../lib/queue/batcher.js';
 import { KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
 import { deployContext } from '../cdk-context.js';
 import { DISK_SYNC_SETTING, readDiskSync, startDynamoDbLocal, type DiskSync, type DynamoDbLocal } from './dynamodb-local.js';
@@ -36,6 +38,8 @@ import { LOCAL_ACCOUNT_ID } from './iam/local-policies.js';
 import { QUEUE_FUNCTIONS, readStackPolicies, type QueueFunctionName } from './iam/stack-policies.js';
 import { admitted, LOCAL_API_ADMISSION, type AdmissionLimits } from './admission.js';
 import { createLocalAsyncInvoker, enforceEventBridgeLimits, workerDeliveryFrom, type WorkerDelivery } from './aws-limits.js';
+import { invokeWithTimeout, type InvocationContext } from './lambda-timeout.js';
+import { functionTimeoutsS } from '../queue-stack.js';
 import { createLocalGateway } from './gateway.js';
 import { createHttpServer } from './http-server.js';
 
@@ -85,14 +89,6 @@ async function keptSecret(given: string | undefined, file: string, prefix: strin
   }
 }
 
-/** A Lambda-like clock for a handler invoked locally: it may run for `ms`. */
-const invocationContext = (ms: number) => {
-  const deadline = Date.now() + ms;
-  return { getRemainingTimeInMillis: () => deadline - Date.now() };
-};
-
-const LOOP_INVOCATION_MS = 60_000;
-
 /** The functions that answer requests, whose DynamoDB calls must fit inside their Lambda timeouts. */
 const REQUEST_PATHS: ReadonlySet<QueueFunctionName> = new Set(['api', 'authorizer']);
 
@@ -111,6 +107,14 @@ function functionContexts(iam: LocalIam, clientOptions: DynamoClientOptions, set
 export interface LocalRuntimeOptions {
   /** How worker batches reach the worker; LOCAL_WORKER_* settings otherwise (see aws-limits.ts). */
   workerDelivery?: WorkerDelivery;
+  /** Each function's Lambda timeout, at which its invocations are cut (./lambda-timeout.ts): the stack's unless a test wants one shorter. */
+  functionTimeoutsMs?: Partial<Record<QueueFunctionName, number>>;
+}
+
+/** The stack's timeouts for these settings, with `overridesMs` over them. */
+function functionTimeoutsMs(settings: QueueSettings, overridesMs: Partial<Record<QueueFunctionName, number>> = {}): Record<QueueFunctionName, number> {
+  const stackS = functionTimeoutsS(settings);
+  return Object.fromEntries(QUEUE_FUNCTIONS.map((fn) => [fn, overridesMs[fn] ?? stackS[fn] * 1000])) as Record<QueueFunctionName, number>;
 }
 
 export async function startLocalRuntime(env: Env = process.env, options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
@@ -145,6 +149,10 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   };
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
+  const timeoutsMs = functionTimeoutsMs(settings, options.functionTimeoutsMs);
+  // An invocation cut at its timeout may still be running: stop waits for it as for any other.
+  const invoke = <T>(fn: QueueFunctionName, handler: (context: InvocationContext) => Promise<T>): Promise<T> =>
+    invokeWithTimeout(fn, timeoutsMs[fn], handler, { running: inFlight });
 
   // One process runs both, so the roster shows it once as a poller and once as a worker, under one id.
   const identity = processIdentity();
@@ -152,19 +160,19 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   // Lambda's async invoke as deployed: its payload limit, and late, throttled or twice-delivered batches when asked for.
   const invoker = iam.invokerFor(
     'poller',
-    createLocalAsyncInvoker(workerHandler, {
+    createLocalAsyncInvoker((batch) => invoke('worker', () => workerHandler(batch)), {
       delivery: options.workerDelivery ?? workerDeliveryFrom(env),
       inFlight,
       signal: shutdown.signal,
-      onError: (error) => log('error', 'worker invocation failed', { error }),
+      onError: logWorkerFailure,
     }),
   );
   const pollerHandler = createPollerHandler({ ctx: contexts.poller, invoker, identity, signal: shutdown.signal });
   const sweeperHandler = createSweeperHandler({ ctx: contexts.sweeper, registry, signal: shutdown.signal });
 
   const loops = [
-    invokeUntil(shutdown.signal, () => pollerHandler({}, invocationContext(LOOP_INVOCATION_MS))),
-    invokeUntil(shutdown.signal, () => sweeperHandler({}, invocationContext(LOOP_INVOCATION_MS))),
+    invokeUntil(shutdown.signal, 'poller', () => invoke('poller', (context) => pollerHandler({}, context))),
+    invokeUntil(shutdown.signal, 'sweeper', () => invoke('sweeper', (context) => sweeperHandler({}, context))),
   ];
 
   const authorizer = createAuthorizer({
@@ -172,7 +180,9 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
     ...(env.API_TOKEN ? { staticAdminToken: env.API_TOKEN } : {}),
     callbackTokenSecret: fixedSecret(callbackTokenSecret),
   });
-  const gateway = createLocalGateway({ authorizer, api: createApiHandler({ ctx: contexts.api, registry }), authorizerCacheTtlMs: authorizerCacheTtlMs(env) });
+  const api = createApiHandler({ ctx: contexts.api, registry });
+  const timeouts = { authorizerTimeoutMs: timeoutsMs.authorizer, apiTimeoutMs: timeoutsMs.api };
+  const gateway = createLocalGateway({ authorizer, api, ...timeouts, authorizerCacheTtlMs: authorizerCacheTtlMs(env) });
   const server = createHttpServer(admitted(gateway, apiAdmission(env)));
   await listen(server, port);
 
@@ -204,6 +214,12 @@ function logDenial(decision: IamDecision): void {
   log('error', 'IAM check denied a call', { function: fn, action: request.action, resource: request.resource, context: request.context });
 }
 
+/** The stack sets the worker's async retryAttempts to 0: Lambda sends a batch whose invocation failed to the dead-letter queue. */
+function logWorkerFailure(error: unknown, batch: WorkerBatch): void {
+  const jobs = batch.jobs.map(({ type, id, attempt }) => ({ type, id, attempt }));
+  log('error', 'worker invocation failed; not retried, and deployed its batch would go to the dead-letter queue', { error, jobs });
+}
+
 /** AUTHORIZER_CACHE_TTL_S, locally only: the stack's TTL unless a test or a demo of revocation wants it shorter. */
 function authorizerCacheTtlMs(env: Env): number {
   return integerSetting(env, 'AUTHORIZER_CACHE_TTL_S', KEY_AUTHORIZER_CACHE_TTL_S, 0, 3600) * 1000;
@@ -218,13 +234,16 @@ function apiAdmission(env: Env): AdmissionLimits {
   };
 }
 
-/** EventBridge starts a poller and a sweeper every minute; locally each next invocation starts as the last one ends. */
-async function invokeUntil(signal: AbortSignal, invoke: () => Promise<unknown>): Promise<void> {
+/**
+ * EventBridge starts a poller and a sweeper every minute; locally each next invocation starts as the last one
+ * ends, or is cut at its timeout, as the next tick would start one whatever became of the last.
+ */
+async function invokeUntil(signal: AbortSignal, fn: QueueFunctionName, invoke: () => Promise<unknown>): Promise<void> {
   while (!signal.aborted) {
     try {
       await invoke();
     } catch (error) {
-      log('error', 'local invocation failed', { error });
+      log('error', `${fn} invocation failed`, { error });
     }
   }
 }

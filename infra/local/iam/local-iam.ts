@@ -7,6 +7,7 @@
  * AWS they are `events:PutEvents` and `lambda:InvokeFunction` calls, so they
  * are checked as those. With an index lag, every function's queries on the
  * `due` index also answer as AWS's eventually consistent index may (../index-lag.ts).
+ * Every one of them is refused to an invocation past its Lambda timeout (../lambda-timeout.ts).
  */
 import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../lib/store/client.js';
 import type { LifecyclePublisher } from '../../../lib/domain/lifecycle-events.js';
@@ -15,6 +16,7 @@ import { TABLE_SCHEMA } from '../../../lib/store/table.js';
 import { enforceAwsRules } from '../dynamodb-rules.js';
 import { IndexJournal } from '../index-journal.js';
 import { consistentReader, lagIndexOf } from '../index-lag.js';
+import { assertWithinTimeout, cutAtLambdaTimeout } from '../lambda-timeout.js';
 import { checkCallsOf, createIamCheck, type IamCheck, type IamDecision } from './iam-check.js';
 import { localPolicies, type LocalAccount } from './local-policies.js';
 import { lambdaInvokeRequests, putEventsRequests } from './requests.js';
@@ -56,19 +58,24 @@ export function createLocalIam(stack: StackPolicies, account: LocalAccount, opti
       checkCallsOf(clients.base, 'DynamoDB', check.forFunction(fn));
       enforceAwsRules(clients.base, [TABLE_SCHEMA.partitionKey, TABLE_SCHEMA.sortKey]);
       if (indexLagMs > 0) lagIndexOf(clients.base, journalFor(clientOptions), account.tableName);
+      cutAtLambdaTimeout(clients.base);
       return clients;
     },
     indexJournal: () => journal,
-    sdkClientFor: (fn, client, service) => checkCallsOf(client, service, check.forFunction(fn)),
+    sdkClientFor: (fn, client, service) => cutAtLambdaTimeout(checkCallsOf(client, service, check.forFunction(fn))),
     publisherFor: (fn, publisher) => ({
       publish: async (events) => {
-        if (events.length > 0) await check.forFunction(fn).authorize(putEventsRequests([arns.lifecycleBus], account));
+        if (events.length > 0) {
+          await check.forFunction(fn).authorize(putEventsRequests([arns.lifecycleBus], account));
+          assertWithinTimeout();
+        }
         await publisher.publish(events);
       },
     }),
     invokerFor: (fn, invoker) => ({
       invoke: async (batch) => {
         await check.forFunction(fn).authorize(lambdaInvokeRequests(arns.workerFunction, account));
+        assertWithinTimeout();
         await invoker.invoke(batch);
       },
     }),
