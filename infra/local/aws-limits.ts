@@ -108,7 +108,7 @@ export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promis
         const error = new Error(
           `a worker batch of ${bytes} bytes would have an on-failure record of up to ${maxFailureRecordBytes(bytes)} bytes, over the dead-letter queue's ${FAILURE_DESTINATION_MAX_BYTES}: its jobs would be lost if it failed`,
         );
-        options.onError(error);
+        options.onError(error, batch);
         throw error;
       }
       const throttled = delivery.throttledPercent > 0 && random() * 100 < delivery.throttledPercent;
