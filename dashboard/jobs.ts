@@ -236,6 +236,7 @@ export function jobView(context: ViewContext, type: string, id: string, notice?:
         ...field('weight', job.weight),
         ...field('throttle key', job.throttle_key ?? ABSENT),
         ...field('correlation key', job.correlation_key ?? ABSENT),
+        ...field('trace', job.traceparent ?? ABSENT),
       ),
       ...(job.progress ? progressSection(job.progress) : []),
       h('h3', {}, 'Data'),

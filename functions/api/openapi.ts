@@ -108,7 +108,11 @@ function operationObject(operation: Operation, components: Record<string, JsonSc
     operationId: operation.route,
     summary: operation.summary,
     security: security(operation.access),
-    parameters: [...pathParameters(operation.path), ...queryParameters(operation.query, components)],
+    parameters: [
+      ...pathParameters(operation.path),
+      ...queryParameters(operation.query, components),
+      ...(operation.headers ?? []).map(({ name, description, pattern }) => ({ name, in: 'header', required: false, description, schema: { type: 'string', pattern } })),
+    ],
     ...(operation.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(operation.body, components, 'input') } } } } : {}),
     responses: Object.fromEntries([...successes, ...errorResponses(operation)]),
   };

@@ -29,7 +29,23 @@ export interface Operation {
   responses: Readonly<Partial<Record<SuccessStatus, z.ZodType>>>;
   body?: z.ZodType;
   query?: z.ZodType;
+  /** Request headers it reads, beside the key. */
+  headers?: readonly HeaderParameter[];
 }
+
+export interface HeaderParameter {
+  name: string;
+  description: string;
+  pattern: string;
+}
+
+/** An enqueue's W3C trace context (lib/domain/trace-context.ts): later versions' extra fields are read past. */
+const TRACEPARENT_HEADER: HeaderParameter = {
+  name: 'traceparent',
+  description: 'W3C trace context of the request: its jobs are kept in that trace, and each attempt runs as a child span. Not one: 400.',
+  pattern: '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$',
+};
+const TRACED = [TRACEPARENT_HEADER] as const;
 
 const READ_ANY: Access = { kind: 'any_type', action: 'read' };
 /** A schedule's type is in its body or item: the routes check schedule:<type> or read:<type> themselves. */
@@ -46,11 +62,11 @@ export const OPERATIONS = [
   { method: 'POST', path: '/v1/job-types/{name}/resume', access: ADMIN, route: 'resumeJobType', summary: 'Claim the type’s jobs again', responses: { 200: jobTypeSchema } },
   { method: 'GET', path: '/v1/stats', access: READ_ANY, route: 'stats', summary: 'Due, scheduled and running jobs per type', responses: { 200: statsSchema } },
   { method: 'GET', path: '/v1/metrics', access: READ_ANY, route: 'metrics', summary: 'Per-minute outcomes and lag per type', responses: { 200: metricsSchema }, query: metricsQuerySchema },
-  { method: 'POST', path: '/v1/jobs/{type}', access: typeScope('enqueue'), route: 'enqueueWithServerId', summary: 'Enqueue a job under a new server id', responses: { 201: jobSchema }, body: jobInputSchema },
+  { method: 'POST', path: '/v1/jobs/{type}', access: typeScope('enqueue'), route: 'enqueueWithServerId', summary: 'Enqueue a job under a new server id', responses: { 201: jobSchema }, body: jobInputSchema, headers: TRACED },
   { method: 'GET', path: '/v1/jobs/{type}', access: typeScope('read'), route: 'listJobs', summary: 'List the type’s jobs by status', responses: { 200: jobPageSchema }, query: listJobsQuerySchema },
-  { method: 'POST', path: '/v1/jobs/{type}/batch', access: typeScope('enqueue'), route: 'enqueueBatch', summary: 'Enqueue up to 100 jobs, each answered on its own', responses: { 200: batchResultSchema }, body: batchDocumentSchema },
+  { method: 'POST', path: '/v1/jobs/{type}/batch', access: typeScope('enqueue'), route: 'enqueueBatch', summary: 'Enqueue up to 100 jobs, each answered on its own', responses: { 200: batchResultSchema }, body: batchDocumentSchema, headers: TRACED },
   { method: 'POST', path: '/v1/jobs/{type}/bulk', access: typeScope('enqueue'), route: 'startBulk', summary: 'Start a bulk retry or cancel of the type’s jobs (idempotent)', responses: { 202: bulkOperationSchema, 200: bulkOperationSchema }, body: bulkRequestSchema },
-  { method: 'PUT', path: '/v1/jobs/{type}/{id}', access: typeScope('enqueue'), route: 'enqueueWithId', summary: 'Enqueue a job under its own id (idempotent)', responses: { 201: jobSchema, 200: jobSchema }, body: jobInputSchema },
+  { method: 'PUT', path: '/v1/jobs/{type}/{id}', access: typeScope('enqueue'), route: 'enqueueWithId', summary: 'Enqueue a job under its own id (idempotent)', responses: { 201: jobSchema, 200: jobSchema }, body: jobInputSchema, headers: TRACED },
   { method: 'GET', path: '/v1/jobs/{type}/{id}', access: typeScope('read'), route: 'getJob', summary: 'One job with its history', responses: { 200: jobSchema } },
   { method: 'POST', path: '/v1/jobs/{type}/{id}', access: { kind: 'callback' }, route: 'callback', summary: 'Status callback: end the open attempt', responses: { 200: jobSchema }, body: callbackSchema },
   { method: 'DELETE', path: '/v1/jobs/{type}/{id}', access: typeScope('enqueue'), route: 'cancel', summary: 'Cancel a queued job', responses: { 200: jobSchema } },
@@ -59,7 +75,7 @@ export const OPERATIONS = [
   { method: 'POST', path: '/v1/jobs/{type}/{id}/replay', access: typeScope('enqueue'), route: 'replay', summary: 'Run a finished job again', responses: { 201: jobSchema } },
   { method: 'POST', path: '/v1/callbacks/{correlation_key}', access: { kind: 'any_type', action: 'callback' }, route: 'callbackByCorrelationKey', summary: 'Status callback for the unfinished job holding a correlation key, among the types the key may call back', responses: { 200: jobSchema }, body: correlationCallbackSchema },
   { method: 'GET', path: '/v1/operations/{id}', access: READ_ANY, route: 'getOperation', summary: 'A bulk operation’s progress (read scope on its type)', responses: { 200: bulkOperationSchema } },
-  { method: 'POST', path: '/jobber/queue', access: { kind: 'any_type', action: 'enqueue' }, route: 'jobberQueue', summary: 'Enqueue in the Jobber format: the type in the body', responses: { 201: jobberQueueResultSchema }, body: jobberQueueSchema },
+  { method: 'POST', path: '/jobber/queue', access: { kind: 'any_type', action: 'enqueue' }, route: 'jobberQueue', summary: 'Enqueue in the Jobber format: the type in the body', responses: { 201: jobberQueueResultSchema }, body: jobberQueueSchema, headers: TRACED },
   { method: 'POST', path: '/v1/keys', access: ADMIN, route: 'createKey', summary: 'Create an API key (the key is shown once)', responses: { 201: createdApiKeySchema }, body: apiKeyInputSchema },
   { method: 'GET', path: '/v1/keys', access: ADMIN, route: 'listKeys', summary: 'List API keys (never the keys themselves)', responses: { 200: apiKeyListSchema } },
   { method: 'DELETE', path: '/v1/keys/{id}', access: ADMIN, route: 'revokeKey', summary: 'Revoke an API key', responses: { 200: apiKeySchema } },

@@ -50,6 +50,13 @@ export interface ListOptions {
   cursor?: string | null;
 }
 
+/** The trace an enqueue belongs to: a W3C `traceparent`, sent as that header. */
+export interface TraceOptions {
+  traceparent?: string;
+}
+
+const traceHeaders = (traceparent: string | undefined): Record<string, string> => (traceparent !== undefined ? { traceparent } : {});
+
 export interface QueueClient extends ScheduleMethods, AdminMethods, BulkMethods {
   /** `PUT /v1/job-types/{name}`: creates or replaces a job type. Retried. */
   defineType(name: string, body: JobTypeBody): Promise<DefinedJobType>;
@@ -59,10 +66,11 @@ export interface QueueClient extends ScheduleMethods, AdminMethods, BulkMethods 
   /**
    * Enqueues a job: with `id` by `PUT /v1/jobs/{type}/{id}` (the same body again returns the same job, so it
    * is retried); without, by `POST /v1/jobs/{type}` with a server id (not retried: a retry could enqueue it twice).
+   * `traceparent` (W3C trace context, e.g. the active span's) puts the job in that trace: its attempts run as child spans.
    */
-  enqueue(type: string, job?: EnqueueJob, options?: { id?: string }): Promise<Job>;
+  enqueue(type: string, job?: EnqueueJob, options?: { id?: string } & TraceOptions): Promise<Job>;
   /** Up to 100 jobs, a result per item (an item's refusal is in its result, not thrown). Retried when every job has an id. */
-  enqueueBatch(type: string, jobs: (EnqueueJob & { id?: string })[]): Promise<BatchResult>;
+  enqueueBatch(type: string, jobs: (EnqueueJob & { id?: string })[], options?: TraceOptions): Promise<BatchResult>;
   get(type: string, id: string): Promise<Job>;
   /** One page of a type's jobs in one status. */
   list(type: string, options: ListOptions): Promise<JobPage>;
@@ -132,15 +140,16 @@ export function createClient(options: ClientOptions): QueueClient {
     defineType: (name, body) => request({ method: 'PUT', path: ['v1', 'job-types', name], body, idempotent: true }),
     getType: (name) => request({ method: 'GET', path: ['v1', 'job-types', name], idempotent: true }),
     listTypes: async () => (await request<{ job_types: JobType[] }>({ method: 'GET', path: ['v1', 'job-types'], idempotent: true })).job_types,
-    enqueue: (type, job, { id } = {}) =>
+    enqueue: (type, job, { id, traceparent } = {}) =>
       id === undefined
-        ? request({ method: 'POST', path: ['v1', 'jobs', type], body: wireBody(job ?? {}), idempotent: false })
-        : request({ method: 'PUT', path: ['v1', 'jobs', type, id], body: wireBody(job ?? {}), idempotent: true }),
-    enqueueBatch: (type, jobs) =>
+        ? request({ method: 'POST', path: ['v1', 'jobs', type], body: wireBody(job ?? {}), headers: traceHeaders(traceparent), idempotent: false })
+        : request({ method: 'PUT', path: ['v1', 'jobs', type, id], body: wireBody(job ?? {}), headers: traceHeaders(traceparent), idempotent: true }),
+    enqueueBatch: (type, jobs, { traceparent } = {}) =>
       request({
         method: 'POST',
         path: ['v1', 'jobs', type, 'batch'],
         body: { jobs: jobs.map(({ id, ...job }) => ({ ...(id !== undefined ? { id } : {}), ...wireBody(job) })) },
+        headers: traceHeaders(traceparent),
         idempotent: jobs.every((job) => job.id !== undefined),
       }),
     get: (type, id) => request({ method: 'GET', path: ['v1', 'jobs', type, id], idempotent: true }),

@@ -30,6 +30,8 @@ export interface Call {
   path: string[];
   query?: Record<string, string | number | undefined | null>;
   body?: unknown;
+  /** Headers of its own beside the key and content type, e.g. `traceparent`. */
+  headers?: Record<string, string>;
   /** Safe to send again: it names what it changes, so a second copy changes nothing more. */
   idempotent: boolean;
 }
@@ -65,7 +67,7 @@ export function createRequester(options: ClientOptions): Requester {
 
   return async function request<T>(call: Call): Promise<T> {
     const url = urlOf(call);
-    const headers: Record<string, string> = { authorization: `Bearer ${options.token}`, accept: 'application/json' };
+    const headers: Record<string, string> = { ...call.headers, authorization: `Bearer ${options.token}`, accept: 'application/json' };
     const body = call.body === undefined ? undefined : JSON.stringify(call.body);
     if (body !== undefined) headers['content-type'] = 'application/json';
     for (let tries = 1; ; tries++) {

@@ -193,6 +193,8 @@ export interface Job {
   correlation_key: string | null;
   /** The schedule that made the job, or null. */
   schedule: string | null;
+  /** The W3C traceparent of the request that enqueued it (a schedule's fire starts its own), or null. */
+  traceparent: string | null;
   created_at: string | null;
   updated_at: string | null;
   finished_at: string | null;

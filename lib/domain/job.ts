@@ -84,6 +84,11 @@ interface JobChoices {
   correlationKey?: string;
   /** The schedule that made the job, at one of its fire times; absent on every other job, so they cost nothing more. */
   schedule?: string;
+  /**
+   * The W3C `traceparent` of the request that enqueued it (a schedule's fire starts a trace of its own); each attempt
+   * runs as a span of that trace (domain/trace-context.ts). Not part of what makes a repeated enqueue the same job.
+   */
+  traceparent?: string;
 }
 
 /** A job as stored: the source of truth for its status, data, attempts and history. */

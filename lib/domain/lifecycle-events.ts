@@ -25,6 +25,8 @@ export interface LifecycleEvent {
   error?: AttemptError;
   /** The schedule that made the job, when one did. */
   schedule?: string;
+  /** The job's trace context, when it has one: an event is part of the trace its job was enqueued in. */
+  traceparent?: string;
 }
 
 /** Where lifecycle events go. `publish` never rejects: an implementation reports its own delivery failures. */
@@ -52,11 +54,15 @@ export function createMemoryPublisher(
   };
 }
 
-const scheduleOf = (job: Job): { schedule?: string } => (job.schedule !== undefined ? { schedule: job.schedule } : {});
+/** What an event says of where its job came from: the schedule that made it, the trace it was enqueued in. */
+const originOf = (job: Job): { schedule?: string; traceparent?: string } => ({
+  ...(job.schedule !== undefined ? { schedule: job.schedule } : {}),
+  ...(job.traceparent !== undefined ? { traceparent: job.traceparent } : {}),
+});
 
 /** The events for an attempt that ended as `ending` and moved the job (now `after`) to `next`. */
 export function eventsForEndedAttempt(after: Job, ending: AttemptEnding, next: NextState): LifecycleEvent[] {
-  const base = { type: after.type, id: after.id, attempt: after.attempt, status: after.status, atMs: after.updatedAtMs, ...scheduleOf(after) };
+  const base = { type: after.type, id: after.id, attempt: after.attempt, status: after.status, atMs: after.updatedAtMs, ...originOf(after) };
   if (ending.outcome === 'succeeded') return [{ ...base, name: 'job.succeeded', outcome: 'succeeded' }];
   if (ending.outcome === 'expired') return [{ ...base, name: 'job.expired', outcome: 'expired' }];
   const failed: LifecycleEvent = { ...base, name: 'job.failed', outcome: next.outcome, error: ending.failure.error };
@@ -75,6 +81,6 @@ export function eventForUnstartedJob(job: Job, name: 'job.cancelled' | 'job.expi
     outcome: name === 'job.cancelled' ? 'cancelled' : 'expired',
     status: job.status,
     atMs: job.updatedAtMs,
-    ...scheduleOf(job),
+    ...originOf(job),
   };
 }

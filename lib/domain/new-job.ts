@@ -92,6 +92,7 @@ export function newJob(jobType: JobType, id: string, input: JobInput, nowMs: num
     ...(input.timeWindows ? { timeWindows: input.timeWindows } : {}),
     ...(input.correlationKey !== undefined ? { correlationKey: input.correlationKey } : {}),
     ...(input.schedule !== undefined ? { schedule: input.schedule } : {}),
+    ...(input.traceparent !== undefined ? { traceparent: input.traceparent } : {}),
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     history: [],

@@ -11,6 +11,7 @@
 import pLimit from 'p-limit';
 import { ConflictError, ValidationError } from '../domain/errors.js';
 import { isTerminal, type JobInput } from '../domain/job.js';
+import { newTraceparent } from '../domain/trace-context.js';
 import type { JobType } from '../domain/job-type.js';
 import { dueFires, scheduledJobId, type Schedule, type ScheduleFire } from '../domain/schedule.js';
 import { dueScheduleNames, readSchedule, writeSchedule } from '../store/schedules.js';
@@ -44,6 +45,7 @@ export function scheduledJobInput(schedule: Pick<Schedule, 'name' | 'data' | 'pr
     ...(schedule.throttleKey !== undefined ? { throttleKey: schedule.throttleKey } : {}),
     runAfterMs: fireAtMs,
     schedule: schedule.name,
+    traceparent: newTraceparent(),
   };
 }
 

@@ -24,6 +24,7 @@ import type { TargetOutcome, TargetRun } from '../targets/index.js';
 import { effectiveWindows, firstInstantInWindows } from '../domain/windows.js';
 import { ownEntry } from '../domain/own.js';
 import { MAX_WORKER_ATTEMPT_S } from '../domain/limits.js';
+import { childTraceparent } from '../domain/trace-context.js';
 
 export { AWAIT_CALLBACK, failureFromError, type JobContext, type JobHandler } from '../targets/handler.js';
 
@@ -72,6 +73,7 @@ async function runAttempt(
       if (!(await recordProgress(ctx, guard, report))) claimLost();
     },
     nowMs: ctx.nowMs,
+    traceparent: job.traceparent !== undefined ? childTraceparent(job.traceparent) : undefined,
   };
   const stopped = new Promise<never>((_, reject) => {
     controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });

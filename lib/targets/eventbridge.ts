@@ -17,9 +17,9 @@ export interface EventBridgeTargetOptions {
 
 type EventTarget = { bus: string; detailType: string; source: string };
 
-/** The PutEvents entry that puts `job` on the target's bus at `time`. */
-function eventEntry(target: EventTarget, job: Readonly<Job>, time: Date): PutEventsRequestEntry {
-  return { EventBusName: target.bus, Source: target.source, DetailType: target.detailType, Detail: JSON.stringify(jobEnvelope(job)), Time: time };
+/** The PutEvents entry that puts `job` on the target's bus at `time`, in the attempt's trace when it has one. */
+function eventEntry(target: EventTarget, job: Readonly<Job>, time: Date, traceparent: string | undefined): PutEventsRequestEntry {
+  return { EventBusName: target.bus, Source: target.source, DetailType: target.detailType, Detail: JSON.stringify(jobEnvelope(job, traceparent)), Time: time };
 }
 
 /**
@@ -30,7 +30,8 @@ function eventEntry(target: EventTarget, job: Readonly<Job>, time: Date): PutEve
 export function assertJobFitsTarget(jobType: Pick<JobType, 'target'>, job: Job): void {
   const { target } = jobType;
   if (target.kind !== 'eventbridge') return;
-  const bytes = putEventsEntryBytes(eventEntry(target, { ...job, attempt: job.maxAttempts }, new Date(job.createdAtMs)));
+  // An attempt's traceparent is as long as the job's.
+  const bytes = putEventsEntryBytes(eventEntry(target, { ...job, attempt: job.maxAttempts }, new Date(job.createdAtMs), job.traceparent));
   if (bytes >= PUT_EVENTS_MAX_BYTES) {
     throw new PayloadTooLargeError(
       'data',
@@ -45,7 +46,7 @@ export async function runEventBridgeTarget(
   client: EventBridgeClient,
   options: EventBridgeTargetOptions = {},
 ): Promise<TargetOutcome> {
-  const entry = eventEntry(target, run.job, new Date(run.nowMs()));
+  const entry = eventEntry(target, run.job, new Date(run.nowMs()), run.traceparent);
   const bytes = putEventsEntryBytes(entry);
   // Enqueue refuses such data, but a job queued before its type's target became this one may still carry it:
   // sending it again could never succeed.

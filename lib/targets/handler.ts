@@ -24,6 +24,11 @@ export interface JobContext {
   progress(report: ProgressReport): Promise<void>;
   /** Aborted when the attempt reaches the type's `timeout_s` or loses its claim. */
   readonly signal: AbortSignal;
+  /**
+   * This attempt's W3C `traceparent`: a span of the trace the job was enqueued in, whose parent is the enqueue's.
+   * Parent the handler's own spans and requests on it. Undefined when the job was enqueued without one.
+   */
+  readonly traceparent?: string | undefined;
 }
 
 export type JobHandler = (data: unknown, context: JobContext) => unknown;
@@ -39,7 +44,7 @@ export function failureFromError(error: unknown): AttemptFailure {
 
 export async function runHandlerTarget(handler: JobHandler, run: TargetRun): Promise<TargetOutcome> {
   try {
-    const value = await handler(run.job.data, { job: run.job, signal: run.signal, heartbeat: run.heartbeat, progress: run.progress });
+    const value = await handler(run.job.data, { job: run.job, signal: run.signal, heartbeat: run.heartbeat, progress: run.progress, traceparent: run.traceparent });
     return value === AWAIT_CALLBACK ? { kind: 'awaiting_callback' } : { kind: 'succeeded', result: value };
   } catch (error) {
     return { kind: 'failed', failure: failureFromError(error) };

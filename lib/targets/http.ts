@@ -176,12 +176,13 @@ export async function runHttpTarget(
   const where = `${url.origin}${url.pathname}`;
   const { current: callbackTokenSecret } = await deps.callbackTokenSecret.versions();
   const body = JSON.stringify({
-    ...jobEnvelope(run.job),
+    ...jobEnvelope(run.job, run.traceparent),
     callback_url: callbackUrl(deps.apiBaseUrl, callbackTokenSecret, run.job),
   });
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'delayed-job-queue',
+    ...(run.traceparent !== undefined ? { traceparent: run.traceparent } : {}),
     ...signedHeaders(signingSecret, Math.floor(run.nowMs() / 1000), body),
   };
   try {

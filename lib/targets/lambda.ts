@@ -27,7 +27,7 @@ const field = (value: unknown, name: string): unknown =>
 export async function runLambdaTarget(run: TargetRun, target: { functionName: string }, client: LambdaClient): Promise<TargetOutcome> {
   let response: InvokeResponse;
   try {
-    response = await invokeFunction(client, target.functionName, jobEnvelope(run.job), run.signal);
+    response = await invokeFunction(client, target.functionName, jobEnvelope(run.job, run.traceparent), run.signal);
   } catch (error) {
     const name = error instanceof Error ? error.name : 'InvokeError';
     const message = error instanceof Error ? error.message : String(error);

@@ -21,6 +21,8 @@ export interface TargetRun {
   /** Records how far the attempt got (see JobContext.progress). */
   progress(report: ProgressReport): Promise<void>;
   nowMs(): number;
+  /** This attempt's span in the job's trace (a child of the enqueue's); absent for a job enqueued without one. */
+  readonly traceparent?: string | undefined;
 }
 
 export const failed = (errorClass: string, message: string, extra: Omit<AttemptFailure, 'error' | 'retryable'> & { retryable?: boolean } = {}): TargetOutcome => {
@@ -28,7 +30,10 @@ export const failed = (errorClass: string, message: string, extra: Omit<AttemptF
   return { kind: 'failed', failure: { error: { class: errorClass, message }, retryable, ...rest } };
 };
 
-/** What a target sends as the job: the same envelope for http, lambda and eventbridge. */
-export function jobEnvelope(job: Readonly<Job>): { id: string; type: string; attempt: number; data: unknown } {
-  return { id: job.id, type: job.type, attempt: job.attempt, data: job.data };
+/**
+ * What a target sends as the job: the same envelope for http, lambda and eventbridge. Lambda and EventBridge
+ * carry no headers, so the attempt's `traceparent` travels in it; an http target gets it as its header too.
+ */
+export function jobEnvelope(job: Readonly<Job>, traceparent?: string): { id: string; type: string; attempt: number; data: unknown; traceparent?: string } {
+  return { id: job.id, type: job.type, attempt: job.attempt, data: job.data, ...(traceparent !== undefined ? { traceparent } : {}) };
 }

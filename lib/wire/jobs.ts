@@ -118,6 +118,7 @@ export function jobToApi(job: Job): Record<string, unknown> {
     throttle_key: job.throttleKey ?? null,
     correlation_key: job.correlationKey ?? null,
     schedule: job.schedule ?? null,
+    traceparent: job.traceparent ?? null,
     created_at: isoOrNull(job.createdAtMs),
     updated_at: isoOrNull(job.updatedAtMs),
     finished_at: isoOrNull(job.finishedAtMs),
@@ -178,6 +179,10 @@ export const jobSchema = z
     throttle_key: z.string().nullable(),
     correlation_key: z.string().nullable(),
     schedule: z.string().nullable().meta({ description: 'The schedule that made the job' }),
+    traceparent: z
+      .string()
+      .nullable()
+      .meta({ description: "The W3C traceparent of the request that enqueued it (a schedule's fire starts its own); each attempt runs as a child span" }),
     created_at: instantSchema.nullable(),
     updated_at: instantSchema.nullable(),
     finished_at: instantSchema.nullable(),

@@ -12,5 +12,6 @@ export function lifecycleEventDetail(event: LifecycleEvent): Record<string, unkn
     at: new Date(event.atMs).toISOString(),
     error: event.error ?? null,
     ...(event.schedule !== undefined ? { schedule: event.schedule } : {}),
+    ...(event.traceparent !== undefined ? { traceparent: event.traceparent } : {}),
   };
 }

@@ -251,4 +251,14 @@ describe('an eventbridge type’s data', () => {
     expect((await api.put('/v1/jobs/events/fits', { data: jsonStringOf(room) })).status).toBe(201);
     expect((await api.put('/v1/jobs/events/over', { data: jsonStringOf(room + 1) })).status).toBe(413);
   });
+
+  test('a traced job counts the traceparent its event will carry', async () => {
+    const { api } = fixture();
+    expect((await api.put('/v1/job-types/events', { target, attempts: 100 })).status).toBe(201);
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const envelopeBytes = jsonBytes({ id: 'fits', type: 'events', attempt: 100, data: '', traceparent }) - 2;
+    const room = PUT_EVENTS_MAX_BYTES - 1 - 14 - utf8Bytes('shop') - utf8Bytes('order.due') - envelopeBytes;
+    expect((await api.put('/v1/jobs/events/fits', { data: jsonStringOf(room) }, { headers: { traceparent } })).status).toBe(201);
+    expect((await api.put('/v1/jobs/events/over', { data: jsonStringOf(room + 1) }, { headers: { traceparent } })).status).toBe(413);
+  });
 });

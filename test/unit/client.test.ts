@@ -42,6 +42,16 @@ describe('requests', () => {
     expect(sent[0]!.headers.authorization).toBe('Bearer k-1');
   });
 
+  test('enqueue and enqueueBatch send their traceparent option as the traceparent header, and no such header without it', async () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const { fetchImpl, sent } = stubFetch(ok(job('x')), ok({ results: [] }), ok(job('y')));
+    const client = createClient({ url: 'http://q', token: 't', fetch: fetchImpl });
+    await client.enqueue('emails', { data: 1 }, { id: 'x', traceparent });
+    await client.enqueueBatch('emails', [{ data: 2 }], { traceparent });
+    await client.enqueue('emails', { data: 3 }, { id: 'y' });
+    expect(sent.map((request) => request.headers.traceparent)).toEqual([traceparent, traceparent, undefined]);
+  });
+
   test('enqueue sends Dates as ISO strings, leaves out what is not given, and JSON with its content type', async () => {
     const { fetchImpl, sent } = stubFetch(ok(job('x')));
     await createClient({ url: 'http://q', token: 't', fetch: fetchImpl }).enqueue(

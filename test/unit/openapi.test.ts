@@ -25,3 +25,12 @@ test('a named schema that reads differently accepted and written is refused, not
   const thing = z.strictObject({ size: z.number().default(1) }).meta({ id: 'Thing' });
   expect(() => openApiDocument([operation(thing)])).toThrow('the schema named Thing is described two ways');
 });
+
+test('every enqueue documents the traceparent header it reads, and no other operation does', () => {
+  const { paths } = openApiDocument() as { paths: Record<string, Record<string, { operationId: string; parameters: { name: string; in: string }[] }>> };
+  const traced = Object.values(paths)
+    .flatMap((methods) => Object.values(methods))
+    .filter((described) => described.parameters.some((parameter) => parameter.in === 'header' && parameter.name === 'traceparent'))
+    .map((described) => described.operationId);
+  expect(traced.sort()).toEqual(['enqueueBatch', 'enqueueWithId', 'enqueueWithServerId', 'jobberQueue']);
+});

@@ -32,6 +32,7 @@ function runOf(jobType: JobType, signal = new AbortController().signal): TargetR
 // The SDK wraps payloads in a Uint8Array subclass; the target reads only the bytes.
 const payload = (value: unknown) => Buffer.from(JSON.stringify(value)) as unknown as InvokeCommandOutput['Payload'];
 const noSleep = async (): Promise<void> => undefined;
+const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 
 describe('lambda target', () => {
   const target = { functionName: 'send-email' };
@@ -44,6 +45,13 @@ describe('lambda target', () => {
     expect(input?.FunctionName).toBe('send-email');
     expect(input?.InvocationType).toBe('RequestResponse');
     expect(JSON.parse(Buffer.from(input?.Payload as Uint8Array).toString('utf8'))).toEqual({ id: 'job_1', type: 'emails', attempt: 2, data: { to: 'ada' } });
+  });
+
+  test('the payload carries the attempt’s traceparent when the job is traced', async () => {
+    lambda.on(InvokeCommand).resolves({ StatusCode: 200, Payload: payload(null) });
+    await runLambdaTarget({ ...run, traceparent: TRACEPARENT }, target, new LambdaClient({}));
+    const input = lambda.commandCalls(InvokeCommand)[0]?.args[0].input;
+    expect(JSON.parse(Buffer.from(input?.Payload as Uint8Array).toString('utf8'))).toMatchObject({ id: 'job_1', traceparent: TRACEPARENT });
   });
 
   test('a function error fails the attempt with the error type and message the function reported', async () => {
@@ -91,6 +99,13 @@ describe('eventbridge target', () => {
     const [entry] = eventBridge.commandCalls(PutEventsCommand)[0]?.args[0].input.Entries ?? [];
     expect(entry).toMatchObject({ EventBusName: 'orders', Source: 'shop', DetailType: 'order.reminder', Time: new Date(T0) });
     expect(JSON.parse(entry?.Detail ?? '')).toEqual({ id: 'job_1', type: 'emails', attempt: 2, data: { to: 'ada' } });
+  });
+
+  test('the event detail carries the attempt’s traceparent when the job is traced', async () => {
+    eventBridge.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'ev-1' }] });
+    await runEventBridgeTarget({ ...run, traceparent: TRACEPARENT }, target, new EventBridgeClient({}));
+    const [entry] = eventBridge.commandCalls(PutEventsCommand)[0]?.args[0].input.Entries ?? [];
+    expect(JSON.parse(entry?.Detail ?? '')).toMatchObject({ id: 'job_1', traceparent: TRACEPARENT });
   });
 
   test('a refused entry is sent again, and the attempt succeeds once it is accepted', async () => {

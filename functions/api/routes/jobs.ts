@@ -19,13 +19,20 @@ import {
   reservedIdMessage,
   withinItem,
 } from '../../../lib/wire/api-requests.js';
-import { json, type HttpEvent, type HttpResponse } from '../../shared/http.js';
+import { header, json, type HttpEvent, type HttpResponse } from '../../shared/http.js';
+import { traceparentFromHeader } from '../../../lib/domain/trace-context.js';
 import { log } from '../../shared/log.js';
 import type { Principal } from '../../shared/principal.js';
 import { jobAnswer, keyAllows } from '../access.js';
 import { errorResult } from '../http-errors.js';
 import { MAX_BATCH_BODY_BYTES, parseJsonBody } from '../http.js';
 import { jobId, typeName, type Route, type RouteDeps } from './route.js';
+
+/** The enqueue's trace context, from its `traceparent` header: every job the request makes is kept in that trace. */
+function traceOf(event: HttpEvent): { traceparent?: string } {
+  const traceparent = traceparentFromHeader(header(event, 'traceparent'));
+  return traceparent !== undefined ? { traceparent } : {};
+}
 
 /**
  * The status and error body of an item that failed, its fields named from the
@@ -55,7 +62,7 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
     const reserved = reservedIdMessage(id);
     if (reserved !== undefined) throw new ValidationError([{ field: 'id', message: reserved }]);
     const jobType = await jobTypes.require(typeName(event));
-    const input = jobInputFromBody(parseWith(jobInputSchema, parseJsonBody(event)));
+    const input = { ...jobInputFromBody(parseWith(jobInputSchema, parseJsonBody(event))), ...traceOf(event) };
     const { job, created } = await enqueueJob(ctx, jobType, id, input);
     return json(created ? 201 : 200, enqueueAnswer(job, created, principal));
   };
@@ -80,7 +87,8 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
       const jobType = await jobTypes.require(typeName(event));
       const { jobs } = parseWith(batchSchema, parseJsonBody(event, MAX_BATCH_BODY_BYTES));
       const parsed = jobs.map((item, index) => parseBatchItem(item, index, () => newJobId(ctx.nowMs())));
-      const valid = parsed.filter((item): item is BatchJob => !('issues' in item));
+      const trace = traceOf(event);
+      const valid = parsed.filter((item): item is BatchJob => !('issues' in item)).map((item) => ({ ...item, input: { ...item.input, ...trace } }));
       const outcomes = new Map((await enqueueBatch(ctx, jobType, valid)).map((outcome) => [outcome.index, outcome]));
       const requestId = event.requestContext?.requestId;
       const results = parsed.map((item, index) => {
@@ -101,7 +109,8 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
       }
       const jobType = await jobTypes.require(body.type);
       assertJsonSize('payload', body.payload, MAX_DATA_BYTES);
-      const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), jobInputFromBody(jobInputSchema.parse({ data: body.payload })));
+      const input = { ...jobInputFromBody(jobInputSchema.parse({ data: body.payload })), ...traceOf(event) };
+      const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), input);
       return json(201, { 'job-id': job.id });
     },
     replay: async (event, principal) => {
