@@ -13,9 +13,12 @@ import { claimJob, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
 import { lowerCounters } from './slot-returns.js';
 
-/** Where claims go: `record` counts a claim's outcome and answers whether it used one of the poll's rate tokens. */
+/**
+ * Where claims go: `record` counts a claim's outcome for the entry it was made from and answers whether it used
+ * one of the poll's rate tokens.
+ */
 export interface ClaimSink {
-  record(claim: ClaimResult, jobType: JobType): boolean;
+  record(claim: ClaimResult, jobType: JobType, entry: DueEntry): boolean;
   /** Bounds the claims in flight at once. */
   limit: <T>(call: () => Promise<T>) => Promise<T>;
 }
@@ -23,7 +26,7 @@ export interface ClaimSink {
 /** Claims without counters: in parallel, in order. */
 async function claimUnlimited(ctx: QueueContext, sink: ClaimSink, jobType: JobType, entries: DueEntry[]): Promise<number> {
   const outcomes = await Promise.allSettled(
-    entries.map((entry) => sink.limit(async () => sink.record(await claimJob(ctx, parseJobPk(entry.pk), jobType), jobType))),
+    entries.map((entry) => sink.limit(async () => sink.record(await claimJob(ctx, parseJobPk(entry.pk), jobType), jobType, entry))),
   );
   throwFirstRejection(outcomes);
   return outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
@@ -164,7 +167,7 @@ async function claimWithinSlots(
         // Past its reservation's time, a claim could land after a settlement that did not count it.
         if (candidate.slots && ctx.nowMs() >= claimUntilMs) return { claimed: false, used: false };
         const claim = await claimJob(ctx, parseJobPk(candidate.entry.pk), jobType, candidate.slots);
-        return { claimed: claim.kind === 'claimed', used: sink.record(claim, jobType) };
+        return { claimed: claim.kind === 'claimed', used: sink.record(claim, jobType, candidate.entry) };
       }),
     ),
   );
