@@ -137,6 +137,59 @@ test('under a 30 s index lag, a page of the lane filled with entries already cla
   }
 }, 120_000);
 
+test('under a 30 s index lag, a poller new to a lane claims the job due behind a run of entries another poller claimed in its first poll, within one reservation', async () => {
+  const queue = await createTestQueue({ indexLagMs: LAG_MS, settings: { shards: 1 } });
+  try {
+    const jobType = await defineType(queue.ctx, 'limited', { concurrency: CONCURRENCY });
+    const claimedByOther = Array.from({ length: 10 }, (_, index) => `other-${index}`);
+    for (const id of claimedByOther) await enqueue(queue.as('api'), jobType, id);
+    queue.clock.advance(1);
+    await enqueue(queue.as('api'), jobType, 'fresh');
+    queue.clock.advance(LAG_MS);
+    const invoker = new RunningInvoker(queue.ctx, { limited: async () => 'done' });
+    const other = pollerState();
+    for (let poll = 0; poll < claimedByOther.length / CONCURRENCY; poll++) {
+      await pollOnce(queue.as('poller'), { jobTypes: [jobType], invoker, ...other });
+      queue.clock.advance(POLL_INTERVAL_MS);
+    }
+    expect(invoker.batches.flatMap((batch) => batch.jobs.map((job) => job.id)).sort()).toEqual(claimedByOther);
+
+    const counterWrites = watchCounterWrites(queue, 'limited');
+    const result = await pollOnce(queue.as('poller'), { jobTypes: [jobType], invoker, ...pollerState() });
+    expect(result).toMatchObject({ claimed: 1, lostRaces: claimedByOther.length });
+    expect(invoker.batches.at(-1)?.jobs.map((job) => job.id)).toEqual(['fresh']);
+    expect(counterWrites).toEqual({ reservations: 1, returns: 1 });
+    expect((await readInFlight(queue.ctx, 'limited', [])).type).toBe(0);
+  } finally {
+    await queue.drop();
+  }
+});
+
+test('under a 30 s index lag, the weight of a claim lost to another poller goes to the next job its throttle key has room for, never past a key\'s limit', async () => {
+  const queue = await createTestQueue({ indexLagMs: LAG_MS, settings: { shards: 1 } });
+  try {
+    const jobType = await defineType(queue.ctx, 'regional', { concurrency: 3, throttle: { key_field: 'region', limits: { '*': { limit: 1 } } } });
+    await enqueue(queue.as('api'), jobType, 'east-1', { data: { region: 'east' } });
+    queue.clock.advance(1_000);
+    for (const id of ['east-2', 'west-1', 'north-1']) await enqueue(queue.as('api'), jobType, id, { data: { region: id.split('-')[0] } });
+    // Only east-1 shows yet: another poller claims and runs it.
+    queue.clock.advance(LAG_MS - 1_000);
+    const invoker = new RunningInvoker(queue.ctx, { regional: async () => 'done' });
+    expect(await pollOnce(queue.as('poller'), { jobTypes: [jobType], invoker, ...pollerState() })).toMatchObject({ claimed: 1 });
+
+    queue.clock.advance(1_000);
+    const held = new RecordingInvoker();
+    const result = await pollOnce(queue.as('poller'), { jobTypes: [jobType], invoker: held, ...pollerState() });
+    // east-1's entry, still shown, took east's room and a third of the type's; lost, they go to east-2.
+    expect(result).toMatchObject({ claimed: 3, lostRaces: 1 });
+    expect(held.jobs.map((job) => job.id).sort()).toEqual(['east-2', 'north-1', 'west-1']);
+    const inFlight = await readInFlight(queue.ctx, 'regional', ['east', 'west', 'north']);
+    expect({ type: inFlight.type, keys: Object.fromEntries(inFlight.keys) }).toEqual({ type: 3, keys: { east: 1, west: 1, north: 1 } });
+  } finally {
+    await queue.drop();
+  }
+});
+
 describe('an entry skipped as claimed comes back as soon as its job may be queued under it again', () => {
   test('a job this poller handed back, its batch never having reached a worker, is claimed by its next poll', async () => {
     const queue = await createTestQueue();
