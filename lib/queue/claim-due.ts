@@ -13,9 +13,12 @@ import { claimJob, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
 import { lowerCounters } from './slot-returns.js';
 
-/** Where claims go: `record` counts a claim's outcome and answers whether it used one of the poll's rate tokens. */
+/**
+ * Where claims go: `record` counts a claim's outcome for the entry it was made from and answers whether it used
+ * one of the poll's rate tokens.
+ */
 export interface ClaimSink {
-  record(claim: ClaimResult, jobType: JobType): boolean;
+  record(claim: ClaimResult, jobType: JobType, entry: DueEntry): boolean;
   /** Bounds the claims in flight at once. */
   limit: <T>(call: () => Promise<T>) => Promise<T>;
 }
@@ -23,7 +26,7 @@ export interface ClaimSink {
 /** Claims without counters: in parallel, in order. */
 async function claimUnlimited(ctx: QueueContext, sink: ClaimSink, jobType: JobType, entries: DueEntry[]): Promise<number> {
   const outcomes = await Promise.allSettled(
-    entries.map((entry) => sink.limit(async () => sink.record(await claimJob(ctx, parseJobPk(entry.pk), jobType), jobType))),
+    entries.map((entry) => sink.limit(async () => sink.record(await claimJob(ctx, parseJobPk(entry.pk), jobType), jobType, entry))),
   );
   throwFirstRejection(outcomes);
   return outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
@@ -113,6 +116,47 @@ function unusedOf(reservations: Reservation[], claimed: Candidate[]): Reservatio
  */
 const RESERVATION_TRIES = 3;
 
+/**
+ * The entries that take the place of `count` claims lost, within the weight the reservation has left on each
+ * counter (`unused`), in order and by chooseCandidates' rules: past a job that does not fit the type's weight
+ * left, no later job of weight above 0 is taken, nor a later job of a key past one that did not fit. Under
+ * index lag a lost claim is mostly an entry the index still shows after its job was claimed, and the jobs behind
+ * a run of those are claimed in the same poll rather than after one poll per `concurrency` of them.
+ */
+function chooseReplacements(
+  jobType: JobType,
+  pending: DueEntry[],
+  inFlight: InFlight,
+  unused: Reservation[],
+  count: number,
+): { chosen: Candidate[]; rest: DueEntry[] } {
+  const room = new Map(unused.map(({ counter, weight }) => [counterId(counter), weight]));
+  const roomOf = (id: string): number => room.get(id) ?? 0;
+  let typeFull = false;
+  // A key the first choice found full needs no check of its own: its counter has room left only where a claim
+  // of its key was lost.
+  const keysPassed = new Set<string>();
+  const fits = (slots: HeldSlots): boolean => {
+    if ((slots.type && typeFull) || (slots.key !== undefined && keysPassed.has(slots.key)) || limitTooSmall(jobType, slots)) return false;
+    const held = countersHeld(slots).map(({ counter }) => counterId(counter));
+    if (held.every((id) => roomOf(id) >= slots.weight)) {
+      for (const id of held) room.set(id, roomOf(id) - slots.weight);
+      return true;
+    }
+    if (slots.type && roomOf(counterId({})) < slots.weight) typeFull = true;
+    if (slots.key !== undefined) keysPassed.add(slots.key);
+    return false;
+  };
+  const chosen: Candidate[] = [];
+  const rest: DueEntry[] = [];
+  for (const entry of pending) {
+    const slots = chosen.length < count ? withEpochs(slotsFor(jobType, { weight: entry.weight ?? 1, ...(entry.throttleKey !== undefined ? { throttleKey: entry.throttleKey } : {}) }), inFlight) : undefined;
+    if (chosen.length < count && (!slots || fits(slots))) chosen.push({ entry, slots });
+    else rest.push(entry);
+  }
+  return { chosen, rest };
+}
+
 /** Reads the counters, chooses the entries that fit and reserves their weight: `reserved` false when every try was refused. */
 async function reserveFitting(
   ctx: QueueContext,
@@ -120,7 +164,7 @@ async function reserveFitting(
   entries: DueEntry[],
   tokens: number,
   fullKeys: Set<string>,
-): Promise<{ candidates: Candidate[]; reservations: Reservation[]; reservedAtMs: number; reserved: boolean }> {
+): Promise<{ candidates: Candidate[]; inFlight: InFlight; reservations: Reservation[]; reservedAtMs: number; reserved: boolean }> {
   const limitedKeys = [...new Set(entries.flatMap((entry) => entry.throttleKey ?? []))].filter(
     (key) => throttleKeyLimit(jobType, key) !== undefined,
   );
@@ -135,16 +179,17 @@ async function reserveFitting(
     const reserved = reservations.length === 0 || (await transactWrite(ctx, reserveItems(ctx.settings.tableName, jobType.name, reservations))).ok;
     if (reserved || tryNumber >= RESERVATION_TRIES) {
       for (const key of keysFound) fullKeys.add(key);
-      return { candidates, reservations, reservedAtMs, reserved };
+      return { candidates, inFlight, reservations, reservedAtMs, reserved };
     }
   }
 }
 
 /**
  * Claims under limits: the counters are read once, the jobs that fit are chosen, their weight is reserved on
- * each counter in one transaction, they are claimed in parallel with plain updates, and what was not claimed
- * is given back in one more. A reservation refused (another poller moved a counter since the read) is tried
- * again on a fresh read; refused every time, it claims nothing in this poll.
+ * each counter in one transaction, they are claimed in parallel with plain updates, the weight of claims lost
+ * goes to the next entries that fit in it, and what was not claimed is given back in one more transaction. A
+ * reservation refused (another poller moved a counter since the read) is tried again on a fresh read; refused
+ * every time, it claims nothing in this poll.
  */
 async function claimWithinSlots(
   ctx: QueueContext,
@@ -154,25 +199,34 @@ async function claimWithinSlots(
   tokens: number,
   fullKeys: Set<string>,
 ): Promise<number> {
-  const { candidates, reservations, reservedAtMs, reserved } = await reserveFitting(ctx, jobType, entries, tokens, fullKeys);
+  const { candidates, inFlight, reservations, reservedAtMs, reserved } = await reserveFitting(ctx, jobType, entries, tokens, fullKeys);
   // Jobs that take no slot (weight 0) never wait for one.
-  const toClaim = reserved ? candidates : candidates.filter((candidate) => !candidate.slots);
+  let toClaim = reserved ? candidates : candidates.filter((candidate) => !candidate.slots);
+  let pending = reserved ? entries.filter((entry) => !candidates.some((candidate) => candidate.entry === entry)) : [];
   const claimUntilMs = reservedAtMs + RESERVATION_MS;
-  const outcomes = await Promise.allSettled(
-    toClaim.map((candidate) =>
-      sink.limit(async () => {
-        // Past its reservation's time, a claim could land after a settlement that did not count it.
-        if (candidate.slots && ctx.nowMs() >= claimUntilMs) return { claimed: false, used: false };
-        const claim = await claimJob(ctx, parseJobPk(candidate.entry.pk), jobType, candidate.slots);
-        return { claimed: claim.kind === 'claimed', used: sink.record(claim, jobType) };
-      }),
-    ),
-  );
-  // A claim whose call threw may have landed: its weight stays reserved, and a settlement takes it back if not.
-  const claimed = toClaim.filter((candidate, at) => {
-    const outcome = outcomes[at]!;
-    return outcome.status === 'rejected' || outcome.value.claimed;
-  });
+  const claimed: Candidate[] = [];
+  const outcomes: PromiseSettledResult<{ claimed: boolean; lost: boolean; used: boolean }>[] = [];
+  while (toClaim.length > 0) {
+    const round = await Promise.allSettled(
+      toClaim.map((candidate) =>
+        sink.limit(async () => {
+          // Past its reservation's time, a claim could land after a settlement that did not count it.
+          if (candidate.slots && ctx.nowMs() >= claimUntilMs) return { claimed: false, lost: false, used: false };
+          const claim = await claimJob(ctx, parseJobPk(candidate.entry.pk), jobType, candidate.slots);
+          return { claimed: claim.kind === 'claimed', lost: claim.kind !== 'claimed', used: sink.record(claim, jobType, candidate.entry) };
+        }),
+      ),
+    );
+    outcomes.push(...round);
+    let lost = 0;
+    toClaim.forEach((candidate, at) => {
+      const outcome = round[at]!;
+      // A claim whose call threw may have landed: its weight stays reserved, and a settlement takes it back if not.
+      if (outcome.status === 'rejected' || outcome.value.claimed) claimed.push(candidate);
+      else if (outcome.value.lost) lost++;
+    });
+    ({ chosen: toClaim, rest: pending } = chooseReplacements(jobType, pending, inFlight, unusedOf(reservations, claimed), lost));
+  }
   const unused = reserved ? unusedOf(reservations, claimed) : [];
   await lowerCounters(ctx, releaseDecreases(ctx.settings.tableName, jobType.name, unused));
   throwFirstRejection(outcomes);

@@ -7,13 +7,13 @@ import { DEFAULT_PRIORITY } from '../domain/job.js';
 import type { JobType, PriorityOrder } from '../domain/job-type.js';
 import { abortableSleep } from '../domain/sleep.js';
 import { recordGap, type DueEntry, type SettledGap } from '../store/due-index.js';
-import { bucketOf, jobKey, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
+import { bucketOf, jobKey, laneBucketOf, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
 import { blockedRunKey, extendBlockedRun, stillBlockedRuns, type BlockedRun, type BlockedRuns } from './blocked-runs.js';
 import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-due.js';
 import { releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
-import { scanLane } from './lanes.js';
+import { scanLane, type ScanAfter } from './lanes.js';
 import { advanceLaneCursor, readWalkCursor } from './directory.js';
 import { returnRateTokens, takeRateTokens, type RateBucketCache } from './rate-limit.js';
 
@@ -98,9 +98,8 @@ export interface PollOptions {
    */
   stopWalksAtMs?: number;
   /**
-   * Entries this poller claimed lately, by entry (job key and sort key), with when: the index may still show
-   * an entry for a moment after its claim moved it, and a poll that follows at once skips it rather than pay
-   * for a claim bound to fail. A retry comes back under another sort key, so it is never skipped.
+   * Entries claimed lately, by this poller or by another (a race this poller lost), by entry (job key and sort
+   * key), with until when each is skipped: the index may still show an entry long after its claim moved it.
    */
   recentClaims?: RecentClaims;
   /** Leading runs of entries whose throttle keys had no room, read past while they stay blocked (blocked-runs.ts). */
@@ -115,12 +114,25 @@ export interface PollOptions {
   readUpTo?: Map<string, number>;
 }
 
+/**
+ * Due entries known to be claimed, with until when (epoch ms) a poll skips them. Under index lag a claimed entry
+ * stays at the head of its lane: a limited type reserved room for it on every poll and lost the race, and the
+ * jobs behind it waited for the index to catch up. A retry comes back under another sort key, so it is never
+ * skipped; a job handed back under the same one is skipped no longer than its claim could have lasted (the
+ * sweeper hands a claim back only once it lapsed), and at once again when this poller handed it back itself.
+ */
 export type RecentClaims = Map<string, number>;
 
-/** Longer than the index takes to show a write. */
-const RECENT_CLAIM_MEMORY_MS = 5_000;
-
 const entryId = (entry: Pick<DueEntry, 'pk' | 'gsi1sk'>): string => `${entry.pk}\u0000${entry.gsi1sk}`;
+
+/**
+ * Until when a claimed entry is skipped: the index lag the queue tolerates is the cursor's safety margin, past
+ * which an entry the index still shows could be behind a cursor anyway; and never past the claim's end, after
+ * which the sweeper may hand the job back under the same sort key.
+ */
+function skipClaimedUntilMs(ctx: QueueContext, nowMs: number, claimEndsByMs: number): number {
+  return Math.min(nowMs + ctx.settings.cursorSafetyMarginMs, claimEndsByMs);
+}
 
 /**
  * Jobs falling due within this long of each other are claimed together, when the last of them falls due:
@@ -153,7 +165,7 @@ async function scanShard(
   jobType: JobType,
   shard: number,
   upToMs: number,
-  after?: BlockedRun,
+  after?: ScanAfter,
 ): Promise<{ entries: DueEntry[]; full: boolean; readAfterFromBucket: number | undefined }> {
   const { ctx, options, result } = poll;
   const { settings } = ctx;
@@ -265,26 +277,46 @@ async function claimFound(poll: Poll, sink: ClaimSink, jobType: JobType, scans: 
 }
 
 /**
- * How many pages past blocked keys one poll reads in a shard at most (10 000 entries at the default page):
- * a larger blocked backlog is read past over the next polls.
+ * How many pages past blocked keys or entries already claimed one poll reads in a shard at most (10 000 entries
+ * at the default page): a larger blocked backlog is read past over the next polls.
  */
 export const MAX_PAGES_PAST_BLOCKED_KEYS = 100;
+
+/** Where the next page of a shard begins when every entry of a whole page was one `recentClaims` skips. */
+function pastClaimedPage(scan: ShardScan, recent: RecentClaims | undefined): ScanAfter | undefined {
+  if (!recent || scan.status !== 'fulfilled' || !scan.value.full || !scan.value.entries.every((entry) => recent.has(entryId(entry)))) return undefined;
+  const last = scan.value.entries.at(-1);
+  const bucket = last && laneBucketOf(last.gsi1pk)?.bucket;
+  return last && bucket !== undefined ? { entry: last, bucket } : undefined;
+}
 
 async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<void> {
   const upToMs = mayClaimAhead(jobType) ? poll.nowMs + poll.claimAheadMs : poll.nowMs;
   poll.options.readUpTo?.set(jobType.name, upToMs);
   const runs = jobType.throttle ? poll.options.blockedRuns : undefined;
   const after = runs ? await stillBlockedRuns(poll.ctx, jobType, poll.shards, runs) : new Map<number, BlockedRun>();
+  // Under index lag, claimed entries can fill whole pages at the head of a lane: the jobs due behind them are
+  // read in the same poll rather than once the index lets go of them. Only for this poll: a job enqueued or
+  // retried later may land before them.
+  const pastClaimed = new Map<number, ScanAfter>();
   let shards = poll.shards;
   for (let page = 0; shards.length > 0 && page < MAX_PAGES_PAST_BLOCKED_KEYS; page++) {
     const fullKeys = new Set<string>();
     // Settled, not all-or-nothing: one lane's failure must not keep the other lanes' jobs from being claimed.
-    const scans = await Promise.allSettled(shards.map((shard) => scanShard(poll, jobType, shard, upToMs, after.get(shard))));
+    const scans = await Promise.allSettled(shards.map((shard) => scanShard(poll, jobType, shard, upToMs, pastClaimed.get(shard) ?? after.get(shard))));
+    const claimedPages = scans.map((scan) => pastClaimedPage(scan, poll.options.recentClaims));
     await claimFound(poll, sink, jobType, scans, fullKeys);
     const readOn: number[] = [];
     scans.forEach((scan, at) => {
       const shard = shards[at];
-      if (!runs || scan.status !== 'fulfilled' || shard === undefined) return;
+      const claimedPage = claimedPages[at];
+      if (claimedPage && shard !== undefined) {
+        pastClaimed.set(shard, claimedPage);
+        readOn.push(shard);
+        return;
+      }
+      // A blocked run is made of entries read one after another from where it began.
+      if (!runs || scan.status !== 'fulfilled' || shard === undefined || pastClaimed.has(shard)) return;
       const extended = extendBlockedRun(jobType, after.get(shard), scan.value.entries, fullKeys);
       const { wholePage } = extended;
       const { readAfterFromBucket } = scan.value;
@@ -311,6 +343,8 @@ async function dispatch(poll: Poll, batch: WorkerBatch): Promise<void> {
     // then hands it back.
     const released = await Promise.allSettled(batch.jobs.map((job) => releaseClaim(poll.ctx, job)));
     poll.result.released += released.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
+    // Handed back under the sort key it was claimed from: the next poll must not skip it.
+    for (const job of batch.jobs) poll.options.recentClaims?.delete(entryId({ pk: jobKey(job.type, job.id).pk, gsi1sk: queuedSortKey(job.runAfterMs, job.id) }));
   }
 }
 
@@ -334,18 +368,24 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
     shards: options.shards ?? Array.from({ length: ctx.settings.shards }, (_, shard) => shard),
   };
   const { result } = poll;
-  for (const [entry, claimedAtMs] of options.recentClaims ?? []) {
-    if (poll.nowMs - claimedAtMs > RECENT_CLAIM_MEMORY_MS) options.recentClaims?.delete(entry);
+  for (const [entry, skipUntilMs] of options.recentClaims ?? []) {
+    if (skipUntilMs <= poll.nowMs) options.recentClaims?.delete(entry);
   }
   const sink: ClaimSink = {
     limit: pLimit(ctx.settings.claimConcurrency),
-    record(claim: ClaimResult, jobType: JobType): boolean {
+    record(claim: ClaimResult, jobType: JobType, entry: DueEntry): boolean {
       if (claim.kind === 'claimed' || claim.kind === 'expired') poll.movedByType.set(jobType.name, (poll.movedByType.get(jobType.name) ?? 0) + 1);
+      // Another poller's claim, lost to, was made before now: unless its worker extends it, it lapses within the
+      // type's visibility timeout from now.
+      const claimEndsByMs = claim.kind === 'claimed' ? (claim.job.claimedUntilMs ?? poll.nowMs) : poll.nowMs + jobType.visibilityTimeoutS * 1_000;
+      const skipUntilMs = skipClaimedUntilMs(ctx, poll.nowMs, claimEndsByMs);
+      options.recentClaims?.set(entryId(entry), skipUntilMs);
       if (claim.kind === 'claimed') {
         result.claimed++;
         const { job } = claim;
         if (job.runAfterMs <= (options.readUpToBefore?.get(job.type) ?? -Infinity)) result.arrivals++;
-        options.recentClaims?.set(entryId({ pk: jobKey(job.type, job.id).pk, gsi1sk: queuedSortKey(job.runAfterMs, job.id) }), poll.nowMs);
+        // Claimed from an entry the index kept from before the job was moved: its current one lingers as well.
+        options.recentClaims?.set(entryId({ pk: entry.pk, gsi1sk: queuedSortKey(job.runAfterMs, job.id) }), skipUntilMs);
         batcher.add(job, jobType);
         return true;
       }

@@ -116,7 +116,7 @@ describe('claiming ahead', () => {
     const { ctx, clock } = queue();
     const emails = await defineType(ctx, 'emails');
     const { job } = await enqueue(ctx, emails, 'shown');
-    const recentClaims: RecentClaims = new Map([[`${jobKey('emails', 'shown').pk}\u0000${queuedSortKey(job.runAfterMs, 'shown')}`, T0]]);
+    const recentClaims: RecentClaims = new Map([[`${jobKey('emails', 'shown').pk}\u0000${queuedSortKey(job.runAfterMs, 'shown')}`, T0 + 1_000]]);
     const { invoker, options } = pollAhead([emails], clock.advance, { recentClaims });
 
     expect(await pollOnce(asFunction(ctx, 'poller'), options)).toMatchObject({ claimed: 0, lostRaces: 0 });

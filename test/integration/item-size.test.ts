@@ -45,6 +45,25 @@ async function runAttempts(queue: TestQueue, jobType: JobType, id: string, handl
   return outcomes;
 }
 
+/** Every call on the test's and the worker's clients that DynamoDB refused as too large, by its error message. */
+function watchSizeRefusals(queue: TestQueue): string[] {
+  const refusals: string[] = [];
+  for (const client of [queue.clients.base, queue.clientsOf('worker').base]) {
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (error) {
+          if (error instanceof Error && /size/i.test(error.message)) refusals.push(`${error.name}: ${error.message}`);
+          throw error;
+        }
+      },
+      { step: 'initialize', name: 'watchSizeRefusals' },
+    );
+  }
+  return refusals;
+}
+
 async function storedJob(queue: TestQueue, type: string, id: string): Promise<Job> {
   const job = await getJob(queue.ctx, type, id);
   if (!job) throw new Error(`job ${type}/${id} is gone`);
@@ -58,6 +77,7 @@ describe('a job item within DynamoDB’s 400 KB', () => {
 
   test('a job with every field at its cap at once succeeds on its last attempt without any write refused for size', async () => {
     const jobType = await retriedType(queue().ctx, 'full', 25);
+    const refusals = watchSizeRefusals(queue());
     await enqueue(queue().ctx, jobType, 'full-1', { data: jsonStringOf(MAX_DATA_BYTES) });
     const result = jsonStringOf(MAX_RESULT_BYTES);
     const outcomes = await runAttempts(queue(), jobType, 'full-1', async (_data, context) => {
@@ -71,7 +91,10 @@ describe('a job item within DynamoDB’s 400 KB', () => {
     });
     expect(outcomes).toEqual([...Array<string>(24).fill('retrying'), 'succeeded']);
     const job = await storedJob(queue(), 'full', 'full-1');
-    expect(job).toMatchObject({ status: 'succeeded', attempt: 25, result });
+    expect(job).toMatchObject({ status: 'succeeded', attempt: 25, result, progress: expect.objectContaining({ percent: 50 }) });
+    // Each failure the history kept is the handler's own, cut to its cap, not a write's refusal.
+    for (const entry of job.history.slice(0, -1)) expect(entry.error).toMatchObject({ class: 'Error', message: expect.stringMatching(/^e+…$/), trace: expect.stringMatching(/^s+…$/) });
+    expect(refusals).toEqual([]);
     expect(dynamoItemBytes((await readItem(queue(), 'full', 'full-1'))!)).toBeLessThanOrEqual(JOB_ITEM_BUDGET_BYTES);
   });
 
