@@ -8,7 +8,7 @@ import type { JobType, PriorityOrder } from '../domain/job-type.js';
 import { abortableSleep } from '../domain/sleep.js';
 import { recordGap, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { bucketOf, jobKey, laneBucketOf, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
-import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
+import { createBatcher, invokeRefused, type WorkerBatch, type WorkerInvoker } from './batcher.js';
 import { blockedRunKey, extendBlockedRun, stillBlockedRuns, type BlockedRun, type BlockedRuns } from './blocked-runs.js';
 import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-due.js';
 import { releaseClaim, type ClaimResult } from './claims.js';
@@ -333,12 +333,18 @@ async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<
   }
 }
 
-/** Hands a batch to a worker; one that never reached a worker has its claims handed back at once. */
+/**
+ * Hands a batch to a worker; one refused, so sure never to reach a worker, has its claims handed back at once.
+ * After any other failure the batch may still arrive, and a worker takes up the claims its start record names
+ * without reading the job (lib/queue/claims.ts, recordBatchStarts): handing them back now could let a job run
+ * twice. They lapse instead, and the sweeper hands back, uncounted, those no worker took up.
+ */
 async function dispatch(poll: Poll, batch: WorkerBatch): Promise<void> {
   try {
     await poll.options.invoker.invoke(batch);
     poll.result.dispatched += batch.jobs.length;
-  } catch {
+  } catch (error) {
+    if (!invokeRefused(error)) return;
     // Rather than wait out the visibility timeout. A release that fails leaves the claim to lapse; the sweeper
     // then hands it back.
     const released = await Promise.allSettled(batch.jobs.map((job) => releaseClaim(poll.ctx, job)));

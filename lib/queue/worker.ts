@@ -5,7 +5,7 @@
  */
 import pLimit from 'p-limit';
 import type { JobRunOutcome } from '../domain/attempts.js';
-import { deferAttempt, endAttempt, extendClaim, markStarted, recordProgress, releaseClaim } from './claims.js';
+import { deferAttempt, endAttempt, extendClaim, markStarted, recordBatchStarts, recordProgress, releaseClaim, type StartResult } from './claims.js';
 import { assertProgressFits } from '../domain/progress.js';
 import { guardOf, type AttemptEnding } from '../domain/attempts.js';
 import type { QueueContext } from './context.js';
@@ -115,12 +115,19 @@ export interface WorkerOptions {
   signingSecrets?: SigningSecrets;
 }
 
+/**
+ * Runs one claimed job. `recordedStart` is the start its batch recorded for its claim's group
+ * (recordBatchStarts); without it, the job records a start of its own before its target runs.
+ */
 export async function runClaimedJob(
   ctx: QueueContext,
   job: Job,
   jobType: JobTypeWithoutSecrets,
   options: WorkerOptions,
+  recordedStart?: StartResult,
 ): Promise<JobRunOutcome> {
+  // Another delivery of the batch has the job: this one must not touch its claim at all.
+  if (recordedStart !== undefined && recordedStart !== 'started') return recordedStart;
   const { registry, worker } = options;
   const targetDeps = {
     ...options.targets,
@@ -160,7 +167,7 @@ export async function runClaimedJob(
   if ('failure' in target) return end({ outcome: 'failed', failure: target.failure });
   // Every attempt records its start, whatever its delivery strategy: an invoke Lambda throttled or delivered
   // after the claim lapsed then costs the job no attempt, and a batch delivered twice runs each job once.
-  const started = await markStarted(ctx, job, worker);
+  const started = recordedStart ?? (await markStarted(ctx, job, worker));
   if (started !== 'started') return started;
 
   const startedAtMs = ctx.nowMs();
@@ -210,13 +217,16 @@ export async function runWorkerBatch(
   const limit = pLimit(ctx.settings.workerConcurrency);
   const jobOptions = { ...options, signingSecrets: options.signingSecrets ?? createSigningSecretCache(ctx) };
   const batchCtx: QueueContext = { ...ctx, slotReturns: createSlotReturnQueue(ctx, SLOT_RETURN_WINDOW_MS) };
+  const starts = await recordBatchStarts(batchCtx, batch.jobs, options.worker);
   await Promise.all(
     batch.jobs.map((job) =>
       limit(async () => {
         const jobType = ownEntry(batch.jobTypes, job.type);
         try {
           if (!jobType) throw new Error(`batch carries no configuration for job type "${job.type}"`);
-          const outcome = await runClaimedJob(batchCtx, job, jobType, jobOptions);
+          const start = starts.get(job);
+          if (start instanceof Error) throw start;
+          const outcome = await runClaimedJob(batchCtx, job, jobType, jobOptions, start);
           counts[outcome]++;
           options.onOutcome?.(job, outcome);
         } catch (error) {

@@ -14,10 +14,10 @@ import type { JobInput, WorkerIdentity } from '../../lib/domain/job.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/poll-once.js';
-import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
+import { WorkerInvokeRefusedError, type WorkerBatch, type WorkerInvoker } from '../../lib/queue/batcher.js';
 import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
-import { markStarted } from '../../lib/queue/claims.js';
+import { markStarted, recordBatchStarts } from '../../lib/queue/claims.js';
 import type { BatchResult, JobHandler } from '../../lib/queue/worker.js';
 import { asFunction, createTestQueue, type TestClock, type TestQueue } from '../support/queue.js';
 
@@ -80,7 +80,7 @@ export class RecordingInvoker implements WorkerInvoker {
   }
 }
 
-/** Records every batch and records each job's start, then runs nothing: a worker that died mid-job. */
+/** Records every batch and records its start as the worker does, then runs nothing: a worker that died mid-job. */
 export class DyingInvoker extends RecordingInvoker {
   constructor(
     private readonly ctx: QueueContext,
@@ -90,7 +90,9 @@ export class DyingInvoker extends RecordingInvoker {
   }
   override async invoke(batch: WorkerBatch): Promise<void> {
     await super.invoke(batch);
-    for (const job of batch.jobs) await markStarted(asFunction(this.ctx, 'worker'), job, this.worker);
+    const starts = await recordBatchStarts(asFunction(this.ctx, 'worker'), batch.jobs, this.worker);
+    // Jobs of older tokens record a start of their own.
+    for (const job of batch.jobs) if (!starts.has(job)) await markStarted(asFunction(this.ctx, 'worker'), job, this.worker);
   }
 }
 
@@ -118,11 +120,21 @@ export class RunningInvoker implements WorkerInvoker {
   }
 }
 
+/** Every invoke refused: its batch surely never reaches a worker. */
 export class FailingInvoker implements WorkerInvoker {
   calls = 0;
   async invoke(): Promise<void> {
     this.calls++;
-    throw new Error('Lambda invoke failed');
+    throw new WorkerInvokeRefusedError('Lambda refused the invoke');
+  }
+}
+
+/** Every invoke fails without saying whether Lambda queued it (a timeout, a lost answer); none reaches a worker. */
+export class AmbiguousInvoker implements WorkerInvoker {
+  calls = 0;
+  async invoke(): Promise<void> {
+    this.calls++;
+    throw new Error('socket hang up');
   }
 }
 

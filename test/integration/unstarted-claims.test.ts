@@ -4,13 +4,17 @@
  * each job once, whatever the delivery strategy.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { markStarted } from '../../lib/queue/claims.js';
+import { extendClaim, markStarted, releaseClaim } from '../../lib/queue/claims.js';
+import { claimSeatOf } from '../../lib/domain/claim-seats.js';
+import { PARTITION_PREFIX } from '../../lib/store/keys.js';
+import { loseAnswers } from '../support/faults.js';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { readInFlight } from '../../lib/store/counters.js';
 import { getJob } from '../../lib/queue/jobs.js';
 import { sweepOnce } from '../../lib/queue/sweeper.js';
 import { runWorkerBatch, type JobHandler } from '../../lib/queue/worker.js';
 import { asFunction } from '../support/queue.js';
-import { RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
+import { AmbiguousInvoker, DyingInvoker, RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest();
 const sweep = (ctx: Parameters<typeof sweepOnce>[0]) => sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} });
@@ -135,5 +139,81 @@ describe('a batch that reaches its worker late or twice', () => {
     expect(await first).toMatchObject({ succeeded: 1 });
     expect(handler).toHaveBeenCalledTimes(1);
     expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'succeeded', attempt: 1 });
+  });
+});
+
+describe('starts recorded a batch at a time', () => {
+  /** Every start record in the table. */
+  async function startRecords(ctx: ReturnType<typeof queue>['ctx'], client: ReturnType<typeof queue>['clients']) {
+    const { Items = [] } = await client.db.send(new ScanCommand({ TableName: ctx.settings.tableName }));
+    return Items.filter((item) => String(item.pk).startsWith(PARTITION_PREFIX.start));
+  }
+
+  test('the jobs claimed together share one group, and their batch records their start in one write, not one per job', async () => {
+    const { ctx, clients } = queue();
+    const emails = await defineType(ctx, 'emails');
+    for (const id of ['a', 'b', 'c', 'd']) await enqueue(ctx, emails, id);
+    const running = new RunningInvoker(ctx, { emails: () => 'sent' });
+    await poll(ctx, [emails], running);
+
+    const groups = new Set(running.batches.flatMap((batch) => batch.jobs.map((job) => claimSeatOf(job.claimToken)?.group)));
+    expect(groups.size).toBe(1);
+    const records = await startRecords(ctx, clients);
+    expect(records).toHaveLength(1);
+    expect(records[0]?.seats).toEqual(new Set([0, 1, 2, 3]));
+    for (const id of ['a', 'b', 'c', 'd']) expect(await getJob(ctx, 'emails', id)).toMatchObject({ status: 'succeeded', attempt: 1 });
+  });
+
+  test('an attempt whose batch recorded its start and then hung counts, with when it started and on which worker', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30, attempts: 3, retry: { kind: 'fixed', delay_s: 5 } });
+    await enqueue(ctx, emails, 'e-1');
+    await poll(ctx, [emails], new DyingInvoker(ctx));
+
+    clock.set(T0 + 30_000);
+    expect(await sweep(ctx)).toMatchObject({ requeued: 1, released: 0 });
+    const job = await getJob(ctx, 'emails', 'e-1');
+    expect(job?.startedAtMs).toBeUndefined();
+    expect(job?.history).toEqual([expect.objectContaining({ attempt: 1, startedAtMs: T0, worker: WORKER, outcome: 'timed_out' })]);
+  });
+
+  test('a start write retried after its answer was lost still runs the batch, once', async () => {
+    const { ctx } = queue();
+    const emails = await defineType(ctx, 'emails');
+    await enqueue(ctx, emails, 'e-1');
+    const recording = new RecordingInvoker();
+    await poll(ctx, [emails], recording);
+    const lost = loseAnswers(queue().clientsOf('worker').base, ({ commandName, input }) => commandName === 'UpdateItemCommand' && JSON.stringify(input).includes(PARTITION_PREFIX.start));
+
+    const handler = vi.fn(() => 'sent');
+    expect(await runWorkerBatch(asFunction(ctx, 'worker'), recording.batches[0]!, workerOptions(handler))).toMatchObject({ succeeded: 1 });
+    expect(lost.lost).toBe(1);
+    expect(handler).toHaveBeenCalledTimes(1);
+  });
+
+  test('an invoke that fails without saying whether Lambda queued it leaves its claims to lapse, and the sweeper hands them back uncounted', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30 });
+    await enqueue(ctx, emails, 'e-1');
+    expect(await poll(ctx, [emails], new AmbiguousInvoker())).toMatchObject({ claimed: 1, released: 0 });
+    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'running' });
+
+    clock.set(T0 + 30_000);
+    expect(await sweep(ctx)).toMatchObject({ released: 1 });
+    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'queued', attempt: 0, history: [] });
+  });
+
+  test('a claim seen lapsed but renewed since by a worker that took it up is not handed back', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails', { visibility_timeout_s: 30 });
+    await enqueue(ctx, emails, 'e-1');
+    const recording = new RecordingInvoker();
+    await poll(ctx, [emails], recording);
+    const claimed = recording.jobs[0]!;
+    clock.set(T0 + 30_000);
+    expect(await extendClaim(asFunction(ctx, 'worker'), { type: 'emails', id: 'e-1', claimToken: claimed.claimToken!, attempt: 1 }, T0 + 60_000)).toBeDefined();
+
+    expect(await releaseClaim(asFunction(ctx, 'sweeper'), claimed, claimed.runAfterMs, claimed.claimedUntilMs)).toBe(false);
+    expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'running', claimToken: claimed.claimToken });
   });
 });
