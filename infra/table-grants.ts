@@ -38,7 +38,8 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       // A claim whose visibility timeout ends beyond the next bucket records that bucket first. A schedule's fire
       // enqueues its job and moves the schedule, written whole over the revision read, to its next fire time.
       PutItem: ['directory', 'job', 'schedule'],
-      UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster'],
+      // A batch whose invoke failed has its seats taken from any worker before its claims go back.
+      UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster', 'start'],
       BatchGetItem: ['jobType'],
       // A lane far behind its cursor is walked through the bucket directory, past the buckets it never recorded.
       Query: ['directory'],

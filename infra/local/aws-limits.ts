@@ -14,7 +14,7 @@
 import { EventBridgeServiceException, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../lib/aws/eventbridge.js';
 import { RequestTooLargeException } from '@aws-sdk/client-lambda';
-import { FAILURE_DESTINATION_MAX_BYTES, maxFailureRecordBytes, WorkerInvokeRefusedError, type WorkerBatch, type WorkerInvoker } from '../../lib/queue/batcher.js';
+import { FAILURE_DESTINATION_MAX_BYTES, maxFailureRecordBytes, type WorkerBatch, type WorkerInvoker } from '../../lib/queue/batcher.js';
 import { integerSetting, type Env } from '../../lib/queue/context.js';
 import { ConfigError } from '../../lib/domain/errors.js';
 import type { SdkClient } from './iam/iam-check.js';
@@ -105,7 +105,7 @@ export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promis
         });
       }
       if (maxFailureRecordBytes(bytes) > FAILURE_DESTINATION_MAX_BYTES) {
-        const error = new WorkerInvokeRefusedError(
+        const error = new Error(
           `a worker batch of ${bytes} bytes would have an on-failure record of up to ${maxFailureRecordBytes(bytes)} bytes, over the dead-letter queue's ${FAILURE_DESTINATION_MAX_BYTES}: its jobs would be lost if it failed`,
         );
         options.onError(error, batch);

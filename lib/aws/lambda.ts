@@ -1,6 +1,6 @@
 /** Lambda: how the poller hands batches to workers in AWS, and how a `lambda` target invokes its function. */
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
-import { WorkerInvokeRefusedError, type WorkerBatch, type WorkerInvoker } from '../queue/batcher.js';
+import type { WorkerBatch, WorkerInvoker } from '../queue/batcher.js';
 
 export type { LambdaClient };
 
@@ -17,7 +17,7 @@ export function createLambdaInvoker(client: LambdaClient, functionName: string):
       );
       // An asynchronous invoke is queued by Lambda only when it answers 202.
       if (StatusCode !== 202 || FunctionError) {
-        throw new WorkerInvokeRefusedError(`worker invoke not accepted: status ${StatusCode ?? 'none'} ${FunctionError ?? ''}`.trim());
+        throw new Error(`worker invoke not accepted: status ${StatusCode ?? 'none'} ${FunctionError ?? ''}`.trim());
       }
     },
   };

@@ -13,7 +13,7 @@ export interface ClaimSeat {
 }
 
 const GROUP_BYTES = 12;
-const CLAIM_TOKEN = /^([A-Za-z0-9_-]{16})\.(\d{1,4})$/;
+const CLAIM_TOKEN = /^([A-Za-z0-9_-]{16})\.(\d{1,2})$/;
 
 export function claimTokenOf({ group, seat }: ClaimSeat): string {
   return `${group}.${seat}`;
@@ -26,14 +26,21 @@ export function claimSeatOf(claimToken: string | undefined): ClaimSeat | undefin
 }
 
 /**
- * Hands out seats in order, `seatsPerGroup` to a group: the claims of one poll's slice go to workers in batches of
- * that many, so a batch's jobs mostly share one group, and its start is one write.
+ * Seats in one group at most: a start record's write names each seat it takes in its condition, and DynamoDB
+ * takes expressions of at most 4 KB (about 30 characters a seat).
+ */
+export const MAX_SEATS_PER_GROUP = 64;
+
+/**
+ * Hands out seats in order, `seatsPerGroup` (at most MAX_SEATS_PER_GROUP) to a group: the claims of one poll's
+ * slice go to workers in batches of that many, so a batch's jobs mostly share one group, and its start is one write.
  */
 export function createSeatAllocator(seatsPerGroup: number): () => ClaimSeat {
+  const perGroup = Math.min(seatsPerGroup, MAX_SEATS_PER_GROUP);
   let group = '';
-  let seat = seatsPerGroup;
+  let seat = perGroup;
   return () => {
-    if (seat >= seatsPerGroup) {
+    if (seat >= perGroup) {
       group = randomBytes(GROUP_BYTES).toString('base64url');
       seat = 0;
     }

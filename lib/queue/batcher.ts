@@ -17,24 +17,7 @@ export interface WorkerBatch {
 
 /** Hands a batch to a worker: an async Lambda invoke in AWS, an in-process call locally. */
 export interface WorkerInvoker {
-  /** Throws WorkerInvokeRefusedError, or an AWS error of status 4xx, when the batch surely never reaches a worker. */
   invoke(batch: WorkerBatch): Promise<void>;
-}
-
-/** The invoke was refused: its batch will never reach a worker, so its claims may be handed back at once. */
-export class WorkerInvokeRefusedError extends Error {
-  override readonly name = 'WorkerInvokeRefusedError';
-}
-
-/**
- * Whether an invoke's failure proves its batch never reaches a worker: a refusal, by us or by Lambda (a 4xx: too
- * large, no such function, not allowed, throttled). After anything else (a timeout, a connection lost, a 5xx) the
- * invoke may have been queued, and the batch may still arrive and run.
- */
-export function invokeRefused(error: unknown): boolean {
-  if (error instanceof WorkerInvokeRefusedError) return true;
-  const status = (error as { $metadata?: { httpStatusCode?: unknown } } | undefined)?.$metadata?.httpStatusCode;
-  return typeof status === 'number' && status >= 400 && status < 500;
 }
 
 /**

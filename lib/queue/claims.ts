@@ -3,7 +3,7 @@
  * heartbeat, defer, and end. The writes are built in store/job-writes.ts; here
  * they are chosen, sent, and their lifecycle events published.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
   appendHistory,
   attemptRecordOf,
@@ -39,7 +39,7 @@ import type { UpdateParams } from '../store/send.js';
 import type { QueueContext } from './context.js';
 import { recordLaneBucket } from './directory.js';
 import { claimSeatOf, claimTokenOf, createSeatAllocator, type ClaimSeat } from '../domain/claim-seats.js';
-import { recordStarts, seatStart } from '../store/start-records.js';
+import { handBackSeats, recordStarts, seatStart } from '../store/start-records.js';
 
 /** A job update, its lane bucket recorded first when it lies ahead (see directory.ts). */
 async function writeJob(ctx: QueueContext, params: UpdateParams): Promise<JobWriteResult> {
@@ -111,13 +111,8 @@ export async function markStarted(ctx: QueueContext, job: Job, worker: WorkerIde
   return sameClaim && current.startedAtMs !== undefined ? 'already_started' : 'claim_lapsed';
 }
 
-/**
- * Records the start of the jobs of a batch whose claims name seats (domain/claim-seats.ts), before any of them
- * runs: one write per group among them, usually one for the batch, where a start of its own would cost each job
- * a write. Each such job gets 'started', 'already_started' (its batch was delivered twice and the other delivery
- * has it), or the error its group's write failed with; jobs of older tokens are left out, to record their own.
- */
-export async function recordBatchStarts(ctx: QueueContext, jobs: readonly Job[], worker: WorkerIdentity): Promise<Map<Job, StartResult | Error>> {
+/** The jobs whose claims name seats, by group (domain/claim-seats.ts); jobs of older tokens are left out. */
+function bySeatGroup(jobs: readonly Job[]): Map<string, { seats: number[]; jobs: Job[] }> {
   const groups = new Map<string, { seats: number[]; jobs: Job[] }>();
   for (const job of jobs) {
     const seat = claimSeatOf(job.claimToken);
@@ -127,15 +122,27 @@ export async function recordBatchStarts(ctx: QueueContext, jobs: readonly Job[],
     group.jobs.push(job);
     groups.set(seat.group, group);
   }
+  return groups;
+}
+
+/** A short id for one start record write: it is stored once for each seat the write takes. */
+const newWriteId = (): string => randomBytes(6).toString('base64url');
+
+/**
+ * Records the start of jobs whose claims name seats (domain/claim-seats.ts), before any of them runs: one write
+ * per group among them, usually one for the batch, where a start of its own would cost each job a write. Each
+ * such job gets 'started', 'already_started' (its batch was delivered twice and the other copy has it, or the
+ * poller handed it back), or the error its group's write failed with; jobs of older tokens are left out.
+ */
+export async function recordBatchStarts(ctx: QueueContext, jobs: readonly Job[], worker: WorkerIdentity): Promise<Map<Job, StartResult | Error>> {
   const starts = new Map<Job, StartResult | Error>();
   const nowMs = ctx.nowMs();
   await Promise.all(
-    [...groups].map(async ([group, members]) => {
+    [...bySeatGroup(jobs)].map(async ([group, members]) => {
       let outcome: StartResult | Error;
       try {
-        const start = { startToken: randomUUID(), nowMs, worker, purgeAtS: purgeAtS(nowMs, ctx.settings.retentionDays) };
-        const recorded = await recordStarts(ctx, group, members.seats, start);
-        outcome = recorded === 'recorded' ? 'started' : 'already_started';
+        const start = { writeId: newWriteId(), nowMs, worker, purgeAtS: purgeAtS(nowMs, ctx.settings.retentionDays) };
+        outcome = (await recordStarts(ctx, group, members.seats, start)) === 'recorded' ? 'started' : 'already_started';
       } catch (error) {
         outcome = error instanceof Error ? error : new Error(String(error));
       }
@@ -143,6 +150,24 @@ export async function recordBatchStarts(ctx: QueueContext, jobs: readonly Job[],
     }),
   );
   return starts;
+}
+
+/**
+ * The jobs of a batch whose invoke failed that may be handed back at once: those of older tokens (a copy that
+ * still arrives finds their claims gone when it records their starts), and those whose seats the poller took away
+ * from any worker first (store/start-records.ts), so a copy that still arrives runs none of them. A seat a worker
+ * took already, or one whose write failed, stays claimed: it lapses, and the sweeper decides.
+ */
+export async function handBackable(ctx: QueueContext, jobs: readonly Job[]): Promise<Job[]> {
+  const groups = bySeatGroup(jobs);
+  const seated = new Set([...groups.values()].flatMap((group) => group.jobs));
+  const nowMs = ctx.nowMs();
+  const handedBack = await Promise.all(
+    [...groups].map(async ([group, members]) =>
+      (await handBackSeats(ctx, group, members.seats, purgeAtS(nowMs, ctx.settings.retentionDays)).catch(() => false)) ? members.jobs : [],
+    ),
+  );
+  return [...jobs.filter((job) => !seated.has(job)), ...handedBack.flat()];
 }
 
 /**

@@ -23,7 +23,7 @@ import { recordBatchStarts } from '../../lib/queue/claims.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
 import { takeDeniedCalls } from '../support/iam.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
-import { RecordingInvoker } from './lib-fixtures.js';
+import { FailingInvoker, RecordingInvoker } from './lib-fixtures.js';
 
 const HOUR_S = 3_600;
 const lambdaContext = { getRemainingTimeInMillis: () => 60_000 };
@@ -195,6 +195,12 @@ describe('a tour of every function', () => {
   test('the poller, back after a day away, walks its lanes through the bucket directory', async () => {
     advanceS(24 * HOUR_S);
     await poll();
+  });
+
+  test('a batch whose invoke fails has its seats taken from any worker, then its claims handed back', async () => {
+    expect((await operator.put('/v1/jobs/plain/lost-invoke', { data: 1 })).status).toBe(201);
+    const failing = createPollerHandler({ ctx: queue.as('poller'), invoker: new FailingInvoker(), identity: { id: 'p-1', host: 'host' } });
+    expect(await failing({}, lambdaContext)).toMatchObject({ claimed: 1, released: 1 });
   });
 
   test('the operator revokes the producer key', async () => {

@@ -14,7 +14,7 @@ import type { JobInput, WorkerIdentity } from '../../lib/domain/job.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/poll-once.js';
-import { WorkerInvokeRefusedError, type WorkerBatch, type WorkerInvoker } from '../../lib/queue/batcher.js';
+import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
 import { markStarted, recordBatchStarts } from '../../lib/queue/claims.js';
@@ -120,21 +120,14 @@ export class RunningInvoker implements WorkerInvoker {
   }
 }
 
-/** Every invoke refused: its batch surely never reaches a worker. */
 export class FailingInvoker implements WorkerInvoker {
   calls = 0;
-  async invoke(): Promise<void> {
+  /** Each batch whose invoke failed: Lambda may have queued it all the same. */
+  readonly batches: WorkerBatch[] = [];
+  async invoke(batch: WorkerBatch): Promise<void> {
     this.calls++;
-    throw new WorkerInvokeRefusedError('Lambda refused the invoke');
-  }
-}
-
-/** Every invoke fails without saying whether Lambda queued it (a timeout, a lost answer); none reaches a worker. */
-export class AmbiguousInvoker implements WorkerInvoker {
-  calls = 0;
-  async invoke(): Promise<void> {
-    this.calls++;
-    throw new Error('socket hang up');
+    this.batches.push(structuredClone(batch));
+    throw new Error('Lambda invoke failed');
   }
 }
 

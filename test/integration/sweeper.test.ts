@@ -165,8 +165,8 @@ describe('at_most_once', () => {
     const options = { registry: { handlers: { charge: handler }, retryPolicies: {} }, worker: WORKER };
 
     expect(await runWorkerBatch(asFunction(ctx, 'worker'), batch, options)).toMatchObject({ succeeded: 1 });
-    // The batch's start record already holds its claims, so the second delivery touches none of them.
-    expect(await runWorkerBatch(asFunction(ctx, 'worker'), batch, options)).toMatchObject({ succeeded: 0, already_started: 1 });
+    // The first run ended the claim, so the second finds it no longer held.
+    expect(await runWorkerBatch(asFunction(ctx, 'worker'), batch, options)).toMatchObject({ succeeded: 0, claim_lapsed: 1 });
     expect(handler).toHaveBeenCalledTimes(1);
     expect(await getJob(ctx, 'charge', 'c-1')).toMatchObject({ status: 'succeeded', result: 'charged' });
   });
