@@ -38,7 +38,8 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       // A claim whose visibility timeout ends beyond the next bucket records that bucket first. A schedule's fire
       // enqueues its job and moves the schedule, written whole over the revision read, to its next fire time.
       PutItem: ['directory', 'job', 'schedule'],
-      UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster'],
+      // A batch whose invoke failed has its seats taken from any worker before its claims go back.
+      UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster', 'start'],
       BatchGetItem: ['jobType'],
       // A lane far behind its cursor is walked through the bucket directory, past the buckets it never recorded.
       Query: ['directory'],
@@ -51,14 +52,16 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       GetItem: ['jobType'],
       // A heartbeat, callback wait or retry that moves a job beyond the next bucket records that bucket first.
       PutItem: ['directory'],
-      UpdateItem: ['job', 'jobType', 'metrics', 'roster'],
+      // A batch records the start of its claims' group before any of its jobs runs.
+      UpdateItem: ['job', 'jobType', 'metrics', 'roster', 'start'],
     },
     queriesDueIndex: false,
   },
   sweeper: {
     items: {
-      // Bulk operations: the operation and its type are read before each page.
-      GetItem: ['job', 'cursor', 'jobType', 'operation'],
+      // Bulk operations: the operation and its type are read before each page. A lapsed claim's group start record
+      // says whether a worker took it up.
+      GetItem: ['job', 'cursor', 'jobType', 'operation', 'start'],
       // A reclaimed job or straggler records its bucket before it moves there; a bulk retry enqueues replays.
       PutItem: ['directory', 'job'],
       // A concurrency counter left above what its jobs hold is reconciled from the type's running jobs; a bulk cancel

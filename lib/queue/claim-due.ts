@@ -10,6 +10,7 @@ import { MAX_TRANSACT_ITEMS, transactWrite } from '../store/send.js';
 import type { DueEntry } from '../store/due-index.js';
 import { parseJobPk } from '../store/keys.js';
 import { claimJob, type ClaimResult } from './claims.js';
+import { createSeatAllocator } from '../domain/claim-seats.js';
 import type { QueueContext } from './context.js';
 import { lowerCounters } from './slot-returns.js';
 
@@ -23,10 +24,17 @@ export interface ClaimSink {
   limit: <T>(call: () => Promise<T>) => Promise<T>;
 }
 
+/** Seats for the claims of one call, in worker-batch-sized groups (domain/claim-seats.ts). */
+const seatsFor = (ctx: QueueContext) => createSeatAllocator(ctx.settings.workerBatchSize);
+
 /** Claims without counters: in parallel, in order. */
 async function claimUnlimited(ctx: QueueContext, sink: ClaimSink, jobType: JobType, entries: DueEntry[]): Promise<number> {
+  const nextSeat = seatsFor(ctx);
   const outcomes = await Promise.allSettled(
-    entries.map((entry) => sink.limit(async () => sink.record(await claimJob(ctx, parseJobPk(entry.pk), jobType), jobType, entry))),
+    entries.map((entry) => {
+      const seat = nextSeat();
+      return sink.limit(async () => sink.record(await claimJob(ctx, parseJobPk(entry.pk), jobType, undefined, seat), jobType, entry));
+    }),
   );
   throwFirstRejection(outcomes);
   return outcomes.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
@@ -204,18 +212,20 @@ async function claimWithinSlots(
   let toClaim = reserved ? candidates : candidates.filter((candidate) => !candidate.slots);
   let pending = reserved ? entries.filter((entry) => !candidates.some((candidate) => candidate.entry === entry)) : [];
   const claimUntilMs = reservedAtMs + RESERVATION_MS;
+  const nextSeat = seatsFor(ctx);
   const claimed: Candidate[] = [];
   const outcomes: PromiseSettledResult<{ claimed: boolean; lost: boolean; used: boolean }>[] = [];
   while (toClaim.length > 0) {
     const round = await Promise.allSettled(
-      toClaim.map((candidate) =>
-        sink.limit(async () => {
+      toClaim.map((candidate) => {
+        const seat = nextSeat();
+        return sink.limit(async () => {
           // Past its reservation's time, a claim could land after a settlement that did not count it.
           if (candidate.slots && ctx.nowMs() >= claimUntilMs) return { claimed: false, lost: false, used: false };
-          const claim = await claimJob(ctx, parseJobPk(candidate.entry.pk), jobType, candidate.slots);
+          const claim = await claimJob(ctx, parseJobPk(candidate.entry.pk), jobType, candidate.slots, seat);
           return { claimed: claim.kind === 'claimed', lost: claim.kind !== 'claimed', used: sink.record(claim, jobType, candidate.entry) };
-        }),
-      ),
+        });
+      }),
     );
     outcomes.push(...round);
     let lost = 0;

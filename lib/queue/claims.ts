@@ -3,7 +3,7 @@
  * heartbeat, defer, and end. The writes are built in store/job-writes.ts; here
  * they are chosen, sent, and their lifecycle events published.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
   appendHistory,
   attemptRecordOf,
@@ -38,6 +38,8 @@ import { claimIndexKeys, finishedIndexKeys, purgeAtS, queuedIndexKeys } from '..
 import type { UpdateParams } from '../store/send.js';
 import type { QueueContext } from './context.js';
 import { recordLaneBucket } from './directory.js';
+import { claimSeatOf, claimTokenOf, createSeatAllocator, type ClaimSeat } from '../domain/claim-seats.js';
+import { handBackSeats, recordStarts, seatStart } from '../store/start-records.js';
 
 /** A job update, its lane bucket recorded first when it lies ahead (see directory.ts). */
 async function writeJob(ctx: QueueContext, params: UpdateParams): Promise<JobWriteResult> {
@@ -54,15 +56,18 @@ export type ClaimResult =
 
 /**
  * Claims a due job. With `slots`, the job records them as held: the poll reserved them on the counters
- * beforehand (queue/claim-due.ts), so the claim itself is a plain conditional update either way.
+ * beforehand (queue/claim-due.ts), so the claim itself is a plain conditional update either way. Its token
+ * names `seat`, whose group's start a worker records for all of them at once (domain/claim-seats.ts); a claim
+ * made on its own has a group of its own.
  */
 export async function claimJob(
   ctx: QueueContext,
   ref: Pick<Job, 'type' | 'id'>,
   jobType: JobType,
   slots?: HeldSlots,
+  seat: ClaimSeat = createSeatAllocator(1)(),
 ): Promise<ClaimResult> {
-  const claimToken = randomUUID();
+  const claimToken = claimTokenOf(seat);
   const nowMs = ctx.nowMs();
   const claimedUntilMs = nowMs + jobType.visibilityTimeoutS * 1000;
   const params = claimParams(ref, { claimToken, nowMs, claimedUntilMs, index: claimIndexKeys(ctx.settings, ref, claimedUntilMs), slots });
@@ -104,6 +109,75 @@ export async function markStarted(ctx: QueueContext, job: Job, worker: WorkerIde
   const current = result.current;
   const sameClaim = current?.claimToken === guard.claimToken && current.attempt === guard.attempt;
   return sameClaim && current.startedAtMs !== undefined ? 'already_started' : 'claim_lapsed';
+}
+
+/** The jobs whose claims name seats, by group (domain/claim-seats.ts); jobs of older tokens are left out. */
+function bySeatGroup(jobs: readonly Job[]): Map<string, { seats: number[]; jobs: Job[] }> {
+  const groups = new Map<string, { seats: number[]; jobs: Job[] }>();
+  for (const job of jobs) {
+    const seat = claimSeatOf(job.claimToken);
+    if (!seat) continue;
+    const group = groups.get(seat.group) ?? { seats: [], jobs: [] };
+    group.seats.push(seat.seat);
+    group.jobs.push(job);
+    groups.set(seat.group, group);
+  }
+  return groups;
+}
+
+/** A short id for one start record write: it is stored once for each seat the write takes. */
+const newWriteId = (): string => randomBytes(6).toString('base64url');
+
+/**
+ * Records the start of jobs whose claims name seats (domain/claim-seats.ts), before any of them runs: one write
+ * per group among them, usually one for the batch, where a start of its own would cost each job a write. Each
+ * such job gets 'started', 'already_started' (its batch was delivered twice and the other copy has it, or the
+ * poller handed it back), or the error its group's write failed with; jobs of older tokens are left out.
+ */
+export async function recordBatchStarts(ctx: QueueContext, jobs: readonly Job[], worker: WorkerIdentity): Promise<Map<Job, StartResult | Error>> {
+  const starts = new Map<Job, StartResult | Error>();
+  const nowMs = ctx.nowMs();
+  await Promise.all(
+    [...bySeatGroup(jobs)].map(async ([group, members]) => {
+      let outcome: StartResult | Error;
+      try {
+        const start = { writeId: newWriteId(), nowMs, worker, purgeAtS: purgeAtS(nowMs, ctx.settings.retentionDays) };
+        outcome = (await recordStarts(ctx, group, members.seats, start)) === 'recorded' ? 'started' : 'already_started';
+      } catch (error) {
+        outcome = error instanceof Error ? error : new Error(String(error));
+      }
+      for (const job of members.jobs) starts.set(job, outcome);
+    }),
+  );
+  return starts;
+}
+
+/**
+ * The jobs of a batch whose invoke failed that may be handed back at once: those of older tokens (a copy that
+ * still arrives finds their claims gone when it records their starts), and those whose seats the poller took away
+ * from any worker first (store/start-records.ts), so a copy that still arrives runs none of them. A seat a worker
+ * took already, or one whose write failed, stays claimed: it lapses, and the sweeper decides.
+ */
+export async function handBackable(ctx: QueueContext, jobs: readonly Job[]): Promise<Job[]> {
+  const groups = bySeatGroup(jobs);
+  const seated = new Set([...groups.values()].flatMap((group) => group.jobs));
+  const nowMs = ctx.nowMs();
+  const handedBack = await Promise.all(
+    [...groups].map(async ([group, members]) =>
+      (await handBackSeats(ctx, group, members.seats, purgeAtS(nowMs, ctx.settings.retentionDays)).catch(() => false)) ? members.jobs : [],
+    ),
+  );
+  return [...jobs.filter((job) => !seated.has(job)), ...handedBack.flat()];
+}
+
+/**
+ * When and where the attempt a lapsed claim holds started, or undefined if no worker took it up: the job says so
+ * (a start of its own, a callback wait), or its claim's group start record does.
+ */
+export async function attemptStart(ctx: QueueContext, job: Job): Promise<{ startedAtMs: number; worker?: WorkerIdentity } | undefined> {
+  if (job.startedAtMs !== undefined) return { startedAtMs: job.startedAtMs, ...(job.worker ? { worker: job.worker } : {}) };
+  const seat = claimSeatOf(job.claimToken);
+  return seat === undefined ? undefined : seatStart(ctx, seat);
 }
 
 /** The attempt's report as the job keeps it, made at `nowMs`. */
@@ -153,9 +227,10 @@ export async function deferAttempt(
  * (dispatch failed), or reached it outside its time windows (due again at
  * `runAfterMs`): the attempt did not happen, so it is not counted.
  */
-export async function releaseClaim(ctx: QueueContext, job: Job, runAfterMs = job.runAfterMs): Promise<boolean> {
+export async function releaseClaim(ctx: QueueContext, job: Job, runAfterMs = job.runAfterMs, expectedClaimedUntilMs?: number): Promise<boolean> {
   const nowMs = ctx.nowMs();
-  const result = await writeJob(ctx, releaseClaimParams(guardOf(job), nowMs, runAfterMs, queuedIndexKeys(ctx.settings, job, runAfterMs, nowMs)));
+  const index = queuedIndexKeys(ctx.settings, job, runAfterMs, nowMs);
+  const result = await writeJob(ctx, releaseClaimParams(guardOf(job), nowMs, runAfterMs, index, expectedClaimedUntilMs));
   if (result.ok) await giveBackSlots(ctx, job);
   return result.ok;
 }

@@ -11,7 +11,7 @@ import { bucketOf, jobKey, laneBucketOf, queuedSortKey, sortKeyTimeMs, type Lane
 import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
 import { blockedRunKey, extendBlockedRun, stillBlockedRuns, type BlockedRun, type BlockedRuns } from './blocked-runs.js';
 import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-due.js';
-import { releaseClaim, type ClaimResult } from './claims.js';
+import { handBackable, releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
 import { scanLane, type ScanAfter } from './lanes.js';
 import { advanceLaneCursor, readWalkCursor } from './directory.js';
@@ -333,18 +333,22 @@ async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<
   }
 }
 
-/** Hands a batch to a worker; one that never reached a worker has its claims handed back at once. */
+/**
+ * Hands a batch to a worker. One whose invoke failed has its claims handed back at once rather than after the
+ * visibility timeout; since Lambda may have queued it all the same (a timeout, a lost answer), its seats are first
+ * taken away from any worker (queue/claims.ts, handBackable), so a copy that still arrives runs none of its jobs.
+ * A release that fails leaves the claim to lapse; the sweeper then hands it back.
+ */
 async function dispatch(poll: Poll, batch: WorkerBatch): Promise<void> {
   try {
     await poll.options.invoker.invoke(batch);
     poll.result.dispatched += batch.jobs.length;
   } catch {
-    // Rather than wait out the visibility timeout. A release that fails leaves the claim to lapse; the sweeper
-    // then hands it back.
-    const released = await Promise.allSettled(batch.jobs.map((job) => releaseClaim(poll.ctx, job)));
+    const backable = await handBackable(poll.ctx, batch.jobs);
+    const released = await Promise.allSettled(backable.map((job) => releaseClaim(poll.ctx, job)));
     poll.result.released += released.filter((outcome) => outcome.status === 'fulfilled' && outcome.value).length;
     // Handed back under the sort key it was claimed from: the next poll must not skip it.
-    for (const job of batch.jobs) poll.options.recentClaims?.delete(entryId({ pk: jobKey(job.type, job.id).pk, gsi1sk: queuedSortKey(job.runAfterMs, job.id) }));
+    for (const job of backable) poll.options.recentClaims?.delete(entryId({ pk: jobKey(job.type, job.id).pk, gsi1sk: queuedSortKey(job.runAfterMs, job.id) }));
   }
 }
 

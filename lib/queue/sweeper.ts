@@ -4,7 +4,7 @@
  * poller's cursor back into the current bucket. A job or lane shard that fails
  * is reported and skipped; the rest of the sweep goes on.
  */
-import { endAttempt, releaseClaim } from './claims.js';
+import { attemptStart, endAttempt, releaseClaim } from './claims.js';
 import type { QueueContext } from './context.js';
 import { listJobTypes } from './job-types.js';
 import { getJob } from './jobs.js';
@@ -79,10 +79,12 @@ async function timeOutClaim(
     result.stale++;
     return;
   }
-  // Every attempt records its start before its target runs: without that record the worker never started it (its
-  // invoke was throttled, late or lost), so the job goes back without counting an attempt, as if never claimed.
-  if (job.startedAtMs === undefined) {
-    if (await releaseClaim(ctx, job)) result.released++;
+  // Every attempt records its start before its target runs (on the job, or for its claim's group): without that
+  // record the worker never started it (its invoke was throttled, late or lost), so the job goes back without
+  // counting an attempt, as if never claimed; unless a worker renewed the claim since it was seen lapsed.
+  const started = await attemptStart(ctx, job);
+  if (!started) {
+    if (await releaseClaim(ctx, job, job.runAfterMs, seen.claimedUntilMs)) result.released++;
     else result.stale++;
     return;
   }
@@ -100,6 +102,8 @@ async function timeOutClaim(
     jobType,
     customPolicies,
     expectedClaimedUntilMs: seen.claimedUntilMs,
+    startedAtMs: started.startedAtMs,
+    ...(started.worker ? { worker: started.worker } : {}),
   });
   if (!ended) result.stale++;
   else if (ended.next.status === 'queued') result.requeued++;

@@ -5,7 +5,7 @@
  */
 import pLimit from 'p-limit';
 import type { JobRunOutcome } from '../domain/attempts.js';
-import { deferAttempt, endAttempt, extendClaim, markStarted, recordProgress, releaseClaim } from './claims.js';
+import { deferAttempt, endAttempt, extendClaim, markStarted, recordBatchStarts, recordProgress, releaseClaim, type StartResult } from './claims.js';
 import { assertProgressFits } from '../domain/progress.js';
 import { guardOf, type AttemptEnding } from '../domain/attempts.js';
 import type { QueueContext } from './context.js';
@@ -115,12 +115,39 @@ export interface WorkerOptions {
   signingSecrets?: SigningSecrets;
 }
 
+/**
+ * The job with its claim held for at least half a visibility timeout more: as it is when it has that long left,
+ * renewed when it has less (a batch that reached the worker late, or a target slow to prepare); undefined when the
+ * claim is no longer ours, the sweeper having taken it back. No job starts on a claim about to lapse.
+ */
+async function holdClaim(ctx: QueueContext, job: Job, jobType: JobTypeWithoutSecrets): Promise<Job | undefined> {
+  if (job.claimedUntilMs === undefined) return undefined;
+  const nowMs = ctx.nowMs();
+  const visibilityMs = jobType.visibilityTimeoutS * 1000;
+  if (job.claimedUntilMs - nowMs >= visibilityMs / 2) return job;
+  return extendClaim(ctx, guardOf(job), nowMs + visibilityMs);
+}
+
+/** Whether the job may start at `nowMs`: not expired, and inside its time windows (runClaimedJob ends or defers it otherwise). */
+function mayStartAt(job: Job, jobType: JobTypeWithoutSecrets, nowMs: number): boolean {
+  if (job.expiresAtMs !== undefined && nowMs >= job.expiresAtMs) return false;
+  const windows = effectiveWindows(job, jobType);
+  return !windows || firstInstantInWindows(windows, nowMs) <= nowMs;
+}
+
+/**
+ * Runs one claimed job. `recordedStart` is the start its batch recorded for its claim's group
+ * (recordBatchStarts); without it, the job records a start of its own before its target runs.
+ */
 export async function runClaimedJob(
   ctx: QueueContext,
   job: Job,
   jobType: JobTypeWithoutSecrets,
   options: WorkerOptions,
+  recordedStart?: StartResult,
 ): Promise<JobRunOutcome> {
+  // Another delivery of the batch has the job: this one must not touch its claim at all.
+  if (recordedStart !== undefined && recordedStart !== 'started') return recordedStart;
   const { registry, worker } = options;
   const targetDeps = {
     ...options.targets,
@@ -128,13 +155,7 @@ export async function runClaimedJob(
     signingSecrets: options.signingSecrets ?? createSigningSecretCache(ctx),
   };
   const nowMs = ctx.nowMs();
-  if (job.claimedUntilMs === undefined) return 'claim_lapsed';
-  const visibilityMs = jobType.visibilityTimeoutS * 1000;
-  // A batch that reached the worker late holds claims that lapsed or soon will: renew them while they are
-  // still ours rather than drop jobs the sweeper has not taken back yet.
-  if (job.claimedUntilMs - nowMs < visibilityMs / 2 && !(await extendClaim(ctx, guardOf(job), nowMs + visibilityMs))) {
-    return 'claim_lapsed';
-  }
+  if (!(await holdClaim(ctx, job, jobType))) return 'claim_lapsed';
   const end = async (ending: AttemptEnding, startedAtMs?: number): Promise<JobRunOutcome> => {
     const ended = await endAttempt(ctx, job, {
       ending,
@@ -160,8 +181,10 @@ export async function runClaimedJob(
   if ('failure' in target) return end({ outcome: 'failed', failure: target.failure });
   // Every attempt records its start, whatever its delivery strategy: an invoke Lambda throttled or delivered
   // after the claim lapsed then costs the job no attempt, and a batch delivered twice runs each job once.
-  const started = await markStarted(ctx, job, worker);
+  const started = recordedStart ?? (await markStarted(ctx, job, worker));
   if (started !== 'started') return started;
+  // A start recorded for the batch checked no claim: preparing the target may have taken long enough for it to lapse.
+  if (recordedStart && !(await holdClaim(ctx, job, jobType))) return 'claim_lapsed';
 
   const startedAtMs = ctx.nowMs();
   const outcome = await runAttempt(ctx, job, jobType, target.run);
@@ -179,6 +202,37 @@ export async function runClaimedJob(
 }
 
 export type BatchResult = Record<JobRunOutcome | 'error', number>;
+
+/**
+ * Takes up a batch's claims: each is held first (renewed if it was about to lapse, undefined if the sweeper took it
+ * back), so a claim the sweeper sees lapsed is one no worker took up; then the start of the at_least_once jobs
+ * that run at once (the first WORKER_CONCURRENCY that may start now) is recorded for the batch, a write per group of
+ * claims. An
+ * at_most_once job, or one that waits for a free slot, records a start of its own just before it runs: it is
+ * checked against its claim then, and a start recorded long before would charge an attempt to a job whose claim
+ * lapsed while it waited.
+ */
+async function startBatch(
+  ctx: QueueContext,
+  batch: WorkerBatch,
+  worker: WorkerIdentity,
+): Promise<{ held: Map<Job, Job | undefined | Error>; starts: Map<Job, StartResult | Error> }> {
+  const held = new Map<Job, Job | undefined | Error>();
+  await Promise.all(
+    batch.jobs.map(async (job) => {
+      const jobType = ownEntry(batch.jobTypes, job.type);
+      if (!jobType) return;
+      held.set(job, await holdClaim(ctx, job, jobType).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))));
+    }),
+  );
+  const nowMs = ctx.nowMs();
+  const startNow = batch.jobs
+    .map((job) => held.get(job))
+    .filter((job): job is Job => job !== undefined && !(job instanceof Error) && job.deliveryStrategy === 'at_least_once')
+    .filter((job) => mayStartAt(job, ownEntry(batch.jobTypes, job.type)!, nowMs))
+    .slice(0, ctx.settings.workerConcurrency);
+  return { held, starts: await recordBatchStarts(ctx, startNow, worker) };
+}
 
 /**
  * The jobs of a batch often end close together: their slots go back in one write per counter for all those
@@ -210,13 +264,18 @@ export async function runWorkerBatch(
   const limit = pLimit(ctx.settings.workerConcurrency);
   const jobOptions = { ...options, signingSecrets: options.signingSecrets ?? createSigningSecretCache(ctx) };
   const batchCtx: QueueContext = { ...ctx, slotReturns: createSlotReturnQueue(ctx, SLOT_RETURN_WINDOW_MS) };
+  const { held, starts } = await startBatch(batchCtx, batch, options.worker);
   await Promise.all(
     batch.jobs.map((job) =>
       limit(async () => {
         const jobType = ownEntry(batch.jobTypes, job.type);
         try {
           if (!jobType) throw new Error(`batch carries no configuration for job type "${job.type}"`);
-          const outcome = await runClaimedJob(batchCtx, job, jobType, jobOptions);
+          const current = held.get(job);
+          if (current instanceof Error) throw current;
+          const start = current ? starts.get(current) : undefined;
+          if (start instanceof Error) throw start;
+          const outcome = current ? await runClaimedJob(batchCtx, current, jobType, jobOptions, start) : 'claim_lapsed';
           counts[outcome]++;
           options.onOutcome?.(job, outcome);
         } catch (error) {

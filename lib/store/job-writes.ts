@@ -211,15 +211,20 @@ export function deferParams(
   };
 }
 
-/** Hands an unstarted claim back: queued again, due at `runAfterMs`, the attempt not counted. */
-export function releaseClaimParams(guard: ClaimGuard, nowMs: number, runAfterMs: number, index: IndexKey): UpdateParams {
+/**
+ * Hands an unstarted claim back: queued again, due at `runAfterMs`, the attempt not counted. With
+ * `expectedClaimedUntilMs` (the sweeper's, for a claim it found lapsed), only while the claim was not renewed since:
+ * a worker that renewed it has taken it up.
+ */
+export function releaseClaimParams(guard: ClaimGuard, nowMs: number, runAfterMs: number, index: IndexKey, expectedClaimedUntilMs?: number): UpdateParams {
+  const seen = expectedClaimedUntilMs === undefined ? {} : { ':seenUntil': expectedClaimedUntilMs };
   return {
     Key: jobKey(guard.type, guard.id),
-    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs)`,
+    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs)${expectedClaimedUntilMs === undefined ? '' : ' AND claimedUntilMs = :seenUntil'}`,
     UpdateExpression:
       'SET #status = :queued, attempt = attempt - :one, runAfterMs = :runAfter, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk REMOVE claimToken, claimedAtMs, claimedUntilMs, heldSlots',
     ExpressionAttributeNames: STATUS_NAME,
-    ExpressionAttributeValues: { ...guardValues(guard), ':queued': 'queued', ':one': 1, ':runAfter': runAfterMs, ':now': nowMs, ...indexValues(index) },
+    ExpressionAttributeValues: { ...guardValues(guard), ':queued': 'queued', ':one': 1, ':runAfter': runAfterMs, ':now': nowMs, ...indexValues(index), ...seen },
   };
 }
 

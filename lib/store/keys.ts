@@ -55,6 +55,7 @@ export const PARTITION_PREFIX = {
   directory: 'DIR#',
   schedule: 'SCHED#',
   operation: 'OP#',
+  start: 'START#',
 } as const;
 
 export type PartitionFamily = keyof typeof PARTITION_PREFIX;
@@ -65,6 +66,11 @@ export function jobKey(type: string, id: string): ItemKey {
 
 export function jobTypeKey(name: string): ItemKey {
   return { pk: `${PARTITION_PREFIX.jobType}${name}`, sk: 'TYPE' };
+}
+
+/** The start record of a group of claims (domain/claim-seats.ts): which of its seats a worker took up. */
+export function startRecordKey(group: string): ItemKey {
+  return { pk: `${PARTITION_PREFIX.start}${group}`, sk: 'START' };
 }
 
 /** The index entry that lists a member of a family under its name. */

@@ -19,11 +19,11 @@ import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../infra/local/iam/s
 import { PARTITION_PREFIX } from '../../lib/store/keys.js';
 import type { WorkerBatch } from '../../lib/queue/batcher.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
-import { markStarted } from '../../lib/queue/claims.js';
+import { recordBatchStarts } from '../../lib/queue/claims.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
 import { takeDeniedCalls } from '../support/iam.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
-import { RecordingInvoker } from './lib-fixtures.js';
+import { FailingInvoker, RecordingInvoker } from './lib-fixtures.js';
 
 const HOUR_S = 3_600;
 const lambdaContext = { getRemainingTimeInMillis: () => 60_000 };
@@ -162,8 +162,9 @@ describe('a tour of every function', () => {
     const before = invoker.batches.length;
     expect(await poll()).toMatchObject({ claimed: 1 });
     expect(invoker.batches.length).toBe(before + 1);
-    // The worker records the start, then dies: a claim never started would go back uncounted instead.
-    expect(await markStarted(queue.as('worker'), invoker.batches[before]!.jobs[0]!, WORKER)).toBe('started');
+    // The worker records its batch's start, then dies: a claim never started would go back uncounted instead.
+    const starts = await recordBatchStarts(queue.as('worker'), invoker.batches[before]!.jobs, WORKER);
+    expect([...starts.values()]).toEqual(['started']);
     advanceS(301);
     expect(await sweep()).toMatchObject({ requeued: 1, reconciled: 0 });
   });
@@ -194,6 +195,12 @@ describe('a tour of every function', () => {
   test('the poller, back after a day away, walks its lanes through the bucket directory', async () => {
     advanceS(24 * HOUR_S);
     await poll();
+  });
+
+  test('a batch whose invoke fails has its seats taken from any worker, then its claims handed back', async () => {
+    expect((await operator.put('/v1/jobs/plain/lost-invoke', { data: 1 })).status).toBe(201);
+    const failing = createPollerHandler({ ctx: queue.as('poller'), invoker: new FailingInvoker(), identity: { id: 'p-1', host: 'host' } });
+    expect(await failing({}, lambdaContext)).toMatchObject({ claimed: 1, released: 1 });
   });
 
   test('the operator revokes the producer key', async () => {

@@ -5,7 +5,6 @@
  * (DIRECTORY_ADOPTION_MS); before that, and near now, it queries bucket by bucket, at most MAX_QUERIES_PER_SCAN
  * a scan.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, test } from 'vitest';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { QueueContext } from '../../lib/queue/context.js';
@@ -20,6 +19,7 @@ import { createPollerHandler } from '../../functions/poller/app.js';
 import type { QueueMetrics } from '../../functions/shared/metrics.js';
 import { asFunction, type TestClock } from '../support/queue.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
+import { countQueries, withLatency } from '../support/sdk-calls.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -31,30 +31,6 @@ const FEW_DOZEN = 48;
 const queue = freshQueuePerTest({ settings: SETTINGS });
 /** Longer than one scan walks, bucket by bucket: two and a half scans' worth. */
 const WALK_HOURS = Math.ceil((2.5 * MAX_QUERIES_PER_SCAN * MINUTE) / HOUR);
-
-/** Counts the queries `client` sends from now on. */
-function countQueries(client: DynamoDBClient): { count: number } {
-  const counted = { count: 0 };
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName === 'QueryCommand') counted.count++;
-      return next(args);
-    },
-    { step: 'initialize' },
-  );
-  return counted;
-}
-
-/** Moves the test's clock `latencyMs` for every call `client` makes, as DynamoDB's latency moves a real one. */
-function withLatency(client: DynamoDBClient, clock: TestClock, latencyMs: number): void {
-  client.middlewareStack.add(
-    (next) => async (args) => {
-      clock.advance(latencyMs);
-      return next(args);
-    },
-    { step: 'initialize' },
-  );
-}
 
 const queuedLane = (jobType: JobType): Lane => ({ kind: 'queued', type: jobType.name });
 /** Where a cursor kept up to date stands at `nowMs`, on a minute: just before the bucket that ended a margin ago. */

@@ -17,7 +17,7 @@ import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/pol
 import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
-import { markStarted } from '../../lib/queue/claims.js';
+import { markStarted, recordBatchStarts } from '../../lib/queue/claims.js';
 import type { BatchResult, JobHandler } from '../../lib/queue/worker.js';
 import { asFunction, createTestQueue, type TestClock, type TestQueue } from '../support/queue.js';
 
@@ -80,7 +80,7 @@ export class RecordingInvoker implements WorkerInvoker {
   }
 }
 
-/** Records every batch and records each job's start, then runs nothing: a worker that died mid-job. */
+/** Records every batch and records its start as the worker does, then runs nothing: a worker that died mid-job. */
 export class DyingInvoker extends RecordingInvoker {
   constructor(
     private readonly ctx: QueueContext,
@@ -90,7 +90,9 @@ export class DyingInvoker extends RecordingInvoker {
   }
   override async invoke(batch: WorkerBatch): Promise<void> {
     await super.invoke(batch);
-    for (const job of batch.jobs) await markStarted(asFunction(this.ctx, 'worker'), job, this.worker);
+    const starts = await recordBatchStarts(asFunction(this.ctx, 'worker'), batch.jobs, this.worker);
+    // Jobs of older tokens record a start of their own.
+    for (const job of batch.jobs) if (!starts.has(job)) await markStarted(asFunction(this.ctx, 'worker'), job, this.worker);
   }
 }
 
@@ -120,8 +122,11 @@ export class RunningInvoker implements WorkerInvoker {
 
 export class FailingInvoker implements WorkerInvoker {
   calls = 0;
-  async invoke(): Promise<void> {
+  /** Each batch whose invoke failed: Lambda may have queued it all the same. */
+  readonly batches: WorkerBatch[] = [];
+  async invoke(batch: WorkerBatch): Promise<void> {
     this.calls++;
+    this.batches.push(structuredClone(batch));
     throw new Error('Lambda invoke failed');
   }
 }

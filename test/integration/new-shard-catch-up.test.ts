@@ -3,7 +3,6 @@
  * yet, and its first walk begins at the type's creation. One-minute buckets and a one-minute safety margin, as
  * in lane-catch-up.test.ts; the queue runs with one shard for a week, then with two.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { describe, expect, test } from 'vitest';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { QueueContext } from '../../lib/queue/context.js';
@@ -17,6 +16,7 @@ import { bucketOf, shardOf, type Lane } from '../../lib/store/keys.js';
 import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { asFunction, type TestClock } from '../support/queue.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
+import { countQueries, withLatency } from '../support/sdk-calls.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -29,28 +29,6 @@ const queue = freshQueuePerTest({ settings: { shards: 1, bucketMs: MINUTE, curso
  * recorded buckets and the few unsettled ones near now.
  */
 const FIRST_WALK_QUERIES = 80;
-
-function countQueries(client: DynamoDBClient): { count: number } {
-  const counted = { count: 0 };
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName === 'QueryCommand') counted.count++;
-      return next(args);
-    },
-    { step: 'initialize' },
-  );
-  return counted;
-}
-
-function withLatency(client: DynamoDBClient, clock: TestClock, latencyMs: number): void {
-  client.middlewareStack.add(
-    (next) => async (args) => {
-      clock.advance(latencyMs);
-      return next(args);
-    },
-    { step: 'initialize' },
-  );
-}
 
 /** `fn`'s context once SHARDS is raised to two. */
 const withTwoShards = (ctx: QueueContext, fn: QueueFunctionName): QueueContext => {

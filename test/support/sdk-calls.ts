@@ -1,0 +1,27 @@
+/** Watching and slowing one function's DynamoDB calls, for tests that count what a walk costs. */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { TestClock } from './queue.js';
+
+/** Counts the queries `client` sends from now on. */
+export function countQueries(client: DynamoDBClient): { count: number } {
+  const counted = { count: 0 };
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'QueryCommand') counted.count++;
+      return next(args);
+    },
+    { step: 'initialize' },
+  );
+  return counted;
+}
+
+/** Moves the test's clock `latencyMs` for every call `client` makes, as DynamoDB's latency moves a real one. */
+export function withLatency(client: DynamoDBClient, clock: TestClock, latencyMs: number): void {
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      clock.advance(latencyMs);
+      return next(args);
+    },
+    { step: 'initialize' },
+  );
+}
