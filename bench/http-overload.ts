@@ -11,7 +11,7 @@ import pLimit from 'p-limit';
 import type { Json } from '../lib/client/index.js';
 import { JOB_TYPES_REFRESH_MS } from '../lib/queue/job-types.js';
 import { cpuBetween, type HttpSystem, type ProcessCpu } from './http-system.js';
-import { defineTypes, startSink } from './http-workloads.js';
+import { defineTypes, retireTypes, startSink } from './http-workloads.js';
 import { summariseLag, type LagSummary } from './stats.js';
 import { payloadOf, progressLine } from './workloads.js';
 
@@ -91,7 +91,8 @@ async function offer(system: HttpSystem, ratePerS: number, factor: number, label
   const sink = await startSink();
   const runId = `${label}-x${factor}`.toLowerCase().replace(/[^a-z0-9]+/g, '-');
   try {
-    const { http: type } = await defineTypes(system.client, runId, sink);
+    const types = await defineTypes(system.client, runId, sink);
+    const type = types.http;
     await sleep(JOB_TYPES_REFRESH_MS + 500);
     const n = Math.round((ratePerS * OFFER_MS) / 1_000);
     const acceptedAtMs = new Map<string, number>();
@@ -121,6 +122,7 @@ async function offer(system: HttpSystem, ratePerS: number, factor: number, label
       stopProgress();
     }
     const cpu = cpuBetween(cpuStart, system.sampleCpu(), Math.max(1, acceptedAtMs.size));
+    await retireTypes(system.client, types);
     const lags = [...acceptedAtMs].flatMap(([id, atMs]) => {
       const starts = sink.startsMs.get(id);
       return starts ? [Math.max(0, (starts[0] as number) - atMs)] : [];
@@ -145,9 +147,10 @@ export async function runOverload(system: HttpSystem, label: string, deadlineMs:
   const kneeSink = await startSink();
   let kneePerS: number;
   try {
-    const { echo } = await defineTypes(system.client, `${label}-knee`.toLowerCase().replace(/[^a-z0-9]+/g, '-'), kneeSink);
+    const types = await defineTypes(system.client, `${label}-knee`.toLowerCase().replace(/[^a-z0-9]+/g, '-'), kneeSink);
     await sleep(JOB_TYPES_REFRESH_MS + 500);
-    kneePerS = await measureKnee(system, echo, label);
+    kneePerS = await measureKnee(system, types.echo, label);
+    await retireTypes(system.client, types);
   } finally {
     await kneeSink.close();
   }
@@ -176,7 +179,8 @@ export async function runBurst(system: HttpSystem, n: number, label: string, dea
   const sink = await startSink();
   const runId = label.toLowerCase().replace(/[^a-z0-9]+/g, '-');
   try {
-    const { http: type } = await defineTypes(system.client, runId, sink);
+    const types = await defineTypes(system.client, runId, sink);
+    const type = types.http;
     await sleep(JOB_TYPES_REFRESH_MS + 500);
     const firstAnswers = new Map<string, number>();
     const ids = Array.from({ length: n }, (_, index) => `${runId}-${index}`);
@@ -187,6 +191,7 @@ export async function runBurst(system: HttpSystem, n: number, label: string, dea
     const allAcceptedMs = Date.now() - startMs;
     while (ids.some((id) => !sink.startsMs.has(id)) && Date.now() < startMs + allAcceptedMs + deadlineMs) await sleep(50);
     const lastStartMs = Math.max(...ids.map((id) => sink.startsMs.get(id)?.[0] ?? Number.NaN));
+    await retireTypes(system.client, types);
     return {
       n,
       firstAnswers: Object.fromEntries(firstAnswers),

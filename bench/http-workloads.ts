@@ -65,6 +65,15 @@ export async function defineTypes(client: QueueClient, runId: string, sink: Sink
   return { echo, http };
 }
 
+/**
+ * Pauses a run's types once it is measured. Each run defines types of its own; left running, every later run's
+ * polls would read their idle lanes too (every shard of every type, each poll), which a user's queue of a few
+ * types does not pay, and later runs would measure a queue of dozens.
+ */
+export async function retireTypes(client: QueueClient, types: { echo: string; http: string }): Promise<void> {
+  await Promise.all([client.pause(types.echo), client.pause(types.http)]);
+}
+
 export interface HttpWorkloadSpec {
   name: string;
   n: number;
@@ -171,6 +180,7 @@ export async function runHttpWorkload(system: HttpSystem, spec: HttpWorkloadSpec
     // An http job starts when the sink sees it; an echo job's start is not seen from outside, so it ends the drain by its success.
     const endMs = spec.target === 'http' ? Math.max(0, ...[...sink.startsMs.values()].map((starts) => starts[0]!)) : checked.lastSuccessMs;
     const lags = [...sink.startsMs].map(([id, starts]) => starts[0]! - (dueAtMs.get(id) ?? starts[0]!));
+    await retireTypes(system.client, types);
     return {
       workload: spec.name,
       n: spec.n,
