@@ -40,6 +40,7 @@ import type { QueueContext } from './context.js';
 import { recordLaneBucket } from './directory.js';
 import { claimSeatOf, claimTokenOf, createSeatAllocator, type ClaimSeat } from '../domain/claim-seats.js';
 import { handBackSeats, recordStarts, seatStart } from '../store/start-records.js';
+import { recordSpan, SpanKind } from '../domain/spans.js';
 
 /** A job update, its lane bucket recorded first when it lies ahead (see directory.ts). */
 async function writeJob(ctx: QueueContext, params: UpdateParams): Promise<JobWriteResult> {
@@ -68,11 +69,17 @@ export async function claimJob(
   seat: ClaimSeat = createSeatAllocator(1)(),
 ): Promise<ClaimResult> {
   const claimToken = claimTokenOf(seat);
+  const startedAt = new Date();
   const nowMs = ctx.nowMs();
   const claimedUntilMs = nowMs + jobType.visibilityTimeoutS * 1000;
   const params = claimParams(ref, { claimToken, nowMs, claimedUntilMs, index: claimIndexKeys(ctx.settings, ref, claimedUntilMs), slots });
   const claimed = await writeJob(ctx, params);
-  if (claimed.ok) return claimed.job.claimToken === claimToken ? { kind: 'claimed', job: claimed.job } : { kind: 'lost' };
+  if (claimed.ok) {
+    if (claimed.job.claimToken !== claimToken) return { kind: 'lost' };
+    const { job } = claimed;
+    recordSpan('djq claim', job.traceparent, { kind: SpanKind.INTERNAL, attributes: { 'djq.job.type': job.type, 'djq.job.id': job.id, 'djq.attempt': job.attempt }, startedAt });
+    return { kind: 'claimed', job };
+  }
   const current = claimed.current;
   // The SDK retried a claim whose first try was applied but whose answer was lost: the claim is ours.
   if (current?.claimToken === claimToken) return { kind: 'claimed', job: current };

@@ -10,6 +10,7 @@ import type { QueueContext } from './context.js';
 import { enqueueCorrelatedJob } from './correlation.js';
 import { recordLaneBucket } from './directory.js';
 import { requireJob, sameJobOrConflict } from './jobs.js';
+import { inSpan, SpanKind } from '../domain/spans.js';
 
 /**
  * Enqueues a job, idempotent on (type, id): the same body again returns the
@@ -18,12 +19,15 @@ import { requireJob, sameJobOrConflict } from './jobs.js';
  * first instant inside its time windows at or after the requested `run_after`
  * (or now).
  */
-export async function enqueueJob(
-  ctx: QueueContext,
-  jobType: JobType,
-  id: string,
-  input: JobInput,
-): Promise<{ job: Job; created: boolean }> {
+export function enqueueJob(ctx: QueueContext, jobType: JobType, id: string, input: JobInput): Promise<{ job: Job; created: boolean }> {
+  const attributes = { 'djq.job.type': jobType.name, 'djq.job.id': id };
+  // Where an SDK records the enqueue's span, the job's attempts are its children.
+  return inSpan('djq enqueue', input.traceparent, { kind: SpanKind.PRODUCER, attributes }, (recorded) =>
+    writeNewJob(ctx, jobType, id, recorded === undefined ? input : { ...input, traceparent: recorded }),
+  );
+}
+
+async function writeNewJob(ctx: QueueContext, jobType: JobType, id: string, input: JobInput): Promise<{ job: Job; created: boolean }> {
   const nowMs = ctx.nowMs();
   const job = newJob(jobType, id, input, nowMs);
   assertJobFitsTarget(jobType, job);

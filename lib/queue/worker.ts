@@ -25,6 +25,7 @@ import { effectiveWindows, firstInstantInWindows } from '../domain/windows.js';
 import { ownEntry } from '../domain/own.js';
 import { MAX_WORKER_ATTEMPT_S } from '../domain/limits.js';
 import { childTraceparent } from '../domain/trace-context.js';
+import { inSpan, SpanKind } from '../domain/spans.js';
 
 export { AWAIT_CALLBACK, failureFromError, type JobContext, type JobHandler } from '../targets/handler.js';
 
@@ -73,7 +74,6 @@ async function runAttempt(
       if (!(await recordProgress(ctx, guard, report))) claimLost();
     },
     nowMs: ctx.nowMs,
-    traceparent: job.traceparent !== undefined ? childTraceparent(job.traceparent) : undefined,
   };
   const stopped = new Promise<never>((_, reject) => {
     controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
@@ -93,10 +93,16 @@ async function runAttempt(
   );
   // A renewal that fails on a passing store error is simply tried again at the next tick.
   const renewTimer = setInterval(() => extend(visibilityMs).catch(() => undefined), visibilityMs / 2);
+  const attributes = { 'djq.job.type': job.type, 'djq.job.id': job.id, 'djq.attempt': job.attempt };
   try {
-    return await Promise.race([Promise.resolve().then(() => run(context)), stopped]);
-  } catch (error) {
-    return { kind: 'failed', failure: failureFromError(error) };
+    // A span of the job's trace: the SDK's when one records it, else a new span id of the same trace.
+    return await inSpan('djq run', job.traceparent, { kind: SpanKind.CONSUMER, attributes, failed: (outcome) => outcome.kind === 'failed' }, (recorded) => {
+      const traceparent = recorded ?? (job.traceparent !== undefined ? childTraceparent(job.traceparent) : undefined);
+      return Promise.race([Promise.resolve().then(() => run({ ...context, traceparent })), stopped]).catch((error: unknown) => ({
+        kind: 'failed' as const,
+        failure: failureFromError(error),
+      }));
+    });
   } finally {
     clearTimeout(timeoutTimer);
     clearInterval(renewTimer);
