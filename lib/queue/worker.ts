@@ -212,30 +212,34 @@ export type BatchResult = Record<JobRunOutcome | 'error', number>;
 /**
  * Takes up a batch's claims: each is held first (renewed if it was about to lapse, undefined if the sweeper took it
  * back), so a claim the sweeper sees lapsed is one no worker took up; then the start of the at_least_once jobs
- * that run at once (the first WORKER_CONCURRENCY that may start now) is recorded for the batch, a write per group of
- * claims. An
- * at_most_once job, or one that waits for a free slot, records a start of its own just before it runs: it is
- * checked against its claim then, and a start recorded long before would charge an attempt to a job whose claim
- * lapsed while it waited.
+ * that run at once (the first WORKER_CONCURRENCY that may start now) is recorded for the batch, a write per group
+ * of claims. An at_most_once job, or one that waits for a free slot, records a start of its own just before it
+ * runs: it is checked against its claim then, and a start recorded long before would charge an attempt to a job
+ * whose claim lapsed while it waited.
  */
 async function startBatch(
   ctx: QueueContext,
   batch: WorkerBatch,
   worker: WorkerIdentity,
 ): Promise<{ held: Map<Job, Job | undefined | Error>; starts: Map<Job, StartResult | Error> }> {
+  // A job whose type the batch lacks is not taken up: runWorkerBatch reports it.
+  const typed = batch.jobs.flatMap((job) => {
+    const jobType = ownEntry(batch.jobTypes, job.type);
+    return jobType ? [{ job, jobType }] : [];
+  });
   const held = new Map<Job, Job | undefined | Error>();
   await Promise.all(
-    batch.jobs.map(async (job) => {
-      const jobType = ownEntry(batch.jobTypes, job.type);
-      if (!jobType) return;
+    typed.map(async ({ job, jobType }) => {
       held.set(job, await holdClaim(ctx, job, jobType).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))));
     }),
   );
   const nowMs = ctx.nowMs();
-  const startNow = batch.jobs
-    .map((job) => held.get(job))
-    .filter((job): job is Job => job !== undefined && !(job instanceof Error) && job.deliveryStrategy === 'at_least_once')
-    .filter((job) => mayStartAt(job, ownEntry(batch.jobTypes, job.type)!, nowMs))
+  const startNow = typed
+    .flatMap(({ job, jobType }) => {
+      const current = held.get(job);
+      const startable = current !== undefined && !(current instanceof Error) && current.deliveryStrategy === 'at_least_once' && mayStartAt(current, jobType, nowMs);
+      return startable ? [current] : [];
+    })
     .slice(0, ctx.settings.workerConcurrency);
   return { held, starts: await recordBatchStarts(ctx, startNow, worker) };
 }
