@@ -15,15 +15,16 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation'],
       // A correlated enqueue writes the job and its CORR pointer in one transaction; a far run_after records its bucket.
       // Schedules are written whole, over the revision read. A bulk operation is only recorded here; sweepers run it.
-      PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory', 'schedule', 'operation'],
+      // A tagged job's tag entries are written before it.
+      PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory', 'schedule', 'operation', 'tag'],
       // Callbacks end attempts (and give back a type's slots); key revocation; the metrics history.
       UpdateItem: ['job', 'jobType', 'apiKey', 'metrics'],
       // The correlation callback drops the pointer of the job it finished; a schedule is deleted.
       DeleteItem: ['correlation', 'schedule'],
       BatchGetItem: ['job', 'jobType', 'apiKey', 'roster', 'schedule'],
       // Stats and listings look ahead through the bucket directory; the dashboard reads the metrics history; the
-      // correlation callback reads a key's pointers, one per type holding it.
-      Query: ['directory', 'metrics', 'correlation'],
+      // correlation callback reads a key's pointers, one per type holding it; a listing by tag reads the tag's entries.
+      Query: ['directory', 'metrics', 'correlation', 'tag'],
     },
     queriesDueIndex: true,
   },
@@ -62,14 +63,16 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       // Bulk operations: the operation and its type are read before each page. A lapsed claim's group start record
       // says whether a worker took it up.
       GetItem: ['job', 'cursor', 'jobType', 'operation', 'start'],
-      // A reclaimed job or straggler records its bucket before it moves there; a bulk retry enqueues replays.
-      PutItem: ['directory', 'job'],
+      // A reclaimed job or straggler records its bucket before it moves there; a bulk retry enqueues replays, with
+      // their tag entries.
+      PutItem: ['directory', 'job', 'tag'],
       // A concurrency counter left above what its jobs hold is reconciled from the type's running jobs; a bulk cancel
       // ends queued jobs; each page of an operation is recorded on it.
       UpdateItem: ['job', 'jobType', 'cursor', 'operation'],
       // Reconciling reads the type's running jobs; a bulk operation's pages list jobs as GET /v1/jobs/{type} does.
       BatchGetItem: ['job', 'jobType'],
-      Query: ['jobType', 'directory'],
+      // A bulk operation by tag walks the tag's entries.
+      Query: ['jobType', 'directory', 'tag'],
     },
     queriesDueIndex: true,
   },

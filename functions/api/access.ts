@@ -117,6 +117,7 @@ export function jobAnswer(job: Job, principal: Principal | undefined): Record<st
     changes_dropped: 0,
     throttle_key: null,
     correlation_key: null,
+    tags: [],
     cancelled_by: null,
   };
 }

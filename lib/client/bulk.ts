@@ -2,10 +2,13 @@
 import type { Requester } from './transport.js';
 import { wireBody } from './wire.js';
 
-/** `POST /v1/jobs/{type}/bulk`: what to act on. `from` and `to` bound the finish time (retry) or ready time (cancel). */
+/**
+ * `POST /v1/jobs/{type}/bulk`: what to act on. `from` and `to` bound the finish time (retry) or ready time (cancel);
+ * `tag` narrows the selection to the jobs with that tag.
+ */
 export type BulkBody =
-  | { action: 'retry'; status: 'failed' | 'expired'; from?: Date | string; to?: Date | string; throttle_key?: string }
-  | { action: 'cancel'; status: 'queued'; from?: Date | string; to?: Date | string; throttle_key?: string };
+  | { action: 'retry'; status: 'failed' | 'expired'; from?: Date | string; to?: Date | string; throttle_key?: string; tag?: string }
+  | { action: 'cancel'; status: 'queued'; from?: Date | string; to?: Date | string; throttle_key?: string; tag?: string };
 
 /** A bulk operation as `GET /v1/operations/{id}` answers it. */
 export interface BulkOperation {
@@ -17,6 +20,7 @@ export interface BulkOperation {
   /** A retry started without `to` stops at the jobs finished when it started. */
   to: string | null;
   throttle_key: string | null;
+  tag: string | null;
   state: 'running' | 'succeeded' | 'failed';
   /** Jobs selected so far; each is then done, skipped (no longer in the status when acted on) or failed. */
   matched: number;

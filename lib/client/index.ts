@@ -43,12 +43,14 @@ export type * from './types.js';
 export type { BulkBody, BulkOperation } from './bulk.js';
 export { JOB_STATUSES } from './types.js';
 
-export interface ListOptions {
-  status: JobStatus;
+/** Which jobs a listing shows: by `status`, or by `tag` (newest enqueued first, in any status, or in `status` when both are given). */
+export type ListSelection = { status: JobStatus; tag?: string | undefined } | { status?: JobStatus | undefined; tag: string };
+
+export type ListOptions = ListSelection & {
   /** 1 to 100. @default 50 */
   limit?: number;
   cursor?: string | null;
-}
+};
 
 /** The trace an enqueue belongs to: a W3C `traceparent`, sent as that header. */
 export interface TraceOptions {
@@ -72,10 +74,10 @@ export interface QueueClient extends ScheduleMethods, AdminMethods, BulkMethods 
   /** Up to 100 jobs, a result per item (an item's refusal is in its result, not thrown). Retried when every job has an id. */
   enqueueBatch(type: string, jobs: (EnqueueJob & { id?: string })[], options?: TraceOptions): Promise<BatchResult>;
   get(type: string, id: string): Promise<Job>;
-  /** One page of a type's jobs in one status. */
+  /** One page of a type's jobs in one status, or with one tag. */
   list(type: string, options: ListOptions): Promise<JobPage>;
-  /** Every job of a type in one status, page by page. */
-  listAll(type: string, options: Omit<ListOptions, 'cursor'>): AsyncIterable<Job>;
+  /** Every job of a type in one status, or with one tag, page by page. */
+  listAll(type: string, options: ListSelection & { limit?: number }): AsyncIterable<Job>;
   /** A new job with the same data. Not retried: each call makes a new job. */
   replay(type: string, id: string): Promise<Job>;
   /** Cancels a job that has not started. Retried; a retry's 409 is answered with the job when it is cancelled. */
@@ -153,12 +155,12 @@ export function createClient(options: ClientOptions): QueueClient {
         idempotent: jobs.every((job) => job.id !== undefined),
       }),
     get: (type, id) => request({ method: 'GET', path: ['v1', 'jobs', type, id], idempotent: true }),
-    list: (type, { status, limit, cursor }) =>
-      request({ method: 'GET', path: ['v1', 'jobs', type], query: { status, limit, cursor }, idempotent: true }),
-    async *listAll(type, { status, limit }) {
+    list: (type, { status, tag, limit, cursor }) =>
+      request({ method: 'GET', path: ['v1', 'jobs', type], query: { status, tag, limit, cursor }, idempotent: true }),
+    async *listAll(type, options) {
       let cursor: string | null = null;
       do {
-        const page: JobPage = await client.list(type, { status, ...(limit !== undefined ? { limit } : {}), cursor });
+        const page: JobPage = await client.list(type, { ...options, cursor });
         yield* page.jobs;
         cursor = page.next_cursor;
       } while (cursor !== null);

@@ -120,6 +120,8 @@ export interface EnqueueJob {
   throttle_key?: string | null | undefined;
   time_windows?: TimeWindow[] | null | undefined;
   correlation_key?: string | undefined;
+  /** At most 10 tags of 1 to 64 characters of A-Z a-z 0-9 _ . : = @ / -, none twice; fixed once enqueued. */
+  tags?: string[] | null | undefined;
 }
 
 export interface AttemptError {
@@ -174,7 +176,7 @@ export interface JobProgress {
 /**
  * A job as the API returns it, with its attempt history (oldest first). To a key without `read:` on the type
  * (the answers of cancel, change, replay and callbacks), what the job holds is withheld: `data`, `result`,
- * `progress`, `throttle_key`, `correlation_key` and `cancelled_by` are null, `history` and `changes` empty.
+ * `progress`, `throttle_key`, `correlation_key` and `cancelled_by` are null, `history`, `changes` and `tags` empty.
  */
 export interface Job {
   id: string;
@@ -195,6 +197,8 @@ export interface Job {
   schedule: string | null;
   /** The W3C traceparent of the request that enqueued it (a schedule's fire starts its own), or null. */
   traceparent: string | null;
+  /** Its tags as enqueued; empty for none. */
+  tags: string[];
   created_at: string | null;
   updated_at: string | null;
   finished_at: string | null;

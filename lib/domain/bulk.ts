@@ -28,6 +28,8 @@ export interface BulkRequest {
   fromMs?: number;
   toMs?: number;
   throttleKey?: string;
+  /** Only jobs with this tag: the operation walks the tag's entries, not the status's listing. */
+  tag?: string;
 }
 
 export const OPERATION_STATES = ['running', 'succeeded', 'failed'] as const;
@@ -116,7 +118,8 @@ export function selects(operation: BulkRequest, job: Job): boolean {
     job.status === operation.status &&
     (operation.fromMs === undefined || atMs >= operation.fromMs) &&
     (operation.toMs === undefined || atMs <= operation.toMs) &&
-    (operation.throttleKey === undefined || job.throttleKey === operation.throttleKey)
+    (operation.throttleKey === undefined || job.throttleKey === operation.throttleKey) &&
+    (operation.tag === undefined || job.tags?.includes(operation.tag) === true)
   );
 }
 
@@ -128,6 +131,8 @@ export function selects(operation: BulkRequest, job: Job): boolean {
  * which it leaves alone, as a retry leaves the jobs that fail after it started.
  */
 export function passedRange(operation: BulkOperation, job: Job): boolean {
+  // A tag's entries come by enqueue time, which bounds neither a finish nor a ready time.
+  if (operation.tag !== undefined) return false;
   const atMs = selectionTimeMs(operation, job);
   if (operation.action === 'retry') return operation.fromMs !== undefined && atMs < operation.fromMs;
   return operation.toMs !== undefined && atMs > Math.max(operation.toMs, operation.createdAtMs);

@@ -89,6 +89,8 @@ interface JobChoices {
    * runs as a span of that trace (domain/trace-context.ts). Not part of what makes a repeated enqueue the same job.
    */
   traceparent?: string;
+  /** Its tags, as given at enqueue and never changed after; each has an entry in its (type, tag) partition (domain/tags.ts). */
+  tags?: string[];
 }
 
 /** A job as stored: the source of truth for its status, data, attempts and history. */

@@ -10,6 +10,7 @@ import { assertJsonSize, isWellFormedText } from './json-size.js';
 import { MAX_DATA_BYTES, type Job, type JobInput } from './job.js';
 import type { JobType } from './job-type.js';
 import { ownEntry } from './own.js';
+import { tagsProblem } from './tags.js';
 import { earliestStartMs, effectiveWindows } from './windows.js';
 
 const ulid = monotonicFactory();
@@ -33,6 +34,8 @@ function requestHashOf(input: JobInput): string {
     // Only when given, so the hashes of jobs stored before correlation keys existed stay the same.
     ...(input.correlationKey !== undefined ? { correlationKey: input.correlationKey } : {}),
     ...(input.schedule !== undefined ? { schedule: input.schedule } : {}),
+    // Only when given, so the hashes of jobs without tags stay the same.
+    ...(input.tags !== undefined ? { tags: input.tags } : {}),
   });
   return createHash('sha256').update(normalised ?? '').digest('base64url');
 }
@@ -53,6 +56,12 @@ export function throttleKeyOf(jobType: Pick<JobType, 'throttle'>, input: Pick<Jo
   const key = String(value);
   // Keys index counters in the table: a value no producer could give as throttle_key (too long, or an unpaired surrogate) is no key.
   return key.length >= 1 && key.length <= 128 && isWellFormedText(key) ? key : undefined;
+}
+
+/** Tags are validated on the wire; these reach here from schedules, replays and lib callers too, and become keys. */
+function assertTags(tags: readonly string[] | undefined): void {
+  const problem = tags === undefined ? undefined : tagsProblem(tags);
+  if (problem) throw new ValidationError([{ field: problem.index === undefined ? 'tags' : `tags.${problem.index}`, message: problem.message }]);
 }
 
 /** A weight above the type's concurrency could never be claimed. */
@@ -76,6 +85,7 @@ export function newJob(jobType: JobType, id: string, input: JobInput, nowMs: num
     throw new ValidationError([{ field: 'expires_at', message: `must be after ${opensAt}, when the job's time windows first let it run` }]);
   }
   const throttleKey = throttleKeyOf(jobType, input);
+  assertTags(input.tags);
   return {
     type: jobType.name,
     id,
@@ -93,6 +103,7 @@ export function newJob(jobType: JobType, id: string, input: JobInput, nowMs: num
     ...(input.correlationKey !== undefined ? { correlationKey: input.correlationKey } : {}),
     ...(input.schedule !== undefined ? { schedule: input.schedule } : {}),
     ...(input.traceparent !== undefined ? { traceparent: input.traceparent } : {}),
+    ...(input.tags !== undefined ? { tags: input.tags } : {}),
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     history: [],

@@ -1,6 +1,6 @@
 /**
  * Bulk operations: retry (replay) a type's failed or expired jobs, or cancel its queued ones, selected by status,
- * a time range and a throttle key. A request only records the operation; sweepers run it, a page at a time at
+ * a time range, a throttle key and a tag. A request only records the operation; sweepers run it, a page at a time at
  * BULK_JOBS_PER_S, each page's jobs recorded on the operation before any is acted on and counted once after, so
  * a runner that dies mid-page leaves the page to the next, which acts on its jobs again harmlessly: a replay's
  * id is fixed by the operation and the job, and a cancel carries the operation's id.
@@ -26,7 +26,8 @@ import { countPageParams, newOperationParams, pageFailedParams, runningOperation
 import { batchGetItems, getItem, putItem, updateItem } from '../store/send.js';
 import type { QueueContext, QueueSettings } from './context.js';
 import { enqueueJob, replayInputOf } from './enqueue.js';
-import { cursorFrom, listJobs } from './job-listing.js';
+import { cursorFrom, listJobs, type JobPage } from './job-listing.js';
+import { listJobsByTag, tagCursorAt } from './tags.js';
 import { requireJobType } from './job-types.js';
 import { cancelQueuedJob } from './jobs.js';
 
@@ -62,10 +63,20 @@ export function replaySpacingMs(settings: Pick<QueueSettings, 'bulkJobsPerS'>): 
   return Math.floor(1000 / settings.bulkJobsPerS);
 }
 
+async function listByStatus(ctx: QueueContext, jobType: JobType, operation: BulkOperation): Promise<JobPage> {
+  const cursor = operation.cursor ?? (await cursorFrom(ctx, jobType, operation.status, operation));
+  return listJobs(ctx, jobType, { status: operation.status, limit: BULK_PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) });
+}
+
+/** A tag's jobs from those enqueued when the operation started: the replays a retry makes come after, never in its way. */
+function listByTag(ctx: QueueContext, jobType: JobType, operation: BulkOperation, tag: string): Promise<JobPage> {
+  const cursor = operation.cursor ?? tagCursorAt(tag, operation.createdAtMs);
+  return listJobsByTag(ctx, jobType, { tag, status: operation.status, limit: BULK_PAGE_SIZE, cursor });
+}
+
 /** The next page's matching jobs, and where the listing goes on (absent once it has passed the range or ended). */
 async function choosePage(ctx: QueueContext, jobType: JobType, operation: BulkOperation): Promise<{ page: PendingPage; jobs: Job[] }> {
-  const cursor = operation.cursor ?? (await cursorFrom(ctx, jobType, operation.status, operation));
-  const listed = await listJobs(ctx, jobType, { status: operation.status, limit: BULK_PAGE_SIZE, ...(cursor !== undefined ? { cursor } : {}) });
+  const listed = operation.tag === undefined ? await listByStatus(ctx, jobType, operation) : await listByTag(ctx, jobType, operation, operation.tag);
   const jobs = listed.jobs.filter((job) => selects(operation, job));
   const ended = listed.nextCursor === undefined || listed.jobs.some((job) => passedRange(operation, job));
   const replays =

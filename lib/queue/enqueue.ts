@@ -11,6 +11,7 @@ import { enqueueCorrelatedJob } from './correlation.js';
 import { recordLaneBucket } from './directory.js';
 import { requireJob, sameJobOrConflict } from './jobs.js';
 import { inSpan, SpanKind } from '../domain/spans.js';
+import { writeTagEntries } from './tags.js';
 
 /**
  * Enqueues a job, idempotent on (type, id): the same body again returns the
@@ -31,6 +32,8 @@ async function writeNewJob(ctx: QueueContext, jobType: JobType, id: string, inpu
   const nowMs = ctx.nowMs();
   const job = newJob(jobType, id, input, nowMs);
   assertJobFitsTarget(jobType, job);
+  // Before the job: a job that exists is always listed by its tags.
+  if (job.tags !== undefined) await writeTagEntries(ctx, job);
   const item = { ...jobKey(job.type, id), ...queuedIndexKeys(ctx.settings, job, job.runAfterMs, nowMs), ...jobToItem(job) };
   await recordLaneBucket(ctx, item.gsi1pk);
   if (job.correlationKey !== undefined) return enqueueCorrelatedJob(ctx, job, item, job.correlationKey);
@@ -38,7 +41,7 @@ async function writeNewJob(ctx: QueueContext, jobType: JobType, id: string, inpu
   return written.ok ? { job, created: true } : sameJobOrConflict(ctx, job, written.existing);
 }
 
-/** What a replay of `original` is enqueued with: its data, priority, weight, throttle key and time windows, due now. */
+/** What a replay of `original` is enqueued with: its data, priority, weight, throttle key, time windows and tags, due now. */
 export function replayInputOf(original: Job): JobInput {
   return {
     data: original.data,
@@ -46,10 +49,11 @@ export function replayInputOf(original: Job): JobInput {
     weight: original.weight,
     ...(original.throttleKey !== undefined ? { throttleKey: original.throttleKey } : {}),
     ...(original.timeWindows ? { timeWindows: original.timeWindows } : {}),
+    ...(original.tags !== undefined ? { tags: original.tags } : {}),
   };
 }
 
-/** A new job with the same data, priority, weight and time windows, due now (or when its windows next open). */
+/** A new job with the same data, priority, weight, time windows and tags, due now (or when its windows next open). */
 export async function replayJob(ctx: QueueContext, jobType: JobType, id: string): Promise<Job> {
   const original = await requireJob(ctx, jobType.name, id);
   const { job } = await enqueueJob(ctx, jobType, newJobId(ctx.nowMs()), replayInputOf(original));

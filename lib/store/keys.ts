@@ -56,6 +56,7 @@ export const PARTITION_PREFIX = {
   schedule: 'SCHED#',
   operation: 'OP#',
   start: 'START#',
+  tag: 'TAG#',
 } as const;
 
 export type PartitionFamily = keyof typeof PARTITION_PREFIX;
@@ -151,6 +152,25 @@ export function finishedPartition(type: string, status: string, shard: number): 
 
 export function finishedSortKey(finishedAtMs: number, id: string): string {
   return `${padEpochMs(finishedAtMs)}#${id}`;
+}
+
+/**
+ * A type's jobs with one tag, newest first: `TAG#<type>#<shard>#<tag>`, one small item per job sorted by
+ * `<createdAtMs>#<id>`. Sharded by job id as the lanes are, so one tag takes SHARDS times a partition's writes.
+ */
+export function tagPartition(type: string, tag: string, shard: number): string {
+  return `${PARTITION_PREFIX.tag}${type}#${shard}#${tag}`;
+}
+
+export function tagEntryKey(layout: Pick<IndexLayout, 'shards'>, job: { type: string; id: string; createdAtMs: number }, tag: string): ItemKey {
+  return { pk: tagPartition(job.type, tag, shardOf(job.id, layout.shards)), sk: `${padEpochMs(job.createdAtMs)}#${job.id}` };
+}
+
+/** The job a tag entry's sort key names, and when it was enqueued. */
+export function parseTagSortKey(sk: string): { createdAtMs: number; id: string } {
+  const separator = sk.indexOf('#');
+  if (separator < 0) throw new Error(`not a tag entry sort key: ${sk}`);
+  return { createdAtMs: Number(sk.slice(0, separator)), id: sk.slice(separator + 1) };
 }
 
 export function parseJobPk(pk: string): { type: string; id: string } {

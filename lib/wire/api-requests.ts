@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { FieldIssue } from '../domain/errors.js';
-import { jsonValueSchema } from './fields.js';
+import { jsonValueSchema, tagSchema } from './fields.js';
 import { issuesToDetails } from './parse.js';
 import { JOB_ID_PATTERN, JOB_STATUSES } from '../domain/job.js';
 import { JOB_TYPE_NAME_PATTERN } from '../domain/job-type.js';
@@ -114,11 +114,15 @@ export const jobberQueueSchema = z.strictObject({
 });
 
 /** `GET /v1/jobs/{type}?status=&limit=&cursor=`. */
-export const listJobsQuerySchema = z.strictObject({
-  status: z.enum(JOB_STATUSES),
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
-  cursor: z.string().min(1).max(2_000).optional(),
-});
+/** `GET /v1/jobs/{type}`: by status, or by tag (in any status, or in the status given with it). */
+export const listJobsQuerySchema = z
+  .strictObject({
+    status: z.enum(JOB_STATUSES).optional(),
+    tag: tagSchema.optional().meta({ description: 'Lists the jobs with this tag, newest enqueued first, in any status unless status is given too' }),
+    limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+    cursor: z.string().min(1).max(2_000).optional(),
+  })
+  .refine((query) => query.status !== undefined || query.tag !== undefined, { path: ['status'], message: 'is required unless tag is given' });
 
 const DEFAULT_METRICS_MINUTES = 60;
 const MINUTES_RANGE = `must be an integer from 1 to ${MAX_METRICS_MINUTES}`;

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { BULK_ACTIONS, BULK_STATUSES, OPERATION_STATES, type BulkOperation, type BulkRequest } from '../domain/bulk.js';
 import { JOB_STATUSES, type JobStatus } from '../domain/job.js';
-import { instantSchema, throttleKeySchema } from './fields.js';
+import { instantSchema, tagSchema, throttleKeySchema } from './fields.js';
 import { isoWithOffset } from './jobs.js';
 import { isoOrNull } from './parse.js';
 
@@ -14,6 +14,7 @@ export const bulkRequestSchema = z
     from: isoWithOffset.optional(),
     to: isoWithOffset.optional(),
     throttle_key: throttleKeySchema.optional(),
+    tag: tagSchema.optional(),
   })
   .superRefine((body, ctx) => {
     const statuses: readonly JobStatus[] = BULK_STATUSES[body.action];
@@ -32,6 +33,7 @@ export function bulkRequestFromBody(body: z.output<typeof bulkRequestSchema>): B
     ...(body.from !== undefined ? { fromMs: Date.parse(body.from) } : {}),
     ...(body.to !== undefined ? { toMs: Date.parse(body.to) } : {}),
     ...(body.throttle_key !== undefined ? { throttleKey: body.throttle_key } : {}),
+    ...(body.tag !== undefined ? { tag: body.tag } : {}),
   };
 }
 
@@ -44,6 +46,7 @@ export function operationToApi(operation: BulkOperation) {
     from: isoOrNull(operation.fromMs),
     to: isoOrNull(operation.toMs),
     throttle_key: operation.throttleKey ?? null,
+    tag: operation.tag ?? null,
     state: operation.state,
     matched: operation.matched,
     done: operation.done,
@@ -67,6 +70,7 @@ export const bulkOperationSchema = z
     from: instantSchema.nullable(),
     to: instantSchema.nullable().meta({ description: 'A retry started without to stops at the jobs finished when it started' }),
     throttle_key: z.string().nullable(),
+    tag: z.string().nullable().meta({ description: 'Only jobs with this tag, enqueued before the operation started' }),
     state: z.enum(OPERATION_STATES),
     matched: z.number().int().meta({ description: 'Jobs found in the selection so far' }),
     done: z.number().int().meta({ description: 'Jobs retried or cancelled' }),

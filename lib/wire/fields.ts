@@ -3,6 +3,7 @@ import { IANAZone } from 'luxon';
 import { z } from 'zod';
 import { isWellFormedText } from '../domain/json-size.js';
 import { MAX_TIME_WINDOWS } from '../domain/windows.js';
+import { MAX_TAGS, TAG_PATTERN, TAG_RULE } from '../domain/tags.js';
 
 /**
  * Any JSON value (a job's data, a result), as `z.json()` accepts it, written out so its recursion refers to
@@ -46,3 +47,18 @@ export const instantSchema = z.iso.datetime();
 
 /** A page's cursor: pass it back for the next page; null on the last. */
 export const nextCursorSchema = z.string().nullable();
+
+/** A tag, in a job's `tags` or as the `tag` a listing or bulk operation selects by. */
+export const tagSchema = z.string().regex(TAG_PATTERN, `must be ${TAG_RULE}`);
+
+/** A job's tags: at most MAX_TAGS, none twice. */
+export const tagsSchema = z
+  .array(tagSchema)
+  .max(MAX_TAGS, `must hold at most ${MAX_TAGS} tags`)
+  .superRefine((tags, ctx) => {
+    const seen = new Set<string>();
+    for (const [index, tag] of tags.entries()) {
+      if (seen.has(tag)) ctx.addIssue({ code: 'custom', path: [index], message: 'must not repeat a tag' });
+      seen.add(tag);
+    }
+  });

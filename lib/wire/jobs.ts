@@ -7,7 +7,7 @@ import { ValidationError } from '../domain/errors.js';
 import { isoOrNull } from './parse.js';
 import { attemptErrorToApi } from './traces.js';
 import { DELIVERY_STRATEGIES } from '../domain/job-type.js';
-import { instantSchema, jsonValueSchema, nextCursorSchema, throttleKeySchema, timeWindowSchema, timeWindowsSchema } from './fields.js';
+import { instantSchema, jsonValueSchema, nextCursorSchema, tagsSchema, throttleKeySchema, timeWindowSchema, timeWindowsSchema } from './fields.js';
 
 /** Epoch milliseconds before 1970 would be negative, and sort keys pad them as non-negative. */
 export const isoWithOffset = z.iso
@@ -27,6 +27,7 @@ export const jobInputSchema = z
       .string()
       .regex(CORRELATION_KEY_PATTERN, 'must be 1-256 characters of A-Z a-z 0-9 _ . : @ = ~ -, starting with a letter or digit')
       .optional(),
+    tags: tagsSchema.nullable().optional().meta({ description: 'Labels to list and bulk-select the job by; fixed once enqueued' }),
   })
   .superRefine((body, ctx) => {
     if (body.run_after && body.expires_at && Date.parse(body.expires_at) <= Date.parse(body.run_after)) {
@@ -44,6 +45,7 @@ export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInpu
     ...(body.throttle_key ? { throttleKey: body.throttle_key } : {}),
     ...(body.time_windows ? { timeWindows: body.time_windows } : {}),
     ...(body.correlation_key !== undefined ? { correlationKey: body.correlation_key } : {}),
+    ...(body.tags && body.tags.length > 0 ? { tags: body.tags } : {}),
   };
 }
 
@@ -119,6 +121,7 @@ export function jobToApi(job: Job): Record<string, unknown> {
     correlation_key: job.correlationKey ?? null,
     schedule: job.schedule ?? null,
     traceparent: job.traceparent ?? null,
+    tags: job.tags ?? [],
     created_at: isoOrNull(job.createdAtMs),
     updated_at: isoOrNull(job.updatedAtMs),
     finished_at: isoOrNull(job.finishedAtMs),
@@ -183,6 +186,7 @@ export const jobSchema = z
       .string()
       .nullable()
       .meta({ description: "The W3C traceparent of the request that enqueued it (a schedule's fire starts its own); each attempt runs as a child span" }),
+    tags: z.array(z.string()).meta({ description: 'Its tags as enqueued; empty for none' }),
     created_at: instantSchema.nullable(),
     updated_at: instantSchema.nullable(),
     finished_at: instantSchema.nullable(),

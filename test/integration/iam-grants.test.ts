@@ -147,11 +147,12 @@ describe('a tour of every function', () => {
     expect((await producer.get('/v1/metrics')).status).toBe(200);
     expect((await producer.get('/v1/job-types')).body.job_types).toHaveLength(4);
     expect((await producer.get('/v1/jobs/plain?status=queued')).body.jobs.map((job: { id: string }) => job.id)).toEqual(['tomorrow']);
+    expect((await producer.get('/v1/jobs/plain?tag=nightly')).body.jobs).toEqual([]);
     expect((await producer.get('/v1/jobs/plain/p1')).body.status).toBe('succeeded');
   });
 
   test('a callback wait holds its slot for an hour', async () => {
-    expect((await producer.put('/v1/jobs/hooks/h2', { data: 2 })).status).toBe(201);
+    expect((await producer.put('/v1/jobs/hooks/h2', { data: 2, tags: ['tour'] })).status).toBe(201);
     const before = invoker.batches.length;
     expect(await poll()).toMatchObject({ claimed: 1 });
     expect((await runWorker(invoker.batches[before]!)).awaiting_callback).toBe(1);
@@ -169,9 +170,9 @@ describe('a tour of every function', () => {
     expect(await sweep()).toMatchObject({ requeued: 1, reconciled: 0 });
   });
 
-  test('an operator bulk-retries the failed jobs of one type and bulk-cancels the queued ones of another; the sweeper runs both', async () => {
+  test('an operator bulk-retries the failed jobs with a tag of one type and bulk-cancels the queued ones of another; the sweeper runs both', async () => {
     expect((await producer.post('/v1/jobs/hooks/h2', { status: 'failed', attempt: 1, retryable: false })).body.status).toBe('failed');
-    const retry = await producer.post('/v1/jobs/hooks/bulk', { action: 'retry', status: 'failed' });
+    const retry = await producer.post('/v1/jobs/hooks/bulk', { action: 'retry', status: 'failed', tag: 'tour' });
     const cancel = await producer.post('/v1/jobs/plain/bulk', { action: 'cancel', status: 'queued' });
     expect([retry.status, cancel.status]).toEqual([202, 202]);
     await sweep();

@@ -3,6 +3,7 @@ import { enqueueBatch } from '../../../lib/queue/batch-enqueue.js';
 import type { BatchJob, Job } from '../../../lib/domain/job.js';
 import { ForbiddenError, ValidationError, type FieldIssue } from '../../../lib/domain/errors.js';
 import { listJobs, MAX_PAGE_BYTES } from '../../../lib/queue/job-listing.js';
+import { listJobsByTag } from '../../../lib/queue/tags.js';
 import { assertJsonSize, jsonBytes } from '../../../lib/domain/json-size.js';
 import { cancelJob, requireJob } from '../../../lib/queue/jobs.js';
 import { enqueueJob, replayJob } from '../../../lib/queue/enqueue.js';
@@ -73,14 +74,13 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
     getJob: async (event) => json(200, jobToApi(await requireJob(ctx, typeName(event), jobId(event)))),
     listJobs: async (event) => {
       const jobType = await jobTypes.require(typeName(event));
-      const query = parseWith(listJobsQuerySchema, event.queryStringParameters ?? {});
-      const page = await listJobs(ctx, jobType, {
-        status: query.status,
-        limit: query.limit,
-        ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
-        // Lambda's answer carries the body as a JSON string: each job counts as escaped there.
-        bytes: { bytesOf: (job) => jsonBytes(JSON.stringify(jobToApi(job))), maxBytes: MAX_PAGE_BYTES },
-      });
+      const { status, tag, limit, cursor } = parseWith(listJobsQuerySchema, event.queryStringParameters ?? {});
+      // Lambda's answer carries the body as a JSON string: each job counts as escaped there.
+      const bytes = { bytesOf: (job: Job) => jsonBytes(JSON.stringify(jobToApi(job))), maxBytes: MAX_PAGE_BYTES };
+      const page =
+        tag !== undefined
+          ? await listJobsByTag(ctx, jobType, { tag, status, limit, cursor, bytes })
+          : await listJobs(ctx, jobType, { status: status!, limit, ...(cursor !== undefined ? { cursor } : {}), bytes });
       return json(200, { jobs: page.jobs.map(jobToApi), next_cursor: page.nextCursor ?? null });
     },
     enqueueBatch: async (event, principal) => {
