@@ -117,7 +117,7 @@ export const jobberQueueSchema = z.strictObject({
 /** `GET /v1/jobs/{type}`: by status, or by tag (in any status, or in the status given with it). */
 export const listJobsQuerySchema = z
   .strictObject({
-    status: z.enum(JOB_STATUSES).optional(),
+    status: z.enum(JOB_STATUSES).optional().meta({ description: 'Required unless tag is given' }),
     tag: tagSchema.optional().meta({ description: 'Lists the jobs with this tag, newest enqueued first, in any status unless status is given too' }),
     limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
     cursor: z.string().min(1).max(2_000).optional(),

@@ -4,6 +4,8 @@
  */
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test } from 'vitest';
+import { createClient } from '../../lib/client/index.js';
+import { serveTestApi } from '../support/http-api.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { cancelJob } from '../../lib/queue/jobs.js';
@@ -306,6 +308,32 @@ describe('bulk operations by tag', () => {
       expect(response.body.error.details).toEqual([expect.objectContaining({ field: 'tag' })]);
     }
     expect(await tableItems(api().queue)).toEqual(before);
+  });
+});
+
+describe('the typed client', () => {
+  const api = freshApiPerTest();
+
+  test('enqueues with tags, lists by tag (with a status or not, page by page) and starts a bulk cancel by tag', async () => {
+    const server = await serveTestApi(api().queue);
+    try {
+      const client = createClient({ url: server.url, token: server.adminToken, sleep: async () => undefined });
+      await client.defineType('emails', ECHO);
+      for (const id of ['a', 'b', 'c']) {
+        expect((await client.enqueue('emails', { tags: ['eu'] }, { id })).tags).toEqual(['eu']);
+        api().queue.clock.advance(1_000);
+      }
+      await client.cancel('emails', 'b');
+      const first = await client.list('emails', { tag: 'eu', limit: 2 });
+      expect(first.jobs.map((job) => job.id)).toEqual(['c', 'b']);
+      expect((await client.list('emails', { tag: 'eu', status: 'queued' })).jobs.map((job) => job.id)).toEqual(['c', 'a']);
+      const ids: string[] = [];
+      for await (const job of client.listAll('emails', { tag: 'eu', limit: 1 })) ids.push(job.id);
+      expect(ids).toEqual(['c', 'b', 'a']);
+      expect(await client.startBulk('emails', { action: 'cancel', status: 'queued', tag: 'eu' })).toMatchObject({ tag: 'eu', state: 'running' });
+    } finally {
+      await server.close();
+    }
   });
 });
 
