@@ -17,9 +17,9 @@ const progressText = (operation: BulkOperation): string =>
 /**
  * The buttons, or nothing for a status that cannot be retried. "Shown" bounds the operation by the finish times of
  * the jobs on the page (listed newest first, so the page is exactly the jobs between them); "matching" takes every
- * job of the status that finished by now.
+ * job of the status that finished by now (with the tag, on a listing by tag).
  */
-export function bulkRetryControls(context: ViewContext, type: string, status: string, jobs: Job[]): HTMLElement | null {
+export function bulkRetryControls(context: ViewContext, type: string, status: string, jobs: Job[], tag?: string): HTMLElement | null {
   const finishedAt = jobs.map((job) => job.finished_at).filter((at): at is string => at !== null);
   if (!RETRYABLE.has(status) || finishedAt.length === 0) return null;
   const note = h('span', { class: 'notice', role: 'status' });
@@ -32,7 +32,7 @@ export function bulkRetryControls(context: ViewContext, type: string, status: st
   const start = async (range: { from?: string; to?: string }, what: string) => {
     if (!confirm(`Replay ${what} ${status} jobs of ${type}? Each is replayed once, as a new job due now.`)) return;
     try {
-      const operation = await context.api.post<BulkOperation>(`v1/jobs/${apiPath(type)}/bulk`, { action: 'retry', status, ...range });
+      const operation = await context.api.post<BulkOperation>(`v1/jobs/${apiPath(type)}/bulk`, { action: 'retry', status, ...range, ...(tag ? { tag } : {}) });
       context.notify(`Retrying ${what} ${status} jobs of ${type} (operation ${operation.id})`, 'info');
       await follow(operation.id);
     } catch (error) {
@@ -40,12 +40,20 @@ export function bulkRetryControls(context: ViewContext, type: string, status: st
     }
   };
   const shown = { from: finishedAt.reduce((a, b) => (a < b ? a : b)), to: finishedAt.reduce((a, b) => (a > b ? a : b)) };
+  // A tag's jobs are listed by enqueue time: the finish times of a page bound more of the tag's jobs than it shows.
+  const retryShown = tag
+    ? null
+    : h('button', { type: 'button', onclick: () => void start(shown, 'the shown'), title: 'One bulk retry of the jobs on this page' }, 'Retry all shown');
   return h(
     'p',
     { class: 'bulk-actions' },
-    h('button', { type: 'button', onclick: () => void start(shown, 'the shown'), title: 'One bulk retry of the jobs on this page' }, 'Retry all shown'),
+    retryShown,
     ' ',
-    h('button', { type: 'button', onclick: () => void start({}, 'all matching'), title: `One bulk retry of every ${status} job of ${type}` }, 'Retry all matching'),
+    h(
+      'button',
+      { type: 'button', onclick: () => void start({}, tag ? `all ${tag}` : 'all matching'), title: `One bulk retry of every ${status} job of ${type}${tag ? ` tagged ${tag}` : ''}` },
+      'Retry all matching',
+    ),
     ' ',
     note,
   );

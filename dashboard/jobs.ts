@@ -1,4 +1,4 @@
-/** The jobs browser (by type and status, paged) and the page of one job. */
+/** The jobs browser (by type and status, or by tag, paged) and the page of one job. */
 import { apiPath, ApiError, JOB_STATUSES, TERMINAL_STATUSES, type Attempt, type Job, type JobPage, type JobProgress } from './api.js';
 import { bulkRetryControls } from './bulk.js';
 import type { View, ViewContext } from './context.js';
@@ -65,11 +65,25 @@ function jobListTable(jobs: Job[]): HTMLTableElement {
   );
 }
 
-export function jobsView(context: ViewContext, initialType: string | undefined, initialStatus: string): View {
+/** The status a tag listing shows jobs in when it is not narrowed to one: in the route as `any`. */
+export const ANY_STATUS = 'any';
+
+/** The route of a listing: a type's jobs in a status, or with a tag (in any status, or in one). */
+export const jobsHref = (type: string, status: string, tag?: string): string => (tag ? routeHref('jobs', type, status, tag) : routeHref('jobs', type, status));
+
+export function jobsView(context: ViewContext, initialType: string | undefined, initialStatus: string, tag?: string): View {
   const typeNames = () => (context.data.stats?.job_types ?? []).map((type) => type.name);
   const type = initialType ?? typeNames()[0] ?? '';
   const typeSelect = h('select', { name: 'type', 'aria-label': 'Job type' }, ...[...new Set([type, ...typeNames()])].filter(Boolean).map((name) => h('option', { value: name, selected: name === type }, name)));
-  const statusSelect = h('select', { name: 'status', 'aria-label': 'Status' }, ...JOB_STATUSES.map((status) => h('option', { value: status, selected: status === initialStatus }, status.replace('_', ' '))));
+  const statusSelect = h(
+    'select',
+    { name: 'status', 'aria-label': 'Status' },
+    h('option', { value: ANY_STATUS, selected: initialStatus === ANY_STATUS }, 'any (with a tag)'),
+    ...JOB_STATUSES.map((status) => h('option', { value: status, selected: status === initialStatus }, status.replace('_', ' '))),
+  );
+  const tagInput = h('input', { name: 'tag', value: tag ?? '', 'aria-label': 'Tag', placeholder: 'any tag', maxlength: 64 });
+  const status = initialStatus === ANY_STATUS ? undefined : initialStatus;
+  const what = `${status ? status.replace('_', ' ') : ''} jobs of ${type}${tag ? ` tagged ${tag}` : ''}`.trim();
   const results = h('div', { class: 'results' });
   const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' });
   const filter = h(
@@ -78,11 +92,12 @@ export function jobsView(context: ViewContext, initialType: string | undefined, 
       class: 'filter',
       onsubmit: (event) => {
         event.preventDefault();
-        location.hash = routeHref('jobs', typeSelect.value, statusSelect.value);
+        location.hash = jobsHref(typeSelect.value, statusSelect.value, tagInput.value.trim());
       },
     },
     h('label', {}, 'Type ', typeSelect),
     h('label', {}, 'Status ', statusSelect),
+    h('label', {}, 'Tag ', tagInput),
     h('button', { type: 'submit' }, 'Show'),
   );
   const element = h('section', { class: 'panel jobs' }, h('h2', {}, 'Jobs'), filter, results, pager, openByIdForm(typeNames(), type));
@@ -96,9 +111,13 @@ export function jobsView(context: ViewContext, initialType: string | undefined, 
       results.replaceChildren(h('p', { class: 'empty' }, 'No job types yet.'));
       return;
     }
+    if (!status && !tag) {
+      results.replaceChildren(h('p', { class: 'empty' }, 'Choose a status, or give a tag to list jobs in any status.'));
+      return;
+    }
     results.replaceChildren(h('p', { class: 'empty' }, 'Loading…'));
     const cursor = cursors[page];
-    const query = new URLSearchParams({ status: initialStatus, limit: String(PAGE_SIZE), ...(cursor ? { cursor } : {}) });
+    const query = new URLSearchParams({ ...(status ? { status } : {}), ...(tag ? { tag } : {}), limit: String(PAGE_SIZE), ...(cursor ? { cursor } : {}) });
     try {
       const answer = await context.api.get<JobPage>(`v1/jobs/${apiPath(type)}?${query.toString()}`);
       if (answer.next_cursor) cursors[page + 1] = answer.next_cursor;
@@ -108,7 +127,7 @@ export function jobsView(context: ViewContext, initialType: string | undefined, 
       const message =
         error instanceof ApiError && error.status === 404 && error.message.startsWith('no route')
           ? 'This server cannot list jobs yet (GET /v1/jobs/{type} is missing). Open a job by its id below.'
-          : `Could not list ${initialStatus} jobs of ${type}: ${describe(error)}`;
+          : `Could not list ${what}: ${describe(error)}`;
       results.replaceChildren(h('p', { class: 'empty error-text' }, message));
       pager.replaceChildren();
     }
@@ -117,8 +136,8 @@ export function jobsView(context: ViewContext, initialType: string | undefined, 
   const renderPage = ({ jobs }: JobPage) => {
     results.replaceChildren(
       ...(jobs.length === 0
-        ? [h('p', { class: 'empty' }, `No ${initialStatus.replace('_', ' ')} jobs of ${type}${page > 0 ? ' on this page' : ''}.`)]
-        : [bulkRetryControls(context, type, initialStatus, jobs), jobListTable(jobs)].filter((node) => node !== null)),
+        ? [h('p', { class: 'empty' }, `No ${what}${page > 0 ? ' on this page' : ''}.`)]
+        : [status ? bulkRetryControls(context, type, status, jobs, tag) : null, jobListTable(jobs)].filter((node) => node !== null)),
     );
     const previous = h('button', { type: 'button', disabled: page === 0, onclick: () => ((page -= 1), void load()) }, '← Previous');
     const next = h('button', { type: 'button', disabled: cursors[page + 1] === undefined, onclick: () => ((page += 1), void load()) }, 'Next →');
@@ -132,7 +151,7 @@ export function jobsView(context: ViewContext, initialType: string | undefined, 
     // begun to open a job by id, whose typing the new view would throw away.
     update: () => {
       const first = typeNames()[0];
-      if (!type && first && !openFormTouched(element)) location.hash = routeHref('jobs', first, initialStatus);
+      if (!type && first && !openFormTouched(element)) location.hash = jobsHref(first, initialStatus, tag);
     },
   };
 }
@@ -237,6 +256,8 @@ export function jobView(context: ViewContext, type: string, id: string, notice?:
         ...field('throttle key', job.throttle_key ?? ABSENT),
         ...field('correlation key', job.correlation_key ?? ABSENT),
         ...field('trace', job.traceparent ?? ABSENT),
+        h('dt', {}, 'tags'),
+        h('dd', { class: 'tags' }, ...(job.tags?.length ? job.tags.flatMap((tag) => [h('a', { href: jobsHref(job.type, ANY_STATUS, tag) }, tag), ' ']) : [ABSENT])),
       ),
       ...(job.progress ? progressSection(job.progress) : []),
       h('h3', {}, 'Data'),

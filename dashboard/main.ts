@@ -136,8 +136,8 @@ function startDashboard(key: string): void {
   const context: ViewContext = { api, data, notify: notifier(notices), refresh };
 
   const route = () => {
-    const [name, first, second] = location.hash.replace(/^#\/?/, '').split('/').map((segment) => safeDecode(segment));
-    if (name === 'jobs') view = jobsView(context, first || undefined, second || 'failed');
+    const [name, first, second, third] = location.hash.replace(/^#\/?/, '').split('/').map((segment) => safeDecode(segment));
+    if (name === 'jobs') view = jobsView(context, first || undefined, second || 'failed', third || undefined);
     else if (name === 'job' && first && second) view = jobView(context, first, second);
     else if (name === 'schedules') view = schedulesView(context);
     else view = overviewView(context);

@@ -176,6 +176,28 @@ test('"Retry all matching" on a page of failed jobs starts one bulk retry and sh
   await page.locator('.bulk-actions [role=status]').filter({ hasText: 'Retry succeeded: 3 replayed of 3 found' }).waitFor({ timeout: SEEN_WITHIN_MS });
 });
 
+test('the tag filter lists a type\'s jobs with a tag in any status, newest first, and a job\'s tags link back to it', async () => {
+  await call(runtime, 'PUT', '/v1/job-types/tagged', { target: { kind: 'handler', name: 'echo' } });
+  const later = new Date(Date.now() + 3_600_000).toISOString();
+  for (const [id, tags] of [['t0', ['campaign-9']], ['t1', ['other']], ['t2', ['campaign-9', 'vip']]] as const) {
+    expect((await call(runtime, 'PUT', `/v1/jobs/tagged/${id}`, { tags, run_after: later })).status).toBe(201);
+  }
+  await call(runtime, 'DELETE', '/v1/jobs/tagged/t0');
+
+  await signIn(runtime.token);
+  await page.goto(`${runtime.url}/#/jobs/tagged/queued`);
+  await page.getByRole('textbox', { name: 'Tag' }).fill('campaign-9');
+  await page.getByRole('combobox', { name: 'Status' }).selectOption('any');
+  await page.getByRole('button', { name: 'Show' }).click();
+  await page.locator('table.job-list tr[data-job="t0"]').waitFor({ timeout: SEEN_WITHIN_MS });
+  expect(await page.locator('table.job-list tr[data-job]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-job')))).toEqual(['t2', 't0']);
+  await page.locator('table.job-list tr[data-job="t2"] a').click();
+  await page.getByRole('heading', { name: /Job t2/ }).waitFor();
+  await page.locator('dd.tags').getByRole('link', { name: 'vip' }).click();
+  await page.locator('table.job-list tr[data-job="t2"]').waitFor({ timeout: SEEN_WITHIN_MS });
+  expect(await page.locator('table.job-list tr[data-job]').count()).toBe(1);
+});
+
 test('pause stops a type taking jobs and resume drains it, from the queues table', async () => {
   await call(runtime, 'PUT', '/v1/job-types/pausable', { target: { kind: 'handler', name: 'echo' } });
   await signIn(runtime.token);

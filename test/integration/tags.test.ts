@@ -16,7 +16,7 @@ import { freshApiPerTest, tableItems, type ApiClient } from '../support/api.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker } from './lib-fixtures.js';
 import { runToEnd, seedFinished } from './bulk-fixtures.js';
 
-const ECHO = { target: { kind: 'handler', name: 'echo' } };
+const ECHO = { target: { kind: 'handler' as const, name: 'echo' } };
 
 /** Every page of the type's jobs with the tag, page by page, as ids. */
 async function tagPages(ctx: QueueContext, jobType: JobType, tag: string, limit: number, status?: 'queued'): Promise<string[][]> {
