@@ -27,6 +27,8 @@ export interface LifecycleEvent {
   schedule?: string;
   /** The job's trace context, when it has one: an event is part of the trace its job was enqueued in. */
   traceparent?: string;
+  /** The job's tags, when it has any: a subscriber's rule may match on them. */
+  tags?: string[];
 }
 
 /** Where lifecycle events go. `publish` never rejects: an implementation reports its own delivery failures. */
@@ -54,10 +56,11 @@ export function createMemoryPublisher(
   };
 }
 
-/** What an event says of where its job came from: the schedule that made it, the trace it was enqueued in. */
-const originOf = (job: Job): { schedule?: string; traceparent?: string } => ({
+/** What an event says of where its job came from: the schedule that made it, the trace it was enqueued in, its tags. */
+const originOf = (job: Job): { schedule?: string; traceparent?: string; tags?: string[] } => ({
   ...(job.schedule !== undefined ? { schedule: job.schedule } : {}),
   ...(job.traceparent !== undefined ? { traceparent: job.traceparent } : {}),
+  ...(job.tags !== undefined ? { tags: job.tags } : {}),
 });
 
 /** The events for an attempt that ended as `ending` and moved the job (now `after`) to `next`. */

@@ -5,6 +5,9 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test } from 'vitest';
 import { createClient } from '../../lib/client/index.js';
+import { createMemoryPublisher } from '../../lib/domain/lifecycle-events.js';
+import { lifecycleEventDetail } from '../../lib/wire/lifecycle-events.js';
+import { createTestQueue } from '../support/queue.js';
 import { serveTestApi } from '../support/http-api.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import type { JobType } from '../../lib/domain/job-type.js';
@@ -309,6 +312,23 @@ describe('bulk operations by tag', () => {
     }
     expect(await tableItems(api().queue)).toEqual(before);
   });
+});
+
+test('a tagged job\'s lifecycle events carry its tags; an untagged job\'s carry none', async () => {
+  const events = createMemoryPublisher();
+  const queue = await createTestQueue({ events });
+  try {
+    const reports = await defineType(queue.ctx, 'reports');
+    await enqueue(queue.ctx, reports, 'tagged', { tags: ['eu', 'vip'] });
+    await enqueue(queue.ctx, reports, 'plain');
+    for (const id of ['tagged', 'plain']) await cancelJob(queue.ctx, 'reports', id);
+    expect(events.events.map(lifecycleEventDetail).map((detail) => [detail.id, detail.tags])).toEqual([
+      ['tagged', ['eu', 'vip']],
+      ['plain', undefined],
+    ]);
+  } finally {
+    await queue.drop();
+  }
 });
 
 describe('the typed client', () => {

@@ -159,16 +159,16 @@ describe('least privilege', () => {
     }
   });
 
-  test("the api may query the bucket directory, the metrics history and a correlation key's pointers, the base table partitions stats, the dashboard and the correlation callback read", () => {
-    expect(tableGrantsOf('api').items.Query).toEqual(['directory', 'metrics', 'correlation']);
+  test("the api may query the bucket directory, the metrics history, a correlation key's pointers and a tag's entries, the base table partitions stats, the dashboard, the correlation callback and a listing by tag read", () => {
+    expect(tableGrantsOf('api').items.Query).toEqual(['directory', 'metrics', 'correlation', 'tag']);
   });
 
   test('the worker may put bucket directory entries and no other item', () => {
     expect(tableGrantsOf('worker').items.PutItem).toEqual(['directory']);
   });
 
-  test("the sweeper may also put jobs: a bulk retry's replays", () => {
-    expect(tableGrantsOf('sweeper').items.PutItem).toEqual(['directory', 'job']);
+  test("the sweeper may also put jobs and their tag entries: a bulk retry's replays", () => {
+    expect(tableGrantsOf('sweeper').items.PutItem).toEqual(['directory', 'job', 'tag']);
   });
 
   test('the poller may also put the jobs of schedules it fires, and the schedules it moves on', () => {
