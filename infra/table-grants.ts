@@ -37,8 +37,9 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       // A due schedule is read before it fires; overlap "skip" reads its previous job.
       GetItem: ['job', 'cursor', 'schedule'],
       // A claim whose visibility timeout ends beyond the next bucket records that bucket first. A schedule's fire
-      // enqueues its job and moves the schedule, written whole over the revision read, to its next fire time.
-      PutItem: ['directory', 'job', 'schedule'],
+      // enqueues its job (after its tag entries) and moves the schedule, written whole over the revision read, to
+      // its next fire time.
+      PutItem: ['directory', 'job', 'schedule', 'tag'],
       // A batch whose invoke failed has its seats taken from any worker before its claims go back.
       UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster', 'start'],
       BatchGetItem: ['jobType'],

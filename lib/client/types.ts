@@ -350,6 +350,8 @@ export interface ScheduleBody {
   priority?: number | undefined;
   weight?: number | undefined;
   throttle_key?: string | null | undefined;
+  /** The tags each job it makes carries (the rules of a job's tags). */
+  tags?: string[] | null | undefined;
   /** `skip`: a fire while the previous fire's job is unfinished makes no job. @default "allow" */
   overlap?: 'allow' | 'skip' | undefined;
   /** After missed fire times: one job for the latest, each (at most 100, the latest), or none. @default "latest" */
@@ -367,6 +369,7 @@ export interface Schedule {
   priority: number;
   weight: number;
   throttle_key: string | null;
+  tags: string[];
   overlap: 'allow' | 'skip';
   catch_up: 'latest' | 'all' | 'none';
   start_at: string | null;

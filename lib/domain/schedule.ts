@@ -27,6 +27,8 @@ export interface ScheduledJob {
   priority: number;
   weight: number;
   throttleKey?: string;
+  /** The tags each job it makes carries; absent: none. */
+  tags?: string[];
 }
 
 /** What a PUT says about a schedule. */

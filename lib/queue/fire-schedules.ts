@@ -37,12 +37,13 @@ const MAX_ROUNDS = 10;
 const FIRE_CONCURRENCY = 8;
 
 /** The job a schedule makes at `fireAtMs`: due at that time (so at once, unless its type's windows say later). */
-export function scheduledJobInput(schedule: Pick<Schedule, 'name' | 'data' | 'priority' | 'weight' | 'throttleKey'>, fireAtMs: number): JobInput {
+export function scheduledJobInput(schedule: Pick<Schedule, 'name' | 'data' | 'priority' | 'weight' | 'throttleKey' | 'tags'>, fireAtMs: number): JobInput {
   return {
     data: schedule.data,
     priority: schedule.priority,
     weight: schedule.weight,
     ...(schedule.throttleKey !== undefined ? { throttleKey: schedule.throttleKey } : {}),
+    ...(schedule.tags !== undefined ? { tags: schedule.tags } : {}),
     runAfterMs: fireAtMs,
     schedule: schedule.name,
     traceparent: newTraceparent(),

@@ -5,7 +5,7 @@ import { DEFAULT_PRIORITY, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE, JOB_STATUSES } from
 import { JOB_TYPE_NAME_PATTERN } from '../domain/job-type.js';
 import { assertJsonSize } from '../domain/json-size.js';
 import { CATCH_UP_POLICIES, OVERLAP_POLICIES, upcomingFireTimes, type Schedule, type ScheduleDefinition } from '../domain/schedule.js';
-import { instantSchema, jsonValueSchema, nextCursorSchema, throttleKeySchema } from './fields.js';
+import { instantSchema, jsonValueSchema, nextCursorSchema, tagsSchema, throttleKeySchema } from './fields.js';
 import { isoWithOffset } from './jobs.js';
 import { isoOrNull } from './parse.js';
 
@@ -27,6 +27,7 @@ export const scheduleInputSchema = z
     priority: z.number().int().min(0).max(1000).default(DEFAULT_PRIORITY),
     weight: z.number().int().min(0).max(100_000).default(1),
     throttle_key: throttleKeySchema.nullable().optional(),
+    tags: tagsSchema.nullable().optional().meta({ description: 'The tags each job it makes carries' }),
     overlap: z.enum(OVERLAP_POLICIES).default('allow'),
     catch_up: z.enum(CATCH_UP_POLICIES).default('latest'),
     start_at: isoWithOffset.nullable().optional(),
@@ -51,6 +52,7 @@ export function scheduleDefinitionFromInput(body: ScheduleInput): ScheduleDefini
     priority: body.priority,
     weight: body.weight,
     ...(body.throttle_key ? { throttleKey: body.throttle_key } : {}),
+    ...(body.tags && body.tags.length > 0 ? { tags: body.tags } : {}),
     overlap: body.overlap,
     catchUp: body.catch_up,
     ...(body.start_at ? { startAtMs: Date.parse(body.start_at) } : {}),
@@ -76,6 +78,7 @@ export function scheduleToApi(schedule: Schedule, upcoming = 1): Record<string, 
     priority: schedule.priority,
     weight: schedule.weight,
     throttle_key: schedule.throttleKey ?? null,
+    tags: schedule.tags ?? [],
     overlap: schedule.overlap,
     catch_up: schedule.catchUp,
     start_at: isoOrNull(schedule.startAtMs),
@@ -102,6 +105,7 @@ export const scheduleSchema = z
     priority: z.number().int(),
     weight: z.number().int(),
     throttle_key: z.string().nullable(),
+    tags: z.array(z.string()),
     overlap: z.enum(OVERLAP_POLICIES),
     catch_up: z.enum(CATCH_UP_POLICIES),
     start_at: instantSchema.nullable(),

@@ -181,7 +181,7 @@ describe('a tour of every function', () => {
   });
 
   test('an operator schedules a job every minute, skipped while the last still runs; the poller fires it twice; the operator reads, lists and deletes the schedule', async () => {
-    expect((await operator.put('/v1/schedules/minutely', { cron: '* * * * *', job_type: 'plain', overlap: 'skip' })).status).toBe(201);
+    expect((await operator.put('/v1/schedules/minutely', { cron: '* * * * *', job_type: 'plain', overlap: 'skip', tags: ['minutely'] })).status).toBe(201);
     advanceS(60);
     await poll();
     advanceS(60);

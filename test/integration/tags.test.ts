@@ -14,7 +14,8 @@ import type { JobType } from '../../lib/domain/job-type.js';
 import { cancelJob } from '../../lib/queue/jobs.js';
 import { listJobsByTag } from '../../lib/queue/tags.js';
 import { jobKey, tagEntryKey } from '../../lib/store/keys.js';
-import { requireJobType } from '../../lib/queue/job-types.js';
+import { listJobTypes, requireJobType } from '../../lib/queue/job-types.js';
+import { fireDueSchedules } from '../../lib/queue/fire-schedules.js';
 import { freshApiPerTest, tableItems, type ApiClient } from '../support/api.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker } from './lib-fixtures.js';
 import { runToEnd, seedFinished } from './bulk-fixtures.js';
@@ -250,6 +251,31 @@ describe('the API', () => {
     expect(response.body.results.map((result: { status: number }) => result.status)).toEqual([201, 400, 201]);
     expect(response.body.results[1].error.details).toEqual([expect.objectContaining({ field: 'jobs.1.tags.1' })]);
     expect((await client().get('/v1/jobs/emails?tag=campaign-9')).body.jobs.map((job: { id: string }) => job.id).sort()).toEqual(['a', 'c']);
+  });
+
+  test('a schedule carries tags into every job it makes: each fire\'s job is listed under them', async () => {
+    await define('emails');
+    const defined = await client().put('/v1/schedules/digest', { cron: '* * * * *', job_type: 'emails', tags: ['digest', 'nightly'] });
+    expect(defined.body.tags).toEqual(['digest', 'nightly']);
+    for (let fire = 0; fire < 2; fire++) {
+      api().queue.clock.advance(60_000);
+      await fireDueSchedules(api().queue.as('poller'), await listJobTypes(api().queue.ctx));
+    }
+    const listed = (await client().get('/v1/jobs/emails?tag=nightly')).body.jobs as { id: string; schedule: string; tags: string[] }[];
+    expect(listed.map((job) => [job.schedule, job.tags])).toEqual([
+      ['digest', ['digest', 'nightly']],
+      ['digest', ['digest', 'nightly']],
+    ]);
+    expect(listed[0]!.id > listed[1]!.id).toBe(true);
+  });
+
+  test('a schedule with a bad tag is 400 naming it and writes nothing', async () => {
+    await define('emails');
+    const before = await tableItems(api().queue);
+    const response = await client().put('/v1/schedules/digest', { cron: '* * * * *', job_type: 'emails', tags: ['ok', 'not ok'] });
+    expect(response.status).toBe(400);
+    expect(response.body.error.details).toEqual([expect.objectContaining({ field: 'tags.1' })]);
+    expect(await tableItems(api().queue)).toEqual(before);
   });
 
   test('a replay carries the tags: it is listed under them beside the original', async () => {

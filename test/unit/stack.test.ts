@@ -171,8 +171,8 @@ describe('least privilege', () => {
     expect(tableGrantsOf('sweeper').items.PutItem).toEqual(['directory', 'job', 'tag']);
   });
 
-  test('the poller may also put the jobs of schedules it fires, and the schedules it moves on', () => {
-    expect(tableGrantsOf('poller').items.PutItem).toEqual(['directory', 'job', 'schedule']);
+  test('the poller may also put the jobs of schedules it fires, with their tag entries, and the schedules it moves on', () => {
+    expect(tableGrantsOf('poller').items.PutItem).toEqual(['directory', 'job', 'schedule', 'tag']);
   });
 
   test('the authorizer reads keys and records their last use, nothing more', () => {
