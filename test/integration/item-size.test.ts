@@ -16,6 +16,7 @@ import type { Job, JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { dynamoItemBytes, jsonBytes, utf8Bytes } from '../../lib/domain/json-size.js';
 import { MAX_PROGRESS_BYTES, type ProgressReport } from '../../lib/domain/progress.js';
+import { MAX_TAGS } from '../../lib/domain/tags.js';
 import { JOB_ITEM_BUDGET_BYTES } from '../../lib/store/job-writes.js';
 import { PUT_EVENTS_MAX_BYTES } from '../../lib/aws/eventbridge.js';
 import { freshApiPerTest } from '../support/api.js';
@@ -78,7 +79,8 @@ describe('a job item within DynamoDB’s 400 KB', () => {
   test('a job with every field at its cap at once succeeds on its last attempt without any write refused for size', async () => {
     const jobType = await retriedType(queue().ctx, 'full', 25);
     const refusals = watchSizeRefusals(queue());
-    await enqueue(queue().ctx, jobType, 'full-1', { data: jsonStringOf(MAX_DATA_BYTES) });
+    const tags = Array.from({ length: MAX_TAGS }, (_, i) => String(i).padEnd(64, 't'));
+    await enqueue(queue().ctx, jobType, 'full-1', { data: jsonStringOf(MAX_DATA_BYTES), tags });
     const result = jsonStringOf(MAX_RESULT_BYTES);
     const outcomes = await runAttempts(queue(), jobType, 'full-1', async (_data, context) => {
       await context.progress(progressAtCap());
