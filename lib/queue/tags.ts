@@ -25,7 +25,7 @@ export async function writeTagEntries(ctx: QueueContext, job: Job): Promise<void
  * Entries one page reads at most, orphans and jobs in other statuses included, before it returns what it found
  * with a cursor to go on from: a page is bounded even where most entries are skipped.
  */
-export const MAX_TAG_ENTRIES_PER_PAGE = 500;
+const MAX_TAG_ENTRIES_PER_PAGE = 500;
 /** Entries a round reads at most; each round's jobs are one batch get. */
 const MAX_TAG_ENTRIES_PER_ROUND = 100;
 

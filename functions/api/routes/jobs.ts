@@ -80,7 +80,8 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
       const page =
         tag !== undefined
           ? await listJobsByTag(ctx, jobType, { tag, status, limit, cursor, bytes })
-          : await listJobs(ctx, jobType, { status: status!, limit, ...(cursor !== undefined ? { cursor } : {}), bytes });
+          : // The query's schema requires a status where no tag is given.
+            await listJobs(ctx, jobType, { status: status!, limit, ...(cursor !== undefined ? { cursor } : {}), bytes });
       return json(200, { jobs: page.jobs.map(jobToApi), next_cursor: page.nextCursor ?? null });
     },
     enqueueBatch: async (event, principal) => {
