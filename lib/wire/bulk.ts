@@ -14,7 +14,7 @@ export const bulkRequestSchema = z
     from: isoWithOffset.optional(),
     to: isoWithOffset.optional(),
     throttle_key: throttleKeySchema.optional(),
-    tag: tagSchema.optional(),
+    tag: tagSchema.optional().meta({ description: 'Only jobs with this tag, enqueued before the operation started' }),
   })
   .superRefine((body, ctx) => {
     const statuses: readonly JobStatus[] = BULK_STATUSES[body.action];
