@@ -141,6 +141,35 @@ describe('listing by tag', () => {
     expect((await tagPages(ctx, reports, 'eu', 10)).flat()).toEqual(['raced']);
   });
 
+  test('two enqueues of one id with other tags racing make one job, listed under the winner\'s tags only', async () => {
+    const { ctx } = queue();
+    const reports = await defineType(ctx, 'reports');
+    const outcomes = await Promise.allSettled(['eu', 'us'].map((tag) => enqueue(ctx, reports, 'raced', { tags: [tag] })));
+    expect(outcomes.map((outcome) => outcome.status).sort()).toEqual(['fulfilled', 'rejected']);
+    const winner = outcomes.find((outcome) => outcome.status === 'fulfilled')!.value.job.tags![0]!;
+    const loser = winner === 'eu' ? 'us' : 'eu';
+    expect((await tagPages(ctx, reports, winner, 10)).flat()).toEqual(['raced']);
+    expect((await tagPages(ctx, reports, loser, 10)).flat()).toEqual([]);
+  });
+
+  test('a page bounded in bytes ends before the job that would pass the bound, and goes on right after its last', async () => {
+    const { ctx, clock } = queue();
+    const reports = await defineType(ctx, 'reports');
+    const ids = ['a', 'b', 'c', 'd', 'e'];
+    for (const id of ids) {
+      clock.advance(1_000);
+      await enqueue(ctx, reports, id, { tags: ['eu'] });
+    }
+    const pages: string[][] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await listJobsByTag(ctx, reports, { tag: 'eu', limit: 10, cursor, bytes: { bytesOf: () => 100, maxBytes: 250 } });
+      pages.push(page.jobs.map((job) => job.id));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(pages).toEqual([['e', 'd'], ['c', 'b'], ['a']]);
+  });
+
   test('a tag entry expires with its job: twice the retention after the job is due', async () => {
     const { ctx, clock } = queue();
     const reports = await defineType(ctx, 'reports');
