@@ -170,7 +170,7 @@ describe('listing by tag', () => {
     expect(pages).toEqual([['e', 'd'], ['c', 'b'], ['a']]);
   });
 
-  test('a tag entry expires with its job: twice the retention after the job is due', async () => {
+  test('a tag entry is purged twice the retention after its job is due', async () => {
     const { ctx, clock } = queue();
     const reports = await defineType(ctx, 'reports');
     const dueAtMs = clock.nowMs() + 3_600_000;
@@ -336,7 +336,7 @@ describe('bulk operations by tag', () => {
     expect(statuses).toEqual(['cancelled', 'queued', 'cancelled', 'queued']);
   });
 
-  test('a bulk retry with a tag replays the failed jobs with the tag once; the replays carry it and are not retried again', async () => {
+  test('a bulk retry with a tag replays the failed jobs with the tag, each once, and the replays carry the tag', async () => {
     expect((await client().put('/v1/job-types/emails', ECHO)).status).toBe(201);
     const emails = await requireJobType(api().queue.ctx, 'emails');
     const nowMs = api().queue.clock.nowMs();
