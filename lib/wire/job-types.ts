@@ -83,6 +83,10 @@ const throttleLimitSchema = z
     if (entry.limit === undefined && entry.share === undefined && entry.rate_per_s === undefined) {
       ctx.addIssue({ code: 'custom', path: [], message: 'must set limit, share or rate_per_s' });
     }
+  })
+  .meta({
+    description:
+      'What one throttle key is held to, at least one of: in flight, `limit` weight units or a `share` of the type\'s concurrency (not both); `rate_per_s`, starts (claims) a second across every poller, from a token bucket of the key\'s own.',
   });
 
 type ThrottleLimitBody = z.output<typeof throttleLimitSchema>;
