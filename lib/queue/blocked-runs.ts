@@ -1,10 +1,11 @@
 /**
  * A throttle key with no room for its next job (full, limited below the job's weight, or out of rate tokens) can
- * hold more due entries at the head of a lane shard than one poll reads (CLAIM_PAGE_SIZE), and then hid every other key's
- * later jobs there. A poller now remembers, per type and shard, the leading run of such entries: the last one
- * and the keys in it. It reads past the run for as long as none of those keys has room, so a blocked backlog is
- * read once rather than every poll, and forgets it as soon as one of them has room (or when its invocation
- * ends, about a minute on AWS). Claims are untouched: this only chooses where a read begins.
+ * hold more due entries at the head of a lane shard than one poll reads (CLAIM_PAGE_SIZE), and then hid every
+ * other key's later jobs there. A poller now remembers, per type and shard, the leading run of such entries: the
+ * last one and the keys in it. It reads past the run for as long as none of those keys has room, so a blocked
+ * backlog is read once rather than every poll, and forgets it as soon as one of them has room (or when its
+ * invocation ends, about a minute on AWS). A key held back by its rate has room again at every refill: the run is
+ * kept, and the key read from its own place in it. Claims are untouched: this only chooses where a read begins.
  */
 import type { JobType } from '../domain/job-type.js';
 import { throttleKeyRatePerS } from '../domain/rate.js';
@@ -41,6 +42,13 @@ export interface RefilledKey {
   from: ScanAfter | null;
 }
 
+/** A shard's blocked run with the keys in it whose buckets refilled. */
+export interface RefilledRun {
+  shard: number;
+  run: BlockedRun;
+  keys: RefilledKey[];
+}
+
 /**
  * The runs of `jobType` still blocked, by shard: a run of which some key now has room for its lightest job (its
  * jobs finished, or its limit was raised) is forgotten, so the next read starts from the lane's cursor again. A key
@@ -54,12 +62,12 @@ export async function stillBlockedRuns(
   shards: number[],
   runs: BlockedRuns,
   rateBuckets: RateBucketCache,
-): Promise<{ blocked: Map<number, BlockedRun>; refilled: Map<number, RefilledKey[]> }> {
+): Promise<{ blocked: Map<number, BlockedRun>; refilled: RefilledRun[] }> {
   const held = shards.flatMap((shard) => {
     const run = runs.get(blockedRunKey(jobType.name, shard));
     return run ? [{ shard, run }] : [];
   });
-  if (held.length === 0) return { blocked: new Map(), refilled: new Map() };
+  if (held.length === 0) return { blocked: new Map(), refilled: [] };
   const limitOf = (key: string): number | undefined => throttleKeyLimit(jobType, key);
   // A key whose limit is below its lightest job (a key held at 0) has room only once its limit is raised, which
   // the job type shows: the counters are read only for keys that are full for now.
@@ -71,7 +79,7 @@ export async function stillBlockedRuns(
     return ratePerS !== undefined && mayHoldToken(ctx, { type: jobType.name, key }, ratePerS, rateBuckets);
   };
   const blocked = new Map<number, BlockedRun>();
-  const refilled = new Map<number, RefilledKey[]>();
+  const refilled: RefilledRun[] = [];
   for (const { shard, run } of held) {
     const keys = [...run.keys];
     if (keys.some(([key, weight]) => throttleKeyRatePerS(jobType, key) === undefined && limitHasRoom(key, weight))) {
@@ -80,7 +88,7 @@ export async function stillBlockedRuns(
     }
     blocked.set(shard, run);
     const due = keys.filter(([key, weight]) => limitHasRoom(key, weight) && tokenDue(key)).map(([key]) => ({ key, from: run.rateFrom.get(key) ?? null }));
-    if (due.length > 0) refilled.set(shard, due);
+    if (due.length > 0) refilled.push({ shard, run, keys: due });
   }
   return { blocked, refilled };
 }

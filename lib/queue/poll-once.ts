@@ -9,7 +9,7 @@ import { abortableSleep } from '../domain/sleep.js';
 import { recordGap, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { bucketOf, jobKey, laneBucketOf, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
-import { blockedRunKey, extendBlockedRun, nextPlaceOfKey, placesToRead, stillBlockedRuns, type BlockedRun, type BlockedRuns, type RefilledKey } from './blocked-runs.js';
+import { blockedRunKey, extendBlockedRun, nextPlaceOfKey, placesToRead, stillBlockedRuns, type BlockedRun, type BlockedRuns, type RefilledRun } from './blocked-runs.js';
 import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-due.js';
 import { handBackable, releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
@@ -320,7 +320,7 @@ export const MAX_REFILLED_KEY_READS = 4;
  * run (one page a place, oldest first; keys at one place share the read), and its place moves past its jobs
  * claimed. A key's oldest jobs are claimed first, and never wait for another key's backlog ahead of them.
  */
-async function claimRefilledKeys(poll: Poll, sink: ClaimSink, jobType: JobType, shard: number, run: BlockedRun, refilled: RefilledKey[], upToMs: number): Promise<void> {
+async function claimRefilledKeys(poll: Poll, sink: ClaimSink, jobType: JobType, { shard, run, keys: refilled }: RefilledRun, upToMs: number): Promise<void> {
   const seenClaimed = (entry: DueEntry): boolean => poll.attempted.has(entryId(entry)) || (poll.options.recentClaims?.has(entryId(entry)) ?? false);
   for (const { from, keys } of placesToRead(refilled, MAX_REFILLED_KEY_READS)) {
     const scan = await scanShard(poll, jobType, shard, upToMs, from ?? undefined);
@@ -333,8 +333,8 @@ async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<
   const upToMs = mayClaimAhead(jobType) ? poll.nowMs + poll.claimAheadMs : poll.nowMs;
   poll.options.readUpTo?.set(jobType.name, upToMs);
   const runs = jobType.throttle ? poll.options.blockedRuns : undefined;
-  const { blocked: after, refilled } = runs ? await stillBlockedRuns(poll.ctx, jobType, poll.shards, runs, poll.rateBuckets) : { blocked: new Map<number, BlockedRun>(), refilled: new Map<number, RefilledKey[]>() };
-  const refills = await Promise.allSettled([...refilled].map(([shard, keys]) => claimRefilledKeys(poll, sink, jobType, shard, after.get(shard)!, keys, upToMs)));
+  const { blocked: after, refilled } = runs ? await stillBlockedRuns(poll.ctx, jobType, poll.shards, runs, poll.rateBuckets) : { blocked: new Map<number, BlockedRun>(), refilled: [] };
+  const refills = await Promise.allSettled(refilled.map((refill) => claimRefilledKeys(poll, sink, jobType, refill, upToMs)));
   throwFirstRejection(refills);
   // Under index lag, claimed entries can fill whole pages at the head of a lane: the jobs due behind them are
   // read in the same poll rather than once the index lets go of them. Only for this poll: a job enqueued or
