@@ -60,21 +60,18 @@ const targetSchema = z.discriminatedUnion('kind', [
 
 
 /**
- * The slowest rate a key may have: about one start in 12 days. Below it a rate is a mistake, and far below it
- * (under 1e-130) DynamoDB cannot store the number at all.
+ * The slowest rate a type or key may have: about one start in 12 days. Below it a rate is a mistake, and far
+ * below it (under 1e-130) DynamoDB cannot store the number at all: the type's write failed as a 500.
  */
-export const MIN_KEY_RATE_PER_S = 0.000_001;
-export const MAX_KEY_RATE_PER_S = 100_000;
+const MIN_RATE_PER_S = 0.000_001;
+
+const ratePerSSchema = z.number().min(MIN_RATE_PER_S, `must be at least ${MIN_RATE_PER_S} (a start in about 12 days)`).max(100_000);
 
 const throttleLimitSchema = z
   .strictObject({
     limit: z.number().int().min(0).max(100_000).optional(),
     share: z.number().gt(0).max(1).optional(),
-    rate_per_s: z
-      .number()
-      .min(MIN_KEY_RATE_PER_S, `must be at least ${MIN_KEY_RATE_PER_S} (a start in about 12 days)`)
-      .max(MAX_KEY_RATE_PER_S)
-      .optional(),
+    rate_per_s: ratePerSSchema.optional(),
   })
   .superRefine((entry, ctx) => {
     if (entry.limit !== undefined && entry.share !== undefined) {
@@ -120,7 +117,7 @@ export const jobTypeInputSchema = z
     delivery_strategy: z.enum(DELIVERY_STRATEGIES).default('at_least_once'),
     attempts: z.number().int().min(1).max(100).optional(),
     concurrency: z.number().int().min(0).max(100_000).nullable().default(null),
-    rate_limit_per_s: z.number().gt(0).max(100_000).nullable().default(null),
+    rate_limit_per_s: ratePerSSchema.nullable().default(null),
     priority_order: z.enum(PRIORITY_ORDERS).default('time_first'),
     throttle: throttleSchema.nullable().default(null),
     list_succeeded: z.boolean().default(false),

@@ -1,6 +1,6 @@
 /**
  * `throttle.limits[<key>].rate_per_s` over HTTP: stored and answered as sent, and every bad value a 400 naming
- * its field that stores nothing.
+ * its field that stores nothing; the type's own `rate_limit_per_s` within the same bounds.
  */
 import { expect, test } from 'vitest';
 import { freshApiPerTest } from '../support/api.js';
@@ -58,4 +58,15 @@ test('a bad rate in a replacement leaves the stored type as it was', async () =>
   expect((await client.put('/v1/job-types/exports', typeWithLimits('{"east": {"rate_per_s": 5}}'))).status).toBe(201);
   expect((await client.put('/v1/job-types/exports', typeWithLimits('{"east": {"rate_per_s": 0}}'))).status).toBe(400);
   expect((await client.get('/v1/job-types/exports')).body.throttle.limits).toEqual({ east: { rate_per_s: 5 } });
+});
+
+test.each([
+  ['too small to store (1e-300)', 1e-300],
+  ['below a start in about 12 days', 1e-7],
+])('a type rate %s is a 400 naming rate_limit_per_s, not a 500, and stores nothing', async (_name, ratePerS) => {
+  const { api: client } = api();
+  const response = await client.put('/v1/job-types/exports', JSON.stringify({ target: { kind: 'handler', name: 'echo' }, rate_limit_per_s: ratePerS }));
+  expect(response.status).toBe(400);
+  expect(response.body.error.details).toEqual([expect.objectContaining({ field: 'rate_limit_per_s' })]);
+  expect((await client.get('/v1/job-types/exports')).status).toBe(404);
 });
