@@ -41,11 +41,21 @@ export type TargetBody =
   | { kind: 'lambda'; function: string }
   | { kind: 'eventbridge'; bus: string; detail_type: string; source?: string | undefined };
 
+/**
+ * What one throttle key is held to, at least one of: in flight, a `limit` in weight units or a `share` of the
+ * type's concurrency (not both); and `rate_per_s`, starts a second across every poller.
+ */
+export interface ThrottleLimitBody {
+  limit?: number | undefined;
+  share?: number | undefined;
+  rate_per_s?: number | undefined;
+}
+
 export interface ThrottleBody {
   /** A dotted path into a job's data its throttle key is taken from. */
   key_field?: string | undefined;
-  /** Per key: a limit in weight units, or a share of the type's concurrency; `*` for every key not named. */
-  limits: Record<string, { limit: number } | { share: number }>;
+  /** Per key; `*` for every key not named (a named key's entry replaces `*`'s whole). */
+  limits: Record<string, ThrottleLimitBody>;
 }
 
 /** `PUT /v1/job-types/{name}`: everything but `target` has a default. */

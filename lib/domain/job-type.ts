@@ -32,11 +32,19 @@ export type TargetKind = Target['kind'];
 export const PRIORITY_ORDERS = ['time_first', 'priority_first'] as const;
 export type PriorityOrder = (typeof PRIORITY_ORDERS)[number];
 
-/** The throttle key `*` sets the limit of every key not named. */
+/** The throttle key `*` sets the limits of every key not named. */
 export const OTHER_THROTTLE_KEYS = '*';
 
-/** A key's in-flight weight limit: a number of weight units, or a share of the type's concurrency. */
-export type ThrottleLimit = { limit: number } | { share: number };
+/**
+ * What one throttle key is held to, at least one of: an in-flight weight limit, as a number of weight units
+ * (`limit`) or a share of the type's concurrency (`share`), never both; and claims a second (`ratePerS`), from a
+ * token bucket of the key's own.
+ */
+export interface ThrottleLimit {
+  limit?: number;
+  share?: number;
+  ratePerS?: number;
+}
 
 export interface Throttle {
   /** Where a job's key comes from when it carries no `throttle_key`: a dotted path into its data. */

@@ -8,17 +8,24 @@
  * process that dies between two of these writes leaves it above, never below,
  * and the sweeper brings it back to what the jobs hold (queue/reconcile.ts).
  */
-import { OTHER_THROTTLE_KEYS, type JobType } from './job-type.js';
+import { OTHER_THROTTLE_KEYS, type JobType, type ThrottleLimit } from './job-type.js';
 import type { HeldSlots, Job } from './job.js';
 import { ownEntry } from './own.js';
 
-/** The in-flight weight limit of one throttle key, or undefined when the key is not limited. */
-export function throttleKeyLimit(jobType: Pick<JobType, 'throttle' | 'concurrency'>, throttleKey: string): number | undefined {
+/** What a throttle key is held to: its own entry, or else the one of `*`; a named entry replaces `*` whole. */
+export function throttleEntry(jobType: Pick<JobType, 'throttle'>, throttleKey: string): ThrottleLimit | undefined {
   const limits = jobType.throttle?.limits;
   if (limits === undefined) return undefined;
-  const entry = ownEntry(limits, throttleKey) ?? ownEntry(limits, OTHER_THROTTLE_KEYS);
-  if (entry === undefined) return undefined;
-  if ('limit' in entry) return entry.limit;
+  return ownEntry(limits, throttleKey) ?? ownEntry(limits, OTHER_THROTTLE_KEYS);
+}
+
+const hasWeightLimit = (entry: ThrottleLimit): boolean => entry.limit !== undefined || entry.share !== undefined;
+
+/** The in-flight weight limit of one throttle key, or undefined when the key's weight is not limited. */
+export function throttleKeyLimit(jobType: Pick<JobType, 'throttle' | 'concurrency'>, throttleKey: string): number | undefined {
+  const entry = throttleEntry(jobType, throttleKey);
+  if (entry?.limit !== undefined) return entry.limit;
+  if (entry?.share === undefined) return undefined;
   // A share always gets at least one slot, so a small concurrency does not silently pause a key.
   return Math.max(1, Math.floor(entry.share * (jobType.concurrency ?? 0)));
 }
@@ -39,9 +46,9 @@ export function slotsFor(
   return { weight: job.weight, type, ...(key !== undefined ? { key } : {}) };
 }
 
-/** Whether claims of this type go through the counters at all. */
+/** Whether claims of this type go through the counters at all: keys limited only by a rate keep none. */
 export function hasSlotLimits(jobType: Pick<JobType, 'throttle' | 'concurrency'>): boolean {
-  return jobType.concurrency !== null || jobType.throttle !== null;
+  return jobType.concurrency !== null || Object.values(jobType.throttle?.limits ?? {}).some(hasWeightLimit);
 }
 
 /** The limit this job's weight exceeds on its own, so no claim of it can succeed until the type changes. */

@@ -9,13 +9,14 @@ import { abortableSleep } from '../domain/sleep.js';
 import { recordGap, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { bucketOf, jobKey, laneBucketOf, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { createBatcher, type WorkerBatch, type WorkerInvoker } from './batcher.js';
-import { blockedRunKey, extendBlockedRun, stillBlockedRuns, type BlockedRun, type BlockedRuns } from './blocked-runs.js';
+import { blockedRunKey, extendBlockedRun, nextPlaceOfKey, placesToRead, stillBlockedRuns, type BlockedRun, type BlockedRuns, type RefilledRun } from './blocked-runs.js';
 import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-due.js';
 import { handBackable, releaseClaim, type ClaimResult } from './claims.js';
 import type { QueueContext } from './context.js';
 import { scanLane, type ScanAfter } from './lanes.js';
 import { advanceLaneCursor, readWalkCursor } from './directory.js';
-import { returnRateTokens, takeRateTokens, type RateBucketCache } from './rate-limit.js';
+import { returnPollTokens, takePollTokens, type RateBucketCache } from './rate-limit.js';
+import { hasKeyRates } from '../domain/rate.js';
 
 export interface PollResult {
   claimed: number;
@@ -154,6 +155,8 @@ interface Poll {
   shards: number[];
   /** Jobs each type claimed or found expired in this poll: what moved out of its lanes. */
   movedByType: Map<string, number>;
+  /** The entries this poll tried to claim (claimed, expired, or lost to another poller), by entryId. */
+  attempted: Set<string>;
 }
 
 /**
@@ -216,24 +219,43 @@ async function scanShard(
   return { entries: scan.entries, full: scan.entries.length >= settings.claimPageSize, readAfterFromBucket: scan.readAfterFromBucket };
 }
 
-/** Claims `entries` within the type's rate limit; they are due by now. */
+/**
+ * Claims `entries` (due by now) within the type's rate and its keys' rates. The tokens a claim used are counted
+ * as claims are recorded, so a claim that threw (it may have landed) keeps its token.
+ */
 async function claimWithinRate(poll: Poll, sink: ClaimSink, jobType: JobType, entries: DueEntry[], fullKeys: Set<string>): Promise<void> {
   const { ctx, rateBuckets } = poll;
-  const tokens = await takeRateTokens(ctx, jobType, entries.length, rateBuckets);
-  let used = 0;
+  const tokens = await takePollTokens(ctx, jobType, entries, rateBuckets);
+  let total = 0;
+  const byKey = new Map<string, number>();
+  const counting: ClaimSink = {
+    limit: sink.limit,
+    record(claim, recordedType, entry) {
+      const used = sink.record(claim, recordedType, entry);
+      if (used) {
+        total++;
+        if (entry.throttleKey !== undefined && tokens.keyTokens.has(entry.throttleKey)) byKey.set(entry.throttleKey, (byKey.get(entry.throttleKey) ?? 0) + 1);
+      }
+      return used;
+    },
+  };
   try {
-    used = await claimDueEntries(ctx, sink, jobType, entries, tokens, fullKeys);
+    await claimDueEntries(ctx, counting, jobType, tokens.entries, tokens.typeTokens, fullKeys);
   } finally {
-    if (jobType.rateLimitPerS !== null) await returnRateTokens(ctx, jobType.name, tokens - used, rateBuckets);
+    await returnPollTokens(ctx, jobType, tokens, { total, byKey }, rateBuckets);
   }
+  // Only now: a key short of tokens still claims with those it got. Then it holds back only its own jobs, as a
+  // full key does, and the poll reads on past them.
+  for (const key of tokens.shortKeys) fullKeys.add(key);
 }
 
 /**
- * A rate limit's tokens are taken once per poll, for what is due now. Concurrency limits are reserved per claim
- * slice (queue/claim-due.ts), so limited types claim ahead like unlimited ones.
+ * Rate tokens are taken once per poll, for what is due now, so a type with a rate of its own or of a key does
+ * not claim ahead. Concurrency limits are reserved per claim slice (queue/claim-due.ts), so limited types claim
+ * ahead like unlimited ones.
  */
 function mayClaimAhead(jobType: JobType): boolean {
-  return jobType.rateLimitPerS === null;
+  return jobType.rateLimitPerS === null && !hasKeyRates(jobType);
 }
 
 /**
@@ -290,11 +312,30 @@ function pastClaimedPage(scan: ShardScan, recent: RecentClaims | undefined): Sca
   return last && bucket !== undefined ? { entry: last, bucket } : undefined;
 }
 
+/** How many places of refilled keys one poll reads in a shard's blocked run at most; the rest wait for the next polls. */
+export const MAX_REFILLED_KEY_READS = 4;
+
+/**
+ * Claims the jobs of the keys of a shard's blocked run whose buckets refilled: each is read from its place in the
+ * run (one page a place, oldest first; keys at one place share the read), and its place moves past its jobs
+ * claimed. A key's oldest jobs are claimed first, and never wait for another key's backlog ahead of them.
+ */
+async function claimRefilledKeys(poll: Poll, sink: ClaimSink, jobType: JobType, { shard, run, keys: refilled }: RefilledRun, upToMs: number): Promise<void> {
+  const seenClaimed = (entry: DueEntry): boolean => poll.attempted.has(entryId(entry)) || (poll.options.recentClaims?.has(entryId(entry)) ?? false);
+  for (const { from, keys } of placesToRead(refilled, MAX_REFILLED_KEY_READS)) {
+    const scan = await scanShard(poll, jobType, shard, upToMs, from ?? undefined);
+    await claimFound(poll, sink, jobType, [{ status: 'fulfilled', value: scan }], new Set());
+    for (const key of keys) run.rateFrom.set(key, nextPlaceOfKey(scan.entries, key, from, seenClaimed));
+  }
+}
+
 async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<void> {
   const upToMs = mayClaimAhead(jobType) ? poll.nowMs + poll.claimAheadMs : poll.nowMs;
   poll.options.readUpTo?.set(jobType.name, upToMs);
   const runs = jobType.throttle ? poll.options.blockedRuns : undefined;
-  const after = runs ? await stillBlockedRuns(poll.ctx, jobType, poll.shards, runs) : new Map<number, BlockedRun>();
+  const { blocked: after, refilled } = runs ? await stillBlockedRuns(poll.ctx, jobType, poll.shards, runs, poll.rateBuckets) : { blocked: new Map<number, BlockedRun>(), refilled: [] };
+  const refills = await Promise.allSettled(refilled.map((refill) => claimRefilledKeys(poll, sink, jobType, refill, upToMs)));
+  throwFirstRejection(refills);
   // Under index lag, claimed entries can fill whole pages at the head of a lane: the jobs due behind them are
   // read in the same poll rather than once the index lets go of them. Only for this poll: a job enqueued or
   // retried later may land before them.
@@ -369,6 +410,7 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
     flush: () => batcher.close(),
     rateBuckets: options.rateBuckets ?? new Map(),
     movedByType: new Map(),
+    attempted: new Set(),
     shards: options.shards ?? Array.from({ length: ctx.settings.shards }, (_, shard) => shard),
   };
   const { result } = poll;
@@ -378,6 +420,7 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
   const sink: ClaimSink = {
     limit: pLimit(ctx.settings.claimConcurrency),
     record(claim: ClaimResult, jobType: JobType, entry: DueEntry): boolean {
+      poll.attempted.add(entryId(entry));
       if (claim.kind === 'claimed' || claim.kind === 'expired') poll.movedByType.set(jobType.name, (poll.movedByType.get(jobType.name) ?? 0) + 1);
       // Another poller's claim, lost to, was made before now: unless its worker extends it, it lapses within the
       // type's visibility timeout from now.

@@ -1,8 +1,9 @@
 /**
  * The counters in the table that limits are kept with: a type's and each
- * throttle key's in-flight weight (domain/slots.ts), and a type's token bucket
- * for `rate_limit_per_s` (domain/rate.ts). Pure builders of their writes, and
- * the reads of their current values.
+ * throttle key's in-flight weight (domain/slots.ts), and the token buckets of a
+ * type's `rate_limit_per_s` and of each throttle key's `rate_per_s`
+ * (domain/rate.ts). Pure builders of their writes, and the reads of their
+ * current values.
  *
  * An in-flight counter is split by epoch: `inFlight` is all it holds, and
  * `epochInFlight` the part reserved since it was last handed over, so the part
@@ -19,7 +20,7 @@ import type { HeldSlots, Job } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import type { RateBucketState } from '../domain/rate.js';
 import { throttleKeyLimit, type CounterState, type InFlight } from '../domain/slots.js';
-import { keyCounterKey, parseCounterSortKey, rateBucketKey, typeCounterKey, type ItemKey } from './keys.js';
+import { keyCounterKey, keyRateBucketKey, parseCounterSortKey, rateBucketKey, TTL_ATTRIBUTE, typeCounterKey, type ItemKey } from './keys.js';
 import { batchGetItems, queryPages, type Item, type StoreContext, type TransactItem, type UpdateParams } from './send.js';
 
 /** A counter: the type's own (`key` absent) or one throttle key's. */
@@ -272,25 +273,44 @@ export function settleParams(type: string, counter: CounterRef, seen: CounterSta
   };
 }
 
-/** Takes tokens with a compare-and-set against the bucket as last `seen` (absent: never written). */
-export function takeRateTokensParams(type: string, seen: RateBucketState | undefined, left: number, nowMs: number): UpdateParams {
+/** A token bucket: the type's own (`key` absent) or one throttle key's. */
+export interface RateBucketRef {
+  type: string;
+  key?: string;
+}
+
+/** A name for the bucket, for maps: type names have no control characters. */
+export function rateBucketId(bucket: RateBucketRef): string {
+  return bucket.key === undefined ? bucket.type : `${bucket.type}\u0000${bucket.key}`;
+}
+
+function rateBucketKeyOf(bucket: RateBucketRef): ItemKey {
+  return bucket.key === undefined ? rateBucketKey(bucket.type) : keyRateBucketKey(bucket.type, bucket.key);
+}
+
+/**
+ * Takes tokens with a compare-and-set against the bucket as last `seen` (absent: never written), leaving `left`;
+ * the bucket may be removed at `purgeAtS`, once it is full again.
+ */
+export function takeRateTokensParams(bucket: RateBucketRef, seen: RateBucketState | undefined, left: number, nowMs: number, purgeAtS: number): UpdateParams {
   return {
-    Key: rateBucketKey(type),
-    UpdateExpression: 'SET tokens = :left, refilledAtMs = :now',
+    Key: rateBucketKeyOf(bucket),
+    UpdateExpression: `SET tokens = :left, refilledAtMs = :now, ${TTL_ATTRIBUTE} = :purgeAt`,
     ConditionExpression: seen ? 'tokens = :seenTokens AND refilledAtMs = :seenAt' : 'attribute_not_exists(refilledAtMs)',
     ExpressionAttributeValues: {
       ':left': left,
       ':now': nowMs,
+      ':purgeAt': purgeAtS,
       ...(seen ? { ':seenTokens': seen.tokens, ':seenAt': seen.refilledAtMs } : {}),
     },
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
 }
 
-/** Puts `unused` tokens back into a bucket that exists. */
-export function returnRateTokensParams(type: string, unused: number): UpdateParams {
+/** Puts `unused` tokens back into a bucket that exists: its TTL stands, since a fuller bucket is full no later. */
+export function returnRateTokensParams(bucket: RateBucketRef, unused: number): UpdateParams {
   return {
-    Key: rateBucketKey(type),
+    Key: rateBucketKeyOf(bucket),
     UpdateExpression: 'ADD tokens :unused',
     ConditionExpression: 'attribute_exists(refilledAtMs)',
     ExpressionAttributeValues: { ':unused': unused },

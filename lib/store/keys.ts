@@ -272,9 +272,16 @@ export function parseCounterSortKey(sk: string): { type: true } | { key: string 
   return sk.startsWith(KEY_COUNTER_PREFIX) ? { key: sk.slice(KEY_COUNTER_PREFIX.length) } : undefined;
 }
 
+const RATE_BUCKET_SORT_KEY = 'RATE';
+
 /** A type's token bucket for `rate_limit_per_s`. */
 export function rateBucketKey(type: string): ItemKey {
-  return { pk: `${PARTITION_PREFIX.jobType}${type}`, sk: 'RATE' };
+  return { pk: `${PARTITION_PREFIX.jobType}${type}`, sk: RATE_BUCKET_SORT_KEY };
+}
+
+/** A throttle key's token bucket for its `rate_per_s`: not under `KEY#`, which are the in-flight counters. */
+export function keyRateBucketKey(type: string, throttleKey: string): ItemKey {
+  return { pk: `${PARTITION_PREFIX.jobType}${type}`, sk: `${RATE_BUCKET_SORT_KEY}#${throttleKey}` };
 }
 
 export function scheduleKey(name: string): ItemKey {

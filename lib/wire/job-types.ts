@@ -1,7 +1,7 @@
 /** Job types on the wire: the snake_case body `PUT /v1/job-types/{name}` accepts and the shape the API returns. */
 import { z } from 'zod';
 import { MAX_WORKER_ATTEMPT_S, WORKER_TIMEOUT_S } from '../domain/limits.js';
-import { DEFAULT_EVENT_SOURCE, DEFAULT_RETRY, DELIVERY_STRATEGIES, OTHER_THROTTLE_KEYS, PRIORITY_ORDERS, type JobType, type RetryPolicy, type Target } from '../domain/job-type.js';
+import { DEFAULT_EVENT_SOURCE, DEFAULT_RETRY, DELIVERY_STRATEGIES, OTHER_THROTTLE_KEYS, PRIORITY_ORDERS, type JobType, type RetryPolicy, type Target, type ThrottleLimit } from '../domain/job-type.js';
 import { isoOrNull } from './parse.js';
 import { instantSchema, throttleKeySchema, timeWindowSchema, timeWindowsSchema } from './fields.js';
 import { typeStatsSchema } from './stats.js';
@@ -59,10 +59,34 @@ const targetSchema = z.discriminatedUnion('kind', [
 ]);
 
 
-const throttleLimitSchema = z.union([
-  z.strictObject({ limit: z.number().int().min(0).max(100_000) }),
-  z.strictObject({ share: z.number().gt(0).max(1) }),
-]);
+/**
+ * The slowest rate a type or key may have: about one start in 12 days. Below it a rate is a mistake, and far
+ * below it (under 1e-130) DynamoDB cannot store the number at all: the type's write failed as a 500.
+ */
+const MIN_RATE_PER_S = 0.000_001;
+
+const ratePerSSchema = z.number().min(MIN_RATE_PER_S, `must be at least ${MIN_RATE_PER_S} (a start in about 12 days)`).max(100_000);
+
+const throttleLimitSchema = z
+  .strictObject({
+    limit: z.number().int().min(0).max(100_000).optional(),
+    share: z.number().gt(0).max(1).optional(),
+    rate_per_s: ratePerSSchema.optional(),
+  })
+  .superRefine((entry, ctx) => {
+    if (entry.limit !== undefined && entry.share !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['share'], message: 'a key has a limit or a share, not both' });
+    }
+    if (entry.limit === undefined && entry.share === undefined && entry.rate_per_s === undefined) {
+      ctx.addIssue({ code: 'custom', path: [], message: 'must set limit, share or rate_per_s' });
+    }
+  })
+  .meta({
+    description:
+      'What one throttle key is held to, at least one of: in flight, `limit` weight units or a `share` of the type\'s concurrency (not both); `rate_per_s`, starts (claims) a second across every poller, from a token bucket of the key\'s own.',
+  });
+
+type ThrottleLimitBody = z.output<typeof throttleLimitSchema>;
 
 const throttleLimitsSchema = z
   .record(throttleKeySchema, throttleLimitSchema)
@@ -93,7 +117,7 @@ export const jobTypeInputSchema = z
     delivery_strategy: z.enum(DELIVERY_STRATEGIES).default('at_least_once'),
     attempts: z.number().int().min(1).max(100).optional(),
     concurrency: z.number().int().min(0).max(100_000).nullable().default(null),
-    rate_limit_per_s: z.number().gt(0).max(100_000).nullable().default(null),
+    rate_limit_per_s: ratePerSSchema.nullable().default(null),
     priority_order: z.enum(PRIORITY_ORDERS).default('time_first'),
     throttle: throttleSchema.nullable().default(null),
     list_succeeded: z.boolean().default(false),
@@ -123,7 +147,7 @@ export const jobTypeInputSchema = z
       });
     }
     for (const [key, limit] of Object.entries(body.throttle?.limits ?? {})) {
-      if ('share' in limit && body.concurrency === null) {
+      if (limit.share !== undefined && body.concurrency === null) {
         ctx.addIssue({
           code: 'custom',
           path: ['throttle', 'limits', key, 'share'],
@@ -154,6 +178,27 @@ function retryFromInput(input: JobTypeInput['retry']): RetryPolicy {
     case 'custom':
       return { kind: 'custom', name: input.name };
   }
+}
+
+function throttleLimitFromInput(body: ThrottleLimitBody): ThrottleLimit {
+  return {
+    ...(body.limit !== undefined ? { limit: body.limit } : {}),
+    ...(body.share !== undefined ? { share: body.share } : {}),
+    ...(body.rate_per_s !== undefined ? { ratePerS: body.rate_per_s } : {}),
+  };
+}
+
+function throttleLimitToApi(limit: ThrottleLimit): ThrottleLimitBody {
+  return {
+    ...(limit.limit !== undefined ? { limit: limit.limit } : {}),
+    ...(limit.share !== undefined ? { share: limit.share } : {}),
+    ...(limit.ratePerS !== undefined ? { rate_per_s: limit.ratePerS } : {}),
+  };
+}
+
+/** Each key's entry converted; `Object.fromEntries` defines keys such as "constructor" as the map's own entries. */
+function mapLimits<From, To>(limits: Record<string, From>, convert: (limit: From) => To): Record<string, To> {
+  return Object.fromEntries(Object.entries(limits).map(([key, limit]) => [key, convert(limit)]));
 }
 
 function targetFromInput(input: JobTypeInput['target']): Target {
@@ -205,7 +250,7 @@ export function jobTypeFromInput(
     priorityOrder: input.priority_order,
     listSucceeded: input.list_succeeded,
     throttle: input.throttle
-      ? { ...(input.throttle.key_field ? { keyField: input.throttle.key_field } : {}), limits: input.throttle.limits }
+      ? { ...(input.throttle.key_field ? { keyField: input.throttle.key_field } : {}), limits: mapLimits(input.throttle.limits, throttleLimitFromInput) }
       : null,
     visibilityTimeoutS: input.visibility_timeout_s,
     timeoutS: input.timeout_s,
@@ -246,7 +291,7 @@ export function jobTypeToApi(jobType: JobType, audience: JobTypeAudience = 'read
     rate_limit_per_s: jobType.rateLimitPerS,
     priority_order: jobType.priorityOrder,
     list_succeeded: jobType.listSucceeded,
-    throttle: jobType.throttle ? { key_field: jobType.throttle.keyField ?? null, limits: jobType.throttle.limits } : null,
+    throttle: jobType.throttle ? { key_field: jobType.throttle.keyField ?? null, limits: mapLimits(jobType.throttle.limits, throttleLimitToApi) } : null,
     visibility_timeout_s: jobType.visibilityTimeoutS,
     timeout_s: jobType.timeoutS,
     retry: retryToApi(jobType.retry),
