@@ -117,6 +117,8 @@ export function jobAnswer(job: Job, principal: Principal | undefined): Record<st
     changes_dropped: 0,
     throttle_key: null,
     correlation_key: null,
+    dedup: null,
+    debounce: null,
     cancelled_by: null,
   };
 }

@@ -6,6 +6,9 @@
  * (test/unit/client-types.test.ts), each method's answer with the schema the
  * OpenAPI document describes its route's answer with (test/unit/client-answer-types.test.ts).
  */
+import type { Debounce, DebounceInput, Dedup } from './dedup-debounce.js';
+
+export type { Debounce, DebounceInput, Dedup } from './dedup-debounce.js';
 
 export const JOB_STATUSES = ['queued', 'running', 'awaiting_callback', 'succeeded', 'failed', 'expired', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -120,6 +123,10 @@ export interface EnqueueJob {
   throttle_key?: string | null | undefined;
   time_windows?: TimeWindow[] | null | undefined;
   correlation_key?: string | undefined;
+  /** Within `window_s` of the first enqueue with `key` on the type, another creates nothing and answers that first job. */
+  dedup?: Dedup | undefined;
+  /** While the job made with `key` waits, another enqueue with it replaces its data and moves it `delay_s` later. */
+  debounce?: DebounceInput | undefined;
 }
 
 export interface AttemptError {
@@ -195,6 +202,10 @@ export interface Job {
   schedule: string | null;
   /** The W3C traceparent of the request that enqueued it (a schedule's fire starts its own), or null. */
   traceparent: string | null;
+  dedup: Dedup | null;
+  debounce: Debounce | null;
+  /** Enqueues a debounced job took in after its own. */
+  debounce_count: number;
   created_at: string | null;
   updated_at: string | null;
   finished_at: string | null;
