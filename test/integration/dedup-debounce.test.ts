@@ -15,6 +15,8 @@ import { MAX_DATA_BYTES } from '../../lib/domain/job.js';
 import { trackConsumedCapacity } from '../support/capacity.js';
 import { freshApiPerTest, itemsWithPk, tableItems } from '../support/api.js';
 import type { TestQueue } from '../support/queue.js';
+import { createClient } from '../../lib/client/index.js';
+import { serveTestApi } from '../support/http-api.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RunningInvoker, T0 } from './lib-fixtures.js';
 
 const jobItems = async (queue: TestQueue, type: string) => (await tableItems(queue)).filter((item) => String(item.pk).startsWith(`JOB#${type}#`));
@@ -324,6 +326,32 @@ describe('hostile inputs', () => {
     const { api: client } = api();
     await client.put('/v1/job-types/emails', { target: { kind: 'handler', name: 'echo' } });
     expect((await client.post('/v1/jobs/emails', { dedup: { key: '😀'.repeat(128), window_s: 60 } })).status).toBe(201);
+  });
+});
+
+describe('the typed client', () => {
+  const queue = freshQueuePerTest();
+
+  test('sends dedup and debounce and reads them back; a dedup POST whose answer was lost is sent again and answered with its job', async () => {
+    const server = await serveTestApi(queue());
+    try {
+      let posts = 0;
+      const losingFirstAnswer: typeof fetch = async (input, init) => {
+        const answer = await fetch(input, init);
+        if (init?.method === 'POST' && ++posts === 1) throw new TypeError('fetch failed: socket hang up');
+        return answer;
+      };
+      const client = createClient({ url: server.url, token: server.adminToken, fetch: losingFirstAnswer, sleep: async () => undefined });
+      await client.defineType('emails', { target: { kind: 'handler', name: 'echo' } });
+      const job = await client.enqueue('emails', { data: 1, dedup: { key: 'order-42', window_s: 600 } });
+      expect(posts).toBe(2);
+      expect(job.dedup).toEqual({ key: 'order-42', window_s: 600 });
+      expect(await jobItems(queue(), 'emails')).toHaveLength(1);
+      const debounced = await client.enqueue('emails', { data: 1, debounce: { key: 'user-7', delay_s: 5 } });
+      expect(debounced).toMatchObject({ debounce: { key: 'user-7', delay_s: 5, max_wait_s: null }, debounce_count: 0 });
+    } finally {
+      await server.close();
+    }
   });
 });
 
