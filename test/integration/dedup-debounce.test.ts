@@ -10,7 +10,7 @@ import { claimJob } from '../../lib/queue/claims.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { getJob } from '../../lib/queue/jobs.js';
 import { debounceItemKey, dedupItemKey } from '../../lib/store/keys.js';
-import type { Job } from '../../lib/domain/job.js';
+import type { Job, JobInput } from '../../lib/domain/job.js';
 import { MAX_DATA_BYTES } from '../../lib/domain/job.js';
 import { trackConsumedCapacity } from '../support/capacity.js';
 import { freshApiPerTest, itemsWithPk, tableItems } from '../support/api.js';
@@ -355,6 +355,26 @@ describe('the typed client', () => {
   });
 });
 
+/**
+ * Counts the write units of every call that writes a job or a key's pointer. The bucket directory's records, the
+ * cursors' moves and the start records are left out: one per bucket, poll or batch, whatever the jobs hold.
+ */
+function trackJobWrites(client: DynamoDBClient, totals: { units: number }): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as Record<string, unknown>;
+      input.ReturnConsumedCapacity = 'TOTAL';
+      const result = await next(args);
+      const isWrite = /^(PutItem|UpdateItem|DeleteItem|TransactWriteItems)Command$/.test(context.commandName ?? '');
+      if (!isWrite || /"(CURSOR|DIR|START)#/.test(JSON.stringify(input))) return result;
+      const consumed = [(result.output as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] }).ConsumedCapacity ?? []].flat();
+      for (const entry of consumed) totals.units += entry.CapacityUnits ?? 0;
+      return result;
+    },
+    { step: 'initialize', name: 'trackJobWrites' },
+  );
+}
+
 describe('capacity', () => {
   const queue = freshQueuePerTest();
 
@@ -384,5 +404,30 @@ describe('capacity', () => {
     };
     // The job and its key's pointer in one transaction, which DynamoDB bills twice; the rest of a job's life as before.
     expect(measured).toEqual({ plain: 2, deduped: 6, duplicate: 0, debounced: 6, foldedInPlace: 1, foldedLater: 3 });
+  });
+
+  test('from enqueue to success, a job with a dedup or debounce key costs 11 write units where one without costs 7', async () => {
+    const JOBS = 20;
+    const jobType = await defineType(queue().ctx, 'echo');
+    const writes = { units: 0 };
+    for (const fn of ['api', 'poller', 'worker'] as const) trackJobWrites(queue().clientsOf(fn).base, writes);
+    /** Write units per job of JOBS enqueued with `keyed(i)` and run to success. */
+    const unitsPerJob = async (name: string, keyed: (i: number) => Partial<JobInput>) => {
+      const before = writes.units;
+      const ids = [];
+      for (let i = 0; i < JOBS; i++) ids.push((await enqueue(queue().as('api'), jobType, `${name}-${i}`, { data: { text: 'x'.repeat(150) }, ...keyed(i) })).job.id);
+      queue().clock.advance(60_000);
+      const invoker = new RunningInvoker(queue().ctx, { echo: (data) => data });
+      while ((await poll(queue().ctx, [jobType], invoker)).claimed > 0);
+      for (const id of ids) expect((await getJob(queue().ctx, 'echo', id))?.status).toBe('succeeded');
+      return (writes.units - before) / JOBS;
+    };
+    const perJob = {
+      plain: await unitsPerJob('plain', () => ({})),
+      deduped: await unitsPerJob('deduped', (i) => ({ dedup: { key: `order-${i}`, windowS: 60 } })),
+      debounced: await unitsPerJob('debounced', (i) => ({ debounce: { key: `user-${i}`, delayS: 10 } })),
+    };
+    // Enqueue 2, claim 3, success 2; with a key the enqueue is the job and its pointer in one transaction, 6.
+    expect(perJob).toEqual({ plain: 7, deduped: 11, debounced: 11 });
   });
 });
