@@ -255,6 +255,8 @@ export function jobView(context: ViewContext, type: string, id: string, notice?:
         ...field('weight', job.weight),
         ...field('throttle key', job.throttle_key ?? ABSENT),
         ...field('correlation key', job.correlation_key ?? ABSENT),
+        ...field('dedup key', job.dedup ? `${job.dedup.key} (window ${job.dedup.window_s} s)` : ABSENT),
+        ...field('debounce key', job.debounce ? `${job.debounce.key} (${job.debounce_count} later enqueues folded in)` : ABSENT),
         ...field('trace', job.traceparent ?? ABSENT),
         h('dt', {}, 'tags'),
         h('dd', { class: 'tags' }, ...(job.tags?.length ? job.tags.flatMap((tag) => [h('a', { href: jobsHref(job.type, ANY_STATUS, tag) }, tag), ' ']) : [ABSENT])),

@@ -12,11 +12,13 @@ import type { QueueFunctionName, TableGrants } from './queue-function.js';
 export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   api: {
     items: {
-      GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation'],
-      // A correlated enqueue writes the job and its CORR pointer in one transaction; a far run_after records its bucket.
+      // A debounce enqueue reads its key's pointer.
+      GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation', 'debounce'],
+      // A correlated, dedup or debounce enqueue writes the job and its key's pointer in one transaction; a far
+      // run_after records its bucket.
       // Schedules are written whole, over the revision read. A bulk operation is only recorded here; sweepers run it.
       // A tagged job's tag entries are written before it.
-      PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory', 'schedule', 'operation', 'tag'],
+      PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory', 'schedule', 'operation', 'tag', 'dedup', 'debounce'],
       // Callbacks end attempts (and give back a type's slots); key revocation; the metrics history.
       UpdateItem: ['job', 'jobType', 'apiKey', 'metrics'],
       // The correlation callback drops the pointer of the job it finished; a schedule is deleted.

@@ -118,6 +118,8 @@ export function jobAnswer(job: Job, principal: Principal | undefined): Record<st
     throttle_key: null,
     correlation_key: null,
     tags: [],
+    dedup: null,
+    debounce: null,
     cancelled_by: null,
   };
 }

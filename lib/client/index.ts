@@ -40,6 +40,7 @@ export * from './errors.js';
 export { DEFAULT_RETRY_POLICY, retryDelayMs, shouldRetry, type RetryPolicy } from './retry.js';
 export type { ClientOptions } from './transport.js';
 export type * from './types.js';
+export type * from './schedule-types.js';
 export type { BulkBody, BulkOperation } from './bulk.js';
 export { JOB_STATUSES } from './types.js';
 
@@ -67,11 +68,12 @@ export interface QueueClient extends ScheduleMethods, AdminMethods, BulkMethods 
   listTypes(): Promise<JobType[]>;
   /**
    * Enqueues a job: with `id` by `PUT /v1/jobs/{type}/{id}` (the same body again returns the same job, so it
-   * is retried); without, by `POST /v1/jobs/{type}` with a server id (not retried: a retry could enqueue it twice).
+   * is retried); without, by `POST /v1/jobs/{type}` with a server id (not retried: a retry could enqueue it twice;
+   * unless it has a `dedup` key, whose window answers a second copy with the job the first made).
    * `traceparent` (W3C trace context, e.g. the active span's) puts the job in that trace: its attempts run as child spans.
    */
   enqueue(type: string, job?: EnqueueJob, options?: { id?: string } & TraceOptions): Promise<Job>;
-  /** Up to 100 jobs, a result per item (an item's refusal is in its result, not thrown). Retried when every job has an id. */
+  /** Up to 100 jobs, a result per item (an item's refusal is in its result, not thrown). Retried when every job has an id or a dedup key. */
   enqueueBatch(type: string, jobs: (EnqueueJob & { id?: string })[], options?: TraceOptions): Promise<BatchResult>;
   get(type: string, id: string): Promise<Job>;
   /** One page of a type's jobs in one status, or with one tag. */
@@ -144,7 +146,7 @@ export function createClient(options: ClientOptions): QueueClient {
     listTypes: async () => (await request<{ job_types: JobType[] }>({ method: 'GET', path: ['v1', 'job-types'], idempotent: true })).job_types,
     enqueue: (type, job, { id, traceparent } = {}) =>
       id === undefined
-        ? request({ method: 'POST', path: ['v1', 'jobs', type], body: wireBody(job ?? {}), headers: traceHeaders(traceparent), idempotent: false })
+        ? request({ method: 'POST', path: ['v1', 'jobs', type], body: wireBody(job ?? {}), headers: traceHeaders(traceparent), idempotent: job?.dedup !== undefined })
         : request({ method: 'PUT', path: ['v1', 'jobs', type, id], body: wireBody(job ?? {}), headers: traceHeaders(traceparent), idempotent: true }),
     enqueueBatch: (type, jobs, { traceparent } = {}) =>
       request({
@@ -152,7 +154,7 @@ export function createClient(options: ClientOptions): QueueClient {
         path: ['v1', 'jobs', type, 'batch'],
         body: { jobs: jobs.map(({ id, ...job }) => ({ ...(id !== undefined ? { id } : {}), ...wireBody(job) })) },
         headers: traceHeaders(traceparent),
-        idempotent: jobs.every((job) => job.id !== undefined),
+        idempotent: jobs.every((job) => job.id !== undefined || job.dedup !== undefined),
       }),
     get: (type, id) => request({ method: 'GET', path: ['v1', 'jobs', type, id], idempotent: true }),
     list: (type, { status, tag, limit, cursor }) =>

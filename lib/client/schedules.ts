@@ -1,7 +1,7 @@
 /** The client's schedule methods: `/v1/schedules`. Every one but delete is safe to repeat, so retried. */
 import type { Requester } from './transport.js';
 import { wireBody } from './wire.js';
-import type { Schedule, ScheduleBody, SchedulePage } from './types.js';
+import type { Schedule, ScheduleBody, SchedulePage } from './schedule-types.js';
 
 export interface ScheduleMethods {
   /** `PUT /v1/schedules/{name}`: creates or replaces a schedule. Needs `schedule:<type>` (or admin). Retried. */

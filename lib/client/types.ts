@@ -6,6 +6,9 @@
  * (test/unit/client-types.test.ts), each method's answer with the schema the
  * OpenAPI document describes its route's answer with (test/unit/client-answer-types.test.ts).
  */
+import type { Debounce, DebounceInput, Dedup } from './dedup-debounce.js';
+
+export type { Debounce, DebounceInput, Dedup } from './dedup-debounce.js';
 
 export const JOB_STATUSES = ['queued', 'running', 'awaiting_callback', 'succeeded', 'failed', 'expired', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -132,6 +135,10 @@ export interface EnqueueJob {
   correlation_key?: string | undefined;
   /** At most 10 tags of 1 to 64 characters of A-Z a-z 0-9 _ . : = @ / -, none twice; fixed once enqueued. */
   tags?: string[] | null | undefined;
+  /** Within `window_s` of the first enqueue with `key` on the type, another creates nothing and answers that first job. */
+  dedup?: Dedup | undefined;
+  /** While the job made with `key` waits, another enqueue with it replaces its data and moves it `delay_s` later. */
+  debounce?: DebounceInput | undefined;
 }
 
 export interface AttemptError {
@@ -209,6 +216,10 @@ export interface Job {
   traceparent: string | null;
   /** Its tags as enqueued; empty for none. */
   tags: string[];
+  dedup: Dedup | null;
+  debounce: Debounce | null;
+  /** Enqueues a debounced job took in after its own. */
+  debounce_count: number;
   created_at: string | null;
   updated_at: string | null;
   finished_at: string | null;
@@ -347,60 +358,6 @@ export interface FailBody {
   error?: { class?: string | undefined; message?: string | undefined; trace?: string | undefined } | undefined;
   /** false: no further attempt, whatever attempts remain. */
   retryable?: boolean | undefined;
-}
-
-/** A recurring schedule's body: `PUT /v1/schedules/{name}`. */
-export interface ScheduleBody {
-  /** Five fields (minute first) or six (second first), e.g. `0 5 * * 1-5`. */
-  cron: string;
-  /** An IANA zone. @default "UTC" */
-  tz?: string | undefined;
-  job_type: string;
-  data?: Json | undefined;
-  priority?: number | undefined;
-  weight?: number | undefined;
-  throttle_key?: string | null | undefined;
-  /** The tags each job it makes carries (the rules of a job's tags). */
-  tags?: string[] | null | undefined;
-  /** `skip`: a fire while the previous fire's job is unfinished makes no job. @default "allow" */
-  overlap?: 'allow' | 'skip' | undefined;
-  /** After missed fire times: one job for the latest, each (at most 100, the latest), or none. @default "latest" */
-  catch_up?: 'latest' | 'all' | 'none' | undefined;
-  start_at?: Date | string | null | undefined;
-  end_at?: Date | string | null | undefined;
-}
-
-export interface Schedule {
-  name: string;
-  cron: string;
-  tz: string;
-  job_type: string;
-  data: Json;
-  priority: number;
-  weight: number;
-  throttle_key: string | null;
-  tags: string[];
-  overlap: 'allow' | 'skip';
-  catch_up: 'latest' | 'all' | 'none';
-  start_at: string | null;
-  end_at: string | null;
-  paused: boolean;
-  /** null once end_at has passed every fire time. */
-  next_fire_at: string | null;
-  /** The next few fire times (single schedules, not listings). */
-  next_fires?: string[];
-  /**
-   * The last fire time: the job it made (`job_id`), or why it made none (`skipped`); `getSchedule` and
-   * `listSchedules` add that job's status now (null when it made none or the job is gone).
-   */
-  last_fire: { fire_at: string; fired_at: string; job_id: string | null; skipped: string | null; job_status?: JobStatus | null } | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface SchedulePage {
-  schedules: Schedule[];
-  next_cursor: string | null;
 }
 
 /** An API key as the API shows it: never its secret. */

@@ -71,6 +71,22 @@ export interface JobChangeRecord {
   expiresAtMs?: FieldChange<number | null>;
 }
 
+/** Within `windowS` of the job's enqueue, another enqueue of its type with `key` creates nothing and answers this job (domain/dedup-debounce.ts). */
+export interface JobDedup {
+  key: string;
+  windowS: number;
+}
+
+/**
+ * While the job waits unstarted, another enqueue of its type with `key` replaces its data and moves it to
+ * `delayS` after that enqueue, never past `maxWaitS` after this job's own enqueue.
+ */
+export interface JobDebounce {
+  key: string;
+  delayS: number;
+  maxWaitS?: number;
+}
+
 /** What a producer chooses about a job, stored as given (the throttle key may come from the data instead). */
 interface JobChoices {
   expiresAtMs?: number;
@@ -91,6 +107,10 @@ interface JobChoices {
   traceparent?: string;
   /** Its tags, as given at enqueue and never changed after; each has an entry in its (type, tag) partition (domain/tags.ts). */
   tags?: string[];
+  /** Enqueues of its type with the key within the window answer this job (queue/dedup.ts); a `DEDUP#` item points at it. */
+  dedup?: JobDedup;
+  /** Enqueues of its type with the key while it waits unstarted fold into it (queue/debounce.ts); a `DEBOUNCE#` item points at it. */
+  debounce?: JobDebounce;
 }
 
 /** A job as stored: the source of truth for its status, data, attempts and history. */
@@ -131,6 +151,8 @@ export interface Job extends JobChoices {
   changeCount?: number;
   /** The bulk operation that cancelled it; absent on jobs cancelled one by one. */
   cancelledBy?: string;
+  /** Enqueues a debounced job took in after its own; absent: none. */
+  debounceCount?: number;
 }
 
 export const HISTORY_LIMIT = 25;

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import stringify from 'safe-stable-stringify';
 import { monotonicFactory } from 'ulid';
+import { assertDedupDebounceFits } from './dedup-debounce.js';
 import { ValidationError } from './errors.js';
 import { assertJsonSize, isWellFormedText } from './json-size.js';
 import { MAX_DATA_BYTES, type Job, type JobInput } from './job.js';
@@ -36,6 +37,8 @@ function requestHashOf(input: JobInput): string {
     ...(input.schedule !== undefined ? { schedule: input.schedule } : {}),
     // Only when given, so the hashes of jobs without tags stay the same.
     ...(input.tags !== undefined ? { tags: input.tags } : {}),
+    ...(input.dedup !== undefined ? { dedup: input.dedup } : {}),
+    ...(input.debounce !== undefined ? { debounce: input.debounce } : {}),
   });
   return createHash('sha256').update(normalised ?? '').digest('base64url');
 }
@@ -78,8 +81,11 @@ function assertWeightFits(jobType: Pick<JobType, 'concurrency'>, weight: number)
 export function newJob(jobType: JobType, id: string, input: JobInput, nowMs: number): Job {
   assertJsonSize('data', input.data, MAX_DATA_BYTES);
   assertWeightFits(jobType, input.weight);
+  assertDedupDebounceFits(input);
   const windows = effectiveWindows(input, jobType);
-  const runAfterMs = earliestStartMs(windows, input.runAfterMs ?? nowMs);
+  // A debounced job waits its delay for more enqueues to fold into it (wire/jobs.ts refuses run_after beside it).
+  const requestedMs = input.debounce ? nowMs + input.debounce.delayS * 1000 : (input.runAfterMs ?? nowMs);
+  const runAfterMs = earliestStartMs(windows, requestedMs);
   if (windows && input.expiresAtMs !== undefined && input.expiresAtMs <= runAfterMs) {
     const opensAt = new Date(runAfterMs).toISOString();
     throw new ValidationError([{ field: 'expires_at', message: `must be after ${opensAt}, when the job's time windows first let it run` }]);
@@ -104,6 +110,8 @@ export function newJob(jobType: JobType, id: string, input: JobInput, nowMs: num
     ...(input.schedule !== undefined ? { schedule: input.schedule } : {}),
     ...(input.traceparent !== undefined ? { traceparent: input.traceparent } : {}),
     ...(input.tags !== undefined ? { tags: input.tags } : {}),
+    ...(input.dedup !== undefined ? { dedup: input.dedup } : {}),
+    ...(input.debounce !== undefined ? { debounce: input.debounce } : {}),
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     history: [],

@@ -17,9 +17,9 @@ export type BatchOutcome =
   | { index: number; id: string; ok: false; error: unknown };
 
 /**
- * Jobs that share an id or a correlation key, in request order: they are
- * enqueued one after another, so the first of them is the one created and
- * the rest are answered as repeats or conflicts of it, the same on every run.
+ * Jobs that share an id, a correlation key, a dedup key or a debounce key, in request order: they are
+ * enqueued one after another, so the first of them is the one created and the rest are answered as repeats,
+ * conflicts, duplicates or folds of it (a debounced job keeps the last one's data), the same on every run.
  */
 function groupsSharingKeys(jobs: BatchJob[]): BatchJob[][] {
   const parent = jobs.map((_, position) => position);
@@ -29,7 +29,13 @@ function groupsSharingKeys(jobs: BatchJob[]): BatchJob[][] {
   };
   const firstWithKey = new Map<string, number>();
   jobs.forEach((job, position) => {
-    const keys = [`id:${job.id}`, ...(job.input.correlationKey !== undefined ? [`correlation:${job.input.correlationKey}`] : [])];
+    const { correlationKey, dedup, debounce } = job.input;
+    const keys = [
+      `id:${job.id}`,
+      ...(correlationKey !== undefined ? [`correlation:${correlationKey}`] : []),
+      ...(dedup ? [`dedup:${dedup.key}`] : []),
+      ...(debounce ? [`debounce:${debounce.key}`] : []),
+    ];
     for (const key of keys) {
       const first = firstWithKey.get(key);
       if (first === undefined) firstWithKey.set(key, position);

@@ -13,7 +13,10 @@ import { deleteItem, getItem, queryPage, transactWrite, type Item } from '../sto
 import type { QueueContext } from './context.js';
 import { getJob, sameJobOrConflict } from './jobs.js';
 
-/** A pointer item: which job holds the key, where the pointer is kept, and a token that changes with every new holder. */
+/**
+ * A pointer item: which job holds the key, where the pointer is kept, and a token that changes with every new holder.
+ * Dedup and debounce keys point at their jobs with items of the same shape (queue/dedup.ts, queue/debounce.ts).
+ */
 export interface CorrelationPointer {
   type: string;
   id: string;
@@ -21,7 +24,7 @@ export interface CorrelationPointer {
   itemKey: ItemKey;
 }
 
-function pointerOf(item: Item | undefined, itemKey: ItemKey): CorrelationPointer | undefined {
+export function pointerOf(item: Item | undefined, itemKey: ItemKey): CorrelationPointer | undefined {
   if (typeof item?.jobType !== 'string' || typeof item.jobId !== 'string' || typeof item.holdToken !== 'string') return undefined;
   return { type: item.jobType, id: item.jobId, holdToken: item.holdToken, itemKey };
 }

@@ -8,6 +8,9 @@ import { assertJobFitsTarget } from '../targets/eventbridge.js';
 import { jobKey, queuedIndexKeys } from '../store/keys.js';
 import type { QueueContext } from './context.js';
 import { enqueueCorrelatedJob } from './correlation.js';
+import { enqueueDebouncedJob } from './debounce.js';
+import { enqueueDedupedJob } from './dedup.js';
+import { assertDedupWindowFits } from '../domain/dedup-debounce.js';
 import { recordLaneBucket } from './directory.js';
 import { requireJob, sameJobOrConflict } from './jobs.js';
 import { inSpan, SpanKind } from '../domain/spans.js';
@@ -18,7 +21,8 @@ import { writeTagEntries } from './tags.js';
  * stored job with `created: false`; a different body is a ConflictError, and
  * so is a correlation key another unfinished job of its type holds. The job is due at the
  * first instant inside its time windows at or after the requested `run_after`
- * (or now).
+ * (or now). An enqueue with a dedup key whose window is open answers that window's job, and one with a debounce
+ * key whose job waits folds into it, both with `created: false` (queue/dedup.ts, queue/debounce.ts).
  */
 export function enqueueJob(ctx: QueueContext, jobType: JobType, id: string, input: JobInput): Promise<{ job: Job; created: boolean }> {
   const attributes = { 'djq.job.type': jobType.name, 'djq.job.id': id };
@@ -32,11 +36,14 @@ async function writeNewJob(ctx: QueueContext, jobType: JobType, id: string, inpu
   const nowMs = ctx.nowMs();
   const job = newJob(jobType, id, input, nowMs);
   assertJobFitsTarget(jobType, job);
+  if (job.dedup) assertDedupWindowFits(job.dedup, ctx.settings.retentionDays);
   // Before the job: a job that exists is always listed by its tags.
   if (job.tags !== undefined) await writeTagEntries(ctx, job);
   const item = { ...jobKey(job.type, id), ...queuedIndexKeys(ctx.settings, job, job.runAfterMs, nowMs), ...jobToItem(job) };
   await recordLaneBucket(ctx, item.gsi1pk);
   if (job.correlationKey !== undefined) return enqueueCorrelatedJob(ctx, job, item, job.correlationKey);
+  if (job.dedup) return enqueueDedupedJob(ctx, job, item, job.dedup);
+  if (job.debounce) return enqueueDebouncedJob(ctx, jobType, job, item, job.debounce);
   const written = await putNewJob(ctx, item);
   return written.ok ? { job, created: true } : sameJobOrConflict(ctx, job, written.existing);
 }

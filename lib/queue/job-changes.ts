@@ -6,7 +6,7 @@ import type { JobType } from '../domain/job-type.js';
 import { changeQueuedJobParams } from '../store/job-change-writes.js';
 import { updateJob } from '../store/job-writes.js';
 import { itemToJob } from '../store/items.js';
-import { jobKey, queuedIndexKeys } from '../store/keys.js';
+import { jobKey, queuedIndexKeys, type IndexKey } from '../store/keys.js';
 import { getItem } from '../store/send.js';
 import type { QueueContext } from './context.js';
 import { recordLaneBucket } from './directory.js';
@@ -28,6 +28,17 @@ async function readQueuedJob(ctx: QueueContext, type: string, id: string) {
 }
 
 /**
+ * The due-index entry a queued job takes when it moves to `runAfterMs`, its lane bucket recorded first so a
+ * poller walks there; undefined when the job stays where it is. A `PATCH` and a debounced enqueue move jobs so.
+ */
+export async function movedQueuedEntry(ctx: QueueContext, job: Job, runAfterMs: number, nowMs: number): Promise<IndexKey | undefined> {
+  if (runAfterMs === job.runAfterMs) return undefined;
+  const index = queuedIndexKeys(ctx.settings, job, runAfterMs, nowMs);
+  await recordLaneBucket(ctx, index.gsi1pk);
+  return index;
+}
+
+/**
  * Changes a queued job's run_after, priority or expires_at, recording who (`by`) changed what, and when. The
  * job moves in the due index in the same conditional write (see changeQueuedJobParams): a claim racing it
  * either wins, and the change is a ConflictError naming the job's status, or finds the job as changed. A job
@@ -40,8 +51,7 @@ export async function changeQueuedJob(ctx: QueueContext, jobType: JobType, id: s
     const nowMs = ctx.nowMs();
     const planned = planJobChange(seen.job, jobType, input, by, nowMs);
     if (!planned) return seen.job;
-    const index = planned.runAfterMs === seen.job.runAfterMs ? undefined : queuedIndexKeys(ctx.settings, seen.job, planned.runAfterMs, nowMs);
-    if (index) await recordLaneBucket(ctx, index.gsi1pk);
+    const index = await movedQueuedEntry(ctx, seen.job, planned.runAfterMs, nowMs);
     const result = await updateJob(
       ctx,
       changeQueuedJobParams(seen, { nowMs, ...planned, index, changes: appendChange(seen.job, planned.record) }),

@@ -29,6 +29,11 @@ export function jobToItem(job: Job): Item {
   };
 }
 
+/** A job's data as its item keeps it, for a write that replaces only the data (a debounced job's). */
+export function dataToJson(data: unknown): string {
+  return JSON.stringify(data ?? null);
+}
+
 /** A progress report holds any JSON too, so it is stored as JSON text like data and result. */
 export function progressToJson(progress: JobProgress): string {
   return JSON.stringify(progress);

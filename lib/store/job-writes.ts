@@ -36,23 +36,34 @@ export function newJobParams(item: Item): PutParams {
 }
 
 /**
+ * How a pointer item beside a new job is written: where none exists (`replacing` undefined), in place of exactly
+ * the pointer that was read (its `holdToken`), or, for a dedup window, also where the window it records ended by `nowMs`.
+ */
+export type PointerWrite = { replacing: string | undefined } | { windowEndedBy: number };
+
+function pointerCondition(write: PointerWrite): Pick<PutParams, 'ConditionExpression' | 'ExpressionAttributeValues'> {
+  if ('windowEndedBy' in write) {
+    return { ConditionExpression: 'attribute_not_exists(pk) OR windowEndsAtMs <= :now', ExpressionAttributeValues: { ':now': write.windowEndedBy } };
+  }
+  return write.replacing === undefined
+    ? { ConditionExpression: 'attribute_not_exists(pk)' }
+    : { ConditionExpression: 'holdToken = :seen', ExpressionAttributeValues: { ':seen': write.replacing } };
+}
+
+/** A new job and a pointer item naming it (a correlation, dedup or debounce key's), for one transaction. */
+export function jobWithPointerItems(tableName: string, jobItem: Item, pointerItem: Item, write: PointerWrite): TransactItem[] {
+  return [
+    { Put: { TableName: tableName, ...newJobParams(jobItem) } },
+    { Put: { TableName: tableName, Item: pointerItem, ...pointerCondition(write), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+  ];
+}
+
+/**
  * A new job and its type's pointer of the correlation key, naming it, for one transaction. The pointer is written where none
  * exists, or in place of exactly the pointer that was read (its `holdToken`).
  */
 export function correlatedJobItems(tableName: string, jobItem: Item, pointerItem: Item, replacingHoldToken: string | undefined): TransactItem[] {
-  return [
-    { Put: { TableName: tableName, ...newJobParams(jobItem) } },
-    {
-      Put: {
-        TableName: tableName,
-        Item: pointerItem,
-        ...(replacingHoldToken === undefined
-          ? { ConditionExpression: 'attribute_not_exists(pk)' }
-          : { ConditionExpression: 'holdToken = :seen', ExpressionAttributeValues: { ':seen': replacingHoldToken } }),
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      },
-    },
-  ];
+  return jobWithPointerItems(tableName, jobItem, pointerItem, { replacing: replacingHoldToken });
 }
 
 /** Every pointer of a correlation key, of every type, read consistently: a holder written just before is found. */
@@ -70,6 +81,35 @@ export function releaseCorrelationParams(pointerKey: ItemKey, holdToken: string)
     Key: pointerKey,
     ConditionExpression: 'holdToken = :holder',
     ExpressionAttributeValues: { ':holder': holdToken },
+  };
+}
+
+/**
+ * Folds an enqueue into a waiting debounced job: its data replaced, due at `runAfterMs` (`index`: its entry there;
+ * undefined: the entry stays), one more enqueue counted. Only while it is still queued and was never claimed to run:
+ * a claim landing first fails the condition. Folds racing each other both land, the last one's data and time kept:
+ * either is the latest enqueue, and moving the entry without the one read is safe because a claim checks the
+ * job's own run_after, never the entry's.
+ */
+export function foldIntoDebouncedJobParams(
+  ref: JobRef,
+  fold: { nowMs: number; dataJson: string; runAfterMs: number; index: IndexKey | undefined },
+): UpdateParams {
+  const sets = ['dataJson = :data', 'runAfterMs = :runAfter', 'updatedAtMs = :now'];
+  return {
+    Key: jobKey(ref.type, ref.id),
+    ConditionExpression: '#status = :queued AND attempt = :zero',
+    UpdateExpression: `SET ${[...sets, ...(fold.index ? ['gsi1pk = :gsi1pk', 'gsi1sk = :gsi1sk'] : [])].join(', ')} ADD debounceCount :one`,
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: {
+      ':queued': 'queued',
+      ':zero': 0,
+      ':one': 1,
+      ':data': fold.dataJson,
+      ':runAfter': fold.runAfterMs,
+      ':now': fold.nowMs,
+      ...(fold.index ? indexValues(fold.index) : {}),
+    },
   };
 }
 

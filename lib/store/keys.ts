@@ -57,6 +57,8 @@ export const PARTITION_PREFIX = {
   operation: 'OP#',
   start: 'START#',
   tag: 'TAG#',
+  dedup: 'DEDUP#',
+  debounce: 'DEBOUNCE#',
 } as const;
 
 export type PartitionFamily = keyof typeof PARTITION_PREFIX;
@@ -247,6 +249,19 @@ export function correlationItemKey(type: string, correlationKey: string): ItemKe
  */
 export function untypedCorrelationItemKey(correlationKey: string): ItemKey {
   return { pk: correlationPartition(correlationKey), sk: 'CORR' };
+}
+
+/**
+ * Points at the job of `type` whose dedup window for `key` is open (queue/dedup.ts). A partition of its own per
+ * type and key: a burst of enqueues with one key meets only its own item, and other types' keys stay apart.
+ */
+export function dedupItemKey(type: string, key: string): ItemKey {
+  return { pk: `${PARTITION_PREFIX.dedup}${type}#${key}`, sk: 'DEDUP' };
+}
+
+/** Points at the job of `type` that enqueues with the debounce `key` fold into while it waits (queue/debounce.ts). */
+export function debounceItemKey(type: string, key: string): ItemKey {
+  return { pk: `${PARTITION_PREFIX.debounce}${type}#${key}`, sk: 'DEBOUNCE' };
 }
 
 /** Where the bucket directory records a lane's buckets ahead of now (see queue/directory.ts). */

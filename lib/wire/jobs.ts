@@ -1,6 +1,6 @@
 /** Jobs on the wire: the snake_case enqueue body the API accepts and the job as it returns it (DESIGN §5). */
 import { z } from 'zod';
-import { ATTEMPT_OUTCOMES, CORRELATION_KEY_PATTERN, DEFAULT_PRIORITY, JOB_STATUSES, type AttemptRecord, type FieldChange, type Job, type JobChangeRecord, type JobInput } from '../domain/job.js';
+import { ATTEMPT_OUTCOMES, CORRELATION_KEY_PATTERN, DEFAULT_PRIORITY, JOB_STATUSES, type AttemptRecord, type FieldChange, type Job, type JobChangeRecord, type JobDebounce, type JobDedup, type JobInput } from '../domain/job.js';
 import type { JobChangeInput } from '../domain/job-changes.js';
 import type { JobProgress } from '../domain/progress.js';
 import { ValidationError } from '../domain/errors.js';
@@ -8,6 +8,33 @@ import { isoOrNull } from './parse.js';
 import { attemptErrorToApi } from './traces.js';
 import { DELIVERY_STRATEGIES } from '../domain/job-type.js';
 import { instantSchema, jsonValueSchema, nextCursorSchema, tagsSchema, throttleKeySchema, timeWindowSchema, timeWindowsSchema } from './fields.js';
+import { isWellFormedText } from '../domain/json-size.js';
+import { MAX_DEBOUNCE_S, MAX_DEDUP_KEY_CHARS, MAX_DEDUP_WINDOW_S } from '../domain/dedup-debounce.js';
+
+/** Dedup and debounce: what an enqueue asks for, and what the job answers with (domain/dedup-debounce.ts). */
+// oxlint-disable-next-line no-control-regex -- the control characters are what the pattern refuses.
+const DEDUP_KEY_PATTERN = /^[^\u0000-\u001f]{1,256}$/;
+const dedupKeySchema = z
+  .string()
+  .regex(DEDUP_KEY_PATTERN, `must be 1 to ${MAX_DEDUP_KEY_CHARS} characters without control characters`)
+  .refine(isWellFormedText, 'must be well-formed Unicode: no unpaired surrogate');
+const dedupSchema = z.strictObject({ key: dedupKeySchema, window_s: z.number().int().min(1).max(MAX_DEDUP_WINDOW_S) }).meta({ id: 'Dedup' });
+const debounceSchema = z
+  .strictObject({
+    key: dedupKeySchema,
+    delay_s: z.number().int().min(0).max(MAX_DEBOUNCE_S),
+    max_wait_s: z.number().int().min(1).max(MAX_DEBOUNCE_S).optional(),
+  })
+  .meta({ id: 'DebounceInput' });
+const dedupFromBody = (dedup: z.output<typeof dedupSchema>): JobDedup => ({ key: dedup.key, windowS: dedup.window_s });
+const debounceFromBody = (debounce: z.output<typeof debounceSchema>): JobDebounce => ({
+  key: debounce.key,
+  delayS: debounce.delay_s,
+  ...(debounce.max_wait_s !== undefined ? { maxWaitS: debounce.max_wait_s } : {}),
+});
+const dedupToApi = (dedup: JobDedup | undefined) => (dedup ? { key: dedup.key, window_s: dedup.windowS } : null);
+const debounceToApi = (debounce: JobDebounce | undefined) =>
+  debounce ? { key: debounce.key, delay_s: debounce.delayS, max_wait_s: debounce.maxWaitS ?? null } : null;
 
 /** Epoch milliseconds before 1970 would be negative, and sort keys pad them as non-negative. */
 export const isoWithOffset = z.iso
@@ -28,6 +55,8 @@ export const jobInputSchema = z
       .regex(CORRELATION_KEY_PATTERN, 'must be 1-256 characters of A-Z a-z 0-9 _ . : @ = ~ -, starting with a letter or digit')
       .optional(),
     tags: tagsSchema.nullable().optional().meta({ description: 'Labels to list and bulk-select the job by; fixed once enqueued' }),
+    dedup: dedupSchema.optional(),
+    debounce: debounceSchema.optional(),
   })
   .superRefine((body, ctx) => {
     if (body.run_after && body.expires_at && Date.parse(body.expires_at) <= Date.parse(body.run_after)) {
@@ -46,6 +75,8 @@ export function jobInputFromBody(body: z.output<typeof jobInputSchema>): JobInpu
     ...(body.time_windows ? { timeWindows: body.time_windows } : {}),
     ...(body.correlation_key !== undefined ? { correlationKey: body.correlation_key } : {}),
     ...(body.tags && body.tags.length > 0 ? { tags: body.tags } : {}),
+    ...(body.dedup ? { dedup: dedupFromBody(body.dedup) } : {}),
+    ...(body.debounce ? { debounce: debounceFromBody(body.debounce) } : {}),
   };
 }
 
@@ -122,6 +153,9 @@ export function jobToApi(job: Job): Record<string, unknown> {
     schedule: job.schedule ?? null,
     traceparent: job.traceparent ?? null,
     tags: job.tags ?? [],
+    dedup: dedupToApi(job.dedup),
+    debounce: debounceToApi(job.debounce),
+    debounce_count: job.debounceCount ?? 0,
     created_at: isoOrNull(job.createdAtMs),
     updated_at: isoOrNull(job.updatedAtMs),
     finished_at: isoOrNull(job.finishedAtMs),
@@ -187,6 +221,12 @@ export const jobSchema = z
       .nullable()
       .meta({ description: "The W3C traceparent of the request that enqueued it (a schedule's fire starts its own); each attempt runs as a child span" }),
     tags: z.array(z.string()).meta({ description: 'Its tags as enqueued; empty for none' }),
+    dedup: dedupSchema.nullable().meta({ description: 'Enqueues of its type with the key within window_s of its own answer this job' }),
+    debounce: z
+      .strictObject({ key: z.string(), delay_s: z.number().int(), max_wait_s: z.number().int().nullable() })
+      .nullable()
+      .meta({ description: 'Enqueues of its type with the key while it waits unstarted replace its data and move its run_after' }),
+    debounce_count: z.number().int().meta({ description: 'Enqueues a debounced job took in after its own' }),
     created_at: instantSchema.nullable(),
     updated_at: instantSchema.nullable(),
     finished_at: instantSchema.nullable(),

@@ -125,6 +125,14 @@ describe('a tour of every function', () => {
     expect((await producer.put('/v1/jobs/webhooks/w1', { data: 1 })).status).toBe(201);
   });
 
+  test('a producer enqueues twice with a dedup key and twice with a debounce key, each second time answered with the first job', async () => {
+    const tomorrow = new Date(queue.clock.nowMs() + 24 * HOUR_S * 1000).toISOString();
+    for (const [n, status] of [[1, 201], [2, 200]] as const) {
+      expect((await producer.post('/v1/jobs/limited', { data: n, run_after: tomorrow, dedup: { key: 'd', window_s: 60 } })).status).toBe(status);
+      expect((await producer.post('/v1/jobs/limited', { data: n, debounce: { key: 'd', delay_s: 24 * HOUR_S } })).status).toBe(status);
+    }
+  });
+
   test('the poller claims the due jobs, minutes later, and hands them over', async () => {
     advanceS(5 * 60);
     expect(await poll()).toMatchObject({ claimed: 4, dispatched: 4 });

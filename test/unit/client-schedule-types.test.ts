@@ -1,7 +1,7 @@
 /** The client's schedule body against the server's schema, checked by `tsc` as client-types.test.ts does for jobs. */
 import { expectTypeOf, test } from 'vitest';
 import type { z } from 'zod';
-import type { ScheduleBody } from '../../lib/client/types.js';
+import type { ScheduleBody } from '../../lib/client/schedule-types.js';
 import type { scheduleInputSchema } from '../../lib/wire/schedules.js';
 
 type ServerScheduleBody = z.input<typeof scheduleInputSchema>;
