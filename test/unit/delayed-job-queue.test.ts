@@ -1,0 +1,120 @@
+/**
+ * The DelayedJobQueue construct as an app of its own uses it: a stack of the app's, a handler module outside
+ * the package, settings as props. One synthesis bundles the functions (the slow part); the others skip bundling.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { DelayedJobQueue, type DelayedJobQueueProps, type DelayedJobQueueSettings } from '../../infra/delayed-job-queue.js';
+import { createQueueApp } from '../../infra/queue-app.js';
+import type { QueueFunctionName } from '../../infra/queue-function.js';
+import { settingNames } from '../../infra/settings.js';
+import { ConfigError } from '../../lib/domain/errors.js';
+
+vi.setConfig({ testTimeout: 60_000 });
+
+const OWN_HANDLERS = resolve('test/unit/fixtures/own-handlers.ts');
+
+const outdirs: string[] = [];
+afterAll(() => {
+  for (const outdir of outdirs) rmSync(outdir, { recursive: true, force: true });
+});
+
+function appWithQueue(props: DelayedJobQueueProps, { bundle }: { bundle: boolean }): { app: App; stack: Stack; queue: DelayedJobQueue } {
+  const outdir = mkdtempSync(join(tmpdir(), 'delayed-job-queue-'));
+  outdirs.push(outdir);
+  const app = new App({ outdir, context: bundle ? {} : { 'aws:cdk:bundling-stacks': [] } });
+  const stack = new Stack(app, 'TeamJobs');
+  return { app, stack, queue: new DelayedJobQueue(stack, 'Queue', props) };
+}
+
+describe('with a handler module of the app', () => {
+  let bundles: Record<QueueFunctionName, string>;
+
+  beforeAll(() => {
+    const { app, stack, queue } = appWithQueue({ handlers: OWN_HANDLERS }, { bundle: true });
+    const assembly = app.synth();
+    const resources = Template.fromStack(stack).toJSON().Resources as Record<string, { Properties: { Code: { S3Key: string } } }>;
+    bundles = Object.fromEntries(
+      Object.entries(queue.functions).map(([name, fn]) => {
+        const assetHash = resources[stack.getLogicalId(fn.function.node.defaultChild as never)]!.Properties.Code.S3Key.replace(/\.zip$/, '');
+        return [name, readFileSync(join(assembly.directory, `asset.${assetHash}`, 'index.mjs'), 'utf8')];
+      }),
+    ) as Record<QueueFunctionName, string>;
+  }, 240_000);
+
+  test("the worker's bundle holds the module's handlers and none of the built-in ones", () => {
+    expect(bundles.worker).toContain('own-handler greets');
+    expect(bundles.worker).not.toContain('slept_ms');
+  });
+
+  test('the api bundles the module too, for the names a job type may target and the retry policies a callback may end under', () => {
+    expect(bundles.api).toContain('own-handler greets');
+    expect(bundles.api).toContain('never_again');
+  });
+
+  test("the sweeper bundles the module's retry policies, which lapsed claims end under", () => {
+    expect(bundles.sweeper).toContain('never_again');
+  });
+
+  test('the poller and the authorizer run no handler code', () => {
+    expect(bundles.poller).not.toContain('own-handler greets');
+    expect(bundles.authorizer).not.toContain('own-handler greets');
+  });
+});
+
+describe('what an app wires to', () => {
+  test('the table, the bus, the API URL, the functions and the outputs are there to use', () => {
+    const { stack, queue } = appWithQueue({}, { bundle: false });
+    expect(stack.resolve(queue.apiUrl)).toBeDefined();
+    expect(Object.keys(queue.functions).sort()).toEqual(['api', 'authorizer', 'poller', 'sweeper', 'worker']);
+    const outputs = Object.keys(Template.fromStack(stack).toJSON().Outputs as object);
+    for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'DeadLetterQueueUrl', 'CallbackTokenSecretArn']) {
+      expect(outputs.some((id) => id.startsWith(`Queue${output}`))).toBe(true);
+    }
+  });
+
+  test('settings given as props reach the functions, under the names the functions read', () => {
+    const { stack, queue } = appWithQueue({ settings: { SHARDS: 8, BUCKET_MS: 30_000 } }, { bundle: false });
+    const worker = Template.fromStack(stack).toJSON().Resources[stack.getLogicalId(queue.functions.worker.function.node.defaultChild as never)];
+    expect(worker.Properties.Environment.Variables).toMatchObject({ SHARDS: '8', BUCKET_MS: '30000' });
+  });
+});
+
+describe('refused at synth', () => {
+  test('a handler module that is not there, naming the path', () => {
+    expect(() => appWithQueue({ handlers: './no-such-handlers.ts' }, { bundle: false })).toThrow(ConfigError);
+    expect(() => appWithQueue({ handlers: './no-such-handlers.ts' }, { bundle: false })).toThrow(/no-such-handlers\.ts/);
+  });
+
+  test('a setting the queue does not have, naming it', () => {
+    const settings = { BUCKET_SIZE_MS: 1000 } as DelayedJobQueueSettings;
+    expect(() => appWithQueue({ settings }, { bundle: false })).toThrow(/no setting BUCKET_SIZE_MS/);
+  });
+
+  test('a setting out of range, with the message a function would give', () => {
+    expect(() => appWithQueue({ settings: { SHARDS: 0 } }, { bundle: false })).toThrow(/SHARDS must be an integer from 1 to 256/);
+  });
+});
+
+test('the settings type names exactly the settings the construct reads', () => {
+  const every: Required<DelayedJobQueueSettings> = {
+    BUCKET_MS: 1, SHARDS: 1, CURSOR_SAFETY_MARGIN_MS: 1, BACKSTOP_BUCKETS: 1, RETENTION_DAYS: 1, POLL_INTERVAL_MS: 1, MIN_POLL_INTERVAL_MS: 1,
+    POLLER_RUN_MS: 1, CLAIM_CONCURRENCY: 1, CLAIM_PAGE_SIZE: 1, SWEEP_INTERVAL_MS: 1, BULK_JOBS_PER_S: 1, WORKER_BATCH_SIZE: 1,
+    WORKER_CONCURRENCY: 1, POLLER_PARTITIONS: 1, DELETION_PROTECTION: true, LOG_RETENTION_DAYS: 1, DUE_LAG_ALARM_MS: 1, API_RATE_LIMIT: 1,
+    API_BURST_LIMIT: 1, ALARM_TOPIC_ARN: '', TARGET_FUNCTION_ARNS: '', TARGET_EVENT_BUS_ARNS: '', RESERVED_CONCURRENCY: true,
+    WORKER_RESERVED_CONCURRENCY: 1, WORKER_EVENT_AGE_ALARM_MS: 1, HTTP_TARGET_PRIVATE_ADDRESSES: 'allow',
+  };
+  expect(Object.keys(every).sort()).toEqual(settingNames().sort());
+});
+
+test("this repository's stack holds the construct without moving its resources: their logical ids carry no construct id", () => {
+  const outdir = mkdtempSync(join(tmpdir(), 'queue-stack-ids-'));
+  outdirs.push(outdir);
+  const { stack } = createQueueApp({ outdir, context: { 'aws:cdk:bundling-stacks': [] } });
+  expect(stack.getLogicalId(stack.table.node.defaultChild as never)).toMatch(/^Jobs[0-9A-F]{8}$/);
+  expect(Object.keys(Template.fromStack(stack).toJSON().Outputs as object)).toContain('ApiUrl');
+});
