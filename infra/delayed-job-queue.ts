@@ -28,6 +28,7 @@ import { FAILURE_DESTINATION_MAX_BYTES } from '../lib/queue/batcher.js';
 import type { QueueSettings } from '../lib/queue/context.js';
 import { TABLE_SCHEMA } from '../lib/store/table.js';
 import { createQueueAlarms } from './alarms.js';
+import { checkFixedSettings, SETTINGS_RECORD_FILE } from './fixed-settings.js';
 import { createQueueHttpApi } from './http-api.js';
 import { QueueFunction, type QueueFunctionName, type QueueFunctionProps } from './queue-function.js';
 import { settingsFromProps, shardsOfPartition, type DelayedJobQueueSettings, type StackSettings } from './settings.js';
@@ -50,6 +51,13 @@ export interface DelayedJobQueueProps {
    * @default - the stack's name
    */
   metricsNamespace?: string;
+  /**
+   * The file that records the settings the queued jobs depend on (BUCKET_MS, SHARDS) under this construct's
+   * path, so that changing them is refused at synth; commit it with the app. A relative path is taken from
+   * the directory the CDK app runs in. `false` records and checks nothing (a stack synthesized only in tests).
+   * @default 'djq-settings.json'
+   */
+  settingsRecord?: string | false;
 }
 
 /** The handler module's absolute path, refused at synth when there is no such file. */
@@ -98,6 +106,8 @@ export class DelayedJobQueue extends Construct {
     super(scope, id);
     const settings = (this.settings = settingsFromProps(props.settings ?? {}));
     const handlerModule = props.handlers === undefined ? undefined : handlerModulePath(props.handlers);
+    const settingsRecord = props.settingsRecord ?? SETTINGS_RECORD_FILE;
+    if (settingsRecord !== false) checkFixedSettings(resolve(settingsRecord), this.node.path, settings.queue);
 
     this.table = this.createTable(settings);
     this.eventBus = new EventBus(this, 'LifecycleEvents', { description: 'Job lifecycle events of the delayed job queue' });

@@ -17,12 +17,17 @@ function settingsFromContext(app: App): DelayedJobQueueSettings {
   return settings as DelayedJobQueueSettings;
 }
 
-export function createQueueApp(props: AppProps = {}): { app: App; stack: QueueStack } {
+/**
+ * `settingsRecord`: where the deployment's fixed settings are recorded and checked (the construct's
+ * `settingsRecord`); nowhere by default, since tests and the local runtime's IAM check synthesize stacks of
+ * every configuration. `npm run synth` and `cdk deploy` (app.ts) record them.
+ */
+export function createQueueApp(props: AppProps = {}, settingsRecord: string | false = false): { app: App; stack: QueueStack } {
   const app = new App(props);
   const stackName = String(app.node.tryGetContext('STACK_NAME') ?? DEFAULT_STACK_NAME);
   // Environment-agnostic: synth needs no account or credentials; `cdk deploy` targets the caller's account and region.
   const stack = new QueueStack(app, stackName, {
-    queue: { settings: settingsFromContext(app) },
+    queue: { settings: settingsFromContext(app), settingsRecord },
     description: 'Delayed job queue: DynamoDB table, HTTP API, poller, worker, sweeper',
   });
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

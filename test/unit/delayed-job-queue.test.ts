@@ -2,9 +2,9 @@
  * The DelayedJobQueue construct as an app of its own uses it: a stack of the app's, a handler module outside
  * the package, settings as props. One synthesis bundles the functions (the slow part); the others skip bundling.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
@@ -28,7 +28,8 @@ function appWithQueue(props: DelayedJobQueueProps, { bundle }: { bundle: boolean
   outdirs.push(outdir);
   const app = new App({ outdir, context: bundle ? {} : { 'aws:cdk:bundling-stacks': [] } });
   const stack = new Stack(app, 'TeamJobs');
-  return { app, stack, queue: new DelayedJobQueue(stack, 'Queue', props) };
+  // Only the tests of the record keep one, each in a folder of its own.
+  return { app, stack, queue: new DelayedJobQueue(stack, 'Queue', { settingsRecord: false, ...props }) };
 }
 
 describe('with a handler module of the app', () => {
@@ -97,6 +98,58 @@ describe('refused at synth', () => {
 
   test('a setting out of range, with the message a function would give', () => {
     expect(() => appWithQueue({ settings: { SHARDS: 0 } }, { bundle: false })).toThrow(/SHARDS must be an integer from 1 to 256/);
+  });
+});
+
+describe('the settings the queued jobs depend on', () => {
+  function recordFile(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'djq-settings-record-'));
+    outdirs.push(dir);
+    return join(dir, 'djq-settings.json');
+  }
+  const synthWith = (settingsRecord: string, settings: DelayedJobQueueSettings) => appWithQueue({ settingsRecord, settings }, { bundle: false });
+
+  test("the first synth records BUCKET_MS and SHARDS under the construct's path", () => {
+    const file = recordFile();
+    synthWith(file, { BUCKET_MS: 30_000 });
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ 'TeamJobs/Queue': { BUCKET_MS: 30_000, SHARDS: 4 } });
+  });
+
+  test('a later synth with another BUCKET_MS is refused, naming both values, the file and the way out', () => {
+    const file = recordFile();
+    synthWith(file, {});
+    expect(() => synthWith(file, { BUCKET_MS: 120_000 })).toThrow(ConfigError);
+    expect(() => synthWith(file, { BUCKET_MS: 120_000 })).toThrow(
+      new RegExp(`BUCKET_MS is 120000 but 60000 is recorded for TeamJobs/Queue in ${file}: .* see README, "Upgrading"`),
+    );
+  });
+
+  test('fewer SHARDS are refused; more are allowed, and recorded', () => {
+    const file = recordFile();
+    synthWith(file, { SHARDS: 8 });
+    expect(() => synthWith(file, { SHARDS: 4 })).toThrow(/SHARDS is 4 but 8 is recorded .* may grow, never shrink/);
+    synthWith(file, { SHARDS: 16 });
+    expect(JSON.parse(readFileSync(file, 'utf8'))['TeamJobs/Queue']).toEqual({ BUCKET_MS: 60_000, SHARDS: 16 });
+  });
+
+  test('the same settings synthesize again, the record unchanged', () => {
+    const file = recordFile();
+    synthWith(file, { SHARDS: 8 });
+    const recorded = readFileSync(file, 'utf8');
+    synthWith(file, { SHARDS: 8, POLL_INTERVAL_MS: 250 });
+    expect(readFileSync(file, 'utf8')).toBe(recorded);
+  });
+
+  test('by default the record is djq-settings.json in the directory the CDK app runs in', () => {
+    const appDir = dirname(recordFile());
+    const repositoryDir = process.cwd();
+    process.chdir(appDir);
+    try {
+      appWithQueue({ settingsRecord: undefined }, { bundle: false });
+    } finally {
+      process.chdir(repositoryDir);
+    }
+    expect(existsSync(join(appDir, 'djq-settings.json'))).toBe(true);
   });
 });
 
