@@ -10,8 +10,8 @@
  * new DelayedJobQueue(new Stack(app, 'Jobs'), 'Queue', { handlers: './handlers.ts' });
  * ```
  */
-import { isAbsolute, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
 import { CfnOutput, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import type { IAlarm } from 'aws-cdk-lib/aws-cloudwatch';
@@ -32,9 +32,9 @@ import { checkFixedSettings, SETTINGS_RECORD_FILE } from './fixed-settings.js';
 import { createQueueHttpApi } from './http-api.js';
 import { QueueFunction, type QueueFunctionName, type QueueFunctionProps } from './queue-function.js';
 import { settingsFromProps, shardsOfPartition, type DelayedJobQueueSettings, type StackSettings } from './settings.js';
+import { TABLE_GRANTS } from './table-grants.js';
 
 export type { DelayedJobQueueSettings } from './settings.js';
-import { TABLE_GRANTS } from './table-grants.js';
 
 export interface DelayedJobQueueProps {
   /**
