@@ -9,7 +9,6 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { registryOf } from '../../functions/worker/handlers/index.js';
 import { ConfigError } from '../../lib/domain/errors.js';
-import { serveUntilStopped } from './serve.js';
 
 const USAGE = `usage: djq dev [--handlers <module>]
 
@@ -30,7 +29,10 @@ async function main(args: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  await serveUntilStopped(process.env, values.handlers === undefined ? {} : { registry: await loadRegistry(values.handlers) });
+  const options = values.handlers === undefined ? {} : { registry: await loadRegistry(values.handlers) };
+  // Loaded only now: the whole runtime takes seconds to compile, which a mistyped command should not wait for.
+  const { serveUntilStopped } = await import('./serve.js');
+  await serveUntilStopped(process.env, options);
 }
 
 try {
