@@ -1,8 +1,9 @@
 /**
- * The stack's configuration, from CDK context (`cdk deploy -c SHARDS=8`).
- * Context keys are the environment variable names the functions read, so one
- * name means one thing everywhere; everything is validated at synth, with the
- * same messages a function would give at cold start.
+ * The queue's configuration: the construct's `settings` prop, or CDK context
+ * (`cdk deploy -c SHARDS=8`) for this repository's app. Both use the
+ * environment variable names the functions read, so one name means one thing
+ * everywhere; everything is validated at synth, with the same messages a
+ * function would give at cold start.
  */
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readQueueSettings, type Env, type QueueSettings } from '../lib/queue/context.js';
