@@ -17,11 +17,25 @@ export interface FixedSettings {
 
 export const SETTINGS_RECORD_FILE = 'djq-settings.json';
 
+function isFixedSettings(value: unknown): value is FixedSettings {
+  if (typeof value !== 'object' || value === null) return false;
+  const entry = value as Record<string, unknown>;
+  return Number.isInteger(entry.BUCKET_MS) && Number.isInteger(entry.SHARDS);
+}
+
 function readRecord(file: string): Map<string, FixedSettings> {
   if (!existsSync(file)) return new Map();
-  const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`${file} is not JSON (${(error as Error).message}); it records the settings queued jobs depend on, see README, "Upgrading"`);
+  }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(`${file} must hold an object of recorded settings by queue`);
-  return new Map(Object.entries(parsed as Record<string, FixedSettings>));
+  const record = new Map(Object.entries(parsed));
+  const malformed = [...record].find(([, entry]) => !isFixedSettings(entry));
+  if (malformed) throw new ConfigError(`${file}: the entry "${malformed[0]}" must be {"BUCKET_MS": <integer>, "SHARDS": <integer>}`);
+  return record as Map<string, FixedSettings>;
 }
 
 function writeRecord(file: string, record: Map<string, FixedSettings>): void {

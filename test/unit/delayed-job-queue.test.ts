@@ -2,7 +2,7 @@
  * The DelayedJobQueue construct as an app of its own uses it: a stack of the app's, a handler module outside
  * the package, settings as props. One synthesis bundles the functions (the slow part); the others skip bundling.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
@@ -138,6 +138,14 @@ describe('the settings the queued jobs depend on', () => {
     const recorded = readFileSync(file, 'utf8');
     synthWith(file, { SHARDS: 8, POLL_INTERVAL_MS: 250 });
     expect(readFileSync(file, 'utf8')).toBe(recorded);
+  });
+
+  test('a record that is not JSON, or whose entry lacks a setting, is refused naming the file', () => {
+    const file = recordFile();
+    writeFileSync(file, '{"TeamJobs/Queue": {"BUCKET_MS": 60000,');
+    expect(() => synthWith(file, {})).toThrow(new RegExp(`${file} is not JSON`));
+    writeFileSync(file, '{"TeamJobs/Queue": {"BUCKET_MS": "60000", "SHARDS": 4}}');
+    expect(() => synthWith(file, {})).toThrow(/the entry "TeamJobs\/Queue" must be \{"BUCKET_MS": <integer>, "SHARDS": <integer>\}/);
   });
 
   test('by default the record is djq-settings.json in the directory the CDK app runs in', () => {
