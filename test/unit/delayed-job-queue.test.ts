@@ -5,8 +5,9 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { App, Stack } from 'aws-cdk-lib';
+import { App, Stack, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { DelayedJobQueue, type DelayedJobQueueProps, type DelayedJobQueueSettings } from '../../infra/delayed-job-queue.js';
 import { createQueueApp } from '../../infra/queue-app.js';
@@ -83,6 +84,13 @@ describe('what an app wires to', () => {
     const worker = Template.fromStack(stack).toJSON().Resources[stack.getLogicalId(queue.functions.worker.function.node.defaultChild as never)];
     expect(worker.Properties.Environment.Variables).toMatchObject({ SHARDS: '8', BUCKET_MS: '30000' });
   });
+});
+
+test("in an app's own stack and under its own id, cdk-nag's AwsSolutions checks find nothing unacknowledged", () => {
+  const { app } = appWithQueue({ handlers: OWN_HANDLERS }, { bundle: false });
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  // An unacknowledged finding throws here.
+  app.synth();
 });
 
 describe('refused at synth', () => {
