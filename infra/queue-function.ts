@@ -15,6 +15,7 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type CfnLogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
+import { ConfigError } from '../lib/domain/errors.js';
 import { DUE_INDEX, PARTITION_PREFIX, type PartitionFamily } from '../lib/store/keys.js';
 
 /** This package's root: the repository's checkout, or its folder under an app's node_modules. */
@@ -33,7 +34,7 @@ export function projectLockFile(from: string = REPO_ROOT): string {
   for (let dir = from; ; dir = dirname(dir)) {
     const lockFile = LOCK_FILES.map((name) => join(dir, name)).find((path) => existsSync(path));
     if (lockFile) return lockFile;
-    if (dirname(dir) === dir) throw new Error(`no lock file (${LOCK_FILES.join(', ')}) in ${from} or any folder above it: install the app's dependencies first`);
+    if (dirname(dir) === dir) throw new ConfigError(`no lock file (${LOCK_FILES.join(', ')}) in ${from} or any folder above it: install the app's dependencies first`);
   }
 }
 
