@@ -2,7 +2,7 @@
  * The DelayedJobQueue construct as an app of its own uses it: a stack of the app's, a handler module outside
  * the package, settings as props. One synthesis bundles the functions (the slow part); the others skip bundling.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { App, Stack, Validations } from 'aws-cdk-lib';
@@ -11,7 +11,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { DelayedJobQueue, type DelayedJobQueueProps, type DelayedJobQueueSettings } from '../../infra/delayed-job-queue.js';
 import { createQueueApp } from '../../infra/queue-app.js';
-import type { QueueFunctionName } from '../../infra/queue-function.js';
+import { projectLockFile, type QueueFunctionName } from '../../infra/queue-function.js';
 import { settingNames } from '../../infra/settings.js';
 import { ConfigError } from '../../lib/domain/errors.js';
 
@@ -91,6 +91,24 @@ test("in an app's own stack and under its own id, cdk-nag's AwsSolutions checks 
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   // An unacknowledged finding throws here.
   app.synth();
+});
+
+describe('bundling from the app the package is installed in', () => {
+  test("the lock file is the nearest one above the package's folder, as under an app's node_modules", () => {
+    const appDir = mkdtempSync(join(tmpdir(), 'djq-app-'));
+    outdirs.push(appDir);
+    const packageDir = join(appDir, 'node_modules', 'delayed-job-queue');
+    mkdirSync(packageDir, { recursive: true });
+    writeFileSync(join(appDir, 'pnpm-lock.yaml'), '');
+    expect(projectLockFile(packageDir)).toBe(join(appDir, 'pnpm-lock.yaml'));
+  });
+
+  test('without a lock file above the package, synth is refused saying to install first', () => {
+    const appDir = mkdtempSync(join(tmpdir(), 'djq-app-'));
+    outdirs.push(appDir);
+    expect(() => projectLockFile(appDir)).toThrow(ConfigError);
+    expect(() => projectLockFile(appDir)).toThrow(/install the app's dependencies first/);
+  });
 });
 
 describe('refused at synth', () => {
