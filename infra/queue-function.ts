@@ -3,6 +3,7 @@
  * grants each only the calls its code makes: a new function (the authorizer,
  * say) is one `new QueueFunction` and a line of grants.
  */
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
@@ -14,9 +15,28 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type CfnLogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
+import { ConfigError } from '../lib/domain/errors.js';
 import { DUE_INDEX, PARTITION_PREFIX, type PartitionFamily } from '../lib/store/keys.js';
 
+/** This package's root: the repository's checkout, or its folder under an app's node_modules. */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The specifier the functions import their handler module by (package.json "imports"). */
+export const HANDLER_MODULE_SPECIFIER = '#handler-module';
+
+const LOCK_FILES = ['package-lock.json', 'pnpm-lock.yaml', 'yarn.lock', 'bun.lock', 'bun.lockb'];
+
+/**
+ * The lock file of the project this package is installed in (this repository's own, when run from a
+ * checkout): NodejsFunction bundles from the folder that holds it, where esbuild and every dependency are found.
+ */
+export function projectLockFile(from: string = REPO_ROOT): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const lockFile = LOCK_FILES.map((name) => join(dir, name)).find((path) => existsSync(path));
+    if (lockFile) return lockFile;
+    if (dirname(dir) === dir) throw new ConfigError(`no lock file (${LOCK_FILES.join(', ')}) in ${from} or any folder above it: install the app's dependencies first`);
+  }
+}
 
 /** The functions of the stack, each with a role of its own. */
 export const QUEUE_FUNCTIONS = ['api', 'authorizer', 'poller', 'worker', 'sweeper'] as const;
@@ -33,6 +53,8 @@ export interface QueueFunctionProps {
   /** The CloudWatch namespace of the function's EMF metrics; its service dimension is `entry`. */
   metricsNamespace: string;
   reservedConcurrentExecutions?: number;
+  /** The handler module bundled in place of the built-in handlers (an absolute path); the built-in ones when absent. */
+  handlerModule?: string;
 }
 
 /**
@@ -63,11 +85,12 @@ export class QueueFunction extends Construct {
     this.role.addToPolicy(
       new PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [`${this.logGroup.logGroupArn}:*`] }),
     );
+    const depsLockFilePath = projectLockFile();
     this.function = new NodejsFunction(this, 'Function', {
       entry: join(REPO_ROOT, 'functions', props.entry, 'index.ts'),
       handler: 'handler',
-      projectRoot: REPO_ROOT,
-      depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
+      projectRoot: dirname(depsLockFilePath),
+      depsLockFilePath,
       description: props.description,
       runtime: Runtime.NODEJS_22_X,
       architecture: Architecture.ARM_64,
@@ -95,6 +118,8 @@ export class QueueFunction extends Construct {
         // Bundled CommonJS dependencies call require(); an ES module has none unless it makes one.
         banner: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
         forceDockerBundling: false,
+        // The worker runs the handler module's handlers; the api and the sweeper read its names and retry policies.
+        ...(props.handlerModule ? { esbuildArgs: { '--alias': `${HANDLER_MODULE_SPECIFIER}=${props.handlerModule}` } } : {}),
       },
     });
     const logGroupId = Stack.of(this).getLogicalId(this.logGroup.node.defaultChild as CfnLogGroup);

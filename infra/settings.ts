@@ -1,13 +1,75 @@
 /**
- * The stack's configuration, from CDK context (`cdk deploy -c SHARDS=8`).
- * Context keys are the environment variable names the functions read, so one
- * name means one thing everywhere; everything is validated at synth, with the
- * same messages a function would give at cold start.
+ * The queue's configuration: the construct's `settings` prop, or CDK context
+ * (`cdk deploy -c SHARDS=8`) for this repository's app. Both use the
+ * environment variable names the functions read, so one name means one thing
+ * everywhere; everything is validated at synth, with the same messages a
+ * function would give at cold start.
  */
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readQueueSettings, type Env, type QueueSettings } from '../lib/queue/context.js';
 import { ConfigError } from '../lib/domain/errors.js';
 import { PRIVATE_ADDRESS_CHOICES, type PrivateAddressChoice } from '../lib/targets/addresses.js';
+
+/**
+ * The queue's settings, by the names the functions read them under (`npm start` takes the same names from
+ * its environment). Each is validated at synth, with the message a function would give at cold start.
+ */
+export interface DelayedJobQueueSettings {
+  /** Ready-time bucket width. Fixed once jobs are in the table: changing it strands the jobs already queued. @default 60000 */
+  BUCKET_MS?: number;
+  /** Index partitions per bucket. May grow, never shrink: jobs in a dropped shard are never polled. @default 4 */
+  SHARDS?: number;
+  /** How long a bucket must be over before a cursor passes it. @default 60000 */
+  CURSOR_SAFETY_MARGIN_MS?: number;
+  /** Buckets behind each cursor the sweeper re-scans. @default 10 */
+  BACKSTOP_BUCKETS?: number;
+  /** How long terminal jobs are kept. @default 30 */
+  RETENTION_DAYS?: number;
+  /** How often a poll starts while no job arrives due. @default 500 */
+  POLL_INTERVAL_MS?: number;
+  /** While jobs arrive due, polls start about as often as they arrive, never more often than this. @default 50 */
+  MIN_POLL_INTERVAL_MS?: number;
+  /** How long one poller (and sweeper) invocation loops; at most 60000, as they start every minute. @default 59000 */
+  POLLER_RUN_MS?: number;
+  /** Claims in flight at once per poller. @default 16 */
+  CLAIM_CONCURRENCY?: number;
+  /** Due entries read per partition per poll. @default 100 */
+  CLAIM_PAGE_SIZE?: number;
+  /** Pause between sweeps. @default 10000 */
+  SWEEP_INTERVAL_MS?: number;
+  /** Jobs per second each sweeper acts on for bulk operations. @default 25 */
+  BULK_JOBS_PER_S?: number;
+  /** Jobs per worker invocation. @default 10 */
+  WORKER_BATCH_SIZE?: number;
+  /** Jobs one worker runs at once. @default 10 */
+  WORKER_CONCURRENCY?: number;
+  /** Poller schedule rules; each owns the shards `s` with `s % POLLER_PARTITIONS` equal to its index. At most SHARDS. @default 1 */
+  POLLER_PARTITIONS?: number;
+  /** Deletion protection on the table, which the stack then retains when deleted. @default true */
+  DELETION_PROTECTION?: boolean;
+  /** How long the functions' and the API's logs are kept, in one of the periods CloudWatch Logs offers. @default 30 */
+  LOG_RETENTION_DAYS?: number;
+  /** The oldest due job may wait this long before the due-lag alarm fires. @default 120000 */
+  DUE_LAG_ALARM_MS?: number;
+  /** The API stage's steady rate limit, requests per second. @default 100 */
+  API_RATE_LIMIT?: number;
+  /** The API stage's burst limit. @default 200 */
+  API_BURST_LIMIT?: number;
+  /** An SNS topic the alarms notify. @default - none: the alarms only change state */
+  ALARM_TOPIC_ARN?: string;
+  /** Functions `lambda` targets may invoke, comma-separated ARNs. @default - none */
+  TARGET_FUNCTION_ARNS?: string;
+  /** Buses `eventbridge` targets may send to, comma-separated ARNs. @default - none */
+  TARGET_EVENT_BUS_ARNS?: string;
+  /** Reserved concurrency for the poller, the sweeper and the worker (an account whose quota is 10 needs false). @default true */
+  RESERVED_CONCURRENCY?: boolean;
+  /** The worker's reserved concurrency, when RESERVED_CONCURRENCY. @default 100 */
+  WORKER_RESERVED_CONCURRENCY?: number;
+  /** A worker batch may wait this long in Lambda's async queue before the event-age alarm fires. @default 30000 */
+  WORKER_EVENT_AGE_ALARM_MS?: number;
+  /** Whether http targets may reach private addresses (RFC 1918, ...); loopback and link-local never. @default 'allow' */
+  HTTP_TARGET_PRIVATE_ADDRESSES?: PrivateAddressChoice;
+}
 
 export interface StackSettings {
   /** Queue settings passed to every function, only those given in context (the code's defaults apply otherwise). */
@@ -162,6 +224,22 @@ export function stackSettingsFrom(read: ContextReader): StackSettings {
     workerEventAgeAlarmMs: integer(read, 'WORKER_EVENT_AGE_ALARM_MS', 30_000, 1_000, 21_600_000),
     httpTargetPrivateAddresses: oneOf(read, 'HTTP_TARGET_PRIVATE_ADDRESSES', PRIVATE_ADDRESS_CHOICES, PRIVATE_ADDRESS_CHOICES[0]),
   };
+}
+
+/** The settings validated as context would be, refusing names the queue does not read. */
+export function settingsFromProps(settings: DelayedJobQueueSettings): StackSettings {
+  const given = new Map<string, unknown>(Object.entries(settings).filter(([, value]) => value !== undefined));
+  const known = new Set(settingNames());
+  const unknown = [...given.keys()].find((name) => !known.has(name));
+  if (unknown !== undefined) throw new ConfigError(`DelayedJobQueue has no setting ${unknown}; the settings are ${[...known].join(', ')}`);
+  return stackSettingsFrom((name) => given.get(name));
+}
+
+/** Every name `stackSettingsFrom` reads, found by letting it read them. */
+export function settingNames(): string[] {
+  const names = new Set<string>();
+  stackSettingsFrom((name) => void names.add(name));
+  return [...names];
 }
 
 /** The shards poller partition `partition` owns: every `partitions`-th shard, so partitions never share one. */

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../lib/domain/errors.js';
 import { deployContext } from './cdk-context.js';
+import { SETTINGS_RECORD_FILE } from './fixed-settings.js';
 import { createQueueApp } from './queue-app.js';
 import { REPO_ROOT } from './queue-function.js';
 
@@ -14,7 +15,7 @@ try {
   const { app, stack } = createQueueApp({
     outdir: join(REPO_ROOT, 'cdk.out'),
     context: deployContext(process.argv.slice(2)),
-  });
+  }, join(REPO_ROOT, SETTINGS_RECORD_FILE));
   const assembly = app.synth();
   process.stdout.write(readFileSync(join(assembly.directory, stack.templateFile), 'utf8'));
 } catch (error) {

@@ -4,7 +4,7 @@ import { HANDLER_NAMES } from '../shared/handler-names.js';
 import { retryPolicies } from '../shared/retry-policies.js';
 import { createApiHandler } from './app.js';
 
-// The api checks only that a handler name exists, so names stand in for the handlers and none of their code is bundled.
+// The api checks only that a handler name exists, so names stand in for the handlers.
 const handlers = Object.fromEntries(HANDLER_NAMES.map((name) => [name, name]));
 
 export const handler = createApiHandler({

@@ -1,8 +1,8 @@
 /**
- * The names of the worker's handlers, which a job type's `target: {kind: "handler", name}` can name. The
- * api refuses a job type naming any other, and must know them without bundling the handlers' code; the
- * worker's registry (functions/worker/handlers/index.ts) has to register a handler under each, and no other.
+ * The names of the worker's handlers, which a job type's `target: {kind: "handler", name}` can name: the
+ * keys of the handler module's `handlers`. The api refuses a job type naming any other. It learns them by
+ * loading the handler module, so the module's top-level code runs in the api too (keep it cheap).
  */
-export const HANDLER_NAMES = ['echo', 'sleep', 'fail', 'await_callback'] as const;
+import { registry } from '../worker/handlers/index.js';
 
-export type HandlerName = (typeof HANDLER_NAMES)[number];
+export const HANDLER_NAMES: readonly string[] = Object.keys(registry.handlers);

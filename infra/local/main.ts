@@ -1,34 +1,4 @@
-/** `npm start`: runs the queue locally until Ctrl-C. */
-import { log } from '../../functions/shared/log.js';
-import { startLocalRuntime } from './runtime.js';
+/** `npm start`: runs the queue locally, with the built-in handlers, until Ctrl-C. */
+import { serveUntilStopped } from './serve.js';
 
-const runtime = await startLocalRuntime(process.env);
-const keyOrigin = runtime.adminKeyFile ? `scope admin, kept in ${runtime.adminKeyFile}` : 'API_TOKEN, as given';
-console.log(`
-Delayed job queue running locally
-  Dashboard:    ${runtime.url}/   (open it and paste the admin key)
-  API:          ${runtime.url}
-  Admin key:    ${runtime.adminKey}
-                (${keyOrigin})
-  Table:        ${runtime.tableName} on ${runtime.dynamoEndpoint}
-
-Try: curl -H "Authorization: Bearer ${runtime.adminKey}" ${runtime.url}/v1/job-types
-Scoped keys for producers and workers: POST /v1/keys (see README, "Keys and scopes").
-Press Ctrl-C to stop.
-`);
-
-let stopping = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    log('info', 'stopping: finishing jobs in flight');
-    runtime
-      .stop()
-      .then(() => process.exit(0))
-      .catch((error: unknown) => {
-        log('error', 'stop failed', { error });
-        process.exit(1);
-      });
-  });
-}
+await serveUntilStopped(process.env);

@@ -18,7 +18,7 @@ import { logLifecycleEvent, processIdentity } from '../../functions/shared/envir
 import { log } from '../../functions/shared/log.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
-import { registry } from '../../functions/worker/handlers/index.js';
+import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
 import { createApiKey, verifyApiKey } from '../../lib/queue/api-keys.js';
 import { createQueueContext, integerSetting, readQueueSettings, type Env, type QueueContext, type QueueSettings } from '../../lib/queue/context.js';
 import { createDynamoClients, type DynamoClientOptions } from '../../lib/store/client.js';
@@ -28,6 +28,7 @@ import { fixedSecret } from '../../lib/aws/secrets.js';
 import { ensureTable } from '../../lib/store/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import type { WorkerBatch } from '../../lib/queue/batcher.js';
+import type { WorkerRegistry } from '../../lib/queue/worker.js';
 import { KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
 import { deployContext } from '../cdk-context.js';
 import { DISK_SYNC_SETTING, readDiskSync, startDynamoDbLocal, type DiskSync, type DynamoDbLocal } from './dynamodb-local.js';
@@ -109,6 +110,8 @@ export interface LocalRuntimeOptions {
   workerDelivery?: WorkerDelivery;
   /** Each function's Lambda timeout, at which its invocations are cut (./lambda-timeout.ts): the stack's unless a test wants one shorter. */
   functionTimeoutsMs?: Partial<Record<QueueFunctionName, number>>;
+  /** The handler module's handlers and retry policies (`djq dev --handlers`): the built-in ones otherwise. */
+  registry?: WorkerRegistry;
 }
 
 /** The stack's timeouts for these settings, with `overridesMs` over them. */
@@ -121,6 +124,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   const port = Number(env.PORT ?? 3000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
   const tableName = env.TABLE_NAME ?? 'jobs';
+  const registry = options.registry ?? builtinRegistry;
   await mkdir(dataDir, { recursive: true });
   const { dynamo, endpoint } = await localDynamo(env, dataDir);
   const clientOptions = endpoint ? { endpoint } : {};

@@ -203,7 +203,7 @@ describe('least privilege', () => {
   });
 
   test('the callback token secret is read by its ARN, no other secret', () => {
-    const secretArn = { Ref: logicalIdOf(stack.node.findChild('CallbackTokenSecret') as never) };
+    const secretArn = { Ref: logicalIdOf(stack.queue.callbackTokenSecret) };
     for (const name of ['worker', 'authorizer'] as const) {
       const reads = statementsOf(name).filter((statement) => statement.Action === 'secretsmanager:GetSecretValue');
       expect(reads.map((statement) => statement.Resource)).toEqual([secretArn]);
@@ -268,7 +268,7 @@ describe('functions', () => {
     expect(variables('api').API_TOKEN).toBeUndefined();
     expect(variables('authorizer').API_TOKEN).toBeUndefined();
     expect(variables('sweeper').EVENT_BUS_NAME).toEqual({ Ref: logicalIdOf(stack.eventBus) });
-    const secretArn = { Ref: logicalIdOf(stack.node.findChild('CallbackTokenSecret') as never) };
+    const secretArn = { Ref: logicalIdOf(stack.queue.callbackTokenSecret) };
     expect(variables('worker').CALLBACK_TOKEN_SECRET_ARN).toEqual(secretArn);
     expect(variables('authorizer').CALLBACK_TOKEN_SECRET_ARN).toEqual(secretArn);
     expect(variables('api').CALLBACK_TOKEN_SECRET_ARN).toBeUndefined();

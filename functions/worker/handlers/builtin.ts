@@ -1,6 +1,10 @@
-/** The built-in handlers of DESIGN §6, for demos and tests. */
+/**
+ * This repository's handler module: the built-in handlers, for demos and tests, and one custom retry policy.
+ * A deployment that names no handler module of its own runs these (package.json maps `#handler-module` here).
+ */
 import { NonRetryableError } from '../../../lib/domain/errors.js';
 import { ownEntry } from '../../../lib/domain/own.js';
+import type { CustomRetryPolicies, CustomRetryPolicy } from '../../../lib/domain/retry.js';
 import { AWAIT_CALLBACK, type JobHandler } from '../../../lib/queue/worker.js';
 
 const field = (data: unknown, name: string): unknown =>
@@ -28,3 +32,13 @@ export const fail: JobHandler = (data) => {
 
 /** Leaves the job awaiting a status callback. */
 export const awaitCallback: JobHandler = () => AWAIT_CALLBACK;
+
+export const handlers: Readonly<Record<string, JobHandler>> = { echo, sleep, fail, await_callback: awaitCallback };
+
+/** Retries only timeouts and 5xx-like failures, waiting 5 s more on each attempt. */
+const linearOnTransient: CustomRetryPolicy = ({ attempt, failure }) => {
+  const transient = failure.error.class === 'TimeoutError' || (failure.httpStatus ?? 0) >= 500;
+  return transient ? { retry: true, delayMs: attempt * 5_000 } : { retry: false };
+};
+
+export const retryPolicies: CustomRetryPolicies = { linear_on_transient: linearOnTransient };

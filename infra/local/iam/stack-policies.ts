@@ -77,7 +77,7 @@ function readStackPoliciesOf(stack: QueueStack): StackPolicies {
       table: logicalIdOf(stack, stack.table.node.defaultChild),
       lifecycleBus: logicalIdOf(stack, stack.eventBus.node.defaultChild),
       workerFunction: logicalIdOf(stack, stack.functions.worker.function.node.defaultChild),
-      callbackTokenSecret: logicalIdOf(stack, stack.node.findChild('CallbackTokenSecret').node.defaultChild),
+      callbackTokenSecret: logicalIdOf(stack, stack.queue.callbackTokenSecret.node.defaultChild),
     },
   };
 }

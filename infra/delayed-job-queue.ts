@@ -1,0 +1,291 @@
+/**
+ * The whole queue as one construct, to add to a CDK app: the table, the HTTP API in front of the api
+ * function, the poller and sweeper on every-minute schedules, the worker the poller invokes asynchronously,
+ * the lifecycle event bus, the callback token secret, alarms and outputs, each function granted only the
+ * calls its code makes. It runs the same functions/ code the local runtime runs, with the handler module
+ * given bundled into the worker (and into the api and the sweeper, for its names and retry policies).
+ *
+ * ```ts
+ * const app = new App();
+ * new DelayedJobQueue(new Stack(app, 'Jobs'), 'Queue', { handlers: './handlers.ts' });
+ * ```
+ */
+import { existsSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { CfnOutput, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
+import type { IAlarm } from 'aws-cdk-lib/aws-cloudwatch';
+import { AttributeType, BillingMode, ProjectionType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { EventBus, Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { ConfigError } from '../lib/domain/errors.js';
+import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S, WORKER_TIMEOUT_S } from '../lib/domain/limits.js';
+import { FAILURE_DESTINATION_MAX_BYTES } from '../lib/queue/batcher.js';
+import type { QueueSettings } from '../lib/queue/context.js';
+import { TABLE_SCHEMA } from '../lib/store/table.js';
+import { createQueueAlarms } from './alarms.js';
+import { checkFixedSettings, SETTINGS_RECORD_FILE } from './fixed-settings.js';
+import { createQueueHttpApi } from './http-api.js';
+import { QueueFunction, type QueueFunctionName, type QueueFunctionProps } from './queue-function.js';
+import { settingsFromProps, shardsOfPartition, type DelayedJobQueueSettings, type StackSettings } from './settings.js';
+import { TABLE_GRANTS } from './table-grants.js';
+
+export type { DelayedJobQueueSettings } from './settings.js';
+
+export interface DelayedJobQueueProps {
+  /**
+   * The handler module, a path absolute or relative to the directory the CDK app runs in (cdk.json's). It
+   * exports `handlers`, an object of handler functions by name, and optionally `retryPolicies`; its types
+   * come from the package's `handlers` export.
+   * @default - the built-in handlers: echo, sleep, fail and await_callback
+   */
+  handlers?: string;
+  /** @default - every setting's own default */
+  settings?: DelayedJobQueueSettings;
+  /**
+   * The CloudWatch namespace of the functions' metrics, which the alarms and the dashboard read.
+   * @default - the stack's name
+   */
+  metricsNamespace?: string;
+  /**
+   * The file that records the settings the queued jobs depend on (BUCKET_MS, SHARDS) under this construct's
+   * path, so that changing them is refused at synth; commit it with the app. A relative path is taken from
+   * the directory the CDK app runs in. `false` records and checks nothing (a stack synthesized only in tests).
+   * @default 'djq-settings.json'
+   */
+  settingsRecord?: string | false;
+}
+
+/** The handler module's absolute path, refused at synth when there is no such file. */
+function handlerModulePath(handlers: string): string {
+  const path = isAbsolute(handlers) ? handlers : resolve(handlers);
+  if (!existsSync(path)) throw new ConfigError(`DelayedJobQueue handlers: no file ${path} (a relative path is taken from ${process.cwd()})`);
+  return path;
+}
+
+/** Lambda's async invoke queue keeps a poller event no longer than this: a late poller would only overlap the next. */
+const SCHEDULED_EVENT_MAX_AGE = Duration.minutes(1);
+
+/**
+ * Each function's Lambda timeout in seconds, as the stack sets it; the local runtime cuts its invocations at the
+ * same. Pollers and sweepers loop for POLLER_RUN_MS; their timeout leaves them room to finish the last poll.
+ */
+export function functionTimeoutsS(queue: Pick<QueueSettings, 'pollerRunMs'>): Record<QueueFunctionName, number> {
+  const loopS = Math.ceil((queue.pollerRunMs + 15_000) / 1000);
+  return { api: API_TIMEOUT_S, authorizer: AUTHORIZER_TIMEOUT_S, worker: WORKER_TIMEOUT_S, poller: loopS, sweeper: loopS };
+}
+
+/** What sets one function apart; the construct gives every function the same log retention, metrics namespace and handler module. */
+type FunctionSpec = Omit<QueueFunctionProps, 'entry' | 'logRetention' | 'metricsNamespace' | 'handlerModule'>;
+
+type QueueFunctions = Record<QueueFunctionName, QueueFunction>;
+
+export class DelayedJobQueue extends Construct {
+  /** The jobs table: jobs, job types, keys, schedules and the `due` index. */
+  readonly table: Table;
+  /** The bus lifecycle events go to (`job.succeeded`, `job.failed`, ...); add rules to it. */
+  readonly eventBus: EventBus;
+  /** Where a worker batch whose invocation failed lands (the worker's on-failure destination). */
+  readonly deadLetterQueue: Queue;
+  readonly httpApi: HttpApi;
+  /** Base URL of the HTTP API (its `$default` stage). */
+  readonly apiUrl: string;
+  /** The functions, each with its role and log group, by name. */
+  readonly functions: QueueFunctions;
+  /** Signs the callback tokens http targets receive; rotate by putting a new value. */
+  readonly callbackTokenSecret: Secret;
+  readonly alarms: IAlarm[];
+  /** The settings as validated, defaults filled in. */
+  readonly settings: StackSettings;
+
+  constructor(scope: Construct, id: string, props: DelayedJobQueueProps = {}) {
+    super(scope, id);
+    const settings = (this.settings = settingsFromProps(props.settings ?? {}));
+    const handlerModule = props.handlers === undefined ? undefined : handlerModulePath(props.handlers);
+    const settingsRecord = props.settingsRecord ?? SETTINGS_RECORD_FILE;
+    if (settingsRecord !== false) checkFixedSettings(resolve(settingsRecord), this.node.path, settings.queue);
+
+    this.table = this.createTable(settings);
+    this.eventBus = new EventBus(this, 'LifecycleEvents', { description: 'Job lifecycle events of the delayed job queue' });
+    this.deadLetterQueue = this.createDeadLetterQueue();
+    // Named after the stack unless given, so two deployments in one account (dev and prod, say) keep their metrics apart.
+    const metricsNamespace = props.metricsNamespace ?? Stack.of(this).stackName;
+    const callbackTokenSecret = (this.callbackTokenSecret = this.createCallbackTokenSecret());
+    const functions = this.createFunctions(settings, { metricsNamespace, ...(handlerModule ? { handlerModule } : {}) }, callbackTokenSecret);
+    const { httpApi, stage } = createQueueHttpApi(this, settings, functions);
+    this.httpApi = httpApi;
+    this.apiUrl = stage.url;
+
+    // The API base URL of the callback URLs http targets receive.
+    functions.worker.function.addEnvironment('PUBLIC_API_URL', this.httpApi.apiEndpoint);
+    this.functions = functions;
+    this.alarms = createQueueAlarms(this, {
+      settings,
+      table: this.table,
+      worker: functions.worker.function,
+      deadLetterQueue: this.deadLetterQueue,
+      metricsNamespace,
+    });
+
+    new CfnOutput(this, 'ApiUrl', { value: stage.url, description: 'Base URL of the HTTP API' });
+    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
+    new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.deadLetterQueue.queueUrl });
+    new CfnOutput(this, 'CallbackTokenSecretArn', { value: callbackTokenSecret.secretArn, description: 'Rotate by putting a new value (see README)' });
+  }
+
+  private createTable(settings: StackSettings): Table {
+    const { partitionKey, sortKey, dueIndex, ttlAttribute } = TABLE_SCHEMA;
+    const table = new Table(this, 'Jobs', {
+      partitionKey: { name: partitionKey, type: AttributeType.STRING },
+      sortKey: { name: sortKey, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: ttlAttribute,
+      deletionProtection: settings.deletionProtection,
+      removalPolicy: settings.deletionProtection ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+    table.addGlobalSecondaryIndex({
+      indexName: dueIndex.name,
+      partitionKey: { name: dueIndex.partitionKey, type: AttributeType.STRING },
+      sortKey: { name: dueIndex.sortKey, type: AttributeType.STRING },
+      projectionType: ProjectionType.INCLUDE,
+      nonKeyAttributes: [...dueIndex.projectedAttributes],
+    });
+    return table;
+  }
+
+  private createDeadLetterQueue(): Queue {
+    const queue = new Queue(this, 'WorkerDeadLetters', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+      // Set, not left to SQS's default (256 KiB before it became 1 MiB): a failed batch's record must fit (lib/queue/batcher.ts).
+      maxMessageSizeBytes: FAILURE_DESTINATION_MAX_BYTES,
+    });
+    Validations.of(queue).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-SQS3',
+      reason: "This queue is the worker's on-failure destination, a dead-letter queue itself; a queue behind it would only move the same messages again.",
+    });
+    return queue;
+  }
+
+  /** Signs the callback tokens http targets receive (worker) and verifies them (authorizer). */
+  private createCallbackTokenSecret(): Secret {
+    const secret = new Secret(this, 'CallbackTokenSecret', {
+      description: 'Signs the per-job callback tokens of the delayed job queue',
+      generateSecretString: { passwordLength: 48, excludePunctuation: true },
+    });
+    Validations.of(secret).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-SMG4',
+      reason:
+        'Rotated by putting a new value (see README): the worker and the authorizer re-read it within minutes and the authorizer accepts the previous value too, so no token in flight is refused; a rotation Lambda would add a function for a key only these two read.',
+    });
+    return secret;
+  }
+
+  private createFunctions(
+    settings: StackSettings,
+    shared: Pick<QueueFunctionProps, 'metricsNamespace' | 'handlerModule'>,
+    callbackTokenSecret: Secret,
+  ): QueueFunctions {
+    const queueFunction = (id: string, entry: QueueFunctionName, spec: FunctionSpec): QueueFunction =>
+      new QueueFunction(this, id, { ...spec, ...shared, entry, logRetention: settings.logRetention }).allowTable(this.table, TABLE_GRANTS[entry]);
+    // Every function may end attempts or expire jobs, so every one publishes lifecycle events.
+    const queueEnvironment = { ...settings.queueEnvironment, TABLE_NAME: this.table.tableName, EVENT_BUS_NAME: this.eventBus.eventBusName };
+    // Functions get where the secret is, never its value: configuration is readable more widely than the secret.
+    const withCallbackTokenSecret = { ...queueEnvironment, CALLBACK_TOKEN_SECRET_ARN: callbackTokenSecret.secretArn };
+    // The worker refuses the addresses it may not send to, and the api refuses them when a type is defined.
+    const targetAddresses = { HTTP_TARGET_PRIVATE_ADDRESSES: settings.httpTargetPrivateAddresses };
+    const timeoutsS = functionTimeoutsS(settings.queue);
+
+    const worker = queueFunction('Worker', 'worker', {
+      description: 'Runs a batch of claimed jobs and records each outcome',
+      environment: { ...withCallbackTokenSecret, ...targetAddresses },
+      // Lambda's limit; job types are held to what fits in it (MAX_WORKER_ATTEMPT_S).
+      timeout: Duration.seconds(timeoutsS.worker),
+      memorySizeMb: 1024,
+      // Without a reservation the account's other functions can take all its concurrency, and the worker's batches
+      // wait in Lambda's async queue; a batch that waits past its claims costs its jobs no attempt, only time.
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: settings.workerReservedConcurrency } : {}),
+    })
+      .allowReadSecret(callbackTokenSecret)
+      .allowPutEvents(this.eventBus, ...settings.targetEventBusArns)
+      .allowInvoke(...settings.targetFunctionArns);
+    worker.function.configureAsyncInvoke({
+      // The queue's retry policy decides about another attempt; a Lambda retry would run the batch again
+      // behind its back (and at_most_once relies on a single delivery plus its start record).
+      retryAttempts: 0,
+      // A batch this late has lost its claims (the sweeper handed them back uncounted, since the worker never
+      // recorded a start); it only lands in the dead-letter queue. A later one finds its claims gone and runs nothing.
+      maxEventAge: Duration.hours(1),
+      onFailure: new SqsDestination(this.deadLetterQueue),
+    });
+
+    const poller = queueFunction('Poller', 'poller', {
+      description: 'Claims due jobs for about a minute and hands them to workers',
+      environment: { ...queueEnvironment, WORKER_FUNCTION_NAME: worker.function.functionName },
+      timeout: Duration.seconds(timeoutsS.poller),
+      memorySizeMb: 512,
+      // Each partition's poller may overlap its successor by a moment, never more: a slow minute cannot pile up.
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 * settings.pollerPartitions } : {}),
+    })
+      .allowInvoke(worker.function)
+      .allowPutEvents(this.eventBus);
+    this.schedulePoller(poller, settings);
+
+    const sweeper = queueFunction('Sweeper', 'sweeper', {
+      description: 'Ends lapsed claims and requeues jobs left behind a cursor',
+      environment: queueEnvironment,
+      timeout: Duration.seconds(timeoutsS.sweeper),
+      memorySizeMb: 256,
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 } : {}),
+    }).allowPutEvents(this.eventBus);
+    this.scheduleSweeper(sweeper);
+
+    const api = queueFunction('Api', 'api', {
+      description: 'The HTTP API of the delayed job queue',
+      environment: { ...queueEnvironment, ...targetAddresses },
+      timeout: Duration.seconds(timeoutsS.api),
+      memorySizeMb: 512,
+    }).allowPutEvents(this.eventBus);
+
+    // The same authorizer code the local runtime runs in front of the api: API keys from the table.
+    const authorizer = queueFunction('Authorizer', 'authorizer', {
+      description: 'Admits requests that carry a valid API key or callback token',
+      environment: withCallbackTokenSecret,
+      timeout: Duration.seconds(timeoutsS.authorizer),
+      memorySizeMb: 256,
+    }).allowReadSecret(callbackTokenSecret);
+    return { api, authorizer, poller, worker, sweeper };
+  }
+
+  private schedulePoller(poller: QueueFunction, settings: StackSettings): void {
+    poller.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: SCHEDULED_EVENT_MAX_AGE });
+    for (let partition = 0; partition < settings.pollerPartitions; partition++) {
+      new Rule(this, `PollerSchedule${partition}`, {
+        description: `Starts poller partition ${partition} of ${settings.pollerPartitions} every minute`,
+        schedule: Schedule.rate(Duration.minutes(1)),
+        targets: [
+          new LambdaFunction(poller.function, {
+            event: RuleTargetInput.fromObject({ shards: shardsOfPartition(partition, settings.pollerPartitions, settings.queue.shards) }),
+            maxEventAge: SCHEDULED_EVENT_MAX_AGE,
+          }),
+        ],
+      });
+    }
+  }
+
+  private scheduleSweeper(sweeper: QueueFunction): void {
+    sweeper.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: SCHEDULED_EVENT_MAX_AGE });
+    new Rule(this, 'SweeperSchedule', {
+      description: 'Starts the sweeper every minute',
+      schedule: Schedule.rate(Duration.minutes(1)),
+      targets: [new LambdaFunction(sweeper.function, { maxEventAge: SCHEDULED_EVENT_MAX_AGE })],
+    });
+  }
+}
