@@ -50,7 +50,10 @@ export const USAGE = `npm run bench -- [options]
                              W2-blocked (W2 beside 5 000 jobs of a key at limit 0), W2-bulk (W2 while another type's
                              failed jobs are bulk-retried), W2-beside (W2 while as many jobs of another type fall
                              due at the bulk pace, no bulk operation), W-mix (weights 1-5, shares 40/30/30 % of 100, two
-                             pollers: in-flight weight and free slot -> start), ceiling, idle, idle-blocked
+                             pollers: in-flight weight and free slot -> start), F-none, F-tags, F-dedup, F-debounce,
+                             F-key-rate (W1-immediate of at most 5 000 jobs, every job with three tags, a dedup key,
+                             a debounce key enqueued twice, a throttle key with a rate: what each costs per job),
+                             ceiling, idle, idle-blocked
                              (idle beside them, one per run), and over HTTP
                              through npm start: put-ceiling, disk-ceiling, HTTP-W1-immediate, HTTP-W1-batch,
                              HTTP-W1-http, HTTP-W2-steady, HTTP-due-on-arrival, HTTP-overload (1x, 2x, 5x the

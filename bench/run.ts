@@ -20,6 +20,7 @@ import {
   runCeiling,
   runIdle,
   runWorkload,
+  featureWorkloads,
   w1Delayed,
   w1Immediate,
   w2BesideBulk,
@@ -52,6 +53,10 @@ const MIX_MAX_N = 3_000;
 const BULK_RETRIED = 2_000;
 
 const w2For = (n: number, ratePerS: number): WorkloadSpec => w2Scaled(Math.round(n * 0.6), ratePerS);
+
+/** The feature workloads' jobs at most: capacity per job settles within a few thousand. */
+const FEATURE_MAX_N = 5_000;
+const FEATURE_WORKLOADS = featureWorkloads(1).map((spec) => spec.name);
 
 interface Summary extends WorkloadSummary {
   runs: number;
@@ -130,7 +135,9 @@ async function main(): Promise<number> {
   const env = { ...BENCH_SETTINGS, ...process.env, TABLE_NAME: 'bench', ...(args.shards ? { SHARDS: String(args.shards) } : {}) };
   const { tableName: _unused, ...settings } = readQueueSettings(env);
   const wants = (name: string) => args.only === undefined || args.only.includes(name);
-  const inProcess = ['W1-delayed', 'W1-immediate', 'W1-limited', 'W2-steady', 'W2-blocked', 'W2-bulk', 'W2-beside', 'W-mix', 'ceiling', 'idle', 'idle-blocked'].some(wants) || args.scale;
+  const inProcess =
+    ['W1-delayed', 'W1-immediate', 'W1-limited', 'W2-steady', 'W2-blocked', 'W2-bulk', 'W2-beside', 'W-mix', 'ceiling', 'idle', 'idle-blocked', ...FEATURE_WORKLOADS].some(wants) ||
+    args.scale;
 
   const machine = {
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -181,6 +188,7 @@ async function main(): Promise<number> {
       { spec: w2Blocked(w2For(args.n, args.w2RatePerS), BLOCKED_BACKLOG), config },
       { spec: w2BesideBulk(w2For(args.n, args.w2RatePerS), BULK_RETRIED), config },
       { spec: w2BesidePlain(w2For(args.n, args.w2RatePerS), BULK_RETRIED), config },
+      ...featureWorkloads(Math.min(args.n, FEATURE_MAX_N)).map((spec) => ({ spec, config })),
     ].filter(({ spec }) => wants(spec.name));
     for (let run = 1; run <= args.runs; run++) {
       // The ceiling and the workloads alternate inside each run, so load on the machine affects them alike.
@@ -269,6 +277,27 @@ async function main(): Promise<number> {
       summaries.map((s) => [s.workload, fmt(s.dueToClaimP50), fmt(s.dueToClaimP99), fmt(s.claimToStartP50), fmt(s.claimToStartP99), fmt(s.stealPercent), fmt(s.eventLoopStallMaxMs)]),
     ),
   );
+
+  const featureBase = summaries.find((s) => s.workload === 'F-none');
+  const features = summaries.filter((s) => FEATURE_WORKLOADS.includes(s.workload));
+  if (features.length > 0) {
+    console.log('\nwhat each feature costs (W1-immediate with every job using it; medians): capacity per job, and beside F-none of the same run');
+    console.log(
+      table(
+        ['workload', 'N', 'WRU/job', 'RRU/job', 'WRU/job more', 'RRU/job more', 'duplicates', 'lost'],
+        features.map((s) => [
+          s.workload,
+          String(s.n),
+          fmt(s.writeUnitsPerJob, 2),
+          fmt(s.readUnitsPerJob, 2),
+          featureBase?.writeUnitsPerJob !== undefined && s.writeUnitsPerJob !== undefined ? fmt(s.writeUnitsPerJob - featureBase.writeUnitsPerJob, 2) : '-',
+          featureBase?.readUnitsPerJob !== undefined && s.readUnitsPerJob !== undefined ? fmt(s.readUnitsPerJob - featureBase.readUnitsPerJob, 2) : '-',
+          String(s.duplicates),
+          String(s.lost),
+        ]),
+      ),
+    );
+  }
 
   const costBasis = summaries.find((s) => s.workload === 'W1-immediate') ?? summaries[0];
   let cost: ReturnType<typeof dollarsPerMillionJobs> | undefined;

@@ -52,6 +52,8 @@ export interface SystemOptions {
   typeConcurrency: number | undefined;
   /** Throttle keys held at limit 0, so their jobs wait for ever; none by default. */
   blockedKeys?: string[];
+  /** The no-op type's `throttle`, as the API takes it (a feature workload's per-key rates). */
+  throttle?: unknown;
   /** Start the pollers and the sweeper now, or later with `start()`. */
   startNow: boolean;
   /** The weighted mix instead of the no-op type (bench/mix.ts): limits, and a handler that works and fails as told. */
@@ -167,6 +169,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       delivery_strategy: options.delivery,
       concurrency: options.mix?.concurrency ?? options.typeConcurrency ?? null,
       ...(options.blockedKeys?.length ? { throttle: { limits: Object.fromEntries(options.blockedKeys.map((key) => [key, { limit: 0 }])) } } : {}),
+      ...(options.throttle !== undefined ? { throttle: options.throttle } : {}),
       ...(options.mix
         ? {
             attempts: 3,

@@ -109,11 +109,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function produce(
   system: RunningSystem,
   config: BenchConfig,
-  n: number,
+  spec: Pick<WorkloadSpec, 'n' | 'feature'>,
   runAfterOf: (index: number) => number | undefined,
   runId: string,
   onEnqueued: () => void,
 ): Promise<number> {
+  const { n, feature } = spec;
   const limit = pLimit(config.producerConcurrency);
   // As the api does: the type is read once per JOB_TYPES_REFRESH_MS, not per job.
   const jobTypes = createJobTypeCache(system.producerCtx);
@@ -122,10 +123,17 @@ async function produce(
     Array.from({ length: n }, (_, index) =>
       limit(async () => {
         const runAfterMs = runAfterOf(index);
-        const body = { data: payloadOf(index), ...(runAfterMs !== undefined ? { run_after: new Date(runAfterMs).toISOString() } : {}) };
+        const body = {
+          data: payloadOf(index),
+          ...(runAfterMs !== undefined ? { run_after: new Date(runAfterMs).toISOString() } : {}),
+          ...feature?.fieldsOf(index),
+        };
         const jobType = await jobTypes.require(BENCH_TYPE);
         const input = jobInputFromBody(parseWith(jobInputSchema, body));
-        await enqueueJob(system.producerCtx, jobType, `${runId}-${index}`, input);
+        // Further enqueues of one job (a debounce's) come one after another, as a producer's repeats would.
+        for (let repeat = 0; repeat < (feature?.enqueuesPerJob ?? 1); repeat++) {
+          await enqueueJob(system.producerCtx, jobType, repeat === 0 ? `${runId}-${index}` : `${runId}-${index}-${repeat}`, input);
+        }
         if (runAfterMs !== undefined && Date.now() > runAfterMs) enqueuedAfterDue++;
         onEnqueued();
       }),
@@ -160,6 +168,32 @@ export interface WorkloadSpec {
   bulkRetryBeside?: number;
   /** Jobs of another type due at BULK_JOBS_PER_S while the workload runs: a bulk retry's replays without the bulk operation. */
   plainBeside?: number;
+  /** A feature every job uses, to tell what it costs from what a plain job costs. */
+  feature?: FeatureUse;
+}
+
+/** Fields each job is enqueued with, how often each job is enqueued, and the type's throttle. */
+export interface FeatureUse {
+  fieldsOf: (index: number) => Record<string, unknown>;
+  enqueuesPerJob?: number;
+  throttle?: unknown;
+}
+
+/**
+ * W1-immediate with every job using one feature each: none (the baseline of the same size and run), three tags,
+ * a dedup key, a debounce key enqueued twice (the second enqueue folds into the job), a throttle key with a rate
+ * (ten keys, at a rate no run reaches, so the buckets are written and nothing waits).
+ */
+export function featureWorkloads(n: number): WorkloadSpec[] {
+  const plain = w1Immediate(n);
+  const features: Record<string, FeatureUse> = {
+    'F-none': { fieldsOf: () => ({}) },
+    'F-tags': { fieldsOf: (index) => ({ tags: ['bench', `customer:${index % 100}`, 'campaign-2026-11'] }) },
+    'F-dedup': { fieldsOf: (index) => ({ dedup: { key: `order-${index}`, window_s: 3_600 } }) },
+    'F-debounce': { fieldsOf: (index) => ({ debounce: { key: `doc-${index}`, delay_s: 1 } }), enqueuesPerJob: 2 },
+    'F-key-rate': { fieldsOf: (index) => ({ throttle_key: `customer-${index % 10}` }), throttle: { limits: { '*': { rate_per_s: 100_000 } } } },
+  };
+  return Object.entries(features).map(([name, feature]) => ({ ...plain, name, feature }));
 }
 
 export function w1Delayed(n: number): WorkloadSpec {
@@ -293,7 +327,11 @@ export function systemOptions(config: BenchConfig, settings: Partial<BenchConfig
 }
 
 export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, tableName: string, label: string): Promise<WorkloadResult> {
-  const system = await startSystem({ ...systemOptions(config, { tableName }), ...(spec.blockedBacklog ? { blockedKeys: [BLOCKED_KEY] } : {}) });
+  const system = await startSystem({
+    ...systemOptions(config, { tableName }),
+    ...(spec.blockedBacklog ? { blockedKeys: [BLOCKED_KEY] } : {}),
+    ...(spec.feature?.throttle !== undefined ? { throttle: spec.feature.throttle } : {}),
+  });
   if (spec.blockedBacklog) await enqueueBlockedBacklog(config, system, tableName, spec.blockedBacklog);
   if (spec.bulkRetryBeside) await startBulkRetryBeside(config, system, tableName, spec.bulkRetryBeside);
   if (spec.plainBeside) await enqueuePlainBeside(config, system, tableName, spec.plainBeside);
@@ -313,7 +351,7 @@ export async function runWorkload(config: BenchConfig, spec: WorkloadSpec, table
     const enqueuedAfterDue = await produce(
       system,
       config,
-      n,
+      spec,
       (index) => {
         const offset = spec.dueOffsetMs(index);
         return offset === undefined ? undefined : enqueueStartMs + offset;
