@@ -22,6 +22,7 @@ const OUTCOME_METRICS: Record<keyof BatchResult, string> = {
   rescheduled: 'OutcomeRescheduled',
   claim_lapsed: 'OutcomeClaimLapsed',
   already_started: 'OutcomeAlreadyStarted',
+  cancelled: 'OutcomeCancelled',
   stale: 'OutcomeStale',
   error: 'OutcomeNotRecorded',
 };

@@ -27,6 +27,8 @@ export interface LifecycleEvent {
   schedule?: string;
   /** The job's trace context, when it has one: an event is part of the trace its job was enqueued in. */
   traceparent?: string;
+  /** Who cancelled the job (`job.cancelled`): the id of the key that asked, or of the bulk operation. */
+  cancelledBy?: string;
 }
 
 /** Where lifecycle events go. `publish` never rejects: an implementation reports its own delivery failures. */
@@ -60,11 +62,15 @@ const originOf = (job: Job): { schedule?: string; traceparent?: string } => ({
   ...(job.traceparent !== undefined ? { traceparent: job.traceparent } : {}),
 });
 
+/** Who cancelled the job, for its `job.cancelled` event. */
+const cancellerOf = (job: Job): { cancelledBy?: string } => (job.cancelledBy !== undefined ? { cancelledBy: job.cancelledBy } : {});
+
 /** The events for an attempt that ended as `ending` and moved the job (now `after`) to `next`. */
 export function eventsForEndedAttempt(after: Job, ending: AttemptEnding, next: NextState): LifecycleEvent[] {
   const base = { type: after.type, id: after.id, attempt: after.attempt, status: after.status, atMs: after.updatedAtMs, ...originOf(after) };
   if (ending.outcome === 'succeeded') return [{ ...base, name: 'job.succeeded', outcome: 'succeeded' }];
   if (ending.outcome === 'expired') return [{ ...base, name: 'job.expired', outcome: 'expired' }];
+  if (ending.outcome === 'cancelled') return [{ ...base, name: 'job.cancelled', outcome: 'cancelled', ...cancellerOf(after) }];
   const failed: LifecycleEvent = { ...base, name: 'job.failed', outcome: next.outcome, error: ending.failure.error };
   if (next.status === 'failed') return [failed, { ...failed, name: 'job.dead' }];
   if (next.status === 'expired') return [failed, { ...failed, name: 'job.expired' }];
@@ -82,5 +88,7 @@ export function eventForUnstartedJob(job: Job, name: 'job.cancelled' | 'job.expi
     status: job.status,
     atMs: job.updatedAtMs,
     ...originOf(job),
+    ...(name === 'job.cancelled' ? cancellerOf(job) : {}),
   };
 }
+

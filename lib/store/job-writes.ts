@@ -144,6 +144,11 @@ export function requeueStragglerParams(ref: JobRef, fromPartition: string, index
 }
 
 const GUARD_CONDITION = 'claimToken = :token AND attempt = :attempt AND #status IN (:running, :awaiting)';
+/**
+ * Once a cancel of the running attempt was asked, the attempt may only end cancelled: a write that would start
+ * it, hand it back, defer it or end it otherwise fails on this, and its writer ends it cancelled instead.
+ */
+const NO_CANCEL_ASKED = 'attribute_not_exists(cancelRequestedAtMs)';
 
 function guardValues(guard: ClaimGuard): Record<string, unknown> {
   return { ':token': guard.claimToken, ':attempt': guard.attempt, ':running': 'running', ':awaiting': 'awaiting_callback' };
@@ -153,11 +158,32 @@ function guardValues(guard: ClaimGuard): Record<string, unknown> {
 export function markStartedParams(guard: ClaimGuard, nowMs: number, worker: WorkerIdentity, startToken: string): UpdateParams {
   return {
     Key: jobKey(guard.type, guard.id),
-    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs)`,
+    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs) AND ${NO_CANCEL_ASKED}`,
     UpdateExpression: 'SET startedAtMs = :now, worker = :worker, startToken = :startToken, updatedAtMs = :now',
     ExpressionAttributeNames: STATUS_NAME,
     ExpressionAttributeValues: { ...guardValues(guard), ':now': nowMs, ':worker': worker, ':startToken': startToken },
     ReturnValues: 'NONE',
+  };
+}
+
+/**
+ * Asks the running attempt the guard names to stop: the job ends cancelled by whoever ends the attempt (its
+ * worker, which learns of it from the start record, or the sweeper once the claim lapses). Fails when the
+ * attempt is not running, or a cancel was asked already.
+ */
+export function requestCancelParams(guard: ClaimGuard, nowMs: number, cancelledBy?: string): UpdateParams {
+  return {
+    Key: jobKey(guard.type, guard.id),
+    ConditionExpression: `claimToken = :token AND attempt = :attempt AND #status = :running AND ${NO_CANCEL_ASKED}`,
+    UpdateExpression: `SET cancelRequestedAtMs = :now, updatedAtMs = :now${cancelledBy !== undefined ? ', cancelledBy = :by' : ''}`,
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: {
+      ':token': guard.claimToken,
+      ':attempt': guard.attempt,
+      ':running': 'running',
+      ':now': nowMs,
+      ...(cancelledBy !== undefined ? { ':by': cancelledBy } : {}),
+    },
   };
 }
 
@@ -196,7 +222,7 @@ export function deferParams(
 ): UpdateParams {
   return {
     Key: jobKey(guard.type, guard.id),
-    ConditionExpression: GUARD_CONDITION,
+    ConditionExpression: `${GUARD_CONDITION} AND ${NO_CANCEL_ASKED}`,
     UpdateExpression:
       'SET #status = :awaiting, startedAtMs = :startedAt, worker = :worker, claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
     ExpressionAttributeNames: STATUS_NAME,
@@ -220,7 +246,7 @@ export function releaseClaimParams(guard: ClaimGuard, nowMs: number, runAfterMs:
   const seen = expectedClaimedUntilMs === undefined ? {} : { ':seenUntil': expectedClaimedUntilMs };
   return {
     Key: jobKey(guard.type, guard.id),
-    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs)${expectedClaimedUntilMs === undefined ? '' : ' AND claimedUntilMs = :seenUntil'}`,
+    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs) AND ${NO_CANCEL_ASKED}${expectedClaimedUntilMs === undefined ? '' : ' AND claimedUntilMs = :seenUntil'}`,
     UpdateExpression:
       'SET #status = :queued, attempt = attempt - :one, runAfterMs = :runAfter, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk REMOVE claimToken, claimedAtMs, claimedUntilMs, heldSlots',
     ExpressionAttributeNames: STATUS_NAME,
@@ -246,7 +272,7 @@ export function endAttemptParams(
     ':endToken': end.endToken,
   };
   const sets = ['#status = :status', 'updatedAtMs = :now', 'history = :history', 'historyDropped = :dropped', 'endToken = :endToken'];
-  const removes = ['claimToken', 'claimedAtMs', 'claimedUntilMs', 'startedAtMs', 'startToken', 'worker', 'heldSlots'];
+  const removes = ['claimToken', 'claimedAtMs', 'claimedUntilMs', 'startedAtMs', 'startToken', 'worker', 'heldSlots', 'cancelRequestedAtMs'];
   if (next.status === 'queued') {
     sets.push('runAfterMs = :runAfter');
     values[':runAfter'] = next.runAfterMs;
@@ -257,6 +283,10 @@ export function endAttemptParams(
       sets.push('resultJson = :resultJson');
       values[':resultJson'] = JSON.stringify(ending.result);
     }
+    if (ending.outcome === 'cancelled' && ending.by !== undefined) {
+      sets.push('cancelledBy = :by');
+      values[':by'] = ending.by;
+    }
   }
   if (end.index) {
     sets.push('gsi1pk = :gsi1pk', 'gsi1sk = :gsi1sk');
@@ -264,7 +294,7 @@ export function endAttemptParams(
   } else {
     removes.push('gsi1pk', 'gsi1sk');
   }
-  let condition = GUARD_CONDITION;
+  let condition = next.status === 'cancelled' ? GUARD_CONDITION : `${GUARD_CONDITION} AND ${NO_CANCEL_ASKED}`;
   if (end.expectedClaimedUntilMs !== undefined) {
     condition += ' AND claimedUntilMs = :seenUntil';
     values[':seenUntil'] = end.expectedClaimedUntilMs;
@@ -313,6 +343,7 @@ const LARGEST_CLAIM = {
   gsi1sk: 's'.repeat(256),
   purgeAtS: LARGEST_NUMBER,
   cancelledBy: 'f'.repeat(64),
+  cancelRequestedAtMs: LARGEST_NUMBER,
 };
 
 /**

@@ -13,5 +13,6 @@ export function lifecycleEventDetail(event: LifecycleEvent): Record<string, unkn
     error: event.error ?? null,
     ...(event.schedule !== undefined ? { schedule: event.schedule } : {}),
     ...(event.traceparent !== undefined ? { traceparent: event.traceparent } : {}),
+    ...(event.cancelledBy !== undefined ? { cancelled_by: event.cancelledBy } : {}),
   };
 }
