@@ -185,6 +185,14 @@ function historySection(job: Job): HTMLElement[] {
   ];
 }
 
+/** What the Cancel button does to this job, or why it does nothing. */
+function cancelTitle(job: Job, terminal: boolean): string {
+  if (terminal) return 'A finished job cannot be cancelled';
+  if (job.cancel_requested_at !== null) return 'Being cancelled: its worker is stopping it';
+  if (job.status === 'running') return 'Asks its worker to stop it: it ends cancelled within seconds';
+  return 'Cancels it at once';
+}
+
 export function jobView(context: ViewContext, type: string, id: string, notice?: string): View {
   const element = h('section', { class: 'panel job' }, h('p', { class: 'empty' }, 'Loading…'));
   let shown: Job | undefined;
@@ -197,8 +205,9 @@ export function jobView(context: ViewContext, type: string, id: string, notice?:
         location.hash = routeHref('job', replayed.type, replayed.id);
         return;
       }
-      render(await context.api.delete<Job>(`v1/jobs/${apiPath(type, id)}`));
-      context.notify(`Cancelled ${id}`);
+      const answered = await context.api.delete<Job>(`v1/jobs/${apiPath(type, id)}`);
+      render(answered);
+      context.notify(answered.status === 'cancelled' ? `Cancelled ${id}` : `Cancelling ${id}: its worker is stopping it, it ends cancelled within seconds`);
     } catch (error) {
       context.notify(`Could not ${action} ${id}: ${describe(error)}`, 'error');
     }
@@ -218,7 +227,17 @@ export function jobView(context: ViewContext, type: string, id: string, notice?:
         'div',
         { class: 'actions' },
         h('button', { type: 'button', onclick: () => void act('replay'), disabled: !terminal, title: 'A new job with the same data, due now' }, 'Replay'),
-        h('button', { type: 'button', class: 'danger', onclick: () => void act('cancel'), disabled: job.status !== 'queued', title: 'Only a queued job can be cancelled' }, 'Cancel'),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'danger',
+            onclick: () => void act('cancel'),
+            disabled: terminal || job.cancel_requested_at !== null,
+            title: cancelTitle(job, terminal),
+          },
+          'Cancel',
+        ),
       ),
       h(
         'dl',
@@ -232,6 +251,8 @@ export function jobView(context: ViewContext, type: string, id: string, notice?:
         ...field('updated', timestamp(job.updated_at)),
         ...field('finished', timestamp(job.finished_at)),
         ...field('claimed until', timestamp(job.claimed_until)),
+        ...(job.cancel_requested_at !== null ? field('cancel asked', `${timestamp(job.cancel_requested_at)} by ${job.cancelled_by ?? ABSENT}`) : []),
+        ...(job.status === 'cancelled' ? field('cancelled by', job.cancelled_by ?? ABSENT) : []),
         ...field('priority', job.priority),
         ...field('weight', job.weight),
         ...field('throttle key', job.throttle_key ?? ABSENT),
