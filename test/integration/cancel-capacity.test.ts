@@ -3,6 +3,8 @@
  * cancel is one update (3: the job and its index entry moving to the cancelled listing), as before; a running job's
  * cancel marks the job (1) and its seat in the start record (1), and its end moves it to the cancelled listing (3)
  * where a success would have removed its entry (2). Jobs no one cancels cost what they did: 7 (capacity.test.ts).
+ * DynamoDB Local reports no capacity for a write its condition refused, which AWS bills: the queued cancel a
+ * running job's DELETE tries first is 1 WRU more there (README, Cancelling a running job).
  */
 import { beforeEach, afterEach, expect, test } from 'vitest';
 import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.js';
