@@ -320,6 +320,19 @@ describe('cancel and the claim', () => {
     expect((await client.get('/v1/jobs/hooks/job-1')).body).toMatchObject({ status: 'running', cancel_requested_at: response.body.cancel_requested_at });
   });
 
+  test.each([
+    { id: '__proto__', status: 400 },
+    { id: 'constructor', status: 404 },
+    { id: 'x'.repeat(129), status: 400 },
+  ])('a cancel of job $id is $status and writes nothing', async ({ id, status }) => {
+    const { api: client, queue } = api();
+    const before = await tableItems(queue);
+    const response = await client.delete(`/v1/jobs/hooks/${id}`);
+    expect(response.status).toBe(status);
+    if (status === 400) expect(response.body.error.details).toContainEqual(expect.objectContaining({ field: 'id' }));
+    expect(await tableItems(queue)).toEqual(before);
+  });
+
   test('a job awaiting its callback is cancelled at once: 200, and its callback is then 409', async () => {
     const { api: client } = api();
     await client.put('/v1/jobs/hooks/job-1', { data: 1 });

@@ -14,6 +14,7 @@ import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import { completeFromCallback } from '../../lib/queue/callbacks.js';
+import { endAttempt } from '../../lib/queue/claims.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { cancelJob, getJob } from '../../lib/queue/jobs.js';
 import { sweepOnce } from '../../lib/queue/sweeper.js';
@@ -285,6 +286,42 @@ describe('a cancel racing the job’s own end', () => {
     expect(ended.status).toBe('cancelled');
     expect(ended.result).toBeUndefined();
     expect(ended.history.map((attempt) => attempt.outcome)).toEqual(['cancelled']);
+  });
+
+  test('cancels and ends sent at the same moment each come to one outcome, which both answers agree on', async () => {
+    const { ctx } = queue();
+    const type = await defineType(ctx, 'reports', { concurrency: 100 });
+    const ids = Array.from({ length: 20 }, (_, index) => `r-${index}`);
+    for (const id of ids) await enqueue(ctx, type, id);
+    const recording = new RecordingInvoker();
+    await poll(ctx, [type], recording);
+    const claimedJobs = recording.jobs;
+    expect(claimedJobs).toHaveLength(ids.length);
+    const worker = asFunction(ctx, 'worker');
+    const outcomes = await Promise.all(
+      claimedJobs.map(async (claimedJob) => {
+        const [cancel, end] = await Promise.allSettled([
+          cancelJob(api(), 'reports', claimedJob.id, KEY_ID),
+          endAttempt(worker, claimedJob, { ending: { outcome: 'succeeded', result: 1 }, jobType: type, customPolicies: {} }),
+        ]);
+        return { id: claimedJob.id, cancel, end };
+      }),
+    );
+    for (const { id, cancel, end } of outcomes) {
+      const stored = await job('reports', id);
+      expect(end.status).toBe('fulfilled');
+      const ended = end.status === 'fulfilled' ? end.value : undefined;
+      expect(ended?.next.status).toBe(stored.status);
+      if (stored.status === 'cancelled') {
+        expect(cancel).toMatchObject({ status: 'fulfilled', value: { state: 'cancelling' } });
+        expect(stored.result).toBeUndefined();
+      } else {
+        expect(stored.status).toBe('succeeded');
+        expect(cancel.status).toBe('rejected');
+        expect(cancel.status === 'rejected' ? String(cancel.reason) : '').toContain(`job "${id}" is succeeded`);
+      }
+    }
+    expect((await readInFlight(ctx, 'reports', [])).type).toBe(0);
   });
 
   test('a cancel after the job succeeded is a conflict naming its status, and changes nothing', async () => {
