@@ -101,8 +101,8 @@ async function expireQueuedJob(ctx: QueueContext, job: Job): Promise<Job | undef
 }
 
 /**
- * `cancel_asked`: a cancel was asked before the attempt started: it ends cancelled without running (`by`: who
- * asked, when the start record said).
+ * How recording an attempt's start went; `cancelAsked`: a cancel was asked before the attempt started, so it ends
+ * cancelled without running (`by`: who asked, when the job or start record says).
  */
 export type StartResult = 'started' | 'already_started' | 'claim_lapsed' | { cancelAsked: true; by?: string | undefined };
 

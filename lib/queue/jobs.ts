@@ -42,7 +42,7 @@ export async function cancelQueuedJob(ctx: QueueContext, ref: { type: string; id
 /**
  * What a cancel came to: `cancelled`, the job ended at once (it was queued, or awaiting its callback); or
  * `cancelling`, it was running: its worker was asked to stop, and the job ends cancelled within about
- * CANCEL_WATCH_INTERVAL_MS (queue/worker.ts), or once its claim lapses if its worker died.
+ * CANCEL_WATCH_INTERVAL_MS (queue/cancel-watch.ts), or once its claim lapses if its worker died.
  */
 export type CancelResult = { state: 'cancelled' | 'cancelling'; job: Job };
 
