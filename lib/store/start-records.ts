@@ -16,6 +16,7 @@ import { getItem, updateItem, type StoreContext, type UpdateParams } from './sen
 const HANDED_BACK = '-';
 
 const seatAttribute = (seat: number): string => `s${seat}`;
+const writeAttribute = (writeId: string): string => `w${writeId}`;
 const cancelAttribute = (seat: number): string => `c${seat}`;
 const CANCEL_ATTRIBUTE = /^c(\d{1,2})$/;
 
@@ -34,7 +35,6 @@ function cancelledSeatsOf(record: Record<string, unknown> | undefined): Map<numb
   }
   return seats;
 }
-const writeAttribute = (writeId: string): string => `w${writeId}`;
 
 export interface GroupStart {
   /** Names this write: unique, short (it is stored once per seat). */
