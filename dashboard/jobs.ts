@@ -193,6 +193,12 @@ function cancelTitle(job: Job, terminal: boolean): string {
   return 'Cancels it at once';
 }
 
+/** Cancel, for any job that has not finished and is not being cancelled already. */
+function cancelButton(job: Job, terminal: boolean, onCancel: () => void): HTMLElement {
+  const disabled = terminal || job.cancel_requested_at !== null;
+  return h('button', { type: 'button', class: 'danger', onclick: onCancel, disabled, title: cancelTitle(job, terminal) }, 'Cancel');
+}
+
 export function jobView(context: ViewContext, type: string, id: string, notice?: string): View {
   const element = h('section', { class: 'panel job' }, h('p', { class: 'empty' }, 'Loading…'));
   let shown: Job | undefined;
@@ -227,17 +233,7 @@ export function jobView(context: ViewContext, type: string, id: string, notice?:
         'div',
         { class: 'actions' },
         h('button', { type: 'button', onclick: () => void act('replay'), disabled: !terminal, title: 'A new job with the same data, due now' }, 'Replay'),
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'danger',
-            onclick: () => void act('cancel'),
-            disabled: terminal || job.cancel_requested_at !== null,
-            title: cancelTitle(job, terminal),
-          },
-          'Cancel',
-        ),
+        cancelButton(job, terminal, () => void act('cancel')),
       ),
       h(
         'dl',
