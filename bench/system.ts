@@ -134,7 +134,7 @@ export interface RunningSystem {
 }
 
 function emptyOutcomes(): BatchResult {
-  return { succeeded: 0, failed: 0, retrying: 0, awaiting_callback: 0, expired: 0, rescheduled: 0, claim_lapsed: 0, already_started: 0, stale: 0, error: 0 };
+  return { succeeded: 0, failed: 0, retrying: 0, awaiting_callback: 0, expired: 0, rescheduled: 0, claim_lapsed: 0, already_started: 0, cancelled: 0, stale: 0, error: 0 };
 }
 
 const READ_COMMANDS = new Set(['QueryCommand', 'GetItemCommand', 'BatchGetItemCommand', 'ScanCommand']);

@@ -204,6 +204,50 @@ function historySection(job: Job): HTMLElement[] {
   ];
 }
 
+/** What the Cancel button does to this job, or why it does nothing. */
+function cancelTitle(job: Job, terminal: boolean): string {
+  if (terminal) return 'A finished job cannot be cancelled';
+  if (job.cancel_requested_at !== null) return 'Being cancelled: its worker is stopping it';
+  if (job.status === 'running') return 'Asks its worker to stop it: it ends cancelled within seconds';
+  return 'Cancels it at once';
+}
+
+/** Cancel, for any job that has not finished and is not being cancelled already. */
+function cancelButton(job: Job, terminal: boolean, onCancel: () => void): HTMLElement {
+  const disabled = terminal || job.cancel_requested_at !== null;
+  return h('button', { type: 'button', class: 'danger', onclick: onCancel, disabled, title: cancelTitle(job, terminal) }, 'Cancel');
+}
+
+const field = (name: string, value: string | number) => [h('dt', {}, name), h('dd', {}, value)];
+
+/** What a job holds, as a definition list: its times, keys, trace and tags. */
+function jobFields(job: Job): HTMLElement {
+  return h(
+    'dl',
+    { class: 'fields' },
+    ...field('type', job.type),
+    ...field('attempt', `${job.attempt} of ${job.max_attempts}`),
+    ...field('delivery', job.delivery_strategy),
+    ...field('run after', timestamp(job.run_after)),
+    ...field('expires at', timestamp(job.expires_at)),
+    ...field('created', timestamp(job.created_at)),
+    ...field('updated', timestamp(job.updated_at)),
+    ...field('finished', timestamp(job.finished_at)),
+    ...field('claimed until', timestamp(job.claimed_until)),
+    ...(job.cancel_requested_at !== null ? field('cancel asked', `${timestamp(job.cancel_requested_at)} by ${job.cancelled_by ?? ABSENT}`) : []),
+    ...(job.status === 'cancelled' ? field('cancelled by', job.cancelled_by ?? ABSENT) : []),
+    ...field('priority', job.priority),
+    ...field('weight', job.weight),
+    ...field('throttle key', job.throttle_key ?? ABSENT),
+    ...field('correlation key', job.correlation_key ?? ABSENT),
+    ...field('dedup key', job.dedup ? `${job.dedup.key} (window ${job.dedup.window_s} s)` : ABSENT),
+    ...field('debounce key', job.debounce ? `${job.debounce.key} (${job.debounce_count} later enqueues folded in)` : ABSENT),
+    ...field('trace', job.traceparent ?? ABSENT),
+    h('dt', {}, 'tags'),
+    h('dd', { class: 'tags' }, ...(job.tags?.length ? job.tags.flatMap((tag) => [h('a', { href: jobsHref(job.type, ANY_STATUS, tag) }, tag), ' ']) : [ABSENT])),
+  );
+}
+
 export function jobView(context: ViewContext, type: string, id: string, notice?: string): View {
   const element = h('section', { class: 'panel job' }, h('p', { class: 'empty' }, 'Loading…'));
   let shown: Job | undefined;
@@ -216,14 +260,13 @@ export function jobView(context: ViewContext, type: string, id: string, notice?:
         location.hash = routeHref('job', replayed.type, replayed.id);
         return;
       }
-      render(await context.api.delete<Job>(`v1/jobs/${apiPath(type, id)}`));
-      context.notify(`Cancelled ${id}`);
+      const answered = await context.api.delete<Job>(`v1/jobs/${apiPath(type, id)}`);
+      render(answered);
+      context.notify(answered.status === 'cancelled' ? `Cancelled ${id}` : `Cancelling ${id}: its worker is stopping it, it ends cancelled within seconds`);
     } catch (error) {
       context.notify(`Could not ${action} ${id}: ${describe(error)}`, 'error');
     }
   };
-
-  const field = (name: string, value: string | number) => [h('dt', {}, name), h('dd', {}, value)];
 
   const render = (job: Job) => {
     shown = job;
@@ -237,30 +280,9 @@ export function jobView(context: ViewContext, type: string, id: string, notice?:
         'div',
         { class: 'actions' },
         h('button', { type: 'button', onclick: () => void act('replay'), disabled: !terminal, title: 'A new job with the same data, due now' }, 'Replay'),
-        h('button', { type: 'button', class: 'danger', onclick: () => void act('cancel'), disabled: job.status !== 'queued', title: 'Only a queued job can be cancelled' }, 'Cancel'),
+        cancelButton(job, terminal, () => void act('cancel')),
       ),
-      h(
-        'dl',
-        { class: 'fields' },
-        ...field('type', job.type),
-        ...field('attempt', `${job.attempt} of ${job.max_attempts}`),
-        ...field('delivery', job.delivery_strategy),
-        ...field('run after', timestamp(job.run_after)),
-        ...field('expires at', timestamp(job.expires_at)),
-        ...field('created', timestamp(job.created_at)),
-        ...field('updated', timestamp(job.updated_at)),
-        ...field('finished', timestamp(job.finished_at)),
-        ...field('claimed until', timestamp(job.claimed_until)),
-        ...field('priority', job.priority),
-        ...field('weight', job.weight),
-        ...field('throttle key', job.throttle_key ?? ABSENT),
-        ...field('correlation key', job.correlation_key ?? ABSENT),
-        ...field('dedup key', job.dedup ? `${job.dedup.key} (window ${job.dedup.window_s} s)` : ABSENT),
-        ...field('debounce key', job.debounce ? `${job.debounce.key} (${job.debounce_count} later enqueues folded in)` : ABSENT),
-        ...field('trace', job.traceparent ?? ABSENT),
-        h('dt', {}, 'tags'),
-        h('dd', { class: 'tags' }, ...(job.tags?.length ? job.tags.flatMap((tag) => [h('a', { href: jobsHref(job.type, ANY_STATUS, tag) }, tag), ' ']) : [ABSENT])),
-      ),
+      jobFields(job),
       ...(job.progress ? progressSection(job.progress) : []),
       h('h3', {}, 'Data'),
       h('pre', { class: 'data' }, json(job.data)),

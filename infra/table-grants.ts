@@ -19,8 +19,9 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       // Schedules are written whole, over the revision read. A bulk operation is only recorded here; sweepers run it.
       // A tagged job's tag entries are written before it.
       PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory', 'schedule', 'operation', 'tag', 'dedup', 'debounce'],
-      // Callbacks end attempts (and give back a type's slots); key revocation; the metrics history.
-      UpdateItem: ['job', 'jobType', 'apiKey', 'metrics'],
+      // Callbacks end attempts (and give back a type's slots); key revocation; the metrics history. Cancelling a
+      // running job marks its claim's seat in the group's start record, where its worker looks.
+      UpdateItem: ['job', 'jobType', 'apiKey', 'metrics', 'start'],
       // The correlation callback drops the pointer of the job it finished; a schedule is deleted.
       DeleteItem: ['correlation', 'schedule'],
       BatchGetItem: ['job', 'jobType', 'apiKey', 'roster', 'schedule'],
@@ -52,8 +53,9 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   },
   worker: {
     items: {
-      // An http target's signing secret is read from its type's item: a batch never carries it.
-      GetItem: ['jobType'],
+      // An http target's signing secret is read from its type's item: a batch never carries it. While jobs run, their
+      // groups' start records are read for cancels.
+      GetItem: ['jobType', 'start'],
       // A heartbeat, callback wait or retry that moves a job beyond the next bucket records that bucket first.
       PutItem: ['directory'],
       // A batch records the start of its claims' group before any of its jobs runs.
@@ -70,8 +72,8 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       // their tag entries.
       PutItem: ['directory', 'job', 'tag'],
       // A concurrency counter left above what its jobs hold is reconciled from the type's running jobs; a bulk cancel
-      // ends queued jobs; each page of an operation is recorded on it.
-      UpdateItem: ['job', 'jobType', 'cursor', 'operation'],
+      // ends queued jobs, and asks running ones to stop through their seats; each page of an operation is recorded on it.
+      UpdateItem: ['job', 'jobType', 'cursor', 'operation', 'start'],
       // Reconciling reads the type's running jobs; a bulk operation's pages list jobs as GET /v1/jobs/{type} does.
       BatchGetItem: ['job', 'jobType'],
       // A bulk operation by tag walks the tag's entries.

@@ -8,7 +8,7 @@ import { batchResultSchema, healthSchema, jobberQueueResultSchema, openApiDocume
 import { bulkOperationSchema, bulkRequestSchema } from '../../lib/wire/bulk.js';
 import { batchDocumentSchema, callbackSchema, correlationCallbackSchema, heartbeatSchema, jobberQueueSchema, listJobsQuerySchema, metricsQuerySchema } from '../../lib/wire/api-requests.js';
 import { definedJobTypeSchema, jobTypeInputSchema, jobTypeListSchema, jobTypeSchema, jobTypeWithStatsSchema } from '../../lib/wire/job-types.js';
-import { jobInputSchema, jobPageSchema, jobPatchSchema, jobSchema } from '../../lib/wire/jobs.js';
+import { cancelledJobSchema, cancellingJobSchema, jobInputSchema, jobPageSchema, jobPatchSchema, jobSchema } from '../../lib/wire/jobs.js';
 import { metricsSchema } from '../../lib/wire/metrics.js';
 import { deletedScheduleSchema, listSchedulesQuerySchema, schedulePageSchema, scheduleInputSchema, scheduleSchema } from '../../lib/wire/schedules.js';
 import { statsSchema } from '../../lib/wire/stats.js';
@@ -69,7 +69,7 @@ export const OPERATIONS = [
   { method: 'PUT', path: '/v1/jobs/{type}/{id}', access: typeScope('enqueue'), route: 'enqueueWithId', summary: 'Enqueue a job under its own id (idempotent)', responses: { 201: jobSchema, 200: jobSchema }, body: jobInputSchema, headers: TRACED },
   { method: 'GET', path: '/v1/jobs/{type}/{id}', access: typeScope('read'), route: 'getJob', summary: 'One job with its history', responses: { 200: jobSchema } },
   { method: 'POST', path: '/v1/jobs/{type}/{id}', access: { kind: 'callback' }, route: 'callback', summary: 'Status callback: end the open attempt', responses: { 200: jobSchema }, body: callbackSchema },
-  { method: 'DELETE', path: '/v1/jobs/{type}/{id}', access: typeScope('enqueue'), route: 'cancel', summary: 'Cancel a queued job', responses: { 200: jobSchema } },
+  { method: 'DELETE', path: '/v1/jobs/{type}/{id}', access: typeScope('enqueue'), route: 'cancel', summary: 'Cancel a job that has not finished: 200 when it ended cancelled at once (queued, awaiting its callback), 202 when it was running and its worker is stopping it (it ends cancelled within seconds)', responses: { 200: cancelledJobSchema, 202: cancellingJobSchema } },
   { method: 'PATCH', path: '/v1/jobs/{type}/{id}', access: typeScope('enqueue'), route: 'changeJob', summary: 'Move a queued job (run it now), or change its priority or expiry', responses: { 200: jobSchema }, body: jobPatchSchema },
   { method: 'POST', path: '/v1/jobs/{type}/{id}/heartbeat', access: { kind: 'callback' }, route: 'heartbeat', summary: 'Extend the open attempt’s claim, and report its progress', responses: { 200: jobSchema }, body: heartbeatSchema },
   { method: 'POST', path: '/v1/jobs/{type}/{id}/replay', access: typeScope('enqueue'), route: 'replay', summary: 'Run a finished job again', responses: { 201: jobSchema } },

@@ -22,6 +22,7 @@ const OUTCOME_METRICS: Record<keyof BatchResult, string> = {
   rescheduled: 'OutcomeRescheduled',
   claim_lapsed: 'OutcomeClaimLapsed',
   already_started: 'OutcomeAlreadyStarted',
+  cancelled: 'OutcomeCancelled',
   stale: 'OutcomeStale',
   error: 'OutcomeNotRecorded',
 };
@@ -68,6 +69,8 @@ export function createWorkerHandler(deps: {
   worker: WorkerIdentity;
   metrics?: QueueMetrics;
   targets?: TargetClients;
+  /** @default CANCEL_WATCH_INTERVAL_MS (lib/queue/cancel-watch.ts) */
+  cancelWatchIntervalMs?: number;
 }) {
   const metrics = deps.metrics ?? noMetrics;
   const registry = measuredRegistry(deps.registry, metrics, deps.ctx.nowMs);
@@ -89,6 +92,7 @@ export function createWorkerHandler(deps: {
         worker: deps.worker,
         signingSecrets,
         ...(deps.targets ? { targets: deps.targets } : {}),
+        ...(deps.cancelWatchIntervalMs !== undefined ? { cancelWatchIntervalMs: deps.cancelWatchIntervalMs } : {}),
         onError: (job, error) => log('error', 'could not run a job or record its outcome', { type: job.type, id: job.id, attempt: job.attempt, error }),
         onOutcome: (job, outcome) => {
           const finished = finishedOutcomeOf(outcome);

@@ -4,23 +4,35 @@ import { wireBody } from './wire.js';
 
 /**
  * `POST /v1/jobs/{type}/bulk`: what to act on. `from` and `to` bound the finish time (retry) or ready time (cancel);
- * `tag` narrows the selection to the jobs with that tag.
+ * `tag` narrows the selection to the jobs with that tag. A cancel with `include_running: true` cancels started jobs
+ * too (running ones are asked to stop, ones awaiting their callback end), and may then select them by status.
  */
 export type BulkBody =
   | { action: 'retry'; status: 'failed' | 'expired'; from?: Date | string; to?: Date | string; throttle_key?: string; tag?: string }
-  | { action: 'cancel'; status: 'queued'; from?: Date | string; to?: Date | string; throttle_key?: string; tag?: string };
+  | { action: 'cancel'; status: 'queued'; from?: Date | string; to?: Date | string; throttle_key?: string; tag?: string; include_running?: boolean }
+  | {
+      action: 'cancel';
+      status: 'running' | 'awaiting_callback';
+      from?: Date | string;
+      to?: Date | string;
+      throttle_key?: string;
+      tag?: string;
+      include_running: true;
+    };
 
 /** A bulk operation as `GET /v1/operations/{id}` answers it. */
 export interface BulkOperation {
   id: string;
   type: string;
   action: 'retry' | 'cancel';
-  status: 'failed' | 'expired' | 'queued';
+  status: 'failed' | 'expired' | 'queued' | 'running' | 'awaiting_callback';
   from: string | null;
   /** A retry started without `to` stops at the jobs finished when it started. */
   to: string | null;
   throttle_key: string | null;
   tag: string | null;
+  /** A cancel that cancels started jobs too. */
+  include_running: boolean;
   state: 'running' | 'succeeded' | 'failed';
   /** Jobs selected so far; each is then done, skipped (no longer in the status when acted on) or failed. */
   matched: number;

@@ -17,6 +17,7 @@ import { createRequester, type Call, type ClientOptions } from './transport.js';
 import { wireBody } from './wire.js';
 import type {
   BatchResult,
+  CancelAnswer,
   CompleteBody,
   CompleteByKeyBody,
   DefinedJobType,
@@ -82,8 +83,13 @@ export interface QueueClient extends ScheduleMethods, AdminMethods, BulkMethods 
   listAll(type: string, options: ListSelection & { limit?: number }): AsyncIterable<Job>;
   /** A new job with the same data. Not retried: each call makes a new job. */
   replay(type: string, id: string): Promise<Job>;
-  /** Cancels a job that has not started. Retried; a retry's 409 is answered with the job when it is cancelled. */
-  cancel(type: string, id: string): Promise<Job>;
+  /**
+   * Cancels a job that has not finished: at once when it is queued or awaiting its callback, or, when it is
+   * running, by asking its worker to stop (the answer is the running job with `cancel_requested_at`; it ends
+   * cancelled within seconds). A finished job is a ConflictError. Retried; a retry's 409 is answered with the
+   * job when it is cancelled.
+   */
+  cancel(type: string, id: string): Promise<CancelAnswer>;
   /**
    * Reports an attempt succeeded. Retried: a repeat changes nothing. When the first try took effect but its
    * answer was lost, the retry's 409 is answered with the job, the attempt recorded as succeeded (when the key can read it).
@@ -168,8 +174,8 @@ export function createClient(options: ClientOptions): QueueClient {
       } while (cursor !== null);
     },
     replay: (type, id) => request({ method: 'POST', path: ['v1', 'jobs', type, id, 'replay'], idempotent: false }),
-    cancel: (type, id) =>
-      confirmingConflict({ method: 'DELETE', path: ['v1', 'jobs', type, id], idempotent: true }, type, id, (job) => job.status === 'cancelled'),
+    cancel: async (type, id) =>
+      (await confirmingConflict({ method: 'DELETE', path: ['v1', 'jobs', type, id], idempotent: true }, type, id, (job) => job.status === 'cancelled')) as CancelAnswer,
     complete: (type, id, { attempt, result }) =>
       callback(type, id, { status: 'succeeded', attempt, ...(result !== undefined ? { result } : {}) }, 'succeeded'),
     fail: (type, id, { attempt, error, retryable }) =>

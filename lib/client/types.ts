@@ -13,7 +13,7 @@ export type { Debounce, DebounceInput, Dedup } from './dedup-debounce.js';
 export const JOB_STATUSES = ['queued', 'running', 'awaiting_callback', 'succeeded', 'failed', 'expired', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
-export type AttemptOutcome = 'succeeded' | 'failed' | 'timed_out' | 'expired';
+export type AttemptOutcome = 'succeeded' | 'failed' | 'timed_out' | 'expired' | 'cancelled';
 export type DeliveryStrategy = 'at_least_once' | 'at_most_once';
 export type PriorityOrder = 'time_first' | 'priority_first';
 
@@ -225,6 +225,8 @@ export interface Job {
   finished_at: string | null;
   /** Who cancelled it: the id of the key that asked, or of the bulk operation that did; null otherwise. */
   cancelled_by: string | null;
+  /** When a cancel of its running attempt was asked: set from a `cancel` answered 202 until the job ends cancelled. */
+  cancel_requested_at: string | null;
   result: Json;
   claimed_until: string | null;
   history: Attempt[];
@@ -235,6 +237,16 @@ export interface Job {
   changes: JobChange[];
   changes_dropped: number;
 }
+
+/**
+ * What `cancel` answers: the job ended cancelled at once (it was queued or awaiting its callback), or it is
+ * running and its worker is stopping it (`cancel_requested_at` set; it ends cancelled within seconds, whatever
+ * its attempt comes to).
+ */
+export type CancelAnswer = JobWith<{ status: 'cancelled' }> | JobWith<{ status: 'running'; cancel_requested_at: string }>;
+
+/** The job with some of its fields narrowed. */
+type JobWith<Narrowed extends Partial<Job>> = { [Field in keyof Job]: Field extends keyof Narrowed ? Narrowed[Field] : Job[Field] };
 
 export interface FieldIssue {
   /** Dotted path of the field, e.g. `retry.delay_s`, `jobs.3.priority` or `body`. */

@@ -36,7 +36,9 @@ export function guardOf(job: Job): ClaimGuard {
 export type AttemptEnding =
   | { outcome: 'succeeded'; result?: unknown }
   | { outcome: 'failed' | 'timed_out'; failure: AttemptFailure }
-  | { outcome: 'expired' };
+  | { outcome: 'expired' }
+  /** `by`: the id of the key that asked, or of the bulk operation. */
+  | { outcome: 'cancelled'; by?: string | undefined };
 
 export interface EndAttemptOptions {
   ending: AttemptEnding;
@@ -51,12 +53,15 @@ export interface EndAttemptOptions {
 /** Where the job goes once an attempt ends: a terminal status, or queued again for a retry. */
 export type NextState =
   | { status: 'succeeded' | 'failed' | 'expired'; outcome: AttemptOutcome }
+  /** A cancel asked while the attempt ran: whatever the attempt came to, the job ends cancelled. */
+  | { status: 'cancelled'; outcome: 'cancelled' }
   | { status: 'queued'; outcome: AttemptOutcome; runAfterMs: number };
 
 export function planNextState(clock: Clock, job: Job, options: EndAttemptOptions): NextState {
   const { ending } = options;
   if (ending.outcome === 'succeeded') return { status: 'succeeded', outcome: 'succeeded' };
   if (ending.outcome === 'expired') return { status: 'expired', outcome: 'expired' };
+  if (ending.outcome === 'cancelled') return { status: 'cancelled', outcome: 'cancelled' };
   const decision = decideRetry({
     policy: options.jobType.retry,
     job,
@@ -86,7 +91,12 @@ export function boundedEnding(ending: AttemptEnding): AttemptEnding {
 }
 
 /** The history entry of the attempt that ends at `endedAtMs` with `outcome`. */
-export function attemptRecordOf(job: Job, options: EndAttemptOptions, outcome: AttemptOutcome, endedAtMs: number): AttemptRecord {
+export function attemptRecordOf(
+  job: Job,
+  options: Pick<EndAttemptOptions, 'ending' | 'startedAtMs' | 'worker'>,
+  outcome: AttemptOutcome,
+  endedAtMs: number,
+): AttemptRecord {
   const { ending } = options;
   const worker = options.worker ?? job.worker;
   return {
@@ -96,8 +106,14 @@ export function attemptRecordOf(job: Job, options: EndAttemptOptions, outcome: A
     endedAtMs,
     outcome,
     ...(ending.outcome === 'failed' || ending.outcome === 'timed_out' ? { error: boundedError(ending.failure.error) } : {}),
+    ...(ending.outcome === 'cancelled' ? { error: cancelledError(ending.by) } : {}),
     ...(worker ? { worker } : {}),
   };
+}
+
+/** What the history of a cancelled attempt says of it: who cancelled it, where the error of a failed one would be. */
+export function cancelledError(by: string | undefined): AttemptError {
+  return { class: 'JobCancelledError', message: by === undefined ? 'the job was cancelled' : `cancelled by ${by}` };
 }
 
 /** What a DynamoDB list costs besides its elements. */
@@ -145,6 +161,7 @@ export function jobAfterEnd(job: Job, end: AttemptEnd): Job {
     startToken: _startToken,
     worker: _worker,
     heldSlots: _heldSlots,
+    cancelRequestedAtMs: _cancelRequestedAtMs,
     ...unclaimed
   } = job;
   const { next } = end;
@@ -157,7 +174,8 @@ export function jobAfterEnd(job: Job, end: AttemptEnd): Job {
   };
   if (next.status === 'queued') return { ...ended, runAfterMs: next.runAfterMs };
   const result = end.ending.outcome === 'succeeded' ? end.ending.result : undefined;
-  return { ...ended, finishedAtMs: end.endedAtMs, ...(result !== undefined ? { result } : {}) };
+  const cancelledBy = end.ending.outcome === 'cancelled' ? (end.ending.by ?? job.cancelledBy) : undefined;
+  return { ...ended, finishedAtMs: end.endedAtMs, ...(result !== undefined ? { result } : {}), ...(cancelledBy !== undefined ? { cancelledBy } : {}) };
 }
 
 /** What a worker's run of a claimed job came to. */
@@ -173,6 +191,8 @@ export type JobRunOutcome =
   | 'claim_lapsed'
   /** A job this claim already started (a duplicate delivery). */
   | 'already_started'
+  /** A cancel was asked while it was claimed or ran: it ended cancelled (queue/cancel.ts). */
+  | 'cancelled'
   /** The outcome could not be recorded: another worker, callback or sweep got there first. */
   | 'stale';
 

@@ -9,8 +9,14 @@ import type { Job, JobStatus } from './job.js';
 export const BULK_ACTIONS = ['retry', 'cancel'] as const;
 export type BulkAction = (typeof BULK_ACTIONS)[number];
 
-/** The statuses each action may select: a retry replays finished jobs that did not succeed, a cancel stops waiting ones. */
-export const BULK_STATUSES = { retry: ['failed', 'expired'], cancel: ['queued'] } as const satisfies Record<BulkAction, readonly JobStatus[]>;
+/**
+ * The statuses each action may select: a retry replays finished jobs that did not succeed, a cancel stops waiting
+ * ones, and started ones when it includes running jobs (RUNNING_STATUSES).
+ */
+export const BULK_STATUSES = { retry: ['failed', 'expired'], cancel: ['queued', 'running', 'awaiting_callback'] } as const satisfies Record<BulkAction, readonly JobStatus[]>;
+
+/** The statuses a cancel selects only when asked to include running jobs (`includeRunning`). */
+export const RUNNING_STATUSES: readonly JobStatus[] = ['running', 'awaiting_callback'];
 
 /**
  * A page whose write failed for some job (DynamoDB still failing after the SDK's retries) is run again by a later
@@ -30,6 +36,11 @@ export interface BulkRequest {
   throttleKey?: string;
   /** Only jobs with this tag: the operation walks the tag's entries, not the status's listing. */
   tag?: string;
+  /**
+   * A cancel only: jobs that have started are cancelled too (running ones asked to stop, ones awaiting their
+   * callback ended), whether selected by a started status or started since they were listed. Present only when true.
+   */
+  includeRunning?: true;
 }
 
 export const OPERATION_STATES = ['running', 'succeeded', 'failed'] as const;
@@ -135,5 +146,7 @@ export function passedRange(operation: BulkOperation, job: Job): boolean {
   if (operation.tag !== undefined) return false;
   const atMs = selectionTimeMs(operation, job);
   if (operation.action === 'retry') return operation.fromMs !== undefined && atMs < operation.fromMs;
+  // Started jobs are listed by when their claim runs out, not by when they were due: the listing goes to its end.
+  if (operation.status !== 'queued') return false;
   return operation.toMs !== undefined && atMs > Math.max(operation.toMs, operation.createdAtMs);
 }

@@ -42,7 +42,7 @@ export interface WorkerIdentity {
   host: string;
 }
 
-export const ATTEMPT_OUTCOMES = ['succeeded', 'failed', 'timed_out', 'expired'] as const;
+export const ATTEMPT_OUTCOMES = ['succeeded', 'failed', 'timed_out', 'expired', 'cancelled'] as const;
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
 export interface AttemptRecord {
@@ -149,10 +149,18 @@ export interface Job extends JobChoices {
   changes?: JobChangeRecord[];
   /** Every change ever made, those no longer kept included: the version a change is conditioned on. */
   changeCount?: number;
-  /** The bulk operation that cancelled it; absent on jobs cancelled one by one. */
+  /**
+   * Who cancelled it: the id of the key that asked, or of the bulk operation that did. Set with
+   * `cancelRequestedAtMs` when the cancel of a running job is asked, before the job ends cancelled.
+   */
   cancelledBy?: string;
   /** Enqueues a debounced job took in after its own; absent: none. */
   debounceCount?: number;
+  /**
+   * When a cancel of the running attempt was asked: from then on the attempt can only end cancelled
+   * (queue/cancel.ts). Absent on every job no one cancelled while it ran.
+   */
+  cancelRequestedAtMs?: number;
 }
 
 export const HISTORY_LIMIT = 25;

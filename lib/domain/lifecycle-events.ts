@@ -29,6 +29,8 @@ export interface LifecycleEvent {
   traceparent?: string;
   /** The job's tags, when it has any: a subscriber's rule may match on them. */
   tags?: string[];
+  /** Who cancelled the job (`job.cancelled`): the id of the key that asked, or of the bulk operation. */
+  cancelledBy?: string;
 }
 
 /** Where lifecycle events go. `publish` never rejects: an implementation reports its own delivery failures. */
@@ -63,11 +65,15 @@ const originOf = (job: Job): { schedule?: string; traceparent?: string; tags?: s
   ...(job.tags !== undefined ? { tags: job.tags } : {}),
 });
 
+/** Who cancelled the job, for its `job.cancelled` event. */
+const cancellerOf = (job: Job): { cancelledBy?: string } => (job.cancelledBy !== undefined ? { cancelledBy: job.cancelledBy } : {});
+
 /** The events for an attempt that ended as `ending` and moved the job (now `after`) to `next`. */
 export function eventsForEndedAttempt(after: Job, ending: AttemptEnding, next: NextState): LifecycleEvent[] {
   const base = { type: after.type, id: after.id, attempt: after.attempt, status: after.status, atMs: after.updatedAtMs, ...originOf(after) };
   if (ending.outcome === 'succeeded') return [{ ...base, name: 'job.succeeded', outcome: 'succeeded' }];
   if (ending.outcome === 'expired') return [{ ...base, name: 'job.expired', outcome: 'expired' }];
+  if (ending.outcome === 'cancelled') return [{ ...base, name: 'job.cancelled', outcome: 'cancelled', ...cancellerOf(after) }];
   const failed: LifecycleEvent = { ...base, name: 'job.failed', outcome: next.outcome, error: ending.failure.error };
   if (next.status === 'failed') return [failed, { ...failed, name: 'job.dead' }];
   if (next.status === 'expired') return [failed, { ...failed, name: 'job.expired' }];
@@ -85,5 +91,7 @@ export function eventForUnstartedJob(job: Job, name: 'job.cancelled' | 'job.expi
     status: job.status,
     atMs: job.updatedAtMs,
     ...originOf(job),
+    ...(name === 'job.cancelled' ? cancellerOf(job) : {}),
   };
 }
+

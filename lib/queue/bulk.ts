@@ -1,6 +1,7 @@
 /**
- * Bulk operations: retry (replay) a type's failed or expired jobs, or cancel its queued ones, selected by status,
- * a time range, a throttle key and a tag. A request only records the operation; sweepers run it, a page at a time at
+ * Bulk operations: retry (replay) a type's failed or expired jobs, or cancel its queued ones (and, when asked,
+ * its running ones and those awaiting their callback), selected by status, a time range, a throttle key and a
+ * tag. A request only records the operation; sweepers run it, a page at a time at
  * BULK_JOBS_PER_S, each page's jobs recorded on the operation before any is acted on and counted once after, so
  * a runner that dies mid-page leaves the page to the next, which acts on its jobs again harmlessly: a replay's
  * id is fixed by the operation and the job, and a cancel carries the operation's id.
@@ -16,8 +17,7 @@ import {
   type BulkRequest,
   type PendingPage,
 } from '../domain/bulk.js';
-import { NotFoundError } from '../domain/errors.js';
-import type { Job } from '../domain/job.js';
+import { isTerminal, type Job } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { abortableSleep } from '../domain/sleep.js';
 import { itemToJob, itemToOperation } from '../store/items.js';
@@ -29,7 +29,8 @@ import { enqueueJob, replayInputOf } from './enqueue.js';
 import { cursorFrom, listJobs, type JobPage } from './job-listing.js';
 import { listJobsByTag, tagCursorAt } from './tags.js';
 import { requireJobType } from './job-types.js';
-import { cancelQueuedJob } from './jobs.js';
+import { cancelJob, cancelQueuedJob } from './jobs.js';
+import { ConflictError, NotFoundError } from '../domain/errors.js';
 
 /**
  * Records a new operation, to be run by the sweepers; the same type and request while its operation is kept
@@ -95,8 +96,19 @@ async function actOn(ctx: QueueContext, jobType: JobType, operation: BulkOperati
     await enqueueJob(ctx, jobType, replayIdOf(operation.id, job.id), { ...replayInputOf(job), ...(runAfterMs !== undefined ? { runAfterMs } : {}) });
     return 'done';
   }
-  const cancelledByUs = (current: Job | undefined) => current?.status === 'cancelled' && current.cancelledBy === operation.id;
+  const cancelledByUs = (current: Job | undefined) =>
+    (current?.status === 'cancelled' || current?.cancelRequestedAtMs !== undefined) && current.cancelledBy === operation.id;
   if (cancelledByUs(job)) return 'done';
+  if (operation.includeRunning && job !== undefined && !isTerminal(job.status)) {
+    try {
+      await cancelJob(ctx, job.type, job.id, operation.id);
+      return 'done';
+    } catch (error) {
+      // It finished (or was cancelled by someone else) since it was listed.
+      if (error instanceof ConflictError || error instanceof NotFoundError) return 'skipped';
+      throw error;
+    }
+  }
   if (job?.status !== 'queued') return 'skipped';
   const result = await cancelQueuedJob(ctx, job, operation.id);
   return result.ok || cancelledByUs(result.current) ? 'done' : 'skipped';

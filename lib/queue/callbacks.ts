@@ -67,6 +67,8 @@ async function completeJob(
         };
   const ended = await endAttempt(ctx, job, { ending, jobType, customPolicies });
   if (!ended) throw new ConflictError(`attempt ${job.attempt} of job "${job.id}" ended while this callback was applied`);
+  // A cancel asked while the attempt ran wins over its outcome: the job ended cancelled, and the callback is told.
+  if (ended.next.status === 'cancelled') throw new ConflictError(`job "${job.id}" was cancelled while attempt ${job.attempt} ran; its outcome is not kept`);
   return ended.job;
 }
 

@@ -31,6 +31,7 @@ import {
   markStartedParams,
   recordProgressParams,
   releaseClaimParams,
+  requestCancelParams,
   updateJob,
   type JobWriteResult,
 } from '../store/job-writes.js';
@@ -39,7 +40,7 @@ import type { UpdateParams } from '../store/send.js';
 import type { QueueContext } from './context.js';
 import { recordLaneBucket } from './directory.js';
 import { claimSeatOf, claimTokenOf, createSeatAllocator, type ClaimSeat } from '../domain/claim-seats.js';
-import { handBackSeats, recordStarts, seatStart } from '../store/start-records.js';
+import { handBackSeats, markSeatCancelled, recordStarts, seatStart } from '../store/start-records.js';
 import { recordSpan, SpanKind } from '../domain/spans.js';
 
 /** A job update, its lane bucket recorded first when it lies ahead (see directory.ts). */
@@ -99,7 +100,11 @@ async function expireQueuedJob(ctx: QueueContext, job: Job): Promise<Job | undef
   return result.job;
 }
 
-export type StartResult = 'started' | 'already_started' | 'claim_lapsed';
+/**
+ * How recording an attempt's start went; `cancelAsked`: a cancel was asked before the attempt started, so it ends
+ * cancelled without running (`by`: who asked, when the job or start record says).
+ */
+export type StartResult = 'started' | 'already_started' | 'claim_lapsed' | { cancelAsked: true; by?: string | undefined };
 
 /**
  * Records that the attempt has started, once, before its target runs: a second delivery of the same claim (an
@@ -115,7 +120,13 @@ export async function markStarted(ctx: QueueContext, job: Job, worker: WorkerIde
   if (result.ok || result.current?.startToken === startToken) return 'started';
   const current = result.current;
   const sameClaim = current?.claimToken === guard.claimToken && current.attempt === guard.attempt;
-  return sameClaim && current.startedAtMs !== undefined ? 'already_started' : 'claim_lapsed';
+  if (sameClaim && current.startedAtMs !== undefined) return 'already_started';
+  return sameClaim && current.cancelRequestedAtMs !== undefined ? { cancelAsked: true, by: current.cancelledBy } : 'claim_lapsed';
+}
+
+/** Whether `current` is the job's claim as `job` held it, with a cancel asked since. */
+function cancelAskedOn(current: Job | undefined, job: Job): current is Job {
+  return current !== undefined && current.claimToken === job.claimToken && current.attempt === job.attempt && current.cancelRequestedAtMs !== undefined;
 }
 
 /** The jobs whose claims name seats, by group (domain/claim-seats.ts); jobs of older tokens are left out. */
@@ -149,7 +160,15 @@ export async function recordBatchStarts(ctx: QueueContext, jobs: readonly Job[],
       let outcome: StartResult | Error;
       try {
         const start = { writeId: newWriteId(), nowMs, worker, purgeAtS: purgeAtS(nowMs, ctx.settings.retentionDays) };
-        outcome = (await recordStarts(ctx, group, members.seats, start)) === 'recorded' ? 'started' : 'already_started';
+        const recorded = await recordStarts(ctx, group, members.seats, start);
+        if (recorded.outcome === 'recorded') {
+          for (const [at, job] of members.jobs.entries()) {
+            const cancel = recorded.cancelledSeats.get(members.seats[at]!);
+            starts.set(job, cancel ? { cancelAsked: true, by: cancel.by } : 'started');
+          }
+          return;
+        }
+        outcome = 'already_started';
       } catch (error) {
         outcome = error instanceof Error ? error : new Error(String(error));
       }
@@ -215,7 +234,10 @@ export async function recordProgress(ctx: QueueContext, guard: ClaimGuard, progr
   return result.ok ? result.job : undefined;
 }
 
-/** The attempt now waits for a callback until `timeoutS` from now; the sweeper times it out after that. */
+/**
+ * The attempt now waits for a callback until `timeoutS` from now; the sweeper times it out after that. A cancel
+ * asked while it ran ends it cancelled instead: the job answered is then cancelled.
+ */
 export async function deferAttempt(
   ctx: QueueContext,
   job: Job,
@@ -226,19 +248,23 @@ export async function deferAttempt(
   const claimedUntilMs = nowMs + jobType.timeoutS * 1000;
   const index = claimIndexKeys(ctx.settings, job, claimedUntilMs);
   const result = await writeJob(ctx, deferParams(guardOf(job), { nowMs, claimedUntilMs, index, ...started }));
-  return result.ok ? result.job : undefined;
+  if (result.ok) return result.job;
+  if (cancelAskedOn(result.current, job)) return (await endCancelled(ctx, result.current, { ...started, by: result.current.cancelledBy }))?.job;
+  return undefined;
 }
 
 /**
  * Hands a claim back untouched when the job was never handed to a worker
  * (dispatch failed), or reached it outside its time windows (due again at
- * `runAfterMs`): the attempt did not happen, so it is not counted.
+ * `runAfterMs`): the attempt did not happen, so it is not counted. One a cancel was asked for ends cancelled instead.
  */
 export async function releaseClaim(ctx: QueueContext, job: Job, runAfterMs = job.runAfterMs, expectedClaimedUntilMs?: number): Promise<boolean> {
   const nowMs = ctx.nowMs();
   const index = queuedIndexKeys(ctx.settings, job, runAfterMs, nowMs);
   const result = await writeJob(ctx, releaseClaimParams(guardOf(job), nowMs, runAfterMs, index, expectedClaimedUntilMs));
   if (result.ok) await giveBackSlots(ctx, job);
+  // A job cancelled while claimed must never be queued again: its unstarted attempt ends cancelled.
+  else if (cancelAskedOn(result.current, job)) await endCancelled(ctx, result.current, { by: result.current.cancelledBy, expectedClaimedUntilMs });
   return result.ok;
 }
 
@@ -252,19 +278,42 @@ function endLanded(current: Job | undefined, endToken: string): boolean {
   return current?.endToken === endToken;
 }
 
+/** An attempt's end as written: the job after it and where it went. */
+export interface EndedAttempt {
+  job: Job;
+  next: NextState;
+}
+
 /**
  * Ends the attempt the guard names: records it in the history and moves the job
  * to its next state, then publishes its lifecycle events. Returns undefined when
  * the claim is no longer held (a stale worker, callback or sweep), in which case
- * nothing changed and nothing is published.
+ * nothing changed and nothing is published. When a cancel was asked while the
+ * attempt ran, the attempt ends cancelled whatever it came to (`next.status`
+ * says so): the cancel's answer promised it.
  */
-export async function endAttempt(
+export async function endAttempt(ctx: QueueContext, job: Job, options: EndAttemptOptions): Promise<EndedAttempt | undefined> {
+  return writeEnd(ctx, job, options, planNextState(ctx, job, options), options.jobType.listSucceeded);
+}
+
+/** Ends the attempt cancelled: asked while it ran, or at once for one awaiting its callback (queue/jobs.ts). */
+export async function endCancelled(
   ctx: QueueContext,
   job: Job,
-  options: EndAttemptOptions,
-): Promise<{ job: Job; next: NextState } | undefined> {
+  options: Pick<EndAttemptOptions, 'startedAtMs' | 'worker' | 'expectedClaimedUntilMs'> & { by?: string | undefined },
+): Promise<EndedAttempt | undefined> {
+  const { by, ...rest } = options;
+  return writeEnd(ctx, job, { ...rest, ending: { outcome: 'cancelled', by } }, { status: 'cancelled', outcome: 'cancelled' }, false);
+}
+
+async function writeEnd(
+  ctx: QueueContext,
+  job: Job,
+  options: Pick<EndAttemptOptions, 'ending' | 'startedAtMs' | 'worker' | 'expectedClaimedUntilMs'>,
+  next: NextState,
+  listSucceeded: boolean,
+): Promise<EndedAttempt | undefined> {
   const endedAtMs = ctx.nowMs();
-  const next = planNextState(ctx, job, options);
   const record = attemptRecordOf(job, options, next.outcome, endedAtMs);
   // The events carry the error as the history keeps it: an unbounded one could pass PutEvents' entry limit.
   const planned = { next, endedAtMs, ending: boundedEnding(options.ending) };
@@ -272,7 +321,7 @@ export async function endAttempt(
   const index =
     next.status === 'queued'
       ? queuedIndexKeys(ctx.settings, job, next.runAfterMs, endedAtMs)
-      : next.status === 'succeeded' && !options.jobType.listSucceeded
+      : next.status === 'succeeded' && !listSucceeded
         ? // Removing the entry of a success that is not listed costs a write unit less than moving it.
           undefined
         : finishedIndexKeys(ctx.settings, job, next.status, endedAtMs);
@@ -288,8 +337,30 @@ export async function endAttempt(
   let ended: Job;
   if (result.ok) ended = result.job;
   else if (endLanded(result.current, endToken)) ended = jobAfterEnd(job, end);
-  else return undefined;
+  else if (next.status !== 'cancelled' && cancelAskedOn(result.current, job)) {
+    const { startedAtMs, worker, expectedClaimedUntilMs } = options;
+    return endCancelled(ctx, result.current, { startedAtMs, worker, expectedClaimedUntilMs, by: result.current.cancelledBy });
+  } else return undefined;
   await giveBackSlots(ctx, job);
   await ctx.events.publish(eventsForEndedAttempt(ended, end.ending, next));
   return { job: ended, next };
+}
+
+/**
+ * Asks the running attempt to stop, for `cancelledBy`: marks the job (on condition it is still running on the
+ * claim read) and then its claim's seat in the start record, where its worker looks a second or so while it
+ * runs. The job ends cancelled when its worker, or the sweeper once the claim lapses, ends the attempt. A
+ * refusal is the job as it was; a cancel asked already is asked again (the seat marked again, the first
+ * canceller kept), so a repeat whose seat mark failed mends it.
+ */
+export async function requestCancel(ctx: QueueContext, job: Job, cancelledBy?: string): Promise<JobWriteResult> {
+  const nowMs = ctx.nowMs();
+  const guard = guardOf(job);
+  let result = await updateJob(ctx, requestCancelParams(guard, nowMs, cancelledBy));
+  if (!result.ok && result.current?.status === 'running' && cancelAskedOn(result.current, job)) result = { ok: true, job: result.current };
+  if (!result.ok) return result;
+  const seat = claimSeatOf(job.claimToken);
+  const by = result.job.cancelledBy;
+  if (seat) await markSeatCancelled(ctx, seat, { atMs: nowMs, ...(by !== undefined ? { by } : {}) }, purgeAtS(nowMs, ctx.settings.retentionDays));
+  return result;
 }

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { ConflictError } from '../domain/errors.js';
 import { isTerminal, type Job } from '../domain/job.js';
-import { correlatedJobItems, correlationPointersQuery, releaseCorrelationParams } from '../store/job-writes.js';
+import { correlatedJobItems, correlationPointersQuery, releaseCorrelationParams } from '../store/pointer-writes.js';
 import { correlationItemKey, untypedCorrelationItemKey, type ItemKey } from '../store/keys.js';
 import { deleteItem, getItem, queryPage, transactWrite, type Item } from '../store/send.js';
 import type { QueueContext } from './context.js';

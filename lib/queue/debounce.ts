@@ -11,7 +11,8 @@ import { collectsEnqueues, debounceDeadlineMs, debouncedRunAfterMs } from '../do
 import type { Job, JobDebounce } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { dataToJson, itemToJob } from '../store/items.js';
-import { foldIntoDebouncedJobParams, jobWithPointerItems, updateJob } from '../store/job-writes.js';
+import { foldIntoDebouncedJobParams, updateJob } from '../store/job-writes.js';
+import { jobWithPointerItems } from '../store/pointer-writes.js';
 import { debounceItemKey, jobKey, purgeAtS } from '../store/keys.js';
 import { getItem, transactWrite, type Item } from '../store/send.js';
 import type { QueueContext } from './context.js';

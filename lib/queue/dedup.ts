@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { ConflictError } from '../domain/errors.js';
 import { dedupWindowEndsAtMs } from '../domain/dedup-debounce.js';
 import type { Job, JobDedup } from '../domain/job.js';
-import { jobWithPointerItems, type PointerWrite } from '../store/job-writes.js';
+import { jobWithPointerItems, type PointerWrite } from '../store/pointer-writes.js';
 import { dedupItemKey } from '../store/keys.js';
 import { transactWrite, type Item } from '../store/send.js';
 import type { QueueContext } from './context.js';

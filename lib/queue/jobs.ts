@@ -7,6 +7,7 @@ import { cancelParams, updateJob, type JobWriteResult } from '../store/job-write
 import { finishedIndexKeys, jobKey, purgeAtS } from '../store/keys.js';
 import { getItem, type Item } from '../store/send.js';
 import type { QueueContext } from './context.js';
+import { endCancelled, requestCancel } from './claims.js';
 
 export async function getJob(ctx: QueueContext, type: string, id: string): Promise<Job | undefined> {
   const item = await getItem(ctx, jobKey(type, id), { consistentRead: true });
@@ -38,12 +39,43 @@ export async function cancelQueuedJob(ctx: QueueContext, ref: { type: string; id
   return result;
 }
 
-/** Cancels a job that has not started, recording who did (a key's id); a running or finished job is a ConflictError. */
-export async function cancelJob(ctx: QueueContext, type: string, id: string, cancelledBy?: string): Promise<Job> {
-  const result = await cancelQueuedJob(ctx, { type, id }, cancelledBy);
-  if (!result.ok) {
-    if (!result.current) throw new NotFoundError(`job "${id}" of type "${type}" does not exist`);
-    throw new ConflictError(`job "${id}" is ${result.current.status}; only a queued job can be cancelled`);
+/**
+ * What a cancel came to: `cancelled`, the job ended at once (it was queued, or awaiting its callback); or
+ * `cancelling`, it was running: its worker was asked to stop, and the job ends cancelled within about
+ * CANCEL_WATCH_INTERVAL_MS (queue/cancel-watch.ts), or once its claim lapses if its worker died.
+ */
+export type CancelResult = { state: 'cancelled' | 'cancelling'; job: Job };
+
+/**
+ * Cancels a job that has not finished, recording who did (a key's id). A queued job or one awaiting its callback
+ * ends cancelled at once; a running one is asked to stop, and ends cancelled whatever its attempt comes to. A
+ * finished job is a ConflictError naming its status: the cancel lost any race with its end. A job that moves on
+ * between the read and the write (claimed, deferred, ended) is read again, a few times at most.
+ */
+export async function cancelJob(ctx: QueueContext, type: string, id: string, cancelledBy?: string): Promise<CancelResult> {
+  const queued = await cancelQueuedJob(ctx, { type, id }, cancelledBy);
+  if (queued.ok) return { state: 'cancelled', job: queued.job };
+  let current = queued.current;
+  for (let tries = 0; tries < MAX_CANCEL_TRIES; tries++) {
+    if (!current) throw new NotFoundError(`job "${id}" of type "${type}" does not exist`);
+    if (current.status === 'queued') {
+      const again = await cancelQueuedJob(ctx, current, cancelledBy);
+      if (again.ok) return { state: 'cancelled', job: again.job };
+      current = again.current;
+    } else if (current.status === 'awaiting_callback') {
+      const ended = await endCancelled(ctx, current, { by: cancelledBy });
+      if (ended) return { state: 'cancelled', job: ended.job };
+      current = await getJob(ctx, type, id);
+    } else if (current.status === 'running') {
+      const asked = await requestCancel(ctx, current, cancelledBy);
+      if (asked.ok) return { state: 'cancelling', job: asked.job };
+      current = asked.current;
+    } else {
+      throw new ConflictError(`job "${id}" is ${current.status}; only a job that has not finished can be cancelled`);
+    }
   }
-  return result.job;
+  throw new ConflictError(`job "${id}" kept changing while it was being cancelled; try again`);
 }
+
+/** Reads and writes a cancel makes before it gives up on a job that keeps moving on (claimed, retried, claimed again). */
+const MAX_CANCEL_TRIES = 4;

@@ -4,7 +4,7 @@
  * poller's cursor back into the current bucket. A job or lane shard that fails
  * is reported and skipped; the rest of the sweep goes on.
  */
-import { attemptStart, endAttempt, releaseClaim } from './claims.js';
+import { attemptStart, endAttempt, endCancelled, releaseClaim } from './claims.js';
 import type { QueueContext } from './context.js';
 import { listJobTypes } from './job-types.js';
 import { getJob } from './jobs.js';
@@ -21,7 +21,7 @@ import type { CustomRetryPolicies } from '../domain/retry.js';
 export interface SweepResult {
   /** Expired claims sent back to the queue for another attempt. */
   requeued: number;
-  /** Expired claims that ended the job: no attempts left, or at_most_once. */
+  /** Expired claims that ended the job: no attempts left, at_most_once, or cancelled while it ran. */
   ended: number;
   /** Index entries that no longer matched their job (already finished or extended). */
   stale: number;
@@ -83,6 +83,17 @@ async function timeOutClaim(
   // record the worker never started it (its invoke was throttled, late or lost), so the job goes back without
   // counting an attempt, as if never claimed; unless a worker renewed the claim since it was seen lapsed.
   const started = await attemptStart(ctx, job);
+  if (job.cancelRequestedAtMs !== undefined) {
+    // Cancelled while it ran, and its worker died before ending it: it ends cancelled, never queued again.
+    const cancelled = await endCancelled(ctx, job, {
+      by: job.cancelledBy,
+      expectedClaimedUntilMs: seen.claimedUntilMs,
+      ...(started ? { startedAtMs: started.startedAtMs, ...(started.worker ? { worker: started.worker } : {}) } : {}),
+    });
+    if (cancelled) result.ended++;
+    else result.stale++;
+    return;
+  }
   if (!started) {
     if (await releaseClaim(ctx, job, job.runAfterMs, seen.claimedUntilMs)) result.released++;
     else result.stale++;

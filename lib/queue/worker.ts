@@ -5,7 +5,7 @@
  */
 import pLimit from 'p-limit';
 import type { JobRunOutcome } from '../domain/attempts.js';
-import { deferAttempt, endAttempt, extendClaim, markStarted, recordBatchStarts, recordProgress, releaseClaim, type StartResult } from './claims.js';
+import { deferAttempt, endAttempt, endCancelled, extendClaim, markStarted, recordBatchStarts, recordProgress, releaseClaim, type StartResult } from './claims.js';
 import { assertProgressFits } from '../domain/progress.js';
 import { guardOf, type AttemptEnding } from '../domain/attempts.js';
 import type { QueueContext } from './context.js';
@@ -26,7 +26,9 @@ import { ownEntry } from '../domain/own.js';
 import { MAX_WORKER_ATTEMPT_S } from '../domain/limits.js';
 import { childTraceparent } from '../domain/trace-context.js';
 import { inSpan, SpanKind } from '../domain/spans.js';
+import { CANCEL_WATCH_INTERVAL_MS, createCancelWatch, type CancelWatch } from './cancel-watch.js';
 
+export { CANCEL_WATCH_INTERVAL_MS } from './cancel-watch.js';
 export { AWAIT_CALLBACK, failureFromError, type JobContext, type JobHandler } from '../targets/handler.js';
 
 /** The worker's code: handlers by name and custom retry policies by name. */
@@ -39,30 +41,54 @@ export class JobTimeoutError extends Error {
   override readonly name = 'TimeoutError';
 }
 
+/** The reason a handler's `signal` is aborted with when its job is cancelled while it runs. */
+export class JobCancelledError extends Error {
+  override readonly name = 'JobCancelledError';
+  constructor(
+    message: string,
+    /** Who cancelled it: the id of the key that asked, or of the bulk operation; undefined when not known. */
+    readonly by: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** What an attempt came to: its target's outcome, or a cancel asked while it ran (`by`: who asked, when known). */
+type AttemptOutcomeSeen = TargetOutcome | { kind: 'cancelled'; by?: string | undefined };
+
 
 /**
  * Runs the job through its target as one attempt. While it runs, the worker
  * renews the claim every half visibility timeout, so a live job is never rescued
  * however long it takes, and a dead worker's job comes back one visibility
  * timeout after its last renewal. The attempt ends at `timeout_s`, or as soon as
- * the claim is lost, whether or not the target notices.
+ * the claim is lost, whether or not the target notices, and as soon as the
+ * worker sees a cancel asked for it: its watch, or a renewal that finds the mark.
  */
 async function runAttempt(
   ctx: QueueContext,
   job: Job,
   jobType: JobTypeWithoutSecrets,
   run: TargetRunner,
-): Promise<TargetOutcome> {
+  cancelWatch: CancelWatch,
+): Promise<AttemptOutcomeSeen> {
   const controller = new AbortController();
   const guard = guardOf(job);
   const visibilityMs = jobType.visibilityTimeoutS * 1000;
+  const cancel = (by: string | undefined): void => {
+    if (controller.signal.aborted) return;
+    controller.abort(new JobCancelledError(by === undefined ? `job "${job.id}" was cancelled` : `job "${job.id}" was cancelled by ${by}`, by));
+  };
+  const stopWatching = cancelWatch.watch(job, (seen) => cancel(seen.by));
   const claimLost = (): never => {
     const error = new ClaimLostError(`the claim on job "${job.id}" attempt ${job.attempt} is no longer held`);
     controller.abort(error);
     throw error;
   };
   const extend = async (extendMs: number): Promise<void> => {
-    if (!(await extendClaim(ctx, guard, ctx.nowMs() + extendMs))) claimLost();
+    const extended = await extendClaim(ctx, guard, ctx.nowMs() + extendMs);
+    if (!extended) claimLost();
+    else if (extended.cancelRequestedAtMs !== undefined) cancel(extended.cancelledBy);
   };
   const context: TargetRun = {
     job,
@@ -96,14 +122,17 @@ async function runAttempt(
   const attributes = { 'djq.job.type': job.type, 'djq.job.id': job.id, 'djq.attempt': job.attempt };
   try {
     // A span of the job's trace: the SDK's when one records it, else a new span id of the same trace.
-    return await inSpan('djq run', job.traceparent, { kind: SpanKind.CONSUMER, attributes, failed: (outcome) => outcome.kind === 'failed' }, (recorded) => {
+    const outcome = await inSpan<TargetOutcome>('djq run', job.traceparent, { kind: SpanKind.CONSUMER, attributes, failed: (outcome) => outcome.kind === 'failed' }, (recorded) => {
       const traceparent = recorded ?? (job.traceparent !== undefined ? childTraceparent(job.traceparent) : undefined);
       return Promise.race([Promise.resolve().then(() => run({ ...context, traceparent })), stopped]).catch((error: unknown) => ({
         kind: 'failed' as const,
         failure: failureFromError(error),
       }));
     });
+    const reason: unknown = controller.signal.reason;
+    return reason instanceof JobCancelledError ? { kind: 'cancelled', by: reason.by } : outcome;
   } finally {
+    stopWatching();
     clearTimeout(timeoutTimer);
     clearInterval(renewTimer);
   }
@@ -119,6 +148,8 @@ export interface WorkerOptions {
    * @default a cache of its own for each batch (for each job, given to runClaimedJob)
    */
   signingSecrets?: SigningSecrets;
+  /** @default CANCEL_WATCH_INTERVAL_MS */
+  cancelWatchIntervalMs?: number;
 }
 
 /**
@@ -149,11 +180,14 @@ export async function runClaimedJob(
   ctx: QueueContext,
   job: Job,
   jobType: JobTypeWithoutSecrets,
-  options: WorkerOptions,
+  options: WorkerOptions & { cancelWatch?: CancelWatch },
   recordedStart?: StartResult,
 ): Promise<JobRunOutcome> {
   // Another delivery of the batch has the job: this one must not touch its claim at all.
-  if (recordedStart !== undefined && recordedStart !== 'started') return recordedStart;
+  if (recordedStart === 'already_started' || recordedStart === 'claim_lapsed') return recordedStart;
+  const endCancelledAs = async (by: string | undefined, startedAtMs?: number): Promise<JobRunOutcome> =>
+    (await endCancelled(ctx, job, { by, worker: options.worker, ...(startedAtMs !== undefined ? { startedAtMs } : {}) })) ? 'cancelled' : 'stale';
+  if (typeof recordedStart === 'object') return endCancelledAs(recordedStart.by);
   const { registry, worker } = options;
   const targetDeps = {
     ...options.targets,
@@ -188,16 +222,19 @@ export async function runClaimedJob(
   // Every attempt records its start, whatever its delivery strategy: an invoke Lambda throttled or delivered
   // after the claim lapsed then costs the job no attempt, and a batch delivered twice runs each job once.
   const started = recordedStart ?? (await markStarted(ctx, job, worker));
+  if (typeof started === 'object') return endCancelledAs(started.by);
   if (started !== 'started') return started;
   // A start recorded for the batch checked no claim: preparing the target may have taken long enough for it to lapse.
   if (recordedStart && !(await holdClaim(ctx, job, jobType))) return 'claim_lapsed';
 
   const startedAtMs = ctx.nowMs();
-  const outcome = await runAttempt(ctx, job, jobType, target.run);
+  const outcome = await runAttempt(ctx, job, jobType, target.run, options.cancelWatch ?? createCancelWatch(ctx, options.cancelWatchIntervalMs ?? CANCEL_WATCH_INTERVAL_MS));
+  if (outcome.kind === 'cancelled') return endCancelledAs(outcome.by, startedAtMs);
   if (outcome.kind === 'failed') return end({ outcome: 'failed', failure: outcome.failure }, startedAtMs);
   if (outcome.kind === 'awaiting_callback') {
     const deferred = await deferAttempt(ctx, job, jobType, { startedAtMs, worker });
-    return deferred ? 'awaiting_callback' : 'stale';
+    if (!deferred) return 'stale';
+    return deferred.status === 'cancelled' ? 'cancelled' : 'awaiting_callback';
   }
   const resultBytes = jsonBytes(outcome.result);
   if (resultBytes > MAX_RESULT_BYTES) {
@@ -268,11 +305,16 @@ export async function runWorkerBatch(
     rescheduled: 0,
     claim_lapsed: 0,
     already_started: 0,
+    cancelled: 0,
     stale: 0,
     error: 0,
   };
   const limit = pLimit(ctx.settings.workerConcurrency);
-  const jobOptions = { ...options, signingSecrets: options.signingSecrets ?? createSigningSecretCache(ctx) };
+  const jobOptions = {
+    ...options,
+    signingSecrets: options.signingSecrets ?? createSigningSecretCache(ctx),
+    cancelWatch: createCancelWatch(ctx, options.cancelWatchIntervalMs ?? CANCEL_WATCH_INTERVAL_MS),
+  };
   const batchCtx: QueueContext = { ...ctx, slotReturns: createSlotReturnQueue(ctx, SLOT_RETURN_WINDOW_MS) };
   const { held, starts } = await startBatch(batchCtx, batch, options.worker);
   await Promise.all(

@@ -10,15 +10,13 @@ import { CHANGES_LIMIT, type HeldSlots, type Job, type JobChangeRecord, type Wor
 import { DYNAMODB_ITEM_LIMIT_BYTES, dynamoItemBytes } from '../domain/json-size.js';
 import { MAX_PROGRESS_BYTES } from '../domain/progress.js';
 import { itemToJob, jobToItem } from './items.js';
-import { correlationPartition, jobKey, type IndexKey, type ItemKey } from './keys.js';
+import { jobKey, type IndexKey } from './keys.js';
 import {
   putItem,
   updateItem,
   type Item,
   type PutParams,
-  type QueryParams,
   type StoreContext,
-  type TransactItem,
   type UpdateParams,
 } from './send.js';
 
@@ -33,55 +31,6 @@ function indexValues(keys: IndexKey): Record<string, string> {
 /** A new job, written only where no job of its (type, id) exists; a refusal returns the one that does. */
 export function newJobParams(item: Item): PutParams {
   return { Item: item, ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' };
-}
-
-/**
- * How a pointer item beside a new job is written: where none exists (`replacing` undefined), in place of exactly
- * the pointer that was read (its `holdToken`), or, for a dedup window, also where the window it records ended by `nowMs`.
- */
-export type PointerWrite = { replacing: string | undefined } | { windowEndedBy: number };
-
-function pointerCondition(write: PointerWrite): Pick<PutParams, 'ConditionExpression' | 'ExpressionAttributeValues'> {
-  if ('windowEndedBy' in write) {
-    return { ConditionExpression: 'attribute_not_exists(pk) OR windowEndsAtMs <= :now', ExpressionAttributeValues: { ':now': write.windowEndedBy } };
-  }
-  return write.replacing === undefined
-    ? { ConditionExpression: 'attribute_not_exists(pk)' }
-    : { ConditionExpression: 'holdToken = :seen', ExpressionAttributeValues: { ':seen': write.replacing } };
-}
-
-/** A new job and a pointer item naming it (a correlation, dedup or debounce key's), for one transaction. */
-export function jobWithPointerItems(tableName: string, jobItem: Item, pointerItem: Item, write: PointerWrite): TransactItem[] {
-  return [
-    { Put: { TableName: tableName, ...newJobParams(jobItem) } },
-    { Put: { TableName: tableName, Item: pointerItem, ...pointerCondition(write), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
-  ];
-}
-
-/**
- * A new job and its type's pointer of the correlation key, naming it, for one transaction. The pointer is written where none
- * exists, or in place of exactly the pointer that was read (its `holdToken`).
- */
-export function correlatedJobItems(tableName: string, jobItem: Item, pointerItem: Item, replacingHoldToken: string | undefined): TransactItem[] {
-  return jobWithPointerItems(tableName, jobItem, pointerItem, { replacing: replacingHoldToken });
-}
-
-/** Every pointer of a correlation key, of every type, read consistently: a holder written just before is found. */
-export function correlationPointersQuery(correlationKey: string): QueryParams {
-  return {
-    KeyConditionExpression: 'pk = :partition',
-    ExpressionAttributeValues: { ':partition': correlationPartition(correlationKey) },
-    ConsistentRead: true,
-  };
-}
-
-/** Deletes the pointer of a correlation key, kept at `pointerKey`, while it still names the holder that was read. */
-export function releaseCorrelationParams(pointerKey: ItemKey, holdToken: string) {
-  return {
-    Key: pointerKey,
-    ConditionExpression: 'holdToken = :holder',
-    ExpressionAttributeValues: { ':holder': holdToken },
-  };
 }
 
 /**
@@ -184,6 +133,11 @@ export function requeueStragglerParams(ref: JobRef, fromPartition: string, index
 }
 
 const GUARD_CONDITION = 'claimToken = :token AND attempt = :attempt AND #status IN (:running, :awaiting)';
+/**
+ * Once a cancel of the running attempt was asked, the attempt may only end cancelled: a write that would start
+ * it, hand it back, defer it or end it otherwise fails on this, and its writer ends it cancelled instead.
+ */
+const NO_CANCEL_ASKED = 'attribute_not_exists(cancelRequestedAtMs)';
 
 function guardValues(guard: ClaimGuard): Record<string, unknown> {
   return { ':token': guard.claimToken, ':attempt': guard.attempt, ':running': 'running', ':awaiting': 'awaiting_callback' };
@@ -193,11 +147,32 @@ function guardValues(guard: ClaimGuard): Record<string, unknown> {
 export function markStartedParams(guard: ClaimGuard, nowMs: number, worker: WorkerIdentity, startToken: string): UpdateParams {
   return {
     Key: jobKey(guard.type, guard.id),
-    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs)`,
+    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs) AND ${NO_CANCEL_ASKED}`,
     UpdateExpression: 'SET startedAtMs = :now, worker = :worker, startToken = :startToken, updatedAtMs = :now',
     ExpressionAttributeNames: STATUS_NAME,
     ExpressionAttributeValues: { ...guardValues(guard), ':now': nowMs, ':worker': worker, ':startToken': startToken },
     ReturnValues: 'NONE',
+  };
+}
+
+/**
+ * Asks the running attempt the guard names to stop: the job ends cancelled by whoever ends the attempt (its
+ * worker, which learns of it from the start record, or the sweeper once the claim lapses). Fails when the
+ * attempt is not running, or a cancel was asked already.
+ */
+export function requestCancelParams(guard: ClaimGuard, nowMs: number, cancelledBy?: string): UpdateParams {
+  return {
+    Key: jobKey(guard.type, guard.id),
+    ConditionExpression: `claimToken = :token AND attempt = :attempt AND #status = :running AND ${NO_CANCEL_ASKED}`,
+    UpdateExpression: `SET cancelRequestedAtMs = :now, updatedAtMs = :now${cancelledBy !== undefined ? ', cancelledBy = :by' : ''}`,
+    ExpressionAttributeNames: STATUS_NAME,
+    ExpressionAttributeValues: {
+      ':token': guard.claimToken,
+      ':attempt': guard.attempt,
+      ':running': 'running',
+      ':now': nowMs,
+      ...(cancelledBy !== undefined ? { ':by': cancelledBy } : {}),
+    },
   };
 }
 
@@ -236,7 +211,7 @@ export function deferParams(
 ): UpdateParams {
   return {
     Key: jobKey(guard.type, guard.id),
-    ConditionExpression: GUARD_CONDITION,
+    ConditionExpression: `${GUARD_CONDITION} AND ${NO_CANCEL_ASKED}`,
     UpdateExpression:
       'SET #status = :awaiting, startedAtMs = :startedAt, worker = :worker, claimedUntilMs = :until, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk',
     ExpressionAttributeNames: STATUS_NAME,
@@ -260,7 +235,7 @@ export function releaseClaimParams(guard: ClaimGuard, nowMs: number, runAfterMs:
   const seen = expectedClaimedUntilMs === undefined ? {} : { ':seenUntil': expectedClaimedUntilMs };
   return {
     Key: jobKey(guard.type, guard.id),
-    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs)${expectedClaimedUntilMs === undefined ? '' : ' AND claimedUntilMs = :seenUntil'}`,
+    ConditionExpression: `${GUARD_CONDITION} AND attribute_not_exists(startedAtMs) AND ${NO_CANCEL_ASKED}${expectedClaimedUntilMs === undefined ? '' : ' AND claimedUntilMs = :seenUntil'}`,
     UpdateExpression:
       'SET #status = :queued, attempt = attempt - :one, runAfterMs = :runAfter, updatedAtMs = :now, gsi1pk = :gsi1pk, gsi1sk = :gsi1sk REMOVE claimToken, claimedAtMs, claimedUntilMs, heldSlots',
     ExpressionAttributeNames: STATUS_NAME,
@@ -286,7 +261,7 @@ export function endAttemptParams(
     ':endToken': end.endToken,
   };
   const sets = ['#status = :status', 'updatedAtMs = :now', 'history = :history', 'historyDropped = :dropped', 'endToken = :endToken'];
-  const removes = ['claimToken', 'claimedAtMs', 'claimedUntilMs', 'startedAtMs', 'startToken', 'worker', 'heldSlots'];
+  const removes = ['claimToken', 'claimedAtMs', 'claimedUntilMs', 'startedAtMs', 'startToken', 'worker', 'heldSlots', 'cancelRequestedAtMs'];
   if (next.status === 'queued') {
     sets.push('runAfterMs = :runAfter');
     values[':runAfter'] = next.runAfterMs;
@@ -297,6 +272,10 @@ export function endAttemptParams(
       sets.push('resultJson = :resultJson');
       values[':resultJson'] = JSON.stringify(ending.result);
     }
+    if (ending.outcome === 'cancelled' && ending.by !== undefined) {
+      sets.push('cancelledBy = :by');
+      values[':by'] = ending.by;
+    }
   }
   if (end.index) {
     sets.push('gsi1pk = :gsi1pk', 'gsi1sk = :gsi1sk');
@@ -304,7 +283,7 @@ export function endAttemptParams(
   } else {
     removes.push('gsi1pk', 'gsi1sk');
   }
-  let condition = GUARD_CONDITION;
+  let condition = next.status === 'cancelled' ? GUARD_CONDITION : `${GUARD_CONDITION} AND ${NO_CANCEL_ASKED}`;
   if (end.expectedClaimedUntilMs !== undefined) {
     condition += ' AND claimedUntilMs = :seenUntil';
     values[':seenUntil'] = end.expectedClaimedUntilMs;
@@ -353,6 +332,7 @@ const LARGEST_CLAIM = {
   gsi1sk: 's'.repeat(256),
   purgeAtS: LARGEST_NUMBER,
   cancelledBy: 'f'.repeat(64),
+  cancelRequestedAtMs: LARGEST_NUMBER,
 };
 
 /**

@@ -1,6 +1,6 @@
 /** Bulk operations on the wire: the body that starts one and the operation as `GET /v1/operations/{id}` shows it. */
 import { z } from 'zod';
-import { BULK_ACTIONS, BULK_STATUSES, OPERATION_STATES, type BulkOperation, type BulkRequest } from '../domain/bulk.js';
+import { BULK_ACTIONS, BULK_STATUSES, OPERATION_STATES, RUNNING_STATUSES, type BulkOperation, type BulkRequest } from '../domain/bulk.js';
 import { JOB_STATUSES, type JobStatus } from '../domain/job.js';
 import { instantSchema, tagSchema, throttleKeySchema } from './fields.js';
 import { isoWithOffset } from './jobs.js';
@@ -15,11 +15,17 @@ export const bulkRequestSchema = z
     to: isoWithOffset.optional(),
     throttle_key: throttleKeySchema.optional(),
     tag: tagSchema.optional().meta({ description: 'Only jobs with this tag, enqueued before the operation started' }),
+    include_running: z.boolean().optional(),
   })
   .superRefine((body, ctx) => {
-    const statuses: readonly JobStatus[] = BULK_STATUSES[body.action];
+    if (body.include_running !== undefined && body.action !== 'cancel') {
+      ctx.addIssue({ code: 'custom', path: ['include_running'], message: 'is for action cancel only' });
+    }
+    const statuses: readonly JobStatus[] =
+      body.action === 'cancel' && body.include_running !== true ? BULK_STATUSES.cancel.filter((status) => !RUNNING_STATUSES.includes(status)) : BULK_STATUSES[body.action];
     if (!statuses.includes(body.status)) {
-      ctx.addIssue({ code: 'custom', path: ['status'], message: `must be ${statuses.join(' or ')} for action ${body.action}` });
+      const unless = body.action === 'cancel' && body.include_running !== true ? ' (running or awaiting_callback with include_running: true)' : '';
+      ctx.addIssue({ code: 'custom', path: ['status'], message: `must be ${statuses.join(' or ')} for action ${body.action}${unless}` });
     }
     if (body.from && body.to && Date.parse(body.from) > Date.parse(body.to)) {
       ctx.addIssue({ code: 'custom', path: ['from'], message: 'must not be after to' });
@@ -34,6 +40,7 @@ export function bulkRequestFromBody(body: z.output<typeof bulkRequestSchema>): B
     ...(body.to !== undefined ? { toMs: Date.parse(body.to) } : {}),
     ...(body.throttle_key !== undefined ? { throttleKey: body.throttle_key } : {}),
     ...(body.tag !== undefined ? { tag: body.tag } : {}),
+    ...(body.include_running === true ? { includeRunning: true as const } : {}),
   };
 }
 
@@ -47,6 +54,7 @@ export function operationToApi(operation: BulkOperation) {
     to: isoOrNull(operation.toMs),
     throttle_key: operation.throttleKey ?? null,
     tag: operation.tag ?? null,
+    include_running: operation.includeRunning === true,
     state: operation.state,
     matched: operation.matched,
     done: operation.done,
@@ -71,6 +79,7 @@ export const bulkOperationSchema = z
     to: instantSchema.nullable().meta({ description: 'A retry started without to stops at the jobs finished when it started' }),
     throttle_key: z.string().nullable(),
     tag: z.string().nullable().meta({ description: 'Only jobs with this tag, enqueued before the operation started' }),
+    include_running: z.boolean().meta({ description: 'A cancel that cancels started jobs too: running ones are asked to stop, ones awaiting their callback end' }),
     state: z.enum(OPERATION_STATES),
     matched: z.number().int().meta({ description: 'Jobs found in the selection so far' }),
     done: z.number().int().meta({ description: 'Jobs retried or cancelled' }),

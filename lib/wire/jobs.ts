@@ -160,6 +160,7 @@ export function jobToApi(job: Job): Record<string, unknown> {
     updated_at: isoOrNull(job.updatedAtMs),
     finished_at: isoOrNull(job.finishedAtMs),
     cancelled_by: job.cancelledBy ?? null,
+    cancel_requested_at: isoOrNull(job.cancelRequestedAtMs),
     result: job.result ?? null,
     claimed_until: isoOrNull(job.claimedUntilMs),
     history: job.history.map(attemptToApi),
@@ -234,6 +235,9 @@ export const jobSchema = z
       .string()
       .nullable()
       .meta({ description: 'Who cancelled it: the id of the key that asked, or of the bulk operation that did' }),
+    cancel_requested_at: instantSchema
+      .nullable()
+      .meta({ description: 'When a cancel of its running attempt was asked; set until the attempt ends, then the job is cancelled' }),
     result: jsonValueSchema,
     claimed_until: instantSchema.nullable(),
     history: z.array(attemptSchema).meta({ description: 'Its ended attempts, oldest first' }),
@@ -243,5 +247,11 @@ export const jobSchema = z
     changes_dropped: z.number().int(),
   })
   .meta({ id: 'Job' });
+
+/** A cancel's answer when the job ended cancelled at once (200). */
+export const cancelledJobSchema = jobSchema.extend({ status: z.literal('cancelled') }).meta({ id: 'CancelledJob' });
+
+/** A cancel's answer when the job was running (202): its worker is stopping it, and it ends cancelled within seconds. */
+export const cancellingJobSchema = jobSchema.extend({ status: z.literal('running'), cancel_requested_at: instantSchema }).meta({ id: 'CancellingJob' });
 
 export const jobPageSchema = z.strictObject({ jobs: z.array(jobSchema), next_cursor: nextCursorSchema });

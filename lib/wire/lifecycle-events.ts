@@ -14,5 +14,6 @@ export function lifecycleEventDetail(event: LifecycleEvent): Record<string, unkn
     ...(event.schedule !== undefined ? { schedule: event.schedule } : {}),
     ...(event.traceparent !== undefined ? { traceparent: event.traceparent } : {}),
     ...(event.tags !== undefined ? { tags: event.tags } : {}),
+    ...(event.cancelledBy !== undefined ? { cancelled_by: event.cancelledBy } : {}),
   };
 }

@@ -1,7 +1,7 @@
 /**
  * The dashboard in a real browser (Debian's Chromium driven by playwright-core)
  * against `npm start`, as a new user meets it: open the printed URL, paste the
- * key, watch a queue, open a failed job and replay it, retry every failed job at once.
+ * key, watch a queue, open a failed job and replay it, retry every failed job at once, cancel a running job.
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -250,4 +250,20 @@ test("an open attempt's page shows the progress its heartbeat reported, as text"
   expect(await page.locator('p.progress').textContent()).toContain(`42.5 % ${message}`);
   expect(await page.locator('pre.data').first().textContent()).toContain('"rows_done": 425');
   expect(await page.locator('#injected').count()).toBe(0);
+});
+
+test('a running job’s page cancels it: its worker stops it and the page shows it cancelled within seconds', async () => {
+  await call(runtime, 'PUT', '/v1/job-types/slow', { target: { kind: 'handler', name: 'sleep' }, timeout_s: 600 });
+  await call(runtime, 'PUT', '/v1/jobs/slow/s1', { data: { ms: 300_000 } });
+  expect((await waitForStatus(runtime, '/v1/jobs/slow/s1', 'running', SEEN_WITHIN_MS)).status).toBe('running');
+
+  await signIn(runtime.token);
+  await page.locator('.health[data-level]').waitFor({ timeout: SEEN_WITHIN_MS });
+  await page.evaluate("location.hash = '#/job/slow/s1'");
+  await page.getByRole('heading', { name: /Job s1/ }).waitFor({ timeout: SEEN_WITHIN_MS });
+  await page.getByRole('button', { name: 'Cancel' }).click();
+  await page.locator('.notices').filter({ hasText: 'Cancelling s1' }).waitFor({ timeout: SEEN_WITHIN_MS });
+  await page.locator('h2 .status').filter({ hasText: 'cancelled' }).waitFor({ timeout: SEEN_WITHIN_MS });
+  expect(await page.locator('tr[data-attempt="1"] .error-class').textContent()).toBe('JobCancelledError');
+  expect(await page.getByRole('button', { name: 'Cancel' }).isDisabled()).toBe(true);
 });

@@ -1,20 +1,23 @@
 /**
  * Model-based: fast-check drives random interleavings of enqueue, claim, run
- * (success or failure), stale callback, cancel, replay, clock steps, sweeps,
+ * (success or failure), stale callback, cancel (of waiting jobs, of claimed
+ * ones, of a job while its handler runs), replay, clock steps, sweeps,
  * worker crashes, a schedule's fires (pollers dying mid-fire, pauses and
  * resumes) and a limited type's polls and ends (pollers dying after their
  * reservation, workers dying before they give slots back) against the store on
  * DynamoDB Local, and checks the invariants of DESIGN §4 after every step: for
  * the schedule, one job per fire time, every time fired so far made; for the
  * limited type, the weight its jobs hold never above its concurrency nor above
- * its counter, and equal to it once the sweeper has handed it over and settled.
+ * its counter, and equal to it once the sweeper has handed it over and settled;
+ * for cancels, a job whose cancel was answered as being made ends cancelled,
+ * never succeeded, failed or queued again.
  */
 import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import { completeFromCallback } from '../../lib/queue/callbacks.js';
 import { claimJob } from '../../lib/queue/claims.js';
-import { ConflictError } from '../../lib/domain/errors.js';
+import { ConflictError, NotFoundError } from '../../lib/domain/errors.js';
 import { putJobType } from '../../lib/queue/job-types.js';
 import { cancelJob, getJob } from '../../lib/queue/jobs.js';
 import { enqueueJob, replayJob } from '../../lib/queue/enqueue.js';
@@ -59,6 +62,8 @@ interface Model {
   accepted: Map<string, { type: TypeName; id: string; terminal?: JobStatus }>;
   /** The schedule (every minute, catch_up all): paused or not, and the clock of its last fire that completed unpaused. */
   schedule: { paused: boolean; firedUpToMs: number };
+  /** Jobs whose cancel was answered `cancelling` (they were running): each must end cancelled, and nothing else. */
+  cancelling: Set<string>;
 }
 
 const SCHEDULE = 'tick';
@@ -139,6 +144,10 @@ async function checkInvariants(model: Model, real: Real): Promise<void> {
     expect(job.history.length + job.historyDropped + open, `${key} history explains attempts`).toBe(job.attempt);
     if (entry.terminal) expect(job.status, `${key} left its terminal state`).toBe(entry.terminal);
     else if (isTerminal(job.status)) entry.terminal = job.status;
+    if (model.cancelling.has(key)) {
+      expect(job.status, `${key} was being cancelled: queued again`).not.toBe('queued');
+      if (isTerminal(job.status)) expect(job.status, `${key} was being cancelled: ended otherwise`).toBe('cancelled');
+    }
     const starts = real.starts.get(key) ?? [];
     if (entry.type === 'amo') expect(starts.length, `${key} at_most_once started twice`).toBeLessThanOrEqual(1);
     for (const startedAtMs of starts) expect(startedAtMs, `${key} started before run_after`).toBeGreaterThanOrEqual(job.createdAtMs);
@@ -233,16 +242,37 @@ const allCommands = [
     }),
   ),
   fc.tuple(typeArb, idArb).map(([type, id]) =>
-    command(`cancel ${type}/${id}`, async (_model, real) => {
+    command(`cancel ${type}/${id}`, async (model, real) => {
       const before = await getJob(real.queue.ctx, type, id);
       try {
-        const cancelled = await cancelJob(real.queue.ctx, type, id);
-        expect(before?.status).toBe('queued');
-        expect(cancelled.status).toBe('cancelled');
+        const cancelled = await cancelJob(real.queue.ctx, type, id, 'key');
+        if (before?.status === 'running') {
+          expect(cancelled.state).toBe('cancelling');
+          expect(cancelled.job).toMatchObject({ status: 'running', cancelRequestedAtMs: expect.any(Number) });
+          model.cancelling.add(keyOf(type, id));
+        } else {
+          expect(['queued', 'awaiting_callback']).toContain(before?.status);
+          expect(cancelled).toMatchObject({ state: 'cancelled', job: { status: 'cancelled', cancelledBy: 'key' } });
+        }
       } catch (error) {
-        expect(before?.status === 'queued').toBe(false);
+        expect(error).toBeInstanceOf(before ? ConflictError : NotFoundError);
+        expect(before === undefined || isTerminal(before.status)).toBe(true);
         expect(await getJob(real.queue.ctx, type, id)).toEqual(before);
       }
+    }),
+  ),
+  fc.tuple(typeArb, fc.boolean()).map(([type, succeeds]) =>
+    command(`run a held claim of ${type}, cancelled while its handler runs, which then ${succeeds ? 'succeeds' : 'fails'}`, async (model, real) => {
+      const job = [...real.held.values()].find((held) => held.type === type);
+      if (!job) return;
+      const key = keyOf(job.type, job.id);
+      real.held.delete(key);
+      await run(real, job, succeeds, undefined, async () => {
+        const cancelled = await cancelJob(real.queue.ctx, job.type, job.id, 'key');
+        expect(cancelled.state).toBe('cancelling');
+        model.cancelling.add(key);
+      });
+      if (model.cancelling.has(key)) expect((await getJob(real.queue.ctx, job.type, job.id))?.status).toBe('cancelled');
     }),
   ),
   fc.tuple(typeArb, idArb).map(([type, id]) =>
@@ -360,7 +390,7 @@ test('random interleavings of every operation keep the invariants of DESIGN §4'
         const startMs = queue.clock.nowMs();
         await fc.asyncModelRun(
           () => ({
-            model: { accepted: new Map(), schedule: { paused: false, firedUpToMs: startMs } },
+            model: { accepted: new Map(), schedule: { paused: false, firedUpToMs: startMs }, cancelling: new Set<string>() },
             real: { queue, types, held: new Map(), starts: new Map(), startMs },
           }),
           cmds,

@@ -310,12 +310,36 @@ describe('POST /v1/jobs/{type}/{id}/heartbeat', () => {
 });
 
 describe('cancel and the claim', () => {
-  test('a running job cannot be cancelled: 409 and it stays running', async () => {
+  test('a running job’s cancel is 202: it stays running, cancel_requested_at set, until its attempt ends', async () => {
     const { api: client } = api();
     await client.put('/v1/jobs/hooks/job-1', { data: 1 });
     await claim('hooks', 'job-1');
     const response = await client.delete('/v1/jobs/hooks/job-1');
-    expect(response.status).toBe(409);
-    expect((await client.get('/v1/jobs/hooks/job-1')).body.status).toBe('running');
+    expect(response.status).toBe(202);
+    expect(response.body).toMatchObject({ status: 'running', cancel_requested_at: expect.any(String) });
+    expect((await client.get('/v1/jobs/hooks/job-1')).body).toMatchObject({ status: 'running', cancel_requested_at: response.body.cancel_requested_at });
+  });
+
+  test.each([
+    { id: '__proto__', status: 400 },
+    { id: 'constructor', status: 404 },
+    { id: 'x'.repeat(129), status: 400 },
+  ])('a cancel of job $id is $status and writes nothing', async ({ id, status }) => {
+    const { api: client, queue } = api();
+    const before = await tableItems(queue);
+    const response = await client.delete(`/v1/jobs/hooks/${id}`);
+    expect(response.status).toBe(status);
+    if (status === 400) expect(response.body.error.details).toContainEqual(expect.objectContaining({ field: 'id' }));
+    expect(await tableItems(queue)).toEqual(before);
+  });
+
+  test('a job awaiting its callback is cancelled at once: 200, and its callback is then 409', async () => {
+    const { api: client } = api();
+    await client.put('/v1/jobs/hooks/job-1', { data: 1 });
+    await claimAndRun('hooks', 'job-1');
+    const response = await client.delete('/v1/jobs/hooks/job-1');
+    expect(response.status).toBe(200);
+    expect(response.body).toMatchObject({ status: 'cancelled', cancel_requested_at: null, history: [expect.objectContaining({ outcome: 'cancelled' })] });
+    expect((await client.post('/v1/jobs/hooks/job-1', { status: 'succeeded', attempt: 1 })).status).toBe(409);
   });
 });

@@ -123,7 +123,11 @@ const SCENARIOS: Record<RouteName, () => Promise<ApiResponse[]>> = {
   },
   cancel: async () => {
     await enqueued('j-1');
-    return [await api().delete('/v1/jobs/docs/j-1')];
+    await enqueued('j-2');
+    const { ctx } = fixture().queue;
+    const claimed = await claimJob(ctx, { type: 'docs', id: 'j-2' }, await requireJobType(ctx, 'docs'));
+    expect(claimed.kind).toBe('claimed');
+    return [await api().delete('/v1/jobs/docs/j-1'), await api().delete('/v1/jobs/docs/j-2')];
   },
   changeJob: async () => {
     await enqueued('j-1');

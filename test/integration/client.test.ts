@@ -187,6 +187,21 @@ describe('jobs', () => {
     await expect(client.cancel('emails', 'c-1')).rejects.toBeInstanceOf(ConflictError);
   });
 
+  test('cancel of a running job answers it still running, with cancel_requested_at: its worker is stopping it', async () => {
+    await client.enqueue('emails', {}, { id: 'c-run' });
+    const claimed = await claimJob(queue.ctx, { type: 'emails', id: 'c-run' }, await requireJobType(queue.ctx, 'emails'));
+    expect(claimed.kind).toBe('claimed');
+    const answer = await client.cancel('emails', 'c-run');
+    expect(answer.status).toBe('running');
+    if (answer.status === 'running') expect(Date.parse(answer.cancel_requested_at)).toBe(T0);
+  });
+
+  test('cancel of a job awaiting its callback answers it cancelled', async () => {
+    await client.enqueue('hooks', {}, { id: 'c-wait' });
+    expect(await runAttempt('hooks', 'c-wait')).toBe('awaiting_callback');
+    expect(await client.cancel('hooks', 'c-wait')).toMatchObject({ status: 'cancelled', cancel_requested_at: null });
+  });
+
   test('a cancelled job names the key that cancelled it', async () => {
     await client.enqueue('emails', {}, { id: 'c-by' });
     await client.cancel('emails', 'c-by');

@@ -188,6 +188,36 @@ describe('a tour of every function', () => {
     expect((await producer.get(`/v1/operations/${cancel.body.id}`)).body).toMatchObject({ state: 'succeeded', matched: 1, done: 1 });
   });
 
+  test('a producer cancels a running job: the api marks its seat, and its worker, watching the start record, stops it', async () => {
+    expect((await producer.put('/v1/jobs/plain/long', { data: { ms: 60_000 } })).status).toBe(201);
+    const before = invoker.batches.length;
+    expect(await poll()).toMatchObject({ claimed: 1 });
+    const batch = invoker.batches[before]!;
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const sleep = registry.handlers.sleep!;
+    const sleeping = createWorkerHandler({
+      ctx: queue.as('worker'),
+      registry: { ...registry, handlers: { ...registry.handlers, echo: (data, context) => (started(), sleep(data, context)) } },
+      worker: WORKER,
+      cancelWatchIntervalMs: 20,
+    })(batch);
+    await running;
+    expect((await producer.delete('/v1/jobs/plain/long')).status).toBe(202);
+    expect((await sleeping).cancelled).toBe(1);
+  });
+
+  test('an operator bulk-cancels the running jobs of a type; the sweeper asks each to stop', async () => {
+    expect((await producer.put('/v1/jobs/plain/stuck', { data: 1 })).status).toBe(201);
+    const before = invoker.batches.length;
+    expect(await poll()).toMatchObject({ claimed: 1 });
+    await recordBatchStarts(queue.as('worker'), invoker.batches[before]!.jobs, WORKER);
+    const cancel = await producer.post('/v1/jobs/plain/bulk', { action: 'cancel', status: 'running', include_running: true });
+    expect(cancel.status).toBe(202);
+    await sweep();
+    expect((await producer.get(`/v1/operations/${cancel.body.id}`)).body).toMatchObject({ state: 'succeeded', matched: 1, done: 1 });
+  });
+
   test('an operator schedules a job every minute, skipped while the last still runs; the poller fires it twice; the operator reads, lists and deletes the schedule', async () => {
     expect((await operator.put('/v1/schedules/minutely', { cron: '* * * * *', job_type: 'plain', overlap: 'skip', tags: ['minutely'] })).status).toBe(201);
     advanceS(60);

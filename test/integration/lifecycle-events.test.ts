@@ -31,8 +31,24 @@ async function claim(id: string): Promise<Job> {
 test('cancelling a queued job publishes job.cancelled; a refused cancel publishes nothing', async () => {
   await enqueue(queue.ctx, hooks, 'h-1');
   await cancelJob(queue.ctx, 'hooks', 'h-1');
-  await expect(cancelJob(queue.ctx, 'hooks', 'h-1')).rejects.toThrow(/only a queued job/);
+  await expect(cancelJob(queue.ctx, 'hooks', 'h-1')).rejects.toThrow(/only a job that has not finished/);
   expect(events.events).toEqual([{ name: 'job.cancelled', type: 'hooks', id: 'h-1', attempt: 0, outcome: 'cancelled', status: 'cancelled', atMs: T0 }]);
+});
+
+test('cancelling a running job publishes nothing until its attempt ends, then one job.cancelled naming who cancelled it', async () => {
+  await enqueue(queue.ctx, hooks, 'h-1');
+  const job = await claim('h-1');
+  expect((await cancelJob(queue.ctx, 'hooks', 'h-1', 'key-1')).state).toBe('cancelling');
+  expect(events.events).toEqual([]);
+  const ended = await endAttempt(queue.ctx, job, { ending: { outcome: 'succeeded' }, jobType: hooks, customPolicies: {} });
+  expect(ended?.next.status).toBe('cancelled');
+  expect(events.events).toEqual([{ name: 'job.cancelled', type: 'hooks', id: 'h-1', attempt: 1, outcome: 'cancelled', status: 'cancelled', atMs: T0, cancelledBy: 'key-1' }]);
+});
+
+test('cancelling a queued job names who cancelled it on its event', async () => {
+  await enqueue(queue.ctx, hooks, 'h-1');
+  await cancelJob(queue.ctx, 'hooks', 'h-1', 'key-1');
+  expect(events.events).toEqual([expect.objectContaining({ name: 'job.cancelled', cancelledBy: 'key-1' })]);
 });
 
 test('a job found past its expires_at when it is claimed publishes job.expired', async () => {

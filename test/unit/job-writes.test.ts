@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { AttemptEnd } from '../../lib/domain/attempts.js';
-import { claimParams, endAttemptParams, releaseClaimParams } from '../../lib/store/job-writes.js';
+import { claimParams, endAttemptParams, releaseClaimParams, requestCancelParams } from '../../lib/store/job-writes.js';
 import { claimIndexKeys, queuedIndexKeys } from '../../lib/store/keys.js';
 import { changeQueuedJobParams } from '../../lib/store/job-change-writes.js';
 
@@ -71,11 +71,33 @@ describe('index keys', () => {
 });
 
 describe('releaseClaimParams', () => {
-  test('a release hands the claim back unstarted only, under the claim guard', () => {
+  test('a release hands the claim back unstarted only, under the claim guard, and never once a cancel was asked', () => {
     const params = releaseClaimParams(guard, 0, 1_000, index);
     expect(params.ConditionExpression).toBe(
-      'claimToken = :token AND attempt = :attempt AND #status IN (:running, :awaiting) AND attribute_not_exists(startedAtMs)',
+      'claimToken = :token AND attempt = :attempt AND #status IN (:running, :awaiting) AND attribute_not_exists(startedAtMs) AND attribute_not_exists(cancelRequestedAtMs)',
     );
+  });
+});
+
+describe('a cancel of a running job', () => {
+  test('is asked only of the running attempt the guard names, once', () => {
+    const params = requestCancelParams(guard, 5_000, 'key-1');
+    expect(params.ConditionExpression).toBe('claimToken = :token AND attempt = :attempt AND #status = :running AND attribute_not_exists(cancelRequestedAtMs)');
+    expect(params.UpdateExpression).toBe('SET cancelRequestedAtMs = :now, updatedAtMs = :now, cancelledBy = :by');
+  });
+
+  test('leaves any other end of the attempt unwritable: it must end cancelled', () => {
+    const success = endAttemptParams(guard, { ...ended({ status: 'succeeded', outcome: 'succeeded' }), index: undefined, purgeAtS: 0, endToken: 'e' });
+    expect(success.ConditionExpression).toContain('attribute_not_exists(cancelRequestedAtMs)');
+    const cancelled = endAttemptParams(guard, {
+      ...ended({ status: 'cancelled', outcome: 'cancelled' }, { outcome: 'cancelled', by: 'key-1' }),
+      index,
+      purgeAtS: 0,
+      endToken: 'e',
+    });
+    expect(cancelled.ConditionExpression).not.toContain('cancelRequestedAtMs');
+    expect(cancelled.UpdateExpression).toContain('cancelledBy = :by');
+    expect(cancelled.UpdateExpression).toMatch(/REMOVE .*cancelRequestedAtMs/);
   });
 });
 

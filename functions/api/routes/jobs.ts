@@ -118,8 +118,11 @@ export function jobRoutes({ ctx, jobTypes }: RouteDeps) {
       const jobType = await jobTypes.require(typeName(event));
       return json(201, jobAnswer(await replayJob(ctx, jobType, jobId(event)), principal));
     },
-    cancel: async (event, principal) =>
-      json(200, jobAnswer(await cancelJob(ctx, typeName(event), jobId(event), principal?.kind === 'key' ? principal.keyId : undefined), principal)),
+    // 200: cancelled at once; 202: running, its worker asked to stop (the job shows cancel_requested_at).
+    cancel: async (event, principal) => {
+      const { state, job } = await cancelJob(ctx, typeName(event), jobId(event), principal?.kind === 'key' ? principal.keyId : undefined);
+      return json(state === 'cancelled' ? 200 : 202, jobAnswer(job, principal));
+    },
     changeJob: async (event, principal) => {
       const change = jobChangeFromBody(parseWith(jobPatchSchema, parseJsonBody(event)));
       const jobType = await jobTypes.require(typeName(event));
