@@ -77,7 +77,7 @@ describe('cancel', () => {
 
     q.clock.advance(1_000);
     const cancelled = await cancelJob(q.ctx, 'emails', 'e-1');
-    expect(cancelled).toMatchObject({ status: 'cancelled', finishedAtMs: T0 + 1_000, attempt: 0 });
+    expect(cancelled).toMatchObject({ state: 'cancelled', job: { status: 'cancelled', finishedAtMs: T0 + 1_000, attempt: 0 } });
 
     const handler = vi.fn();
     for (const advance of [30_000, 10 * 60_000]) {
@@ -100,17 +100,16 @@ describe('cancel', () => {
     expect(item?.purgeAtS).toBe(Math.floor(T0 / 1000) + 7 * 86_400);
   });
 
-  test('cancelling a running job is a ConflictError and leaves it running', async () => {
+  test('cancelling a running job asks its worker to stop: it stays running, the cancel and who asked recorded', async () => {
     const q = queue();
     const emails = await defineType(q.ctx, 'emails');
     await enqueue(q.ctx, emails, 'e-1');
     await poll(q.ctx, [emails], new RecordingInvoker());
-    const before = await readItem(q, 'emails', 'e-1');
-    expect(before?.status).toBe('running');
+    expect((await readItem(q, 'emails', 'e-1'))?.status).toBe('running');
 
-    await expect(cancelJob(q.ctx, 'emails', 'e-1')).rejects.toThrow(ConflictError);
-    await expect(cancelJob(q.ctx, 'emails', 'e-1')).rejects.toThrow(/running/);
-    expect(await readItem(q, 'emails', 'e-1')).toEqual(before);
+    const asked = await cancelJob(q.ctx, 'emails', 'e-1', 'key-1');
+    expect(asked).toMatchObject({ state: 'cancelling', job: { status: 'running', cancelRequestedAtMs: T0, cancelledBy: 'key-1' } });
+    expect(await readItem(q, 'emails', 'e-1')).toMatchObject({ status: 'running', cancelRequestedAtMs: T0 });
   });
 
   test('cancelling a finished job is a ConflictError', async () => {
