@@ -10,7 +10,7 @@ export type HttpStorage = (typeof HTTP_STORAGES)[number];
 
 export interface BenchArgs {
   n: number;
-  /** Jobs the worker process runs at once (WORKLOAD.md: 32); the ceiling runs at the same concurrency. */
+  /** Jobs the worker process runs at once (docs/performance.md#workloads: 32); the ceiling runs at the same concurrency. */
   concurrency: number;
   producerConcurrency: number;
   shards: number | undefined;

@@ -94,7 +94,7 @@ function specs(options: HttpBenchOptions): HttpWorkloadSpec[] {
     { ...w1Immediate(n, 'HTTP-W1-immediate'), target: 'echo', concurrency, batch: false },
     { ...w1Immediate(n, 'HTTP-W1-batch'), target: 'echo', concurrency: Math.max(1, Math.round(concurrency / 8)), batch: true },
     { ...w1Immediate(n, 'HTTP-W1-http'), target: 'http', concurrency, batch: false },
-    // Scaled from --http-n as the in-process one is from --n (12 000 at 5 000), but always due from WORKLOAD's 30 s
+    // Scaled from --http-n as the in-process one is from --n (12 000 at 5 000), but always due from W2's 30 s
     // on: single PUTs over HTTP need that long to finish before the first job is due, which is what W2 measures.
     { ...w2Steady(w2Scaled(Math.round(n * 2.4), options.w2RatePerS).n, options.w2RatePerS, W2_LEAD_MS), name: 'HTTP-W2-steady', target: 'http', concurrency, batch: false },
     {

@@ -1,5 +1,5 @@
 /**
- * Issue 16's weighted mix, read back from what the handler saw: each attempt's key, weight, ready time and the
+ * W-mix, read back from what the handler saw: each attempt's key, weight, ready time and the
  * span it ran. From that alone, replayed in time order, come the most weight in flight (the type's and each
  * key's) and, for every attempt that started, how long a slot had been free for it first.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 16's weighted mix: weights 1 to 5, three throttle keys with shares of 40 / 30 / 30 % of a concurrency of
+ * W-mix, a weighted mix under shares (docs/guides/scheduling-controls.md): weights 1 to 5, three throttle keys with shares of 40 / 30 / 30 % of a concurrency of
  * 100, one job in ten failing its first attempt, two pollers, every job due at once so the limits, not the
  * pollers, set the pace. Reports the most weight the handler ever saw in flight and, per start, how long a slot
  * had been free for it (mix-analysis.ts), against the poll interval.

@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: the workloads of ../shared/WORKLOAD.md on a DynamoDB Local
+ * `npm run bench`: the workloads of docs/performance.md#workloads on a DynamoDB Local
  * of its own, through the real poller, worker and sweeper code. Prints a table,
  * writes the raw figures to bench/results/, and exits non-zero on any duplicate
  * or lost job.
@@ -43,9 +43,9 @@ const BENCH_SETTINGS: Record<string, string> = { WORKER_BATCH_SIZE: '16', WORKER
 
 /** The production default, for the idle cost beside the bench's own interval. */
 const DEFAULT_POLL_INTERVAL_MS = 500;
-/** W1-limited's concurrency when --type-concurrency is not given: issue 16's figure. */
+/** W1-limited's concurrency when --type-concurrency is not given, as in bench/RESULTS.md. */
 const LIMITED_TYPE_CONCURRENCY = 64;
-/** W2-blocked's backlog of a key at limit 0 in one shard: issue 16's figure. */
+/** W2-blocked's backlog of a key at limit 0 in one shard, as in bench/RESULTS.md. */
 const BLOCKED_BACKLOG = 5_000;
 /** W-mix's jobs at most: enough for the limits to cycle many times over. */
 const MIX_MAX_N = 3_000;

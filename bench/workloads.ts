@@ -1,5 +1,5 @@
 /**
- * The workloads of WORKLOAD.md against the real queue (W1-delayed, W1-immediate,
+ * The workloads of docs/performance.md#workloads against the real queue (W1-delayed, W1-immediate,
  * W2-steady), the bare-call ceiling, and the idle poller's cost.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -205,7 +205,7 @@ export function w1Immediate(n: number, name = 'W1-immediate'): WorkloadSpec {
 }
 
 /**
- * WORKLOAD.md's W2 (12 000 jobs at 200/s, the first due 30 s in), at `ratePerS` and scaled down to `maxJobs`
+ * W2 (12 000 jobs at 200/s, the first due 30 s in), at `ratePerS` and scaled down to `maxJobs`
  * so a quick run stays quick.
  */
 export function w2Scaled(maxJobs: number, ratePerS: number): WorkloadSpec {
@@ -213,7 +213,7 @@ export function w2Scaled(maxJobs: number, ratePerS: number): WorkloadSpec {
   return w2Steady(jobs, ratePerS, Math.max(5_000, Math.round((W2_LEAD_MS * jobs) / 12_000)));
 }
 
-/** WORKLOAD.md's W2: the first job is due this long after the enqueue phase begins, so the producer is done by then. */
+/** W2: the first job is due this long after the enqueue phase begins, so the producer is done by then. */
 export const W2_LEAD_MS = 30_000;
 
 /** Due at a steady `ratePerS` from `leadMs` after the enqueue phase begins. */
@@ -227,14 +227,14 @@ export function w2Steady(n: number, ratePerS: number, leadMs: number): WorkloadS
   };
 }
 
-/** W2-steady beside `backlog` jobs of a key at limit 0 in the shard of a quarter of W2's own: issue 16's blocked key. */
+/** W2-steady beside `backlog` jobs of a key at limit 0 in the shard of a quarter of W2's own: a blocked key must not delay the others. */
 export function w2Blocked(w2: WorkloadSpec, backlog: number): WorkloadSpec {
   return { ...w2, name: 'W2-blocked', blockedBacklog: backlog };
 }
 
 const BLOCKED_KEY = 'blocked';
 
-/** W2-steady while the sweeper bulk-retries `failed` failed jobs of another type, at BULK_JOBS_PER_S: issue 18's target. */
+/** W2-steady while the sweeper bulk-retries `failed` failed jobs of another type, at BULK_JOBS_PER_S: a bulk operation must not delay the other types' jobs. */
 export function w2BesideBulk(w2: WorkloadSpec, failed: number): WorkloadSpec {
   return { ...w2, name: 'W2-bulk', bulkRetryBeside: failed };
 }

@@ -11,7 +11,7 @@ import { describe, overviewView } from './overview.js';
 import { schedulesView } from './schedules.js';
 
 const KEY_STORAGE = 'djq.api-key';
-/** Stats cost reads per job type and shard on every call (README, "Dashboard"): every 5 s, and only while the tab is seen. */
+/** Stats cost reads per job type and shard on every call (docs/operations/dashboard.md): every 5 s, and only while the tab is seen. */
 const STATS_REFRESH_MS = 5_000;
 /** Metrics change once a minute; reading them more often would only cost reads. */
 const METRICS_REFRESH_MS = 30_000;

@@ -135,7 +135,7 @@ export class DelayedJobQueue extends Construct {
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.deadLetterQueue.queueUrl });
-    new CfnOutput(this, 'CallbackTokenSecretArn', { value: callbackTokenSecret.secretArn, description: 'Rotate by putting a new value (see README)' });
+    new CfnOutput(this, 'CallbackTokenSecretArn', { value: callbackTokenSecret.secretArn, description: 'Rotate by putting a new value (see docs/operations/deploying.md#rotating-the-callback-token-secret)' });
   }
 
   private createTable(settings: StackSettings): Table {
@@ -183,7 +183,7 @@ export class DelayedJobQueue extends Construct {
     Validations.of(secret).acknowledge({
       id: 'AwsSolutions::AwsSolutions-SMG4',
       reason:
-        'Rotated by putting a new value (see README): the worker and the authorizer re-read it within minutes and the authorizer accepts the previous value too, so no token in flight is refused; a rotation Lambda would add a function for a key only these two read.',
+        'Rotated by putting a new value (see docs/operations/deploying.md#rotating-the-callback-token-secret): the worker and the authorizer re-read it within minutes and the authorizer accepts the previous value too, so no token in flight is refused; a rotation Lambda would add a function for a key only these two read.',
     });
     return secret;
   }

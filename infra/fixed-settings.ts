@@ -29,7 +29,7 @@ function readRecord(file: string): Map<string, FixedSettings> {
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new ConfigError(`${file} is not JSON (${(error as Error).message}); it records the settings queued jobs depend on, see README, "Upgrading"`);
+    throw new ConfigError(`${file} is not JSON (${(error as Error).message}); it records the settings queued jobs depend on, see docs/operations/upgrading.md`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(`${file} must hold an object of recorded settings by queue`);
   const record = new Map(Object.entries(parsed));
@@ -53,7 +53,7 @@ export function checkFixedSettings(file: string, queuePath: string, queue: Pick<
   const recorded = record.get(queuePath);
   const current: FixedSettings = { BUCKET_MS: queue.bucketMs, SHARDS: queue.shards };
   if (recorded !== undefined) {
-    const undo = `To change it on purpose, deploy the queue as a new stack (or drain this one: no job left queued) and then edit or remove the entry "${queuePath}" in ${file}; see README, "Upgrading".`;
+    const undo = `To change it on purpose, deploy the queue as a new stack (or drain this one: no job left queued) and then edit or remove the entry "${queuePath}" in ${file}; see docs/operations/upgrading.md.`;
     if (recorded.BUCKET_MS !== current.BUCKET_MS) {
       throw new ConfigError(
         `BUCKET_MS is ${current.BUCKET_MS} but ${recorded.BUCKET_MS} is recorded for ${queuePath} in ${file}: the jobs already queued are filed under ${recorded.BUCKET_MS} ms buckets, which pollers reading ${current.BUCKET_MS} ms buckets would never find. ${undo}`,

@@ -79,7 +79,7 @@ function addPublicRoutes(httpApi: HttpApi, integration: HttpLambdaIntegration): 
   };
   // Its own route, public by design: a load balancer or uptime check needs no key.
   addPublic('/health', 'GET /health is public by design: it says only that the API answers, so uptime checks need no key.');
-  addPublic('/openapi.json', 'GET /openapi.json is public by design: it describes the routes and their schemas, which the README publishes anyway, and holds no data.');
+  addPublic('/openapi.json', 'GET /openapi.json is public by design: it describes the routes and their schemas, which docs/reference/http-api.md publishes anyway, and holds no data.');
   // The dashboard's page and assets: public like /health, since a browser cannot send a key for a page it
   // navigates to. The page asks for a key and sends it with every API call, which go through the authorizer.
   for (const path of Object.values(DASHBOARD_PATHS)) {

@@ -71,7 +71,7 @@ export function authorize(event: HttpEvent, access: Access, nowMs: number): Prin
 
 /**
  * A callback or heartbeat admitted by a callback token may only report the attempt the token was issued
- * for: any other attempt is stale for that token, a conflict (DESIGN §4.3) that changes nothing.
+ * for: any other attempt is stale for that token, a conflict (invariant 3, docs/concepts/design.md#invariants) that changes nothing.
  */
 export function assertCallbackAttempt(principal: Principal | undefined, attempt: number): void {
   if (principal?.kind === 'callback_token' && principal.attempt !== attempt) {

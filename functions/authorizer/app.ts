@@ -28,7 +28,7 @@ export type Authorizer = (event: AuthorizerEvent) => Promise<AuthorizerResult>;
 
 export interface AuthorizerDeps {
   ctx: QueueContext;
-  /** API_TOKEN: an admin credential accepted as given, never stored in the table (DESIGN §7). */
+  /** API_TOKEN: an admin credential accepted as given, never stored in the table (docs/concepts/design.md#local-runtime). */
   staticAdminToken?: string;
   /**
    * Verifies the per-job, per-attempt tokens of callback URLs (lib/domain/callback-tokens.ts), which admit a status

@@ -263,12 +263,12 @@ async function localDynamo(env: Env, dataDir: string): Promise<{ dynamo: DynamoD
 function localDiskSync(env: Env): DiskSync {
   const diskSync = readDiskSync(env);
   if (diskSync === 'full' && !env[DISK_SYNC_SETTING]) {
-    log('info', `DynamoDB Local flushes every write to the disk, which caps it near 90 jobs/s: install eatmydata (apt install eatmydata) to skip the flushes (see README, ${DISK_SYNC_SETTING})`);
+    log('info', `DynamoDB Local flushes every write to the disk, which caps it near 90 jobs/s: install eatmydata (apt install eatmydata) to skip the flushes (see ${DISK_SYNC_SETTING} in docs/reference/configuration.md)`);
   }
   return diskSync;
 }
 
-/** DESIGN §7: with AWS credentials and a table name, run against that table in the cloud. */
+/** docs/concepts/design.md#local-runtime: with AWS credentials and a table name, run against that table in the cloud. */
 function usesAwsTable(env: Env): boolean {
   return Boolean(env.TABLE_NAME && (env.AWS_PROFILE || env.AWS_ACCESS_KEY_ID));
 }

@@ -16,7 +16,7 @@ Delayed job queue running locally
   Table:        ${runtime.tableName} on ${runtime.dynamoEndpoint}${handlerNames.length > 0 ? `\n  Handlers:     ${handlerNames.join(', ')}` : ''}
 
 Try: curl -H "Authorization: Bearer ${runtime.adminKey}" ${runtime.url}/v1/job-types
-Scoped keys for producers and workers: POST /v1/keys (see README, "Keys and scopes").
+Scoped keys for producers and workers: POST /v1/keys (see docs/operations/keys-and-scopes.md).
 Press Ctrl-C to stop.
 `);
 

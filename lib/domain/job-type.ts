@@ -1,4 +1,4 @@
-/** Job types: how the jobs of a type are delivered, retried, limited and run (DESIGN §4). */
+/** Job types: how the jobs of a type are delivered, retried, limited and run (docs/concepts/design.md#invariants). */
 import type { TimeWindow } from './windows.js';
 
 export const DELIVERY_STRATEGIES = ['at_least_once', 'at_most_once'] as const;
@@ -13,7 +13,7 @@ export type RetryPolicy =
   | { kind: 'exponential'; baseS: number; factor: number; maxS: number; jitter: number; retryOn?: RetryOn }
   | { kind: 'custom'; name: string };
 
-/** How a worker runs a job of this type (DESIGN §6). */
+/** How a worker runs a job of this type (docs/guides/targets.md). */
 export type Target =
   | { kind: 'handler'; name: string }
   | {

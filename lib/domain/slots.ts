@@ -1,5 +1,5 @@
 /**
- * Concurrency slots (DESIGN §4.6): a type's in-flight weight, and each throttle
+ * Concurrency slots (invariant 6, docs/concepts/design.md#invariants): a type's in-flight weight, and each throttle
  * key's, are counters in the table. A poll reserves the weight of the jobs it is
  * about to claim with one conditional write per counter, which fails when a
  * limit would be passed; claims are then plain job updates, and what was not

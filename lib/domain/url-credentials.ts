@@ -72,7 +72,7 @@ export function urlWithoutCredentials(text: string): string {
 /**
  * The URL as the API shows it to keys that only read the type: no name list can tell every credential a
  * query or fragment may carry, so every query value and the fragment are `***`; scheme, host, port and path
- * are kept (a secret in the path is shown: the README says to send secrets in headers or by signing).
+ * are kept (a secret in the path is shown: docs/guides/targets.md says to send secrets in headers or by signing).
  */
 export function urlForReaders(text: string): string {
   if (!URL.canParse(text)) return text;

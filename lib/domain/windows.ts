@@ -1,5 +1,5 @@
 /**
- * Time windows: the hours of the local day in which a job may start (DESIGN §4.7).
+ * Time windows: the hours of the local day in which a job may start (invariant 7, docs/concepts/design.md#invariants).
  *
  * A window `{start, end, tz}` opens every day at `start` on the clock of the IANA zone `tz`
  * and closes at `end`, on the next day when `end` is before `start` (it crosses midnight).

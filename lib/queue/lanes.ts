@@ -1,7 +1,7 @@
 /**
  * Walking a lane's buckets from its cursor up to now. The cursor only passes a
  * bucket that was found empty and ended longer ago than the safety margin, so
- * no write still in flight can land behind it (DESIGN §4.5). Among the settled
+ * no write still in flight can land behind it (invariant 5, docs/concepts/design.md#invariants). Among the settled
  * buckets, those the bucket directory has no record of (where a record could
  * not have expired yet) are known empty without a query (queue/directory.ts),
  * and a walk makes at most MAX_QUERIES_PER_SCAN queries, the cursor moving as

@@ -105,7 +105,7 @@ export function createMetricsRecorder(ctx: QueueContext, onError: (error: unknow
 /** Queries in flight at once for one read, so a request over many types cannot flood the table. */
 const READ_CONCURRENCY = 16;
 
-/** The last `minutes` minutes (the current one included) of the types named. Cost: see README, "Metrics history". */
+/** The last `minutes` minutes (the current one included) of the types named. Cost: see docs/operations/metrics.md#metrics-history. */
 export async function readMetricsHistory(ctx: QueueContext, types: string[], minutes: number): Promise<MetricsHistory> {
   const toMinute = epochMinuteOf(ctx.nowMs());
   const fromMinute = toMinute - minutes + 1;

@@ -75,7 +75,7 @@ async function typeStats(ctx: QueueContext, jobType: JobType, nowMs: number, lim
   };
 }
 
-/** Stats of one type. Cost: see README, "Stats and the roster". */
+/** Stats of one type. Cost: see docs/operations/metrics.md#stats-and-the-roster. */
 export async function statsOfType(ctx: QueueContext, jobType: JobType): Promise<TypeStats> {
   return typeStats(ctx, jobType, ctx.nowMs(), pLimit(STATS_CALL_CONCURRENCY));
 }

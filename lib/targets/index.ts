@@ -1,5 +1,5 @@
 /**
- * Targets decide how a worker runs a job (DESIGN §6): a handler in the
+ * Targets decide how a worker runs a job (docs/guides/targets.md): a handler in the
  * worker's code, an HTTP endpoint, a Lambda function, or an EventBridge bus.
  * Each takes its client by injection; the worker wraps every run with the
  * attempt's timeout and claim renewal and records the outcome.

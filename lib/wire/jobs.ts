@@ -1,4 +1,4 @@
-/** Jobs on the wire: the snake_case enqueue body the API accepts and the job as it returns it (DESIGN §5). */
+/** Jobs on the wire: the snake_case enqueue body the API accepts and the job as it returns it (docs/reference/http-api.md). */
 import { z } from 'zod';
 import { ATTEMPT_OUTCOMES, CORRELATION_KEY_PATTERN, DEFAULT_PRIORITY, JOB_STATUSES, type AttemptRecord, type FieldChange, type Job, type JobChangeRecord, type JobDebounce, type JobDedup, type JobInput } from '../domain/job.js';
 import type { JobChangeInput } from '../domain/job-changes.js';
@@ -133,7 +133,7 @@ function attemptToApi(record: AttemptRecord): Record<string, unknown> {
   };
 }
 
-/** The job in the shape the API returns (DESIGN §5). */
+/** The job in the shape the API returns (docs/reference/http-api.md). */
 export function jobToApi(job: Job): Record<string, unknown> {
   return {
     id: job.id,

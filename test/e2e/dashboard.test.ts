@@ -204,7 +204,7 @@ test('pause stops a type taking jobs and resume drains it, from the queues table
   const row = page.locator('tr[data-type="pausable"]');
   await row.getByRole('button', { name: 'Pause' }).click();
   await cell('pausable', 'paused').filter({ hasText: 'paused' }).waitFor({ timeout: SEEN_WITHIN_MS });
-  // Pollers re-read job types every 5 s (README, "Pausing a job type"): a job enqueued sooner may still be claimed.
+  // Pollers re-read job types every 5 s (docs/guides/pausing.md): a job enqueued sooner may still be claimed.
   await new Promise((resolve) => setTimeout(resolve, JOB_TYPES_REFRESH_MS + 500));
   await call(runtime, 'PUT', '/v1/jobs/pausable/p1', { data: {} });
   await cell('pausable', 'due').filter({ hasText: /^1$/ }).waitFor({ timeout: SEEN_WITHIN_MS });

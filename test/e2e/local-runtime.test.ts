@@ -1,11 +1,12 @@
 /**
- * Starts the local runtime exactly as the README says (`npm start`) and walks
- * through the README's steps over HTTP, then restarts it on the same data.
+ * Starts the local runtime exactly as docs/getting-started.md says (`npm start`), runs that page's walk-through
+ * as written (its shell blocks, in bash, pointed at this runtime), then restarts it on the same data.
  */
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { freePort } from '../../infra/local/dynamodb-local.js';
 import { createClient } from '../../lib/client/index.js';
@@ -27,19 +28,45 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-test('the README walk-through runs: a job enqueued 2 s ahead runs once, with its history', async () => {
-  expect((await call(runtime, 'PUT', '/v1/job-types/send-email', { target: { kind: 'handler', name: 'echo' } })).status).toBe(201);
-  const runAfter = new Date(Date.now() + 2_000).toISOString();
-  const enqueued = await call(runtime, 'PUT', '/v1/jobs/send-email/welcome-42', { data: { to: 'a@example.com' }, run_after: runAfter });
-  expect(enqueued.status).toBe(201);
-  expect(enqueued.body.status).toBe('queued');
+const WALK_THROUGH_PAGE = 'docs/getting-started.md';
+
+/** The shell blocks of the page's walk-through, in the order a reader runs them. */
+async function walkThroughBlocks(): Promise<string[]> {
+  const page = await readFile(WALK_THROUGH_PAGE, 'utf8');
+  const walkThrough = page.slice(page.indexOf('\n## Walk-through'));
+  return [...walkThrough.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
+}
+
+/** The page's first lines (where a reader pastes the URL and key, and the auth headers), pointed at `started`. */
+function setUpLines(firstBlock: string, started: Started): string[] {
+  const lines = firstBlock.split('\n');
+  expect(lines[0]).toMatch(/^export URL=\S+ TOKEN=/);
+  const authLine = lines.findIndex((line) => line.startsWith('auth=('));
+  expect(authLine).toBeGreaterThan(0);
+  return [`export URL=${started.url} TOKEN=${started.token}`, ...lines.slice(1, authLine + 1)];
+}
+
+const execFileAsync = promisify(execFile);
+
+/** Runs lines of the page in bash, stopping at the first command that fails; resolves with what they printed. */
+async function runAsWritten(lines: string[]): Promise<string> {
+  const { stdout } = await execFileAsync('bash', ['-euo', 'pipefail', '-c', lines.join('\n')], { cwd: process.cwd(), timeout: 60_000 });
+  return stdout;
+}
+
+test('the walk-through of docs/getting-started.md runs as written: the job due 5 s ahead runs once, with its history', async () => {
+  const [steps] = await walkThroughBlocks();
+  const setUp = setUpLines(steps!, runtime);
+  const printed = await runAsWritten([...setUp, ...steps!.split('\n').slice(setUp.length)]);
+  // Steps 1 to 3 print JSON objects; step 4, last, prints the history, an array.
+  expect(printed.trimEnd().endsWith(']')).toBe(true);
 
   const job = await waitForStatus(runtime, '/v1/jobs/send-email/welcome-42', 'succeeded', 20_000);
   expect(job.status).toBe('succeeded');
-  expect(job.result).toEqual({ to: 'a@example.com' });
+  expect(job.result).toEqual({ to: 'ada@example.com' });
   expect(job.history).toHaveLength(1);
   expect(job.history[0].outcome).toBe('succeeded');
-  expect(Date.parse(job.history[0].started_at)).toBeGreaterThanOrEqual(Date.parse(runAfter));
+  expect(Date.parse(job.history[0].started_at)).toBeGreaterThanOrEqual(Date.parse(job.run_after));
   expect(job.history[0].worker.host).toEqual(expect.any(String));
 });
 
@@ -83,7 +110,7 @@ test('a failing job is retried until its attempts are used up, each attempt in i
   expect(job.history[1].error).toMatchObject({ class: 'Error', message: 'downstream unavailable' });
 });
 
-/** `npm run downstream` as the README starts it; resolves once it listens. */
+/** `npm run downstream` as docs/getting-started.md starts it; resolves once it listens. */
 async function npmRunDownstream(env: Record<string, string>): Promise<Started> {
   const child = spawn('npm', ['run', 'downstream'], { cwd: process.cwd(), env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -104,16 +131,22 @@ async function outputOnceMatching(started: Started, pattern: RegExp, timeoutMs =
   return started.output();
 }
 
-test('the README http walk-through runs: the example downstream accepts the job and completes it by callback', async () => {
-  const downstreamPort = await freePort();
-  const created = await call(runtime, 'PUT', '/v1/job-types/render-pdf', {
-    target: { kind: 'http', url: `http://127.0.0.1:${downstreamPort}/jobs`, request_timeout_s: 10 },
-    timeout_s: 300,
-  });
-  expect(created.status).toBe(201);
-  const downstream = await npmRunDownstream({ SIGNING_SECRET: created.body.signing_secret, DOWNSTREAM_PORT: String(downstreamPort) });
+test('the http walk-through of docs/getting-started.md runs as written: the example downstream completes the job by callback', async () => {
+  const [firstSteps, steps] = await walkThroughBlocks();
+  const setUp = setUpLines(firstSteps!, runtime);
+  const lines = steps!.split('\n');
+  // The page starts the downstream in the background; the test starts that very command itself, to stop it after.
+  const startsDownstream = lines.indexOf('SIGNING_SECRET=$SECRET npm run downstream &');
+  expect(startsDownstream).toBeGreaterThan(0);
+  // The page's downstream listens on its default port, 4000; here on a free one, in the job type's URL too.
+  const downstreamPort = String(await freePort());
+  const beforeDownstream = lines.slice(0, startsDownstream).map((line) => line.replace('127.0.0.1:4000', `127.0.0.1:${downstreamPort}`));
+  expect(beforeDownstream.join('\n')).toContain(`127.0.0.1:${downstreamPort}/jobs`);
+  const secret = await runAsWritten([...setUp, ...beforeDownstream, 'printf %s "$SECRET"']);
+  expect(secret).toMatch(/\S{16,}/);
+  const downstream = await npmRunDownstream({ SIGNING_SECRET: secret, DOWNSTREAM_PORT: downstreamPort });
   try {
-    await call(runtime, 'PUT', '/v1/jobs/render-pdf/invoice-7', { data: { invoice: 7, reply: 'callback' } });
+    await runAsWritten([...setUp, ...lines.slice(startsDownstream + 1)]);
     const job = await waitForStatus(runtime, '/v1/jobs/render-pdf/invoice-7', 'succeeded', 20_000);
     expect(job.status).toBe('succeeded');
     expect(job.result).toEqual({ handled_by: 'example-downstream', later: true });

@@ -5,7 +5,7 @@
  * worker crashes, a schedule's fires (pollers dying mid-fire, pauses and
  * resumes) and a limited type's polls and ends (pollers dying after their
  * reservation, workers dying before they give slots back) against the store on
- * DynamoDB Local, and checks the invariants of DESIGN §4 after every step: for
+ * DynamoDB Local, and checks the invariants of docs/concepts/design.md after every step: for
  * the schedule, one job per fire time, every time fired so far made; for the
  * limited type, the weight its jobs hold never above its concurrency nor above
  * its counter, and equal to it once the sweeper has handed it over and settled;
@@ -369,7 +369,7 @@ const [enqueueLimited, ...limitedRest] = limitedCommands as [Arb, ...Arb[]];
 type Arb = fc.Arbitrary<Command>;
 const commands = [enqueue, enqueue, enqueue, enqueueLimited, enqueueLimited, claim, poll, poll, runHeld, runHeld, runTwice, runTwice, ...rest, ...limitedRest];
 
-test('random interleavings of every operation keep the invariants of DESIGN §4', async () => {
+test('random interleavings of every operation keep the queue invariants', async () => {
   await fc.assert(
     fc.asyncProperty(fc.commands(commands, { maxCommands: scaled(40, 80), size: 'max' }), async (cmds) => {
       const queue = await createTestQueue({ settings: { bucketMs: 10_000 } });

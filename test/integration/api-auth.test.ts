@@ -1,5 +1,5 @@
 /**
- * DESIGN §5: every route but GET /health and the dashboard needs a key; a refused key gets API Gateway's own
+ * docs/reference/http-api.md: every route but GET /health and the dashboard needs a key; a refused key gets API Gateway's own
  * answers, locally as behind API Gateway; refused requests change nothing; error bodies are clean.
  */
 import { describe, expect, test } from 'vitest';

@@ -1,4 +1,4 @@
-/** DESIGN §5: status callbacks and heartbeats, each guarded by the attempt number (invariant 3). */
+/** docs/reference/http-api.md: status callbacks and heartbeats, each guarded by the attempt number (invariant 3). */
 import { beforeEach, describe, expect, test } from 'vitest';
 import { registry } from '../../functions/worker/handlers/index.js';
 import { claimJob } from '../../lib/queue/claims.js';

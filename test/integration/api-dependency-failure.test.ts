@@ -1,5 +1,5 @@
 /**
- * DESIGN §5: a failing dependency is a clean 500 — code `internal`, no cause,
+ * docs/reference/http-api.md: a failing dependency is a clean 500 — code `internal`, no cause,
  * no stack — while the cause is logged with the request id for the operator.
  * A DynamoDB that is only overloaded or unreachable for now (throttled, timed
  * out, refused) is a 503 with Retry-After instead: try again, not a fault.

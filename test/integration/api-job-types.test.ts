@@ -1,4 +1,4 @@
-/** DESIGN §5: PUT/GET /v1/job-types, validated field by field against the worker's registry. */
+/** docs/reference/http-api.md: PUT/GET /v1/job-types, validated field by field against the worker's registry. */
 import { describe, expect, test } from 'vitest';
 import { MAX_WORKER_ATTEMPT_S } from '../../lib/domain/limits.js';
 import { JOB_TYPES_REFRESH_MS, putJobType } from '../../lib/queue/job-types.js';

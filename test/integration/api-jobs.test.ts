@@ -1,4 +1,4 @@
-/** DESIGN §5: enqueue (client and server ids), read, replay and cancel through the api handler. */
+/** docs/reference/http-api.md: enqueue (client and server ids), read, replay and cancel through the api handler. */
 import { beforeEach, describe, expect, test } from 'vitest';
 import { jobKey } from '../../lib/store/keys.js';
 import { freshApiPerTest, itemsWithPk, tableItems } from '../support/api.js';
@@ -243,7 +243,7 @@ describe('POST /v1/jobs/{type}', () => {
 });
 
 describe('GET /v1/jobs/{type}/{id}', () => {
-  test('returns the job in the DESIGN §5 shape', async () => {
+  test('returns the job in the shape docs/reference/http-api.md shows', async () => {
     const { api: client } = api();
     await client.put('/v1/jobs/emails/job-1', {
       data: { shipmentId: 'shp_123' },

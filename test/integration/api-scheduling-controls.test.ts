@@ -1,4 +1,4 @@
-/** The scheduling controls as the HTTP API takes and returns them (DESIGN §5). */
+/** The scheduling controls as the HTTP API takes and returns them (docs/reference/http-api.md). */
 import { describe, expect, test } from 'vitest';
 import { freshApiPerTest } from '../support/api.js';
 

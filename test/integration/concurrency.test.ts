@@ -1,5 +1,5 @@
 /**
- * Concurrency per job type with weights (DESIGN §4.6): the summed weight of a
+ * Concurrency per job type with weights (invariant 6, docs/concepts/design.md#invariants): the summed weight of a
  * type's running jobs never passes its concurrency, across pollers, and every
  * way an attempt ends gives its slots back.
  */

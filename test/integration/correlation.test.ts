@@ -1,5 +1,5 @@
 /**
- * Correlation keys (DESIGN §5): a key is held by at most one job of a type that
+ * Correlation keys (docs/guides/correlation-keys.md): a key is held by at most one job of a type that
  * has not finished, and `POST /v1/callbacks/{correlation_key}` ends the current
  * attempt of that job exactly as its status callback would.
  */

@@ -1,5 +1,5 @@
 /**
- * Dedup within a window and debounce (README "Dedup and debounce"): one job per key and window however many
+ * Dedup within a window and debounce (docs/guides/dedup-and-debounce.md): one job per key and window however many
  * enqueues, from however many api instances at once; a debounced job collects the enqueues made while it waits
  * and runs once, with the last data.
  */

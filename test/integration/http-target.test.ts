@@ -1,5 +1,5 @@
 /**
- * DESIGN §6 `http` targets against real HTTP servers on loopback: the example
+ * docs/guides/targets.md `http` targets against real HTTP servers on loopback: the example
  * downstream (infra/local/downstream.ts) and a scripted one, with the api
  * served over HTTP so downstreams call back through `callback_url`.
  */

@@ -1,5 +1,5 @@
 /**
- * Paging through a type's jobs by status (DESIGN §5, `GET /v1/jobs/{type}?status=`),
+ * Paging through a type's jobs by status (docs/reference/http-api.md, `GET /v1/jobs/{type}?status=`),
  * without a scan: every job once, in order, whatever the page size.
  */
 import { describe, expect, test } from 'vitest';

@@ -74,7 +74,7 @@ describe('main', () => {
   });
 });
 
-test('npm run keys -- create --scope admin works as the README says', async () => {
+test('npm run keys -- create --scope admin works as docs/operations/keys-and-scopes.md says', async () => {
   const { stdout } = await promisify(execFile)('npm', ['run', '--silent', 'keys', '--', 'create', '--scope', 'admin'], {
     env: { ...process.env, TABLE_NAME: queue.tableName, DYNAMODB_ENDPOINT: inject('dynamoEndpoint') },
   });

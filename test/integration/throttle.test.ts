@@ -1,5 +1,5 @@
 /**
- * Throttle keys (DESIGN §4.6): per-key limits and shares of the type's
+ * Throttle keys (invariant 6, docs/concepts/design.md#invariants): per-key limits and shares of the type's
  * concurrency hold across pollers, while other keys keep running.
  */
 import { describe, expect, test } from 'vitest';

@@ -146,7 +146,7 @@ describe('the settings the queued jobs depend on', () => {
     synthWith(file, {});
     expect(() => synthWith(file, { BUCKET_MS: 120_000 })).toThrow(ConfigError);
     expect(() => synthWith(file, { BUCKET_MS: 120_000 })).toThrow(
-      new RegExp(`BUCKET_MS is 120000 but 60000 is recorded for TeamJobs/Queue in ${file}: .* see README, "Upgrading"`),
+      new RegExp(`BUCKET_MS is 120000 but 60000 is recorded for TeamJobs/Queue in ${file}: .* see docs/operations/upgrading.md`),
     );
   });
 

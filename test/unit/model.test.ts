@@ -250,7 +250,7 @@ describe('jobToApi', () => {
     claimToken: 'secret-token',
   };
 
-  test('has every key of the job in DESIGN §5, in snake_case', () => {
+  test('has every key of the job docs/reference/http-api.md shows, in snake_case', () => {
     const api = jobToApi(job);
     expect(Object.keys(api)).toEqual(
       expect.arrayContaining([

@@ -1,4 +1,4 @@
-/** Time windows (DESIGN §4.7): when a job may start, in its zone's local time, across midnight and DST days. */
+/** Time windows (invariant 7, docs/concepts/design.md#invariants): when a job may start, in its zone's local time, across midnight and DST days. */
 import fc from 'fast-check';
 import { DateTime } from 'luxon';
 import { describe, expect, test } from 'vitest';

@@ -1,4 +1,4 @@
-/** The routes of DESIGN §5 (functions/api/operations.ts lists them), one module per resource: each parses, calls lib/, and maps the result. */
+/** The routes of docs/reference/operations.md (functions/api/operations.ts lists them), one module per resource: each parses, calls lib/, and maps the result. */
 import { json } from '../../shared/http.js';
 import { openApiDocument } from '../openapi.js';
 import type { RouteName } from '../operations.js';
