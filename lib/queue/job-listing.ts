@@ -7,6 +7,7 @@
  */
 import type { QueueContext } from './context.js';
 import { laneBuckets } from './directory.js';
+import { cursorFields, encodeCursor, invalidCursor } from '../domain/cursor.js';
 import { ValidationError } from '../domain/errors.js';
 import { itemToJob } from '../store/items.js';
 import { pageOfPartition, type IndexEntry } from '../store/due-index.js';
@@ -34,10 +35,6 @@ interface PagePosition {
   sortKey: string;
 }
 
-function encodeCursor(position: PagePosition): string {
-  return Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
-}
-
 /** The latest instant the API takes (an ISO time in year 9999): no job is due, and no lane bucket lies, beyond it. */
 const LATEST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');
 
@@ -53,24 +50,16 @@ const CURSOR_SORT_KEY_PATTERN = /^(?:\d{15}(?:~|#[A-Za-z0-9_.:@#-]{1,200})?)?$/;
  * the type's creation, which bounds the buckets a page walks, to the latest instant the API takes).
  */
 function decodeCursor(cursor: string, status: JobStatus, jobType: JobType, bucketMs: number): PagePosition {
-  const invalid = (message: string) => new ValidationError([{ field: 'cursor', message }]);
-  let position: unknown;
-  try {
-    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    throw invalid('is not a cursor this API returned');
-  }
-  if (typeof position !== 'object' || position === null || Array.isArray(position)) throw invalid('is not a cursor this API returned');
-  const { status: cursorStatus, bucket, sortKey } = position as Partial<Record<keyof PagePosition, unknown>>;
-  if (typeof sortKey !== 'string' || !CURSOR_SORT_KEY_PATTERN.test(sortKey)) throw invalid('is not a cursor this API returned');
-  if (cursorStatus !== status) throw invalid(`was returned for status ${String(cursorStatus)}, not ${status}`);
+  const { status: cursorStatus, bucket, sortKey } = cursorFields(cursor);
+  if (typeof sortKey !== 'string' || !CURSOR_SORT_KEY_PATTERN.test(sortKey)) throw invalidCursor();
+  if (cursorStatus !== status) throw invalidCursor(`was returned for status ${String(cursorStatus)}, not ${status}`);
   if (isTerminal(status)) {
-    if (bucket !== undefined) throw invalid('is not a cursor this API returned');
+    if (bucket !== undefined) throw invalidCursor();
     return { status, sortKey };
   }
   const oldest = bucketOf(jobType.createdAtMs, bucketMs);
   if (typeof bucket !== 'number' || !Number.isSafeInteger(bucket) || bucket < oldest || bucket > bucketOf(LATEST_INSTANT_MS, bucketMs)) {
-    throw invalid('is not a cursor this API returned');
+    throw invalidCursor();
   }
   return { status, sortKey, bucket };
 }

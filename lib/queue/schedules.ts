@@ -1,5 +1,6 @@
 /** Managing schedules: create or replace, read, list, pause, resume and delete. */
-import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.js';
+import { ConflictError, NotFoundError } from '../domain/errors.js';
+import { cursorFields, encodeCursor, invalidCursor } from '../domain/cursor.js';
 import type { JobStatus } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { newJob } from '../domain/new-job.js';
@@ -94,27 +95,17 @@ export async function deleteSchedule(ctx: QueueContext, name: string, jobType?: 
   if (!(await removeSchedule(ctx, name, jobType))) throw new NotFoundError(`schedule "${name}" does not exist`);
 }
 
-function encodeCursor(position: SchedulePosition): string {
-  return Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
-}
-
 /**
  * The position a cursor names, checked against what the schedules index holds: a schedule's name and the
  * index key it sorts under (`<next fire>#<name>`, `ENDED#<name>` or `PAUSED#<name>`). A cursor is handed to the
  * caller, so it comes back as any JSON at all, and DynamoDB refuses a start key it could never have returned.
  */
 function decodeCursor(cursor: string): SchedulePosition {
-  try {
-    const position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<Record<keyof SchedulePosition, unknown>> | null;
-    const gsi1sk = position?.gsi1sk;
-    const name = position?.name;
-    if (typeof gsi1sk === 'string' && typeof name === 'string' && SCHEDULE_NAME_PATTERN.test(name) && /^(?:\d{15}|ENDED|PAUSED)$/.test(gsi1sk.slice(0, -name.length - 1)) && gsi1sk.endsWith(`#${name}`)) {
-      return { gsi1sk, name };
-    }
-  } catch {
-    // Reported below, as any other cursor this API did not return.
+  const { gsi1sk, name } = cursorFields(cursor);
+  if (typeof gsi1sk === 'string' && typeof name === 'string' && SCHEDULE_NAME_PATTERN.test(name) && /^(?:\d{15}|ENDED|PAUSED)$/.test(gsi1sk.slice(0, -name.length - 1)) && gsi1sk.endsWith(`#${name}`)) {
+    return { gsi1sk, name };
   }
-  throw new ValidationError([{ field: 'cursor', message: 'is not a cursor this API returned' }]);
+  throw invalidCursor();
 }
 
 /** How many schedules a listing reads at a time at most while it passes over schedules it does not show. */

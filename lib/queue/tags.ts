@@ -4,7 +4,7 @@
  * listing skips. A listing reads the entries newest first, merging shards, then the jobs, and shows them as they
  * are now, in whatever status.
  */
-import { ValidationError } from '../domain/errors.js';
+import { cursorFields, encodeCursor, invalidCursor } from '../domain/cursor.js';
 import type { Job, JobStatus } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { tagEntryPurgeAtS } from '../domain/tags.js';
@@ -35,25 +35,15 @@ interface TagPosition {
   beforeSortKey: string;
 }
 
-function encodeTagCursor(position: TagPosition): string {
-  return Buffer.from(JSON.stringify(position), 'utf8').toString('base64url');
-}
+const encodeTagCursor = (position: TagPosition): string => encodeCursor(position);
 
 const TAG_SORT_KEY_PATTERN = /^\d{15}(?:#[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127})?$/;
 
 /** The position a cursor names, checked field by field: it comes back from the caller as any JSON at all. */
 function decodeTagCursor(cursor: string, tag: string): TagPosition {
-  const invalid = (message: string) => new ValidationError([{ field: 'cursor', message }]);
-  let position: unknown;
-  try {
-    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    throw invalid('is not a cursor this API returned');
-  }
-  if (typeof position !== 'object' || position === null || Array.isArray(position)) throw invalid('is not a cursor this API returned');
-  const { tag: cursorTag, beforeSortKey } = position as Partial<Record<keyof TagPosition, unknown>>;
-  if (typeof beforeSortKey !== 'string' || !TAG_SORT_KEY_PATTERN.test(beforeSortKey)) throw invalid('is not a cursor this API returned');
-  if (cursorTag !== tag) throw invalid(`was not returned for tag ${tag}`);
+  const { tag: cursorTag, beforeSortKey } = cursorFields(cursor);
+  if (typeof beforeSortKey !== 'string' || !TAG_SORT_KEY_PATTERN.test(beforeSortKey)) throw invalidCursor();
+  if (cursorTag !== tag) throw invalidCursor(`was not returned for tag ${tag}`);
   return { tag, beforeSortKey };
 }
 
