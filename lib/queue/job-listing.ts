@@ -155,6 +155,16 @@ export interface PageBytes {
   maxBytes: number;
 }
 
+/** How many of `jobs`, from the first, a page holds within `bytes.maxBytes`: at least one, however large. */
+export function jobsWithinBytes(jobs: readonly Job[], bytes: PageBytes): number {
+  let pageBytes = 0;
+  for (let index = 0; index < jobs.length; index++) {
+    pageBytes += bytes.bytesOf(jobs[index]!);
+    if (index > 0 && pageBytes > bytes.maxBytes) return index;
+  }
+  return jobs.length;
+}
+
 /** Where a page that ends at `entry` goes on from. */
 function positionAfter(status: JobStatus, entry: PageEntry): PagePosition {
   return { status, sortKey: entry.gsi1sk, ...(entry.bucket !== undefined ? { bucket: entry.bucket } : {}) };
@@ -202,17 +212,10 @@ export async function listJobs(
     const job = byPk.get(entry.pk);
     return job && job.status === status ? [{ job, entry }] : [];
   });
-  if (options.bytes) {
-    const { bytesOf, maxBytes } = options.bytes;
-    let pageBytes = 0;
-    for (let index = 0; index < listed.length; index++) {
-      pageBytes += bytesOf(listed[index]!.job);
-      if (index > 0 && pageBytes > maxBytes) {
-        next = positionAfter(status, listed[index - 1]!.entry);
-        listed.length = index;
-        break;
-      }
-    }
+  const fitting = options.bytes ? jobsWithinBytes(listed.map(({ job }) => job), options.bytes) : listed.length;
+  if (fitting < listed.length) {
+    next = positionAfter(status, listed[fitting - 1]!.entry);
+    listed.length = fitting;
   }
   return { jobs: listed.map(({ job }) => job), nextCursor: next ? encodeCursor(next) : undefined };
 }

@@ -13,7 +13,7 @@ import { jobKey, padEpochMs, parseTagSortKey, tagEntryKey, tagPartition } from '
 import { batchGetItems, putItem, queryPage } from '../store/send.js';
 import { tagEntriesQuery, tagEntryParams } from '../store/tags.js';
 import type { QueueContext } from './context.js';
-import type { JobPage, PageBytes } from './job-listing.js';
+import { jobsWithinBytes, type JobPage, type PageBytes } from './job-listing.js';
 
 /** Writes an entry for each of the job's tags: one write unit each, all at once. */
 export async function writeTagEntries(ctx: QueueContext, job: Job): Promise<void> {
@@ -99,17 +99,10 @@ export async function listJobsByTag(
 
   let page = found.slice(0, limit);
   let next: string | undefined = found.length > limit ? page.at(-1)?.sortKey : exhausted ? undefined : beforeSortKey;
-  if (options.bytes) {
-    const { bytesOf, maxBytes } = options.bytes;
-    let pageBytes = 0;
-    for (let index = 0; index < page.length; index++) {
-      pageBytes += bytesOf(page[index]!.job);
-      if (index > 0 && pageBytes > maxBytes) {
-        page = page.slice(0, index);
-        next = page.at(-1)!.sortKey;
-        break;
-      }
-    }
+  const fitting = options.bytes ? jobsWithinBytes(page.map((listed) => listed.job), options.bytes) : page.length;
+  if (fitting < page.length) {
+    page = page.slice(0, fitting);
+    next = page.at(-1)!.sortKey;
   }
   return { jobs: page.map((listed) => listed.job), nextCursor: next === undefined ? undefined : encodeTagCursor({ tag, beforeSortKey: next }) };
 }

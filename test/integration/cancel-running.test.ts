@@ -22,6 +22,7 @@ import { AWAIT_CALLBACK, JobCancelledError, runWorkerBatch, type BatchResult, ty
 import { readInFlight } from '../../lib/store/counters.js';
 import { asFunction } from '../support/queue.js';
 import { defineType, DyingInvoker, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
+import { recordGetKeys } from '../support/sdk-calls.js';
 
 const queue = freshQueuePerTest();
 const KEY_ID = '3f9c0a1b2c3d4e5f';
@@ -164,11 +165,7 @@ describe('a running handler job', () => {
     const { ctx } = queue();
     const type = await defineType(ctx, 'reports');
     await enqueue(ctx, type, 'r-1');
-    const reads: string[] = [];
-    queue().clientsOf('worker').base.middlewareStack.add((next, context) => (args) => {
-      if (context.commandName === 'GetItemCommand') reads.push(JSON.stringify((args.input as { Key?: unknown }).Key));
-      return next(args);
-    });
+    const reads = recordGetKeys(queue().clientsOf('worker').base);
     const invoker = await startRunning(type, { reports: () => 'done' });
     expect(await invoker.results()).toEqual([expect.objectContaining({ succeeded: 1 })]);
     expect(reads).toEqual([]);
@@ -178,11 +175,7 @@ describe('a running handler job', () => {
     const { ctx } = queue();
     const type = await defineType(ctx, 'reports');
     await enqueue(ctx, type, 'r-1');
-    const reads: string[] = [];
-    queue().clientsOf('worker').base.middlewareStack.add((next, context) => (args) => {
-      if (context.commandName === 'GetItemCommand') reads.push(JSON.stringify((args.input as { Key?: unknown }).Key));
-      return next(args);
-    });
+    const reads = recordGetKeys(queue().clientsOf('worker').base);
     const started = signal();
     const letGo = signal();
     const invoker = await startRunning(type, { reports: async () => (started.resolve(), await letGo.promise) }, { cancelWatchIntervalMs: 50 });

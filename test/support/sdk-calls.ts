@@ -15,6 +15,16 @@ export function countQueries(client: DynamoDBClient): { count: number } {
   return counted;
 }
 
+/** The keys of the GetItem calls `client` sends from now on, as JSON. */
+export function recordGetKeys(client: DynamoDBClient): string[] {
+  const keys: string[] = [];
+  client.middlewareStack.add((next, context) => (args) => {
+    if (context.commandName === 'GetItemCommand') keys.push(JSON.stringify((args.input as { Key?: unknown }).Key));
+    return next(args);
+  });
+  return keys;
+}
+
 /** Moves the test's clock `latencyMs` for every call `client` makes, as DynamoDB's latency moves a real one. */
 export function withLatency(client: DynamoDBClient, clock: TestClock, latencyMs: number): void {
   client.middlewareStack.add(
