@@ -5,6 +5,7 @@
  * are now, in whatever status.
  */
 import { cursorFields, encodeCursor, invalidCursor } from '../domain/cursor.js';
+import { debounceDeadlineMs } from '../domain/dedup-debounce.js';
 import type { Job, JobStatus } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
 import { tagEntryPurgeAtS } from '../domain/tags.js';
@@ -15,9 +16,13 @@ import { tagEntriesQuery, tagEntryParams } from '../store/tags.js';
 import type { QueueContext } from './context.js';
 import { jobsWithinBytes, type JobPage, type PageBytes } from './job-listing.js';
 
-/** Writes an entry for each of the job's tags: one write unit each, all at once. */
+/**
+ * Writes an entry for each of the job's tags: one write unit each, all at once. A debounced job is due, as
+ * enqueued, as late as its max wait: enqueues folding into it move it there without writing its entries again.
+ */
 export async function writeTagEntries(ctx: QueueContext, job: Job): Promise<void> {
-  const purgeAtS = tagEntryPurgeAtS(Math.max(job.runAfterMs, job.createdAtMs), ctx.settings.retentionDays);
+  const dueAtMs = Math.max(job.runAfterMs, job.createdAtMs, job.debounce ? debounceDeadlineMs(job.debounce, job.createdAtMs) : 0);
+  const purgeAtS = tagEntryPurgeAtS(dueAtMs, ctx.settings.retentionDays);
   await Promise.all((job.tags ?? []).map((tag) => putItem(ctx, tagEntryParams(tagEntryKey(ctx.settings, job, tag), purgeAtS))));
 }
 

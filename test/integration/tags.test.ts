@@ -180,6 +180,27 @@ describe('listing by tag', () => {
   });
 });
 
+describe('tags of a debounced job', () => {
+  const queue = freshQueuePerTest({ settings: { retentionDays: 1 } });
+
+  test('its tag entries are purged twice the retention after the latest it may be due, since enqueues folding into it move it that far', async () => {
+    const { ctx, clock } = queue();
+    const reports = await defineType(ctx, 'reports');
+    const debounce = { key: 'user-7', delayS: 86_400, maxWaitS: 10 * 86_400 };
+    const first = await enqueue(ctx, reports, 'digest', { tags: ['eu'], debounce });
+    for (let day = 0; day < 5; day++) {
+      clock.advance(86_400_000);
+      await enqueue(ctx, reports, `fold-${day}`, { debounce });
+    }
+    const folded = await listJobsByTag(ctx, reports, { tag: 'eu', limit: 10 });
+    expect(folded.jobs.map((job) => [job.id, job.status, job.debounceCount])).toEqual([['digest', 'queued', 5]]);
+    const entries = (await tableItems({ ...queue(), tableName: ctx.settings.tableName })).filter((item) => String(item.pk).startsWith('TAG#'));
+    const deadlineMs = first.job.createdAtMs + debounce.maxWaitS * 1000;
+    expect(entries).toEqual([expect.objectContaining({ purgeAtS: Math.floor(deadlineMs / 1000) + 2 * 86_400 })]);
+    expect(Number(entries[0]!.purgeAtS) * 1000).toBeGreaterThan(folded.jobs[0]!.runAfterMs);
+  });
+});
+
 describe('the API', () => {
   const api = freshApiPerTest();
   const client = (): ApiClient => api().api;
