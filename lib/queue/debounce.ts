@@ -3,7 +3,8 @@
  * job: its data replaced by theirs, its run_after moved to `delay_s` after the latest of them, never past
  * `max_wait_s` after its own enqueue. A pointer item (`DEBOUNCE#<type>#<key>`), written with the job in one
  * transaction, names the job; once that job has been claimed (or has ended), the next enqueue with the key makes
- * a new debounced job and points the key at it, in place of exactly the pointer it read.
+ * a new debounced job and points the key at it, in place of exactly the pointer it read. A fold keeps the job's
+ * tags: the folding enqueue's tags get no entries.
  */
 import { randomUUID } from 'node:crypto';
 import { ConflictError } from '../domain/errors.js';
@@ -19,6 +20,7 @@ import type { QueueContext } from './context.js';
 import { pointerOf } from './correlation.js';
 import { movedQueuedEntry } from './job-changes.js';
 import { sameJobOrConflict } from './jobs.js';
+import { writeTagEntries } from './tags.js';
 
 /** Enqueues meeting a claim or a new job under the key between their read and their write read again this often. */
 const MAX_DEBOUNCE_TRIES = 5;
@@ -55,6 +57,7 @@ export async function enqueueDebouncedJob(
   debounce: JobDebounce,
 ): Promise<{ job: Job; created: boolean }> {
   const pointerKey = debounceItemKey(job.type, debounce.key);
+  let tagsWritten = false;
   for (let tries = 1; ; tries++) {
     const pointer = pointerOf(await getItem(ctx, pointerKey, { consistentRead: true }), pointerKey);
     if (pointer) {
@@ -75,6 +78,11 @@ export async function enqueueDebouncedJob(
       // Kept as long as the job may wait for enqueues, then as long as a finished job is.
       purgeAtS: purgeAtS(debounceDeadlineMs(debounce, job.createdAtMs), ctx.settings.retentionDays),
     };
+    // Before the job, as for any tagged job (queue/tags.ts); only here, where the enqueue makes a job.
+    if (job.tags !== undefined && !tagsWritten) {
+      await writeTagEntries(ctx, job);
+      tagsWritten = true;
+    }
     const result = await transactWrite(ctx, jobWithPointerItems(ctx.settings.tableName, item, pointerItem, { replacing: pointer?.holdToken }));
     if (result.ok) return { job, created: true };
     if ('contended' in result) throw contendedError(debounce.key);

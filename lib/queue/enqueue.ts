@@ -37,8 +37,9 @@ async function writeNewJob(ctx: QueueContext, jobType: JobType, id: string, inpu
   const job = newJob(jobType, id, input, nowMs);
   assertJobFitsTarget(jobType, job);
   if (job.dedup) assertDedupWindowFits(job.dedup, ctx.settings.retentionDays);
-  // Before the job: a job that exists is always listed by its tags.
-  if (job.tags !== undefined) await writeTagEntries(ctx, job);
+  // Before the job: a job that exists is always listed by its tags. A debounced enqueue writes them only once it
+  // knows it makes a job, since one that folds keeps none of its tags.
+  if (job.tags !== undefined && !job.debounce) await writeTagEntries(ctx, job);
   const item = { ...jobKey(job.type, id), ...queuedIndexKeys(ctx.settings, job, job.runAfterMs, nowMs), ...jobToItem(job) };
   await recordLaneBucket(ctx, item.gsi1pk);
   if (job.correlationKey !== undefined) return enqueueCorrelatedJob(ctx, job, item, job.correlationKey);

@@ -164,6 +164,19 @@ describe('debounce over HTTP', () => {
     expect(await jobItems(queue, 'sync')).toHaveLength(1);
   });
 
+  test('an enqueue that folds into the waiting job writes no tag entries: the job keeps the tags of its first enqueue', async () => {
+    const { api: client, queue } = api();
+    await client.put('/v1/job-types/sync', { target: { kind: 'handler', name: 'echo' } });
+    const first = await client.post('/v1/jobs/sync', { ...body({ v: 1 }), tags: ['eu'] });
+    const tagEntries = async () => (await tableItems(queue)).filter((item) => String(item.pk).startsWith('TAG#')).map((item) => String(item.sk));
+    const entriesOfFirst = await tagEntries();
+    queue.clock.advance(1_000);
+    const folded = await client.post('/v1/jobs/sync', { ...body({ v: 2 }), tags: ['us', 'vip'] });
+    expect(folded.status).toBe(200);
+    expect(folded.body).toMatchObject({ id: first.body.id, data: { v: 2 }, tags: ['eu'] });
+    expect(await tagEntries()).toEqual(entriesOfFirst);
+  });
+
   test('run_after never moves past max_wait_s after the first enqueue', async () => {
     const { api: client, queue } = api();
     await client.put('/v1/job-types/sync', { target: { kind: 'handler', name: 'echo' } });
