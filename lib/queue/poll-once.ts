@@ -221,7 +221,8 @@ async function scanShard(
 
 /**
  * Claims `entries` (due by now) within the type's rate and its keys' rates. The tokens a claim used are counted
- * as claims are recorded, so a claim that threw (it may have landed) keeps its token.
+ * as claims are recorded; the rest go back, unless a claim threw: it may have landed, and which entries' claims
+ * threw is not known, so the poll keeps all its tokens, which only slows the type or key for a moment.
  */
 async function claimWithinRate(poll: Poll, sink: ClaimSink, jobType: JobType, entries: DueEntry[], fullKeys: Set<string>): Promise<void> {
   const { ctx, rateBuckets } = poll;
@@ -239,11 +240,8 @@ async function claimWithinRate(poll: Poll, sink: ClaimSink, jobType: JobType, en
       return used;
     },
   };
-  try {
-    await claimDueEntries(ctx, counting, jobType, tokens.entries, tokens.typeTokens, fullKeys);
-  } finally {
-    await returnPollTokens(ctx, jobType, tokens, { total, byKey }, rateBuckets);
-  }
+  await claimDueEntries(ctx, counting, jobType, tokens.entries, tokens.typeTokens, fullKeys);
+  await returnPollTokens(ctx, jobType, tokens, { total, byKey }, rateBuckets);
   // Only now: a key short of tokens still claims with those it got. Then it holds back only its own jobs, as a
   // full key does, and the poll reads on past them.
   for (const key of tokens.shortKeys) fullKeys.add(key);

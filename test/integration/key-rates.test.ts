@@ -163,6 +163,32 @@ describe('per-key rates', () => {
     expect(bucket.Item?.purgeAtS).toBe(Math.ceil((T0 + 2_000 + 3_600_000) / 1000));
   });
 
+  test('a claim that landed but whose answer was an error keeps its token: the bucket it emptied stays empty', async () => {
+    const queue_ = queue();
+    const { ctx } = queue_;
+    const paced = await defineType(ctx, 'paced', { throttle: { limits: { east: { rate_per_s: 1 } } } });
+    await enqueueKeyed(ctx, paced, 'east', 1, T0 - 60_000);
+    let failNextClaim = true;
+    queue_.clientsOf('poller').base.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        const input = args.input as { UpdateExpression?: string };
+        if (context.commandName === 'UpdateItemCommand' && failNextClaim && input.UpdateExpression?.includes('claimToken = :token') === true) {
+          failNextClaim = false;
+          throw new Error('the answer of a claim that landed was lost');
+        }
+        return result;
+      },
+      { step: 'initialize', name: 'loseClaimAnswer' },
+    );
+    await expect(poller(ctx).poll([paced])).rejects.toThrow('lost');
+
+    await enqueue(ctx, paced, 'east-late', { throttleKey: 'east', runAfterMs: T0 });
+    const next = poller(ctx);
+    await next.poll([paced]);
+    expect(next.claimedIds()).toEqual([]);
+  });
+
   test.each(['__proto__', 'constructor', 'toString', 'k'.repeat(128), 'ключ 🔑'])('a job whose throttle key is %j gets a bucket of its own under "*"', async (key) => {
     const { ctx, clock } = queue();
     const paced = await defineType(ctx, 'paced', { throttle: { limits: { '*': { rate_per_s: 1 } } } });
