@@ -16,6 +16,7 @@ import { foldIntoDebouncedJobParams, updateJob } from '../store/job-writes.js';
 import { jobWithPointerItems } from '../store/pointer-writes.js';
 import { debounceItemKey, jobKey, purgeAtS } from '../store/keys.js';
 import { getItem, transactWrite, type Item } from '../store/send.js';
+import { assertJobFitsTarget } from '../targets/eventbridge.js';
 import type { QueueContext } from './context.js';
 import { pointerOf } from './correlation.js';
 import { movedQueuedEntry } from './job-changes.js';
@@ -32,9 +33,12 @@ const contendedError = (key: string) =>
 
 /**
  * Folds the enqueue of `job` into the waiting `debounced` job: due `delayS` after now (bounded as
- * debouncedRunAfterMs says), with `job`'s data. Undefined when a claim took the job first.
+ * debouncedRunAfterMs says), with `job`'s data. Undefined when a claim took the job first; a PayloadTooLargeError
+ * naming `data`, changing nothing, when that data would take the job's event past its target's limit.
  */
 async function foldInto(ctx: QueueContext, jobType: JobType, debounced: Job, job: Job, delayS: number): Promise<Job | undefined> {
+  // The enqueue's data was checked in its own envelope; it runs in the waiting job's, whose id and trace may be longer.
+  assertJobFitsTarget(jobType, { ...debounced, data: job.data });
   const nowMs = ctx.nowMs();
   const runAfterMs = debouncedRunAfterMs(debounced, jobType, delayS, nowMs);
   const index = await movedQueuedEntry(ctx, debounced, runAfterMs, nowMs);

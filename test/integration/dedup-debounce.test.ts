@@ -12,6 +12,8 @@ import { getJob } from '../../lib/queue/jobs.js';
 import { debounceItemKey, dedupItemKey } from '../../lib/store/keys.js';
 import type { Job, JobInput } from '../../lib/domain/job.js';
 import { MAX_DATA_BYTES } from '../../lib/domain/job.js';
+import { jsonBytes, utf8Bytes } from '../../lib/domain/json-size.js';
+import { PUT_EVENTS_MAX_BYTES } from '../../lib/aws/eventbridge.js';
 import { trackConsumedCapacity } from '../support/capacity.js';
 import { freshApiPerTest, itemsWithPk, tableItems } from '../support/api.js';
 import type { TestQueue } from '../support/queue.js';
@@ -199,6 +201,22 @@ describe('debounce over HTTP', () => {
     expect(tooLarge.body.error.details).toEqual([expect.objectContaining({ field: 'data' })]);
     expect(await tableItems(queue)).toEqual(before);
     expect((await client.get(`/v1/jobs/sync/${first.body.id}`)).body.data).toBe('small');
+  });
+
+  test("for an eventbridge type, data whose event would not fit the waiting job's envelope is 413 naming data, and the job keeps its own", async () => {
+    const { api: client } = api();
+    const target = { kind: 'eventbridge', bus: 'orders', detail_type: 'order.due', source: 'shop' };
+    await client.put('/v1/job-types/events', { target, attempts: 100 });
+    const waitingId = 'w'.repeat(128);
+    expect((await client.put(`/v1/jobs/events/${waitingId}`, body('small'))).status).toBe(201);
+    // The most data whose event fits beside a server-assigned id (job_ and 26 characters), so the folding
+    // enqueue passes its own check, yet not beside the waiting job's id of 128 characters.
+    const envelopeBytes = jsonBytes({ id: `job_${'0'.repeat(26)}`, type: 'events', attempt: 100, data: '' }) - 2;
+    const room = PUT_EVENTS_MAX_BYTES - 1 - 14 - utf8Bytes('shop') - utf8Bytes('order.due') - envelopeBytes;
+    const folded = await client.post('/v1/jobs/events', body('x'.repeat(room - 2)));
+    expect(folded.status).toBe(413);
+    expect(folded.body.error.details).toEqual([expect.objectContaining({ field: 'data' })]);
+    expect((await client.get(`/v1/jobs/events/${waitingId}`)).body).toMatchObject({ data: 'small', debounce_count: 0 });
   });
 
   test('the pointer item expires by TTL a retention period after the longest the job may wait', async () => {
