@@ -164,12 +164,12 @@ describe('per-key rates', () => {
   });
 
   test('a claim that landed but whose answer was an error keeps its token: the bucket it emptied stays empty', async () => {
-    const queue_ = queue();
-    const { ctx } = queue_;
+    const testQueue = queue();
+    const { ctx } = testQueue;
     const paced = await defineType(ctx, 'paced', { throttle: { limits: { east: { rate_per_s: 1 } } } });
     await enqueueKeyed(ctx, paced, 'east', 1, T0 - 60_000);
     let failNextClaim = true;
-    queue_.clientsOf('poller').base.middlewareStack.add(
+    testQueue.clientsOf('poller').base.middlewareStack.add(
       (next, context) => async (args) => {
         const result = await next(args);
         const input = args.input as { UpdateExpression?: string };
