@@ -22,6 +22,8 @@ export interface BenchArgs {
   scaleNs: number[];
   delivery: 'at_least_once' | 'at_most_once';
   idleSeconds: number;
+  /** How long idle-types counts each of its measurements. */
+  idleTypesSeconds: number;
   deadlineSeconds: number;
   w2RatePerS: number;
   /** The bench job type's `concurrency`; undefined: unlimited. */
@@ -54,7 +56,9 @@ export const USAGE = `npm run bench -- [options]
                              F-key-rate (W1-immediate of at most 5 000 jobs, every job with three tags, a dedup key,
                              a debounce key enqueued twice, a throttle key with a rate: what each costs per job),
                              ceiling, idle, idle-blocked
-                             (idle beside them, one per run), and over HTTP
+                             (idle beside them, one per run), idle-types (npm start at its defaults with 1 and
+                             with 10 job types and nothing due: DynamoDB calls an hour through a counting proxy,
+                             billed poller and sweeper seconds an hour from its report lines), and over HTTP
                              through npm start: put-ceiling, disk-ceiling, HTTP-W1-immediate, HTTP-W1-batch,
                              HTTP-W1-http, HTTP-W2-steady, HTTP-due-on-arrival, HTTP-overload (1x, 2x, 5x the
                              knee, open-loop), HTTP-burst (1 000 PUTs at once), HTTP-calls; and the reference on the same DynamoDB Local: naive-W1,
@@ -62,6 +66,7 @@ export const USAGE = `npm run bench -- [options]
   --scale                    also run W1-immediate at N = 2000, 20000, 200000 (--scale-ns to change)
   --delivery D               at_least_once (default) or at_most_once
   --idle-seconds S           how long the idle poller is measured (default 20)
+  --idle-types-seconds S     how long idle-types counts each of its measurements (default 120)
   --deadline-seconds S       a job not run this long after the last is due is lost (default 120)
   --w2-rate R                jobs due per second in W2-steady (default 200)
   --type-concurrency L       the job type's concurrency limit (default: none; W1-limited's is L, or 64)
@@ -93,7 +98,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     }
   }
   if (values.has('help')) return 'help';
-  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'deadline-seconds', 'w2-rate', 'type-concurrency', 'http-n', 'http-concurrency', 'arrival-rate', 'http-storage']);
+  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'idle-types-seconds', 'deadline-seconds', 'w2-rate', 'type-concurrency', 'http-n', 'http-concurrency', 'arrival-rate', 'http-storage']);
   for (const name of values.keys()) if (!known.has(name)) throw new Error(`unknown option --${name}\n${USAGE}`);
   const int = (name: string, fallback: number): number => (values.has(name) ? positiveInteger(name, values.get(name) as string) : fallback);
   const delivery = values.get('delivery') ?? 'at_least_once';
@@ -114,6 +119,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     scaleNs: values.get('scale-ns')?.split(',').map((raw) => positiveInteger('scale-ns', raw)) ?? [2_000, 20_000, 200_000],
     delivery,
     idleSeconds: int('idle-seconds', 20),
+    idleTypesSeconds: int('idle-types-seconds', 120),
     deadlineSeconds: int('deadline-seconds', 120),
     w2RatePerS: int('w2-rate', 200),
     typeConcurrency: values.has('type-concurrency') ? int('type-concurrency', 1) : undefined,

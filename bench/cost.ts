@@ -5,6 +5,8 @@ export const PRICES_PER_MILLION = {
   writeRequestUnits: 0.625,
   readRequestUnits: 0.125,
   lambdaRequests: 0.2,
+  /** Lambda duration on x86, per million GB-seconds. */
+  lambdaGbSeconds: 16.6667,
 } as const;
 
 export interface PerJob {
@@ -32,6 +34,11 @@ export function dollarsPerMillionJobs(perJob: PerJob): DollarsPerMillionJobs {
 export function perHour(units: number, elapsedMs: number): number {
   if (elapsedMs <= 0) throw new RangeError('elapsedMs must be positive');
   return (units * 3_600_000) / elapsedMs;
+}
+
+/** Dollars per 30-day month for a steady Lambda duration in GB-seconds per hour. */
+export function lambdaDollarsPerMonth(gbSecondsPerHour: number): number {
+  return (gbSecondsPerHour * 24 * 30 * PRICES_PER_MILLION.lambdaGbSeconds) / 1_000_000;
 }
 
 /** Dollars per 30-day month for a steady read rate in RRU per hour. */

@@ -95,12 +95,46 @@ function watchSuccesses(started: Started): Map<string, Map<string, LoggedSuccess
   return byType;
 }
 
+/** An invocation's Lambda-style report line, as `npm start` logged it (infra/local/invocation-report.ts). */
+export interface LoggedReport {
+  function: string;
+  durationMs: number;
+  billedDurationMs: number;
+  memorySizeMb: number | undefined;
+  /** When the invocation ended: the line's timestamp, from the runtime's clock (the same machine's). */
+  endedAtMs: number;
+}
+
+/** Reads `npm start`'s log as it comes, keeping every per-invocation report line. */
+function watchReports(started: Started): LoggedReport[] {
+  const reports: LoggedReport[] = [];
+  let partial = '';
+  started.child.stdout?.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.includes('"message":"REPORT"')) continue;
+      const report = JSON.parse(line) as { function: string; duration_ms: number; billed_duration_ms: number; memory_size_mb?: number; timestamp: string };
+      reports.push({
+        function: report.function,
+        durationMs: report.duration_ms,
+        billedDurationMs: report.billed_duration_ms,
+        memorySizeMb: report.memory_size_mb,
+        endedAtMs: Date.parse(report.timestamp),
+      });
+    }
+  });
+  return reports;
+}
+
 export interface HttpSystem {
   url: string;
   /** The admin key `npm start` made. */
   token: string;
   /** job.succeeded events logged so far, by type then id. */
   successes: Map<string, Map<string, LoggedSuccess[]>>;
+  /** Report lines logged so far; those of invocations cut short by `stop` arrive while it runs. */
+  reports: LoggedReport[];
   client: QueueClient;
   dynamo: DynamoDbLocal;
   /** Calls by operation since start, when started with `countCalls`. */
@@ -135,6 +169,7 @@ export async function startHttpSystem(options: { countCalls: boolean; storage: H
     url: started.url,
     token: started.token,
     successes: watchSuccesses(started),
+    reports: watchReports(started),
     client: createClient({ url: started.url, token: started.token, retries: 3 }),
     dynamo,
     calls: proxy?.counts,

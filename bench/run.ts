@@ -13,6 +13,7 @@ import { readQueueSettings } from '../lib/queue/context.js';
 import { parseBenchArgs, USAGE, type BenchArgs } from './args.js';
 import { HTTP_WORKLOADS, httpTables, runHttpBench, summariseHttp, type HttpBenchResults } from './http-run.js';
 import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';
+import { IDLE_TYPE_COUNTS, idleTypesTable, runIdleTypes, type IdleTypesResult } from './idle-types.js';
 import { fmt, lagAndOutcomeCells, median, type WorkloadSummary } from './stats.js';
 import { benchTableName, PHASES } from './system.js';
 import { runMix, type MixResult } from './mix.js';
@@ -234,6 +235,10 @@ async function main(): Promise<number> {
   } finally {
     await dynamo.stop();
   }
+  const idleTypes: IdleTypesResult[] = [];
+  if (wants('idle-types')) {
+    for (const jobTypes of IDLE_TYPE_COUNTS) idleTypes.push(await runIdleTypes(jobTypes, args.idleTypesSeconds * 1_000, args.httpStorage, (line) => console.log(line)));
+  }
   let http: HttpBenchResults | undefined;
   if (HTTP_WORKLOADS.some(wants)) {
     http = await runHttpBench(
@@ -363,6 +368,7 @@ async function main(): Promise<number> {
       ),
     );
   }
+  if (idleTypes.length > 0) console.log(`\n${idleTypesTable(idleTypes, table)}`);
   const scaleSummaries = Object.values(scale).map(summarise);
   if (scaleSummaries.length > 0) {
     console.log('\nscale curve (W1-immediate, medians)');
@@ -383,7 +389,7 @@ async function main(): Promise<number> {
   const outFile = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   await writeFile(
     outFile,
-    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, mixes, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
+    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, idleTypes, mixes, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
   );
   console.log(`\nwrote ${outFile}`);
   if (failures.length > 0) {

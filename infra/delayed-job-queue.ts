@@ -79,6 +79,9 @@ export function functionTimeoutsS(queue: Pick<QueueSettings, 'pollerRunMs'>): Re
   return { api: API_TIMEOUT_S, authorizer: AUTHORIZER_TIMEOUT_S, worker: WORKER_TIMEOUT_S, poller: loopS, sweeper: loopS };
 }
 
+/** Each function's configured memory in MB, as the stack sets it; the local runtime's report lines name the same. */
+export const FUNCTION_MEMORY_SIZES_MB: Record<QueueFunctionName, number> = { api: 512, authorizer: 256, worker: 1024, poller: 512, sweeper: 256 };
+
 /** What sets one function apart; the construct gives every function the same log retention, metrics namespace and handler module. */
 type FunctionSpec = Omit<QueueFunctionProps, 'entry' | 'logRetention' | 'metricsNamespace' | 'handlerModule'>;
 
@@ -208,7 +211,7 @@ export class DelayedJobQueue extends Construct {
       environment: { ...withCallbackTokenSecret, ...targetAddresses },
       // Lambda's limit; job types are held to what fits in it (MAX_WORKER_ATTEMPT_S).
       timeout: Duration.seconds(timeoutsS.worker),
-      memorySizeMb: 1024,
+      memorySizeMb: FUNCTION_MEMORY_SIZES_MB.worker,
       // Without a reservation the account's other functions can take all its concurrency, and the worker's batches
       // wait in Lambda's async queue; a batch that waits past its claims costs its jobs no attempt, only time.
       ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: settings.workerReservedConcurrency } : {}),
@@ -230,7 +233,7 @@ export class DelayedJobQueue extends Construct {
       description: 'Claims due jobs for about a minute and hands them to workers',
       environment: { ...queueEnvironment, WORKER_FUNCTION_NAME: worker.function.functionName },
       timeout: Duration.seconds(timeoutsS.poller),
-      memorySizeMb: 512,
+      memorySizeMb: FUNCTION_MEMORY_SIZES_MB.poller,
       // Each partition's poller may overlap its successor by a moment, never more: a slow minute cannot pile up.
       ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 * settings.pollerPartitions } : {}),
     })
@@ -242,7 +245,7 @@ export class DelayedJobQueue extends Construct {
       description: 'Ends lapsed claims and requeues jobs left behind a cursor',
       environment: queueEnvironment,
       timeout: Duration.seconds(timeoutsS.sweeper),
-      memorySizeMb: 256,
+      memorySizeMb: FUNCTION_MEMORY_SIZES_MB.sweeper,
       ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 } : {}),
     }).allowPutEvents(this.eventBus);
     this.scheduleSweeper(sweeper);
@@ -251,7 +254,7 @@ export class DelayedJobQueue extends Construct {
       description: 'The HTTP API of the delayed job queue',
       environment: { ...queueEnvironment, ...targetAddresses },
       timeout: Duration.seconds(timeoutsS.api),
-      memorySizeMb: 512,
+      memorySizeMb: FUNCTION_MEMORY_SIZES_MB.api,
     }).allowPutEvents(this.eventBus);
 
     // The same authorizer code the local runtime runs in front of the api: API keys from the table.
@@ -259,7 +262,7 @@ export class DelayedJobQueue extends Construct {
       description: 'Admits requests that carry a valid API key or callback token',
       environment: withCallbackTokenSecret,
       timeout: Duration.seconds(timeoutsS.authorizer),
-      memorySizeMb: 256,
+      memorySizeMb: FUNCTION_MEMORY_SIZES_MB.authorizer,
     }).allowReadSecret(callbackTokenSecret);
     return { api, authorizer, poller, worker, sweeper };
   }

@@ -18,6 +18,7 @@ import { log } from '../../functions/shared/log.js';
 import { API_TIMEOUT_S } from '../../lib/domain/limits.js';
 import { AUTHORIZER_TIMEOUT_MS, gatewayAnswer, identitySourceOf, KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
 import type { ApiHandler } from './http-server.js';
+import type { InvocationReporter } from './invocation-report.js';
 import { invokeWithTimeout, LambdaTimeoutError } from './lambda-timeout.js';
 
 /** The REQUEST authorizer event API Gateway builds from a request (payload format 2.0). */
@@ -42,9 +43,14 @@ export function toAuthorizerEvent(event: APIGatewayProxyEventV2, identitySource:
 const TIMED_OUT: unique symbol = Symbol('timed out');
 
 /** Lambda ends a function at its timeout: the gateway stops waiting for its answer then, and its AWS calls from then on are refused. */
-async function withinTimeout<T>(fn: 'api' | 'authorizer', answer: () => Promise<T>, timeoutMs: number): Promise<T | typeof TIMED_OUT> {
+async function withinTimeout<T>(
+  fn: 'api' | 'authorizer',
+  answer: () => Promise<T>,
+  timeoutMs: number,
+  invocation: { report?: InvocationReporter; requestId?: string },
+): Promise<T | typeof TIMED_OUT> {
   try {
-    return await invokeWithTimeout(fn, timeoutMs, answer);
+    return await invokeWithTimeout(fn, timeoutMs, answer, invocation);
   } catch (error) {
     if (error instanceof LambdaTimeoutError) return TIMED_OUT;
     throw error;
@@ -73,14 +79,20 @@ function jsonBytesOver(value: { body?: string }, limitBytes: number): number | u
  * payload, cut at its timeout, and failed when its answer is over Lambda's response payload; each said
  * loudly, naming the limit, since on AWS each is a failure only CloudWatch would show.
  */
-async function invokeApi(api: ApiHandler, event: APIGatewayProxyEventV2, context: Context, timeoutMs: number): Promise<APIGatewayProxyStructuredResultV2> {
+async function invokeApi(
+  api: ApiHandler,
+  event: APIGatewayProxyEventV2,
+  context: Context,
+  timeoutMs: number,
+  report: InvocationReporter | undefined,
+): Promise<APIGatewayProxyStructuredResultV2> {
   const requestId = event.requestContext.requestId;
   const eventBytes = jsonBytesOver(event, LAMBDA_SYNC_REQUEST_MAX_BYTES);
   if (eventBytes !== undefined) {
     log('error', "the api's event is over Lambda's synchronous request payload limit", { requestId, eventBytes, limitBytes: LAMBDA_SYNC_REQUEST_MAX_BYTES });
     return gatewayAnswer('request_too_large');
   }
-  const result = await withinTimeout('api', () => api(event, context), timeoutMs);
+  const result = await withinTimeout('api', () => api(event, context), timeoutMs, { requestId, ...(report ? { report } : {}) });
   if (result === TIMED_OUT) {
     log('error', 'the api did not answer within its Lambda timeout', { requestId, timeoutMs });
     return gatewayAnswer('function_failed');
@@ -122,19 +134,22 @@ export function createLocalGateway(deps: {
   authorizerCacheTtlMs?: number;
   /** @default Date.now */
   nowMs?: () => number;
+  /** Hears of each api and authorizer invocation's end, for the runtime's report lines. */
+  report?: InvocationReporter;
 }): ApiHandler {
   const timeoutMs = deps.authorizerTimeoutMs ?? AUTHORIZER_TIMEOUT_MS;
   const apiTimeoutMs = deps.apiTimeoutMs ?? API_TIMEOUT_S * 1000;
+  const invocation = deps.report ? { report: deps.report } : {};
   const cache = createAnswerCache(deps.authorizerCacheTtlMs ?? KEY_AUTHORIZER_CACHE_TTL_S * 1000, deps.nowMs ?? Date.now);
   return async (event, context) => {
     const { method, path } = event.requestContext.http;
-    if (method === 'GET' && PUBLIC_PATHS.has(path)) return invokeApi(deps.api, event, context, apiTimeoutMs);
+    if (method === 'GET' && PUBLIC_PATHS.has(path)) return invokeApi(deps.api, event, context, apiTimeoutMs, deps.report);
     const identitySource = identitySourceOf(event);
     if (identitySource === undefined) return gatewayAnswer('unauthorized');
     let result = cache.get(identitySource);
     try {
       if (!result) {
-        const answer = await withinTimeout('authorizer', () => deps.authorizer(toAuthorizerEvent(event, identitySource)), timeoutMs);
+        const answer = await withinTimeout('authorizer', () => deps.authorizer(toAuthorizerEvent(event, identitySource)), timeoutMs, invocation);
         if (answer === TIMED_OUT) throw new Error(`the authorizer did not answer within ${timeoutMs} ms`);
         result = answer;
         cache.keep(identitySource, result);
@@ -145,6 +160,6 @@ export function createLocalGateway(deps: {
     }
     if (!result.isAuthorized) return gatewayAnswer('forbidden');
     const requestContext = { ...event.requestContext, authorizer: { lambda: result.context } };
-    return invokeApi(deps.api, { ...event, requestContext } as APIGatewayProxyEventV2, context, apiTimeoutMs);
+    return invokeApi(deps.api, { ...event, requestContext } as APIGatewayProxyEventV2, context, apiTimeoutMs, deps.report);
   };
 }

@@ -7,6 +7,9 @@
  * store, so their calls are refused too, as a frozen function's would never be made.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { InvocationReporter } from './invocation-report.js';
 import type { SdkClient } from './iam/iam-check.js';
 
 interface Invocation {
@@ -36,14 +39,16 @@ export interface InvocationContext {
 /**
  * Runs `handler` as one invocation of function `fn` with a Lambda timeout of `timeoutMs`: the result is the
  * handler's, or LambdaTimeoutError once the timeout passes. The handler's own promise may go on after that;
- * `running` holds it until it settles, so whoever stops the process can wait for it.
+ * `running` holds it until it settles, so whoever stops the process can wait for it. `report` hears of the
+ * invocation's end as Lambda's REPORT line gives it: when the result is had, or at the timeout.
  */
 export function invokeWithTimeout<T>(
   fn: string,
   timeoutMs: number,
   handler: (context: InvocationContext) => Promise<T>,
-  options: { running?: Set<Promise<unknown>> } = {},
+  options: { running?: Set<Promise<unknown>>; report?: InvocationReporter; requestId?: string } = {},
 ): Promise<T> {
+  const startedAtMs = performance.now();
   const invocation: Invocation = { fn, timeoutMs, deadlineAtMs: Date.now() + timeoutMs };
   const context: InvocationContext = { getRemainingTimeInMillis: () => Math.max(0, invocation.deadlineAtMs - Date.now()) };
   return invocations.run(invocation, () => {
@@ -58,7 +63,20 @@ export function invokeWithTimeout<T>(
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new LambdaTimeoutError(fn, timeoutMs)), timeoutMs);
     });
-    return Promise.race([handled, timedOut]).finally(() => clearTimeout(timer));
+    const ended = (timedOut: boolean): void =>
+      options.report?.ended({ fn, requestId: options.requestId ?? randomUUID(), durationMs: performance.now() - startedAtMs, timedOut });
+    return Promise.race([handled, timedOut]).then(
+      (result) => {
+        clearTimeout(timer);
+        ended(false);
+        return result;
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        ended(error instanceof LambdaTimeoutError);
+        throw error;
+      },
+    );
   });
 }
 

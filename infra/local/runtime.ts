@@ -40,6 +40,8 @@ import { QUEUE_FUNCTIONS, readStackPolicies, type QueueFunctionName } from './ia
 import { admitted, LOCAL_API_ADMISSION, type AdmissionLimits } from './admission.js';
 import { createLocalAsyncInvoker, enforceEventBridgeLimits, workerDeliveryFrom, type WorkerDelivery } from './aws-limits.js';
 import { invokeWithTimeout, type InvocationContext } from './lambda-timeout.js';
+import { createInvocationReporter } from './invocation-report.js';
+import { FUNCTION_MEMORY_SIZES_MB } from '../delayed-job-queue.js';
 import { functionTimeoutsS } from '../queue-stack.js';
 import { createLocalGateway } from './gateway.js';
 import { createHttpServer } from './http-server.js';
@@ -90,7 +92,11 @@ async function keptSecret(given: string | undefined, file: string, prefix: strin
   }
 }
 
-/** The functions that answer requests, whose DynamoDB calls must fit inside their Lambda timeouts. */
+/**
+ * The functions that answer requests, whose DynamoDB calls must fit inside their Lambda timeouts. They run once
+ * per request, so their report lines are added up into one a minute each: a line per request would bury the
+ * rest of `npm start`'s log (the poller, sweeper and worker report each invocation, as Lambda does).
+ */
 const REQUEST_PATHS: ReadonlySet<QueueFunctionName> = new Set(['api', 'authorizer']);
 
 /** Each function's DynamoDB clients and queue context, as its role in the stack lets it call. */
@@ -154,9 +160,10 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
   const timeoutsMs = functionTimeoutsMs(settings, options.functionTimeoutsMs);
+  const report = createInvocationReporter({ memorySizesMb: FUNCTION_MEMORY_SIZES_MB, summarisedFunctions: REQUEST_PATHS });
   // An invocation cut at its timeout may still be running: stop waits for it as for any other.
   const invoke = <T>(fn: QueueFunctionName, handler: (context: InvocationContext) => Promise<T>): Promise<T> =>
-    invokeWithTimeout(fn, timeoutsMs[fn], handler, { running: inFlight });
+    invokeWithTimeout(fn, timeoutsMs[fn], handler, { running: inFlight, report });
 
   // One process runs both, so the roster shows it once as a poller and once as a worker, under one id.
   const identity = processIdentity();
@@ -186,7 +193,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   });
   const api = createApiHandler({ ctx: contexts.api, registry });
   const timeouts = { authorizerTimeoutMs: timeoutsMs.authorizer, apiTimeoutMs: timeoutsMs.api };
-  const gateway = createLocalGateway({ authorizer, api, ...timeouts, authorizerCacheTtlMs: authorizerCacheTtlMs(env) });
+  const gateway = createLocalGateway({ authorizer, api, ...timeouts, authorizerCacheTtlMs: authorizerCacheTtlMs(env), report });
   const server = createHttpServer(admitted(gateway, apiAdmission(env)));
   await listen(server, port);
 
@@ -202,6 +209,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.all(loops);
       await Promise.allSettled([...inFlight]);
+      report.flush();
       clients.base.destroy();
       for (const [, { base }] of functionClients) base.destroy();
       targets.lambda?.destroy();
