@@ -1,5 +1,5 @@
 /**
- * idle-types: what `npm start` at its defaults costs while nothing is due, as issue 30's target states it:
+ * idle-types: what `npm start` at its defaults costs while nothing is due:
  * job types defined and no jobs, DynamoDB calls counted by operation through a proxy in front of DynamoDB
  * Local, and the poller's and sweeper's billed Lambda time added up from the runtime's report lines
  * (infra/local/invocation-report.ts), over a window of idle time, scaled to an hour.
