@@ -11,6 +11,7 @@ import { availableTokens, idleBucketPurgeAtS, roundedTokens, throttleKeyRatePerS
 import { rateBucketId, rateBucketStateOf, returnRateTokensParams, takeRateTokensParams, type RateBucketRef } from '../store/counters.js';
 import type { DueEntry } from '../store/due-index.js';
 import { updateItem } from '../store/send.js';
+import { throwFirstRejection } from './claim-due.js';
 import type { QueueContext } from './context.js';
 
 /** What a poller last saw of each bucket (by rateBucketId), so a steady loop writes without reading first. */
@@ -101,36 +102,32 @@ export async function takePollTokens(ctx: QueueContext, jobType: JobType, entrie
   }
   const keyTokens = new Map<string, number>();
   const limit = pLimit(ctx.settings.claimConcurrency);
-  const takes = await Promise.allSettled(
-    [...wanted].map(([key, { ratePerS, count }]) =>
-      limit(async () => {
-        const granted = await takeRateTokens(ctx, { type: jobType.name, key }, ratePerS, count, cache);
-        keyTokens.set(key, granted);
-      }),
-    ),
-  );
-  const failed = takes.find((take): take is PromiseRejectedResult => take.status === 'rejected');
-  if (failed) {
-    await returnPollTokens(ctx, jobType, { ...none, keyTokens }, NO_TOKENS_USED, cache);
-    throw failed.reason;
-  }
-  const covered = new Map<string, number>();
-  const within = entries.filter((entry) => {
-    const rate = keyRateOf(jobType, entry);
-    if (!rate) return true;
-    const count = covered.get(rate.key) ?? 0;
-    covered.set(rate.key, count + 1);
-    return count < (keyTokens.get(rate.key) ?? 0);
-  });
-  const shortKeys = new Set([...wanted].filter(([key, { count }]) => (keyTokens.get(key) ?? 0) < count).map(([key]) => key));
-  let typeTokens = within.length;
   try {
-    if (typeRatePerS !== null) typeTokens = await takeRateTokens(ctx, typeBucket, typeRatePerS, within.length, cache);
+    const takes = await Promise.allSettled(
+      [...wanted].map(([key, { ratePerS, count }]) =>
+        limit(async () => {
+          const granted = await takeRateTokens(ctx, { type: jobType.name, key }, ratePerS, count, cache);
+          keyTokens.set(key, granted);
+        }),
+      ),
+    );
+    throwFirstRejection(takes);
+    const covered = new Map<string, number>();
+    const within = entries.filter((entry) => {
+      const rate = keyRateOf(jobType, entry);
+      if (!rate) return true;
+      const count = covered.get(rate.key) ?? 0;
+      covered.set(rate.key, count + 1);
+      return count < (keyTokens.get(rate.key) ?? 0);
+    });
+    const shortKeys = new Set([...wanted].filter(([key, { count }]) => (keyTokens.get(key) ?? 0) < count).map(([key]) => key));
+    const typeTokens = typeRatePerS === null ? within.length : await takeRateTokens(ctx, typeBucket, typeRatePerS, within.length, cache);
+    return { entries: within, typeTokens, keyTokens, shortKeys };
   } catch (error) {
+    // The key tokens taken before a take failed go back: no claim will use them.
     await returnPollTokens(ctx, jobType, { ...none, keyTokens }, NO_TOKENS_USED, cache);
     throw error;
   }
-  return { entries: within, typeTokens, keyTokens, shortKeys };
 }
 
 /** How many of a poll's tokens its claims used: in all, and of each rate-limited key. */
@@ -154,7 +151,5 @@ export async function returnPollTokens(
     limit(() => returnRateTokens(ctx, { type: jobType.name, key }, granted - (used.byKey.get(key) ?? 0), cache)),
   );
   if (jobType.rateLimitPerS !== null) returns.push(returnRateTokens(ctx, { type: jobType.name }, tokens.typeTokens - used.total, cache));
-  const outcomes = await Promise.allSettled(returns);
-  const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
-  if (failed) throw failed.reason;
+  throwFirstRejection(await Promise.allSettled(returns));
 }
