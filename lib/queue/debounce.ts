@@ -11,16 +11,16 @@ import { ConflictError } from '../domain/errors.js';
 import { collectsEnqueues, debounceDeadlineMs, debouncedRunAfterMs } from '../domain/dedup-debounce.js';
 import type { Job, JobDebounce } from '../domain/job.js';
 import type { JobType } from '../domain/job-type.js';
-import { dataToJson, itemToJob } from '../store/items.js';
+import { dataToJson } from '../store/items.js';
 import { foldIntoDebouncedJobParams, updateJob } from '../store/job-writes.js';
 import { jobWithPointerItems } from '../store/pointer-writes.js';
-import { debounceItemKey, jobKey, purgeAtS } from '../store/keys.js';
+import { debounceItemKey, purgeAtS } from '../store/keys.js';
 import { getItem, transactWrite, type Item } from '../store/send.js';
 import { assertJobFitsTarget } from '../targets/eventbridge.js';
 import type { QueueContext } from './context.js';
 import { pointerOf } from './correlation.js';
 import { movedQueuedEntry } from './job-changes.js';
-import { sameJobOrConflict } from './jobs.js';
+import { getJob, sameJobOrConflict } from './jobs.js';
 import { writeTagEntries } from './tags.js';
 
 /** Enqueues meeting a claim or a new job under the key between their read and their write read again this often. */
@@ -65,8 +65,7 @@ export async function enqueueDebouncedJob(
   for (let tries = 1; ; tries++) {
     const pointer = pointerOf(await getItem(ctx, pointerKey, { consistentRead: true }), pointerKey);
     if (pointer) {
-      const heldItem = await getItem(ctx, jobKey(pointer.type, pointer.id), { consistentRead: true });
-      const held = heldItem && itemToJob(heldItem);
+      const held = await getJob(ctx, pointer.type, pointer.id);
       if (held && collectsEnqueues(held, debounce.key)) {
         const folded = await foldInto(ctx, jobType, held, job, debounce.delayS);
         if (folded) return { job: folded, created: false };
