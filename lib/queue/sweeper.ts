@@ -88,7 +88,7 @@ async function timeOutClaim(
     const cancelled = await endCancelled(ctx, job, {
       by: job.cancelledBy,
       expectedClaimedUntilMs: seen.claimedUntilMs,
-      ...(started ? { startedAtMs: started.startedAtMs, ...(started.worker ? { worker: started.worker } : {}) } : {}),
+      ...started,
     });
     if (cancelled) result.ended++;
     else result.stale++;
@@ -113,8 +113,7 @@ async function timeOutClaim(
     jobType,
     customPolicies,
     expectedClaimedUntilMs: seen.claimedUntilMs,
-    startedAtMs: started.startedAtMs,
-    ...(started.worker ? { worker: started.worker } : {}),
+    ...started,
   });
   if (!ended) result.stale++;
   else if (ended.next.status === 'queued') result.requeued++;
