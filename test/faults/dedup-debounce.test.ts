@@ -72,19 +72,21 @@ function dedupFindings(jobs: Job[]): string[] {
 }
 
 /**
- * Each debounce key's jobs, in the order they were first claimed: a job is made only once the one before stopped
- * collecting enqueues, so the one before was claimed before the call that made the next one answered.
+ * Each debounce key's folds, checked against the jobs made after the one they folded into: once any call had
+ * answered with a newer job of the key, the pointer named that job (or a newer one still), so no call starting
+ * after that answer may fold into an older job. (A job's first claim is no measure of when it stopped collecting:
+ * a claim handed back unstarted leaves no history, and the enqueue that saw it claimed rightly made the next job.)
  */
 function debounceFindings(jobs: Job[], answers: Answer[]): string[] {
-  const answeredByMs = new Map<string, number>();
-  for (const answer of answers) answeredByMs.set(answer.id, Math.min(answeredByMs.get(answer.id) ?? Infinity, answer.endedAtMs));
-  const firstClaimMs = (job: Job) => job.history[0]?.claimedAtMs ?? Infinity;
+  const firstAnsweredMs = new Map<string, number>();
+  for (const answer of answers) firstAnsweredMs.set(answer.id, Math.min(firstAnsweredMs.get(answer.id) ?? Infinity, answer.endedAtMs));
   const findings: string[] = [];
   for (const [key, group] of byKey(jobs, (job) => job.debounce?.key)) {
-    group.sort((a, b) => firstClaimMs(a) - firstClaimMs(b));
-    for (let i = 1; i < group.length; i++) {
-      const [before, after] = [group[i - 1]!, group[i]!];
-      if (firstClaimMs(before) > (answeredByMs.get(after.id) ?? Infinity)) findings.push(`${key}: ${after.id} made while ${before.id} still waited`);
+    group.sort((a, b) => a.createdAtMs - b.createdAtMs);
+    for (const fold of answers.filter((answer) => answer.key === key && !answer.created)) {
+      const foldedInto = group.findIndex((job) => job.id === fold.id);
+      const newer = group.slice(foldedInto + 1).find((job) => (firstAnsweredMs.get(job.id) ?? Infinity) < fold.startedAtMs);
+      if (newer) findings.push(`${key}: a fold started after ${newer.id} was answered went into the older ${fold.id}`);
     }
   }
   return findings;

@@ -53,8 +53,9 @@ test(`a tag costs one write unit per job, at enqueue: three short tags cost 3 an
   // Each job's own put (2), and its lane bucket's directory record, once for the run.
   expect(untagged.enqueue).toBe(2 * JOBS + 1);
   expect(tagged.enqueue - untagged.enqueue).toBe(3 * JOBS);
-  // The same writes after: only the shares of start records and cursor moves differ from run to run.
-  expect(Math.abs(tagged.claimToSuccess - untagged.claimToSuccess)).toBeLessThan(0.1);
+  // The same writes after: only the shares of start records and cursor moves differ from run to run (a few units
+  // over the run); a tag costing anything per job after enqueue would move this by a whole unit or more.
+  expect(Math.abs(tagged.claimToSuccess - untagged.claimToSuccess)).toBeLessThan(0.5);
 });
 
 test(`${MAX_TAGS} tags of the longest length cost ${MAX_TAGS + 1} units at enqueue and 2 from claim to success: the job item grows past another kilobyte`, async () => {
