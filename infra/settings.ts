@@ -242,7 +242,4 @@ export function settingNames(): string[] {
   return [...names];
 }
 
-/** The shards poller partition `partition` owns: every `partitions`-th shard, so partitions never share one. */
-export function shardsOfPartition(partition: number, partitions: number, shards: number): number[] {
-  return Array.from({ length: shards }, (_, shard) => shard).filter((shard) => shard % partitions === partition);
-}
+export { shardsOfPartition } from '../lib/store/keys.js';

@@ -7,6 +7,7 @@ import type { Db } from '../store/send.js';
 import { ConfigError } from '../domain/errors.js';
 import { discardLifecycleEvents, type LifecyclePublisher } from '../domain/lifecycle-events.js';
 import type { Job } from '../domain/job.js';
+import type { WakeInvoker } from './wake-invoker.js';
 
 export interface QueueSettings {
   tableName: string;
@@ -14,6 +15,8 @@ export interface QueueSettings {
   bucketMs: number;
   /** Due-index partitions per bucket; may grow, must never shrink while jobs exist. @default 4 */
   shards: number;
+  /** Pollers that split the shards between them, each woken and ticked on its own (store/keys.ts, shardsOfPartition). @default 1 */
+  pollerPartitions: number;
   /**
    * The cursor only passes a bucket that ended longer ago than this: longer than
    * any write in flight (bounded by DYNAMODB_CALL_LIMITS) plus index propagation
@@ -83,6 +86,7 @@ export function readQueueSettings(env: Env): QueueSettings {
     tableName: requiredSetting(env, 'TABLE_NAME'),
     bucketMs: integerSetting(env, 'BUCKET_MS', 60_000, 1_000, 3_600_000),
     shards: integerSetting(env, 'SHARDS', 4, 1, 256),
+    pollerPartitions: integerSetting(env, 'POLLER_PARTITIONS', 1, 1, 256),
     cursorSafetyMarginMs: integerSetting(env, 'CURSOR_SAFETY_MARGIN_MS', 60_000, MIN_CURSOR_SAFETY_MARGIN_MS, 3_600_000),
     backstopBuckets: integerSetting(env, 'BACKSTOP_BUCKETS', 10, 0, 10_000),
     retentionDays: integerSetting(env, 'RETENTION_DAYS', 30, 1, 3_650),
@@ -115,12 +119,14 @@ export interface QueueContext {
   random: () => number;
   /** Where ended attempts give their slots back; without one, each gives them back on its own. */
   slotReturns?: SlotReturnQueue;
+  /** Starts a sleeping poller or sweeper (queue/wake.ts); without one, nothing is woken and the minute ticks alone start them. */
+  waker?: WakeInvoker;
 }
 
 export function createQueueContext(
   db: Db,
   settings: QueueSettings,
-  overrides: Partial<Pick<QueueContext, 'nowMs' | 'random' | 'events'>> = {},
+  overrides: Partial<Pick<QueueContext, 'nowMs' | 'random' | 'events' | 'waker'>> = {},
 ): QueueContext {
   return {
     db,
@@ -128,5 +134,6 @@ export function createQueueContext(
     events: overrides.events ?? discardLifecycleEvents,
     nowMs: overrides.nowMs ?? Date.now,
     random: overrides.random ?? Math.random,
+    ...(overrides.waker ? { waker: overrides.waker } : {}),
   };
 }

@@ -30,6 +30,11 @@ export function shardOf(id: string, shards: number): number {
   return digest.readUInt32BE(0) % shards;
 }
 
+/** The shards poller partition `partition` owns: every `partitions`-th shard, so partitions never share one. */
+export function shardsOfPartition(partition: number, partitions: number, shards: number): number[] {
+  return Array.from({ length: shards }, (_, shard) => shard).filter((shard) => shard % partitions === partition);
+}
+
 export type ItemKey = { pk: string; sk: string };
 export type IndexKey = { gsi1pk: string; gsi1sk: string };
 

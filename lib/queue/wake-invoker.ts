@@ -1,0 +1,20 @@
+/**
+ * Waking a sleeping function: the poller of a partition of shards, or the sweeper. An idle queue runs neither
+ * (queue/wake.ts); a write that needs one awake sooner than its next minute tick starts it through this, as
+ * Lambda's asynchronous invoke does deployed and the local runtime's invocations do locally.
+ */
+
+/** What a wake starts: the poller of the partition owning `shards`, or the sweeper. */
+export type WakeRequest = { role: 'poller'; shards: number[] } | { role: 'sweeper' };
+
+/** The event a woken function receives: its minute tick's, marked as a wake. */
+export type WakeEvent = { wake: true; shards?: number[] };
+
+export interface WakeInvoker {
+  /** Starts the function asynchronously; resolves once the start was accepted, throws when it was refused. */
+  wake(request: WakeRequest): Promise<void>;
+}
+
+export function wakeEventOf(request: WakeRequest): WakeEvent {
+  return request.role === 'poller' ? { wake: true, shards: request.shards } : { wake: true };
+}
