@@ -13,7 +13,8 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   api: {
     items: {
       // A debounce enqueue reads its key's pointer.
-      GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation', 'debounce'],
+      // Before an enqueue due soon, the poller partition's wake item says whether one will find it (queue/wake.ts).
+      GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation', 'debounce', 'wake'],
       // A correlated, dedup or debounce enqueue writes the job and its key's pointer in one transaction; a far
       // run_after records its bucket.
       // Schedules are written whole, over the revision read. A bulk operation is only recorded here; sweepers run it.
@@ -21,7 +22,8 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory', 'schedule', 'operation', 'tag', 'dedup', 'debounce'],
       // Callbacks end attempts (and give back a type's slots); key revocation; the metrics history. Cancelling a
       // running job marks its claim's seat in the group's start record, where its worker looks.
-      UpdateItem: ['job', 'jobType', 'apiKey', 'metrics', 'start'],
+      // A wake asks for a hold; a job type's change is noted for awake pollers.
+      UpdateItem: ['job', 'jobType', 'apiKey', 'metrics', 'start', 'wake'],
       // The correlation callback drops the pointer of the job it finished; a schedule is deleted.
       DeleteItem: ['correlation', 'schedule'],
       BatchGetItem: ['job', 'jobType', 'apiKey', 'roster', 'schedule'],
@@ -38,13 +40,15 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   poller: {
     items: {
       // A due schedule is read before it fires; overlap "skip" reads its previous job.
-      GetItem: ['job', 'cursor', 'schedule'],
+      // Its wake item, at a tick and before it sleeps; the sweeper's, before a claim.
+      GetItem: ['job', 'cursor', 'schedule', 'wake'],
       // A claim whose visibility timeout ends beyond the next bucket records that bucket first. A schedule's fire
       // enqueues its job (after its tag entries) and moves the schedule, written whole over the revision read, to
       // its next fire time.
       PutItem: ['directory', 'job', 'schedule', 'tag'],
       // A batch whose invoke failed has its seats taken from any worker before its claims go back.
-      UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster', 'start'],
+      // Its lease on the wake item.
+      UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster', 'start', 'wake'],
       BatchGetItem: ['jobType'],
       // A lane far behind its cursor is walked through the bucket directory, past the buckets it never recorded.
       Query: ['directory'],
@@ -55,11 +59,12 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
     items: {
       // An http target's signing secret is read from its type's item: a batch never carries it. While jobs run, their
       // groups' start records are read for cancels.
-      GetItem: ['jobType', 'start'],
+      GetItem: ['jobType', 'start', 'wake'],
       // A heartbeat, callback wait or retry that moves a job beyond the next bucket records that bucket first.
       PutItem: ['directory'],
       // A batch records the start of its claims' group before any of its jobs runs.
-      UpdateItem: ['job', 'jobType', 'metrics', 'roster', 'start'],
+      // A retry due soon, or a claim extended, asks the poller's or the sweeper's wake item for a hold.
+      UpdateItem: ['job', 'jobType', 'metrics', 'roster', 'start', 'wake'],
     },
     queriesDueIndex: false,
   },
@@ -67,13 +72,14 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
     items: {
       // Bulk operations: the operation and its type are read before each page. A lapsed claim's group start record
       // says whether a worker took it up.
-      GetItem: ['job', 'cursor', 'jobType', 'operation', 'start'],
+      GetItem: ['job', 'cursor', 'jobType', 'operation', 'start', 'wake'],
       // A reclaimed job or straggler records its bucket before it moves there; a bulk retry enqueues replays, with
       // their tag entries.
       PutItem: ['directory', 'job', 'tag'],
       // A concurrency counter left above what its jobs hold is reconciled from the type's running jobs; a bulk cancel
       // ends queued jobs, and asks running ones to stop through their seats; each page of an operation is recorded on it.
-      UpdateItem: ['job', 'jobType', 'cursor', 'operation', 'start'],
+      // Its lease on the wake item; a requeued job due soon asks the poller's for a hold.
+      UpdateItem: ['job', 'jobType', 'cursor', 'operation', 'start', 'wake'],
       // Reconciling reads the type's running jobs; a bulk operation's pages list jobs as GET /v1/jobs/{type} does.
       BatchGetItem: ['job', 'jobType'],
       // A bulk operation by tag walks the tag's entries.

@@ -7,6 +7,7 @@ import type { FireResult } from '../../lib/queue/fire-schedules.js';
 import { createMetricsRecorder, type MetricsRecorder } from '../../lib/queue/metrics-history.js';
 import { runPollerLoop } from '../../lib/queue/poller.js';
 import { emptyPollResult, type PollResult } from '../../lib/queue/poll-once.js';
+import { startKindOf, startPollerAwake } from '../../lib/queue/poller-awake.js';
 import type { WorkerInvoker } from '../../lib/queue/batcher.js';
 import { createRosterHeartbeat } from '../../lib/queue/roster.js';
 import { log } from '../shared/log.js';
@@ -102,6 +103,11 @@ export function createPollerHandler(deps: PollerDeps) {
   return async (event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<PollResult> => {
     const shards = shardsFromEvent(event, deps.ctx.settings.shards);
     const runForMs = Math.min(deps.ctx.settings.pollerRunMs, context.getRemainingTimeInMillis() - INVOCATION_HEADROOM_MS);
+    const awake = await startPollerAwake(deps.ctx, { shards: shards ?? allShards, endsAtMs: deps.ctx.nowMs() + runForMs, kind: startKindOf(event) });
+    if (!awake.stays) {
+      log('info', 'poller not needed', { reason: awake.reason, shards });
+      return emptyPollResult();
+    }
     // Every invocation says which shards it polls: the partitions' rules share the function's containers.
     roster.refresh({ shards: shards ?? allShards });
     const unreported = emptyPollResult();
@@ -119,6 +125,7 @@ export function createPollerHandler(deps: PollerDeps) {
         runForMs,
         ...(shards ? { shards } : {}),
         ...(deps.signal ? { signal: deps.signal } : {}),
+        ...(awake.afterRound ? { afterRound: awake.afterRound } : {}),
         onPoll: (result) => {
           roster.beat();
           history.flushIfDue();

@@ -8,6 +8,8 @@ import { abortableSleep } from '../../lib/domain/sleep.js';
 import { runBulkOperations } from '../../lib/queue/bulk.js';
 import { emptySweepResult, sweepOnce, type SweepResult } from '../../lib/queue/sweeper.js';
 import type { WorkerRegistry } from '../../lib/queue/worker.js';
+import { startKindOf } from '../../lib/queue/poller-awake.js';
+import { startSweeperAwake, type SweeperAwake } from '../../lib/queue/sweeper-awake.js';
 import { log } from '../shared/log.js';
 import { countTotals, noMetrics, type QueueMetrics } from '../shared/metrics.js';
 
@@ -34,39 +36,66 @@ const SWEEP_METRICS: Record<keyof SweepResult, string> = {
 
 export function createSweeperHandler(deps: SweeperDeps) {
   const metrics = deps.metrics ?? noMetrics;
-  return async (_event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepResult> => {
+  return async (event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepResult> => {
     const { ctx } = deps;
     const deadlineMs = ctx.nowMs() + Math.min(ctx.settings.pollerRunMs, context.getRemainingTimeInMillis() - INVOCATION_HEADROOM_MS);
     const totals = emptySweepResult();
-    do {
-      try {
-        const result = await sweepOnce(ctx, {
-          customPolicies: deps.registry.retryPolicies,
-          onError: (failure, error) => log('error', failure.id === undefined ? 'sweep skipped a lane' : 'sweep skipped a job', { ...failure, error }),
-        });
-        for (const key of Object.keys(totals) as (keyof SweepResult)[]) totals[key] += result[key];
-        if (result.requeued + result.ended + result.stragglers + result.released + result.reconciled > 0) log('info', 'sweep', { ...result });
-      } catch (error) {
-        metrics.count('SweepErrors', 1);
-        log('error', 'sweep failed', { error });
-      }
-      // Never past the deadline: the Lambda timeout allows for one last sweep, not for a last pause too.
-      const nextSweepAtMs = Math.min(ctx.nowMs() + ctx.settings.sweepIntervalMs, deadlineMs);
-      try {
-        const jobs = await runBulkOperations(ctx, {
-          untilMs: nextSweepAtMs,
-          ...(deps.signal ? { signal: deps.signal } : {}),
-          onError: (operation, error) => log('error', 'bulk operation page failed', { operation, error }),
-        });
-        if (jobs > 0) metrics.count('BulkJobs', jobs);
-      } catch (error) {
-        metrics.count('BulkErrors', 1);
-        log('error', 'bulk operations failed', { error });
-      }
-      await abortableSleep(Math.max(0, nextSweepAtMs - ctx.nowMs()), deps.signal);
-    } while (ctx.nowMs() < deadlineMs && !deps.signal?.aborted);
+    const awake = await startSweeperAwake(ctx, { endsAtMs: deadlineMs, kind: startKindOf(event) });
+    if (!awake.stays) {
+      log('info', 'sweeper not needed', { reason: awake.reason });
+      return totals;
+    }
+    try {
+      await sweepWhileAwake(deps, totals, awake);
+    } finally {
+      await awake.stop();
+    }
     countTotals(metrics, SWEEP_METRICS, totals);
     metrics.flush();
     return totals;
   };
 }
+
+/** Sweeps every SWEEP_INTERVAL_MS, running bulk operations' pages in between, while the lease says to go on. */
+async function sweepWhileAwake(deps: SweeperDeps, totals: SweepResult, awake: Extract<SweeperAwake, { stays: true }>): Promise<void> {
+  const { ctx } = deps;
+  const metrics = deps.metrics ?? noMetrics;
+  do {
+    try {
+      const result = await sweepOnce(ctx, {
+        customPolicies: deps.registry.retryPolicies,
+        onError: (failure, error) => log('error', failure.id === undefined ? 'sweep skipped a lane' : 'sweep skipped a job', { ...failure, error }),
+      });
+      for (const key of Object.keys(totals) as (keyof SweepResult)[]) totals[key] += result[key];
+      if (result.requeued + result.ended + result.stragglers + result.released + result.reconciled > 0) {
+        awake.markBusy();
+        log('info', 'sweep', { ...result });
+      }
+    } catch (error) {
+      metrics.count('SweepErrors', 1);
+      log('error', 'sweep failed', { error });
+    }
+    // Never past the deadline: the Lambda timeout allows for one last sweep, not for a last pause too.
+    const nextSweepAtMs = Math.min(ctx.nowMs() + ctx.settings.sweepIntervalMs, awake.untilMs());
+    try {
+      const jobs = await runBulkOperations(ctx, {
+        untilMs: nextSweepAtMs,
+        ...(deps.signal ? { signal: deps.signal } : {}),
+        onError: (operation, error) => log('error', 'bulk operation page failed', { operation, error }),
+      });
+      if (jobs > 0) {
+        awake.markBusy();
+        metrics.count('BulkJobs', jobs);
+      }
+    } catch (error) {
+      metrics.count('BulkErrors', 1);
+      log('error', 'bulk operations failed', { error });
+    }
+    // In steps, so a lease that stops renewing ends the wait with it.
+    while (ctx.nowMs() < Math.min(nextSweepAtMs, awake.untilMs()) && !deps.signal?.aborted) {
+      await abortableSleep(Math.min(SLEEP_STEP_MS, Math.min(nextSweepAtMs, awake.untilMs()) - ctx.nowMs()), deps.signal);
+    }
+  } while (ctx.nowMs() < awake.untilMs() && !deps.signal?.aborted);
+}
+
+const SLEEP_STEP_MS = 500;

@@ -90,6 +90,11 @@ export interface JobType {
 /** A job type as it may leave the table in a worker batch: the secret stays behind, and the worker reads it from the item. */
 export type JobTypeWithoutSecrets = Omit<JobType, 'signingSecret'>;
 
+/** Pollers claim this type's jobs: it is neither paused nor given a concurrency of 0, which keep its jobs queued. */
+export function claimsJobs(jobType: Pick<JobType, 'concurrency' | 'paused'>): boolean {
+  return jobType.concurrency !== 0 && !jobType.paused;
+}
+
 export function withoutSecrets(jobType: JobType): JobTypeWithoutSecrets {
   const { signingSecret: _secret, ...rest } = jobType;
   return rest;

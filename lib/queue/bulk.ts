@@ -24,6 +24,7 @@ import { itemToJob, itemToOperation } from '../store/items.js';
 import { jobKey, operationKey, purgeAtS } from '../store/keys.js';
 import { countPageParams, newOperationParams, pageFailedParams, runningOperationIds, takePageParams, type PageCounts } from '../store/operations.js';
 import { batchGetItems, getItem, putItem, updateItem } from '../store/send.js';
+import { ensureAwake } from './wake.js';
 import type { QueueContext, QueueSettings } from './context.js';
 import { enqueueJob, replayInputOf } from './enqueue.js';
 import { cursorFrom, listJobs, type JobPage } from './job-listing.js';
@@ -44,6 +45,8 @@ export async function startBulkOperation(
 ): Promise<{ operation: BulkOperation; created: boolean }> {
   const operation = newOperation(jobType.name, request, by, ctx.nowMs());
   const written = await putItem(ctx, newOperationParams(operation));
+  // Sweepers run operations: one is awake, or woken, to start it now.
+  if (written.ok) await ensureAwake(ctx, 'sweeper', 0, ctx.nowMs());
   if (written.ok) return { operation, created: true };
   return { operation: written.current ? itemToOperation(written.current) : await requireOperation(ctx, operation.id), created: false };
 }

@@ -45,7 +45,7 @@ import { recordSpan, SpanKind } from '../domain/spans.js';
 
 /** A job update, its lane bucket recorded first when it lies ahead (see directory.ts). */
 async function writeJob(ctx: QueueContext, params: UpdateParams): Promise<JobWriteResult> {
-  await recordLaneBucket(ctx, params.ExpressionAttributeValues?.[':gsi1pk']);
+  await recordLaneBucket(ctx, params.ExpressionAttributeValues?.[':gsi1pk'], params.ExpressionAttributeValues?.[':gsi1sk']);
   return updateJob(ctx, params);
 }
 

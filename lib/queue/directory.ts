@@ -9,10 +9,11 @@
  * among those that settled, however many lie between (queue/lanes.ts). A
  * record expires a while after its bucket ends, and walks know from when.
  */
-import { bucketOf, bucketStartMs, laneBucketOf, type Lane } from '../store/keys.js';
+import { bucketOf, bucketStartMs, laneBucketOf, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { advanceCursor, readLaneCursor, type LaneCursor } from '../store/due-index.js';
 import { putDirectoryEntry, recordedBuckets } from '../store/listing.js';
 import type { QueueContext } from './context.js';
+import { ensureAwake } from './wake.js';
 
 /**
  * How long after a cursor first advances with this release the directory's records are trusted: writes begun by
@@ -94,12 +95,24 @@ const MAX_REMEMBERED = 10_000;
 /** Records being written, so the claims of one poll, made side by side, write their bucket's record once. */
 const recording = new Map<string, Promise<void>>();
 
-/** Records the bucket of `partition`, a lane's; call before writing the entry, which must not be written if this fails. */
-export async function recordLaneBucket(ctx: QueueContext, partition: unknown): Promise<void> {
+/**
+ * Records the bucket of `partition`, a lane's, and makes sure someone awake finds the entry under `sortKey` in
+ * time (queue/wake.ts): the poller of its shard for a queued job, the sweeper for a claim. Call before writing the
+ * entry, which must not be written if this fails.
+ */
+export async function recordLaneBucket(ctx: QueueContext, partition: unknown, sortKey: unknown): Promise<void> {
   if (typeof partition !== 'string') return;
   const found = laneBucketOf(partition);
   if (!found) return;
-  const memo = `${ctx.settings.tableName}\u0000${JSON.stringify(found)}`;
+  await Promise.all([recordBucket(ctx, found), typeof sortKey === 'string' ? ensureAwakeFor(ctx, found, sortKeyTimeMs(sortKey)) : undefined]);
+}
+
+function ensureAwakeFor(ctx: QueueContext, { lane, shard }: { lane: Lane; shard: number }, dueAtMs: number): Promise<void> {
+  return lane.kind === 'queued' ? ensureAwake(ctx, 'poller', shard % ctx.settings.pollerPartitions, dueAtMs) : ensureAwake(ctx, 'sweeper', 0, dueAtMs);
+}
+
+async function recordBucket(ctx: QueueContext, found: { lane: Lane; bucket: number }): Promise<void> {
+  const memo = `${ctx.settings.tableName}\u0000${JSON.stringify({ lane: found.lane, bucket: found.bucket })}`;
   if (recorded.has(memo)) return;
   let written = recording.get(memo);
   if (!written) {

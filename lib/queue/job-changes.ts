@@ -34,7 +34,7 @@ async function readQueuedJob(ctx: QueueContext, type: string, id: string) {
 export async function movedQueuedEntry(ctx: QueueContext, job: Job, runAfterMs: number, nowMs: number): Promise<IndexKey | undefined> {
   if (runAfterMs === job.runAfterMs) return undefined;
   const index = queuedIndexKeys(ctx.settings, job, runAfterMs, nowMs);
-  await recordLaneBucket(ctx, index.gsi1pk);
+  await recordLaneBucket(ctx, index.gsi1pk, index.gsi1sk);
   return index;
 }
 

@@ -7,8 +7,9 @@ import { getItem, putItem, updateItem } from '../store/send.js';
 import { listIndexedItems } from '../store/listing.js';
 import { JOB_TYPES_PARTITION, jobTypeKey } from '../store/keys.js';
 import { jobTypeFromInput, type JobTypeInput } from '../wire/job-types.js';
-import type { JobType } from '../domain/job-type.js';
+import { claimsJobs, type JobType } from '../domain/job-type.js';
 import { newSigningSecret } from '../domain/signing.js';
+import { beforeJobTypesChange, wakeEveryPoller } from './wake.js';
 
 /**
  * How long a process may act on a job type as it read it: pollers list types again this often, so a new,
@@ -54,11 +55,14 @@ export async function putJobType(
     let generated: string | undefined;
     if (existing?.signingSecret !== undefined) jobType.signingSecret = existing.signingSecret;
     else if (jobType.target.kind === 'http') jobType.signingSecret = generated = newSigningSecret();
+    await beforeJobTypesChange(ctx);
     const written = await putItem(ctx, putJobTypeParams(jobType, existing));
     if (!written.ok) {
       if (tries >= PUT_JOB_TYPE_TRIES) throw new ConflictError(`job type "${name}" kept changing while it was replaced; try again`);
       continue;
     }
+    // Given room again (its concurrency was 0): its queued jobs are due now, wherever the others' walks stand.
+    if (existing && !claimsJobs(existing) && claimsJobs(jobType)) await wakeEveryPoller(ctx);
     return { jobType, created: existing === undefined, ...(generated !== undefined ? { newSigningSecret: generated } : {}) };
   }
 }
@@ -68,9 +72,12 @@ export async function putJobType(
  * every JOB_TYPES_REFRESH_MS, so a pause stops new claims within that; claims already made run on.
  */
 export async function setJobTypePaused(ctx: QueueContext, name: string, paused: boolean): Promise<JobType> {
+  await beforeJobTypesChange(ctx);
   const result = await updateItem(ctx, setJobTypePausedParams(name, paused, ctx.nowMs()));
   if (!result.ok) throw new NotFoundError(`job type "${name}" does not exist`);
-  return itemToJobType(result.item ?? {});
+  const jobType = itemToJobType(result.item ?? {});
+  if (claimsJobs(jobType)) await wakeEveryPoller(ctx);
+  return jobType;
 }
 
 export async function listJobTypes(ctx: QueueContext): Promise<JobType[]> {

@@ -4,7 +4,7 @@
  */
 import pLimit from 'p-limit';
 import { DEFAULT_PRIORITY } from '../domain/job.js';
-import type { JobType, PriorityOrder } from '../domain/job-type.js';
+import { claimsJobs, type JobType, type PriorityOrder } from '../domain/job-type.js';
 import { abortableSleep } from '../domain/sleep.js';
 import { recordGap, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { bucketOf, jobKey, laneBucketOf, queuedSortKey, sortKeyTimeMs, type Lane } from '../store/keys.js';
@@ -440,7 +440,7 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
     },
   };
   // A paused type (paused, or concurrency 0) keeps its jobs queued; nothing is claimed.
-  const activeTypes = options.jobTypes.filter((jobType) => jobType.concurrency !== 0 && !jobType.paused);
+  const activeTypes = options.jobTypes.filter(claimsJobs);
   // Settled too: what one type claimed is dispatched whatever happened to another.
   const typeOutcomes = await Promise.allSettled(activeTypes.map((jobType) => pollType(poll, sink, jobType)));
   batcher.close();

@@ -34,6 +34,18 @@ export interface PollerLoopOptions {
   fireSchedules?: boolean;
   onSchedulesFired?: (result: FireResult) => void;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /**
+   * After each poll, with what the loop knows: answers until when to go on (never past the run's end) and when
+   * job types last changed, so the loop lists them again at once (queue/awake.ts keeps a lease so).
+   */
+  afterRound?: (round: PollRound) => Promise<{ untilMs: number; typesChangedAtMs: number }>;
+}
+
+export interface PollRound {
+  /** The poll claimed, expired or lost a job, or fired a schedule, or will poll again at once. */
+  busy: boolean;
+  jobTypes: readonly JobType[];
+  cursors: CursorCache;
 }
 
 /**
@@ -115,6 +127,8 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   const sleep = options.sleep ?? abortableSleep;
   const refreshMs = options.jobTypesRefreshMs ?? JOB_TYPES_REFRESH_MS;
   const deadlineMs = ctx.nowMs() + (options.runForMs ?? ctx.settings.pollerRunMs);
+  let untilMs = deadlineMs;
+  let typesChangedAtMs: number | undefined;
   const cursors: CursorCache = new Map();
   const rateBuckets: RateBucketCache = new Map();
   const recentClaims: RecentClaims = new Map();
@@ -134,13 +148,17 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         jobTypes = await listJobTypes(ctx);
         jobTypesReadAtMs = ctx.nowMs();
       }
+      let fired = 0;
       if (firesSchedules && ctx.nowMs() - schedulesCheckedAtMs >= SCHEDULE_CHECK_MS) {
         schedulesCheckedAtMs = ctx.nowMs();
         // Apart from the poll: a schedule that fails to fire is reported and tried again, and jobs are still claimed.
-        await fireDueSchedules(ctx, jobTypes).then(options.onSchedulesFired, options.onError);
+        await fireDueSchedules(ctx, jobTypes).then((result) => {
+          fired = result.made + result.skipped;
+          options.onSchedulesFired?.(result);
+        }, options.onError);
       }
       // What falls due before the next poll is claimed on time from this one, never past the run's end.
-      const claimAheadMs = Math.min(pacer.intervalMs, Math.max(0, deadlineMs - ctx.nowMs()));
+      const claimAheadMs = Math.min(pacer.intervalMs, Math.max(0, untilMs - ctx.nowMs()));
       const result = await pollOnce(ctx, {
         jobTypes,
         invoker: options.invoker,
@@ -166,6 +184,13 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
       totals.oldestDueLagMs = Math.max(totals.oldestDueLagMs, result.oldestDueLagMs);
       totals.behind ||= result.behind;
       options.onPoll?.(result);
+      if (options.afterRound) {
+        const busy = fired > 0 || result.claimed + result.expired + result.lostRaces > 0 || pollsAgainAtOnce(result);
+        const next = await options.afterRound({ busy, jobTypes, cursors });
+        untilMs = Math.min(deadlineMs, next.untilMs);
+        if (typesChangedAtMs !== undefined && next.typesChangedAtMs !== typesChangedAtMs) jobTypesReadAtMs = -Infinity;
+        typesChangedAtMs = next.typesChangedAtMs;
+      }
       const waitMs = pacer.waitAfter(result, pollStartedAtMs, ctx.nowMs(), claimAheadMs);
       if (!pollsAgainAtOnce(result)) await sleep(waitMs, options.signal);
     } catch (error) {
@@ -175,6 +200,6 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
       settledGaps.clear();
       await sleep(pacer.afterError(), options.signal);
     }
-  } while (ctx.nowMs() < deadlineMs && !options.signal?.aborted);
+  } while (ctx.nowMs() < untilMs && !options.signal?.aborted);
   return totals;
 }

@@ -124,7 +124,7 @@ async function requeueStraggler(ctx: QueueContext, entry: DueEntry, result: Swee
   const ref = parseJobPk(entry.pk);
   const nowMs = ctx.nowMs();
   const index = queuedIndexKeys(ctx.settings, ref, sortKeyTimeMs(entry.gsi1sk), nowMs);
-  await recordLaneBucket(ctx, index.gsi1pk);
+  await recordLaneBucket(ctx, index.gsi1pk, index.gsi1sk);
   if ((await updateItem(ctx, requeueStragglerParams(ref, entry.gsi1pk, index))).ok) result.stragglers++;
 }
 

@@ -64,6 +64,7 @@ export const PARTITION_PREFIX = {
   tag: 'TAG#',
   dedup: 'DEDUP#',
   debounce: 'DEBOUNCE#',
+  wake: 'WAKE#',
 } as const;
 
 export type PartitionFamily = keyof typeof PARTITION_PREFIX;
@@ -197,10 +198,10 @@ export function parseClaimSortKey(sk: string): { claimedUntilMs: number; type: s
 }
 
 /** The lane and bucket of a `due` index partition, or undefined for partitions that are not lanes. */
-export function laneBucketOf(partition: string): { lane: Lane; bucket: number } | undefined {
+export function laneBucketOf(partition: string): { lane: Lane; bucket: number; shard: number } | undefined {
   const parts = partition.split('#');
-  if (parts[0] === 'Q' && parts.length === 4) return { lane: { kind: 'queued', type: parts[1] ?? '' }, bucket: Number(parts[2]) };
-  if (parts[0] === 'C' && parts.length === 3) return { lane: { kind: 'claims' }, bucket: Number(parts[1]) };
+  if (parts[0] === 'Q' && parts.length === 4) return { lane: { kind: 'queued', type: parts[1] ?? '' }, bucket: Number(parts[2]), shard: Number(parts[3]) };
+  if (parts[0] === 'C' && parts.length === 3) return { lane: { kind: 'claims' }, bucket: Number(parts[1]), shard: Number(parts[2]) };
   return undefined;
 }
 
@@ -272,6 +273,13 @@ export function debounceItemKey(type: string, key: string): ItemKey {
 /** Where the bucket directory records a lane's buckets ahead of now (see queue/directory.ts). */
 export function directoryKey(lane: Lane, bucket: number): ItemKey {
   return { pk: `${PARTITION_PREFIX.directory}${laneName(lane)}`, sk: padEpochMs(bucket) };
+}
+
+export type WakeRole = 'poller' | 'sweeper';
+
+/** Who is awake among the pollers of `partition` (or the sweepers: partition 0), until when, and what they were asked to wait for. */
+export function wakeKey(role: WakeRole, partition: number): ItemKey {
+  return { pk: `${PARTITION_PREFIX.wake}${role}#${partition}`, sk: 'WAKE' };
 }
 
 const TYPE_COUNTER_SORT_KEY = 'INFLIGHT';

@@ -4,6 +4,7 @@
  * roster of live pollers and workers.
  */
 import { afterEach, beforeEach, describe, expect, test, vi, type MockInstance } from 'vitest';
+import { holdAwake } from '../support/wake.js';
 import { createPollerHandler } from '../../functions/poller/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
@@ -54,6 +55,7 @@ describe('GET /v1/stats', () => {
   });
 
   test('lists the live pollers with their shards and the live workers, snake_case', async () => {
+    await holdAwake(queue.ctx);
     const poller = createPollerHandler({ ctx: queue.as('poller'), invoker: new RecordingInvoker(), identity: { id: 'p-1', host: 'host-a' } });
     await poller({ shards: [1, 3] }, { getRemainingTimeInMillis: () => 60_000 });
     queue.clock.advance(1_000);
@@ -66,6 +68,7 @@ describe('GET /v1/stats', () => {
   });
 
   test('leaves out a poller not seen for over a minute', async () => {
+    await holdAwake(queue.ctx);
     await createPollerHandler({ ctx: queue.as('poller'), invoker: new RecordingInvoker(), identity: { id: 'p-1', host: 'host-a' } })({}, { getRemainingTimeInMillis: () => 60_000 });
     queue.clock.advance(60_001);
     expect((await admin.get('/v1/stats')).body.pollers).toEqual([]);

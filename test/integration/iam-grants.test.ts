@@ -76,6 +76,8 @@ let operator: ApiClient;
 let producer: ApiClient;
 let producerKeyId: string;
 const invoker = new RecordingInvoker();
+/** Wakes go nowhere: the tour invokes each function itself. */
+const wakes = { wake: async () => undefined };
 
 const advanceS = (seconds: number): void => queue.clock.advance(seconds * 1000);
 const poll = () => createPollerHandler({ ctx: queue.as('poller'), invoker, identity: { id: 'p-1', host: 'host' } })({}, lambdaContext);
@@ -92,7 +94,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
   sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/jobs`;
   // One poll or sweep per invocation: the manual clock does not move by itself.
-  queue = await createTestQueue({ settings: { shards: 1, pollerRunMs: 0 }, onIamDecision: record });
+  queue = await createTestQueue({ settings: { shards: 1, pollerRunMs: 0 }, onIamDecision: record, waker: wakes });
   operator = createTestApi(queue);
 });
 afterAll(async () => {
@@ -157,6 +159,16 @@ describe('a tour of every function', () => {
     expect((await producer.get('/v1/jobs/plain?status=queued')).body.jobs.map((job: { id: string }) => job.id)).toEqual(['tomorrow']);
     expect((await producer.get('/v1/jobs/plain?tag=nightly')).body.jobs).toEqual([]);
     expect((await producer.get('/v1/jobs/plain/p1')).body.status).toBe('succeeded');
+  });
+
+  test("a worker's failed attempt retries in a second: it asks the poller's wake item for someone awake then", async () => {
+    expect((await operator.put('/v1/job-types/flaky', { target: { kind: 'handler', name: 'fail' }, retry: { kind: 'fixed', delay_s: 1 } })).status).toBe(201);
+    expect((await producer.put('/v1/jobs/flaky/f1', { data: { message: 'not yet' } })).status).toBe(201);
+    const before = invoker.batches.length;
+    expect(await poll()).toMatchObject({ claimed: 1 });
+    expect((await runWorker(invoker.batches[before]!)).retrying).toBe(1);
+    // Paused, so the retry stays out of the later steps' claims.
+    expect((await operator.post('/v1/job-types/flaky/pause', {})).status).toBe(200);
   });
 
   test('a callback wait holds its slot for an hour', async () => {

@@ -187,7 +187,9 @@ describe('a sweeper back after a day', () => {
 describe('the poller function', () => {
   test('reports the lag while its run goes on, not only when it ends', async () => {
     const { ctx, clock } = queue();
-    const emails = await defineType(ctx, 'emails');
+    // One slot, taken by the first job, which no worker runs: the second waits, due, the whole run.
+    const emails = await defineType(ctx, 'emails', { concurrency: 1 });
+    await enqueue(ctx, emails, 'running');
     await enqueue(ctx, emails, 'waiting');
     clock.set(T0 + 10 * MINUTE);
     const lagReports: number[] = [];

@@ -15,6 +15,7 @@ import type { WorkerIdentity } from '../../lib/domain/job.js';
 import { createRosterHeartbeat, listRoster, ROSTER_PURGE_AFTER_S, ROSTER_REFRESH_MS, ROSTER_STALE_AFTER_MS } from '../../lib/queue/roster.js';
 import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { asFunction, manualClock } from '../support/queue.js';
+import { holdAwake } from '../support/wake.js';
 import { RecordingInvoker, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
 
 /**
@@ -64,6 +65,7 @@ const loggedRosterFailures = (): number =>
 describe('who is listed', () => {
   test('a poller lists itself with its host, the shards it polls, when it started and when it was last seen', async () => {
     const { ctx, clock } = queue();
+    await holdAwake(ctx);
     const handler = pollerHandler(asFunction(ctx, 'poller'));
     clock.advance(5_000);
     await handler({ shards: [0, 2] }, lambdaContext);
@@ -76,12 +78,14 @@ describe('who is listed', () => {
 
   test('a poller invoked without shards lists every shard', async () => {
     const { ctx } = queue();
+    await holdAwake(ctx);
     await pollerHandler(asFunction(ctx, 'poller'))({}, lambdaContext);
     expect((await listRoster(ctx)).poller[0]?.shards).toEqual([0, 1, 2, 3]);
   });
 
   test("a poller's next invocation for other shards replaces its shards: the partitions' rules share its containers", async () => {
     const { ctx } = queue();
+    await holdAwake(ctx);
     const handler = pollerHandler(asFunction(ctx, 'poller'));
     await handler({ shards: [0, 2] }, lambdaContext);
     await handler({ shards: [1, 3] }, lambdaContext);
@@ -91,6 +95,7 @@ describe('who is listed', () => {
 
   test('a worker lists itself, without shards, once it runs a batch', async () => {
     const { ctx, clock } = queue();
+    await holdAwake(ctx);
     const emails = await defineType(ctx, 'emails', { target: { kind: 'handler', name: 'echo' } });
     await enqueue(ctx, emails, 'e-1');
     const invoker = new RecordingInvoker();
@@ -107,6 +112,7 @@ describe('who is listed', () => {
 
   test('pollers and workers are listed apart, oldest process first', async () => {
     const { ctx, clock } = queue();
+    await holdAwake(ctx);
     const second = pollerHandler(asFunction(ctx, 'poller'), { id: 'poller-2', host: 'host-c' });
     clock.advance(1_000);
     const first = pollerHandler(asFunction(ctx, 'poller'), { id: 'poller-0', host: 'host-c' });
@@ -123,6 +129,7 @@ describe('who is listed', () => {
 describe('stale entries', () => {
   test('an entry not refreshed for a minute is left out, while a fresh one stays', async () => {
     const { ctx, clock } = queue();
+    await holdAwake(ctx);
     await pollerHandler(asFunction(ctx, 'poller'), { id: 'stopped', host: 'host-a' })({}, lambdaContext);
     clock.advance(ROSTER_STALE_AFTER_MS - 10_000);
     await pollerHandler(asFunction(ctx, 'poller'), { id: 'running', host: 'host-b' })({}, lambdaContext);
@@ -134,6 +141,7 @@ describe('stale entries', () => {
 
   test('each write sets the TTL attribute a few minutes after the time it was seen, so DynamoDB deletes a stale entry', async () => {
     const { ctx, clock, clients, tableName } = queue();
+    await holdAwake(ctx);
     const handler = pollerHandler(asFunction(ctx, 'poller'));
     await handler({}, lambdaContext);
     clock.advance(30_000);
@@ -149,6 +157,7 @@ describe('stale entries', () => {
 describe('how often a process writes', () => {
   test(`beats write at most once per ${ROSTER_REFRESH_MS / 1000} s`, async () => {
     const { ctx, clock } = queue();
+    await holdAwake(ctx);
     const heartbeat = createRosterHeartbeat(ctx, { role: 'poller', ...POLLER, startedAtMs: T0 }, (error) => {
       throw error;
     });
@@ -166,6 +175,7 @@ describe('how often a process writes', () => {
 describe('when roster writes fail', () => {
   test('the poll still claims and dispatches its jobs, and the failure is logged', async () => {
     const { ctx } = queue();
+    await holdAwake(ctx);
     const emails = await defineType(ctx, 'emails', { target: { kind: 'handler', name: 'echo' } });
     await enqueue(ctx, emails, 'e-1');
     const invoker = new RecordingInvoker();
@@ -180,6 +190,7 @@ describe('when roster writes fail', () => {
 
   test('the worker still runs its jobs to success, and the failure is logged', async () => {
     const { ctx } = queue();
+    await holdAwake(ctx);
     const emails = await defineType(ctx, 'emails', { target: { kind: 'handler', name: 'echo' } });
     await enqueue(ctx, emails, 'e-1');
     const invoker = new RecordingInvoker();

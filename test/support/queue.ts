@@ -1,5 +1,6 @@
 /** A queue on its own fresh table in the shared DynamoDB Local, with a clock the test moves. */
 import { randomUUID } from 'node:crypto';
+import type { WakeInvoker } from '../../lib/queue/wake-invoker.js';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { createQueueContext, readQueueSettings, type QueueContext, type QueueSettings } from '../../lib/queue/context.js';
@@ -75,6 +76,8 @@ export async function createTestQueue(
     onIamDecision?: (decision: IamDecision) => void;
     /** How far the `due` index lags the table, on the queue's clock, for the functions' queries through `as` (never for `ctx`); none by default. */
     indexLagMs?: number;
+    /** Wakes sleeping pollers and sweepers for every function through `as`, each function with a waker of its own, as each runs in its own process. */
+    waker?: WakeInvoker;
   } = {},
 ): Promise<TestQueue> {
   const tableName = `test-${randomUUID()}`;
@@ -96,7 +99,8 @@ export async function createTestQueue(
     if (!functionCtx) {
       const roleClients = iam.dynamoClientsFor(fn, { endpoint: inject('dynamoEndpoint') });
       functionClients.set(fn, roleClients);
-      functionCtx = { ...ctx, db: roleClients.db, events: iam.publisherFor(fn, ctx.events) };
+      const { waker } = options;
+      functionCtx = { ...ctx, db: roleClients.db, events: iam.publisherFor(fn, ctx.events), ...(waker ? { waker: { wake: (request) => waker.wake(request) } } : {}) };
       functionContexts.set(fn, functionCtx);
     }
     return functionCtx;

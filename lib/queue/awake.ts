@@ -1,0 +1,144 @@
+/**
+ * Sleeping pollers and sweepers. A minute tick (or a wake, queue/wake.ts) starts an invocation; it stays only
+ * when something is in reach: work due before the next tick could see it, or a writer's hold. Awake, it holds a
+ * short lease on its wake item, renewed while it stays: writers read the lease to know whether someone will find
+ * their entry in time. Once nothing has happened for a while it looks again, and when nothing is in reach it
+ * says it will not renew (refused if a writer asked for a hold since the look began), works on until the lease
+ * runs out, and ends. The minute tick finds out in a few reads whether anything falls due before the next one.
+ */
+import { wakeKey, type WakeRole } from '../store/keys.js';
+import { readWakeState, recordWalkedParams, renewLeaseParams, stopLeaseParams, takeLeaseParams, writeWake, type WakeState } from '../store/wake.js';
+import type { QueueContext } from './context.js';
+
+/** How long a lease promises work; renewed once less than RENEW_BELOW_MS of it is left, so about every second. */
+export const LEASE_MS = 3_000;
+export const RENEW_BELOW_MS = 2_000;
+/** No work for this long, and the holder looks whether anything is in reach; again this often while something is. */
+export const IDLE_BEFORE_LOOK_MS = 2_000;
+/**
+ * How far ahead a look reaches: past the next minute tick (60 s, plus up to 10 s of EventBridge's delay, see
+ * wake.ts's TICK_COVER_MS) and the lease, so whatever falls due before a later tick sees it is claimed on time.
+ */
+export const REACH_MS = 90_000;
+
+export type StartKind = 'tick' | 'wake';
+
+/** What an invocation of a role looks for: coarsely at a tick (the directory), closely before it sleeps (the index). */
+export interface AwakeWork {
+  inReach(untilMs: number, how: 'coarse' | 'close'): Promise<boolean>;
+  /** Where every lane's walk stands, for the next tick to look from; undefined when not known. */
+  walkedFromBucket(): number | undefined;
+}
+
+export interface AwakeRound {
+  /** Until when to keep working: the invocation's end, or the lease's once the holder stops renewing. */
+  untilMs: number;
+  /** When job types last changed, as the wake item says. */
+  typesChangedAtMs: number;
+}
+
+export interface AwakeKeeper {
+  /** After each round of work (`busy` when it did some): renews, looks and stops as due. */
+  afterRound(busy: boolean): Promise<AwakeRound>;
+  readonly stopping: boolean;
+}
+
+export type AwakeStart = { awake: false; reason: 'covered' | 'idle'; state: WakeState } | { awake: true; keeper: AwakeKeeper; state: WakeState };
+
+const isLive = (state: WakeState, nowMs: number): boolean => state.ownerId !== undefined && state.awakeUntilMs > nowMs;
+
+/**
+ * Another holder will still be working when this invocation could add nothing: a wake's holder stays past the
+ * hold that asked for the wake; a tick's, past the next tick, which will look again.
+ */
+function coveredBy(state: WakeState, kind: StartKind, nowMs: number): boolean {
+  if (!isLive(state, nowMs) || state.stopping) return false;
+  const neededUntilMs = kind === 'wake' ? Math.max(state.holdUntilMs, nowMs) + RENEW_BELOW_MS : nowMs + REACH_MS;
+  return state.ownerEndsAtMs >= neededUntilMs;
+}
+
+export interface AwakeOptions {
+  role: WakeRole;
+  partition: number;
+  /** This invocation, unique. */
+  ownerId: string;
+  /** When the invocation must end: no lease reaches past it. */
+  endsAtMs: number;
+  kind: StartKind;
+  work: AwakeWork;
+  /** The wake item as read at the invocation's start (readWakeState). */
+  state: WakeState;
+  /** No work for this long, and the holder looks whether anything is in reach; again this often. @default IDLE_BEFORE_LOOK_MS */
+  lookEveryMs?: number;
+}
+
+/** Decides whether an invocation stays, and takes the lease when it does. */
+export async function startAwake(ctx: QueueContext, options: AwakeOptions): Promise<AwakeStart> {
+  const { role, partition, ownerId, endsAtMs, kind, work, state } = options;
+  const nowMs = ctx.nowMs();
+  if (coveredBy(state, kind, nowMs)) return { awake: false, reason: 'covered', state };
+  const wanted = state.holdUntilMs > nowMs || (await work.inReach(nowMs + REACH_MS, 'coarse'));
+  const key = wakeKey(role, partition);
+  if (!wanted) {
+    const walked = work.walkedFromBucket();
+    // Read from the cursors this time: the next ticks read it here.
+    if (state.walkedFromBucket === undefined && walked !== undefined) await writeWake(ctx, recordWalkedParams(key, walked, state.typesChangedAtMs));
+    return { awake: false, reason: 'idle', state };
+  }
+  const taken = await writeWake(ctx, takeLeaseParams(key, { ownerId, awakeUntilMs: Math.min(ctx.nowMs() + LEASE_MS, endsAtMs), ownerEndsAtMs: endsAtMs }));
+  const held = taken.state ?? state;
+  return { awake: true, keeper: createKeeper(ctx, options, held), state: held };
+}
+
+function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState): AwakeKeeper {
+  const { ownerId, endsAtMs, work } = options;
+  const lookEveryMs = options.lookEveryMs ?? IDLE_BEFORE_LOOK_MS;
+  const key = wakeKey(options.role, options.partition);
+  let leaseUntilMs = taken.awakeUntilMs;
+  let typesChangedAtMs = taken.typesChangedAtMs;
+  let stopping = false;
+  let lastBusyAtMs = ctx.nowMs();
+  let lastLookAtMs = -Infinity;
+  const round = (): AwakeRound => ({ untilMs: stopping ? leaseUntilMs : endsAtMs, typesChangedAtMs });
+
+  /** Nothing in reach on a look begun after every hold asked for: stops renewing, unless a hold came since. */
+  async function lookAndMaybeStop(): Promise<void> {
+    const lookedAtMs = ctx.nowMs();
+    lastLookAtMs = lookedAtMs;
+    const state = await readWakeState(ctx, options.role, options.partition);
+    typesChangedAtMs = state.typesChangedAtMs;
+    if (state.ownerId !== ownerId) {
+      stopping = true;
+      return;
+    }
+    if (state.holdUntilMs > lookedAtMs || (await work.inReach(lookedAtMs + REACH_MS, 'close'))) return;
+    const stopped = await writeWake(ctx, stopLeaseParams(key, ownerId, lookedAtMs, work.walkedFromBucket()));
+    if (stopped.ok) stopping = true;
+  }
+
+  async function renew(): Promise<void> {
+    const awakeUntilMs = Math.min(ctx.nowMs() + LEASE_MS, endsAtMs);
+    const renewed = await writeWake(ctx, renewLeaseParams(key, { ownerId, awakeUntilMs }, work.walkedFromBucket()));
+    if (!renewed.ok || !renewed.state) {
+      // Another invocation took the lease: it works on, and this one ends once its own promise is kept.
+      stopping = true;
+      return;
+    }
+    leaseUntilMs = awakeUntilMs;
+    typesChangedAtMs = renewed.state.typesChangedAtMs;
+  }
+
+  return {
+    get stopping() {
+      return stopping;
+    },
+    async afterRound(busy: boolean): Promise<AwakeRound> {
+      const nowMs = ctx.nowMs();
+      if (busy) lastBusyAtMs = nowMs;
+      if (stopping) return round();
+      if (nowMs - lastBusyAtMs >= lookEveryMs && nowMs - lastLookAtMs >= lookEveryMs) await lookAndMaybeStop();
+      if (!stopping && leaseUntilMs - ctx.nowMs() < RENEW_BELOW_MS && leaseUntilMs < endsAtMs) await renew();
+      return round();
+    },
+  };
+}

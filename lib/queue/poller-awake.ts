@@ -1,0 +1,133 @@
+/**
+ * What a poller invocation looks for before it stays or sleeps (queue/awake.ts): a due schedule, when it fires
+ * them, or a recorded bucket of an active type's lane, from where its walks stand, within reach; closely, an
+ * entry in such a bucket.
+ */
+import { randomUUID } from 'node:crypto';
+import { claimsJobs, type JobType } from '../domain/job-type.js';
+import { readLaneCursor } from '../store/due-index.js';
+import { bucketOf, type Lane } from '../store/keys.js';
+import { dueScheduleNames } from '../store/schedules.js';
+import { readWakeState, type WakeState } from '../store/wake.js';
+import { startAwake, type AwakeWork, type StartKind } from './awake.js';
+import type { QueueContext } from './context.js';
+import { listJobTypes } from './job-types.js';
+import type { CursorCache } from './poll-once.js';
+import type { PollRound } from './poller.js';
+import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './reach.js';
+
+/** What the poll loop last knew: the types it polls and where their walks stand. */
+export interface PollerView {
+  jobTypes: readonly JobType[];
+  cursors: CursorCache;
+}
+
+const laneOf = (jobType: JobType): Lane => ({ kind: 'queued', type: jobType.name });
+
+export interface PollerWorkOptions {
+  shards: number[];
+  firesSchedules: boolean;
+  /** The wake item as the invocation found it: where the last holder left every walk. */
+  state: WakeState;
+  /** The loop's latest view; undefined before its first poll. */
+  view: () => PollerView | undefined;
+}
+
+export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): AwakeWork {
+  const { shards, state } = options;
+  const startBucketOf = (jobType: JobType): number => bucketOf(jobType.createdAtMs, ctx.settings.bucketMs);
+
+  /** Where every walk stood, read from the cursors by a tick that found it unknown. */
+  let walkedAtTick: number | undefined;
+
+  /** Each lane from where the last holder said every walk stood, or, not known since a type changed, from its cursors. */
+  async function lanesAsLeft(jobTypes: readonly JobType[]): Promise<LaneInReach[]> {
+    const lanes = await Promise.all(
+      jobTypes.map(async (jobType) => {
+        const lane = laneOf(jobType);
+        const walked = state.walkedFromBucket;
+        const fromBuckets = new Map<number, number>();
+        for (const shard of shards) {
+          const cursor = walked === undefined ? (await readLaneCursor(ctx, lane, shard)).bucket : walked;
+          fromBuckets.set(shard, Math.max(cursor ?? -Infinity, startBucketOf(jobType)));
+        }
+        return { lane, shards, fromBucketOf: (shard: number) => fromBuckets.get(shard) ?? startBucketOf(jobType) };
+      }),
+    );
+    if (state.walkedFromBucket === undefined && lanes.length > 0) walkedAtTick = Math.min(...lanes.flatMap((lane) => shards.map(lane.fromBucketOf)));
+    return lanes;
+  }
+
+  /** Each lane from its cursors as the loop holds them. */
+  function lanesAsPolled(view: PollerView): LaneInReach[] {
+    return view.jobTypes.filter(claimsJobs).map((jobType) => ({
+      lane: laneOf(jobType),
+      shards,
+      fromBucketOf: (shard: number) => {
+        const key = `${jobType.name}#${shard}`;
+        const known = view.cursors.has(key) ? view.cursors.get(key) : state.walkedFromBucket;
+        return Math.max(known ?? -Infinity, startBucketOf(jobType));
+      },
+    }));
+  }
+
+  const scheduleDueBy = async (untilMs: number): Promise<boolean> => options.firesSchedules && (await dueScheduleNames(ctx, untilMs, 1)).length > 0;
+
+  return {
+    async inReach(untilMs, how) {
+      if (await scheduleDueBy(untilMs)) return true;
+      const view = options.view();
+      if (how === 'close' && view) return anyEntryDueBy(ctx, lanesAsPolled(view), untilMs);
+      const jobTypes = (view?.jobTypes ?? (await listJobTypes(ctx))).filter(claimsJobs);
+      return anyLaneRecordedBy(ctx, await lanesAsLeft(jobTypes), untilMs);
+    },
+    walkedFromBucket() {
+      const view = options.view();
+      if (!view) return walkedAtTick;
+      let walked = Infinity;
+      for (const jobType of view.jobTypes.filter(claimsJobs)) {
+        for (const shard of shards) {
+          const key = `${jobType.name}#${shard}`;
+          if (!view.cursors.has(key)) return undefined;
+          walked = Math.min(walked, view.cursors.get(key) ?? startBucketOf(jobType));
+        }
+      }
+      return Number.isFinite(walked) ? walked : undefined;
+    },
+  };
+}
+
+/** A minute tick's event, or a wake's (queue/wake-invoker.ts). */
+export function startKindOf(event: unknown): StartKind {
+  return typeof event === 'object' && event !== null && (event as { wake?: unknown }).wake === true ? 'wake' : 'tick';
+}
+
+export type PollerAwake =
+  | { stays: false; reason: 'covered' | 'idle' }
+  | { stays: true; afterRound: ((round: PollRound) => Promise<{ untilMs: number; typesChangedAtMs: number }>) | undefined };
+
+/**
+ * Whether a poller invocation of `shards` stays, and how its loop keeps its lease. When the wake item cannot be
+ * read or written, the invocation polls its whole run, as every one did before pollers slept.
+ */
+export async function startPollerAwake(ctx: QueueContext, options: { shards: number[]; endsAtMs: number; kind: StartKind }): Promise<PollerAwake> {
+  const { shards } = options;
+  const partition = (shards[0] ?? 0) % ctx.settings.pollerPartitions;
+  let view: PollerView | undefined;
+  try {
+    const state = await readWakeState(ctx, 'poller', partition);
+    const work = pollerWork(ctx, { shards, firesSchedules: shards.includes(0), state, view: () => view });
+    const start = await startAwake(ctx, { role: 'poller', partition, ownerId: randomUUID(), endsAtMs: options.endsAtMs, kind: options.kind, work, state });
+    if (!start.awake) return { stays: false, reason: start.reason };
+    const { keeper } = start;
+    return {
+      stays: true,
+      afterRound: (round) => {
+        view = round;
+        return keeper.afterRound(round.busy);
+      },
+    };
+  } catch {
+    return { stays: true, afterRound: undefined };
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * Writers' side of sleeping pollers and sweepers (queue/awake.ts): before a write puts an entry someone must
+ * find soon (a job due, a claim that will lapse), the writer makes sure someone will. A minute tick finds what
+ * falls due past TICK_COVER_MS from now; a lease that outlasts the entry by COVER_MARGIN_MS finds it too. Else
+ * the writer asks for a hold (someone awake, and looking only after it) and, unless the lease's holder will
+ * still be there then, wakes the function: at most once per WAKE_WINDOW_MS per process, since the hold asked for
+ * covers every entry written within the window.
+ */
+import { shardOf, shardsOfPartition, wakeKey, type WakeRole } from '../store/keys.js';
+import { updateItem } from '../store/send.js';
+import { holdParams, readWakeState, typesChangedParams, writeWake, type WakeState } from '../store/wake.js';
+import type { QueueContext } from './context.js';
+import { RENEW_BELOW_MS } from './awake.js';
+import type { WakeInvoker, WakeRequest } from './wake-invoker.js';
+
+/** EventBridge's minute, plus the few seconds its rules may start late: a tick comes within this of any time. */
+export const TICK_COVER_MS = 70_000;
+/** Past a poll interval and the index's usual lag: a lease ending later than this after an entry finds it. */
+export const COVER_MARGIN_MS = 1_500;
+export const WAKE_WINDOW_MS = 1_000;
+/** A window, the write that follows the wake, and the index's lag, with room to spare. */
+export const HOLD_MS = 5_000;
+
+interface Seen {
+  state: WakeState | undefined;
+  askedAtMs: number;
+}
+
+/**
+ * What each process last saw of each wake item and when it last asked, by table, role and partition: per waker,
+ * since each function has its own (one per process deployed; the local runtime runs them all in one).
+ */
+const seenByWaker = new WeakMap<WakeInvoker, Map<string, Seen>>();
+const MAX_SEEN = 1_000;
+
+function seenOf(waker: WakeInvoker): Map<string, Seen> {
+  let seen = seenByWaker.get(waker);
+  if (!seen) {
+    seen = new Map();
+    seenByWaker.set(waker, seen);
+  }
+  return seen;
+}
+
+const coveredByLease = (state: WakeState | undefined, dueAtMs: number, nowMs: number): boolean =>
+  state !== undefined && Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs;
+
+/** The holder will still be working past the hold, and will honour it: waking another adds nothing. */
+const holderStaysFor = (state: WakeState | undefined, holdUntilMs: number, nowMs: number): boolean =>
+  state !== undefined && state.ownerId !== undefined && state.awakeUntilMs > nowMs && !state.stopping && state.ownerEndsAtMs >= holdUntilMs + RENEW_BELOW_MS;
+
+/**
+ * Makes sure someone of `role` (the poller of `partition`, or the sweeper) works at `dueAtMs`. Never throws: a
+ * wake that fails leaves the entry to the next minute tick, late but never lost.
+ */
+export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: number, dueAtMs: number): Promise<void> {
+  const { waker } = ctx;
+  if (!waker) return;
+  const nowMs = ctx.nowMs();
+  if (dueAtMs >= nowMs + TICK_COVER_MS) return;
+  const seen = seenOf(waker);
+  const memo = `${ctx.settings.tableName}\u0000${role}\u0000${partition}`;
+  const last = seen.get(memo);
+  if (coveredByLease(last?.state, dueAtMs, nowMs)) return;
+  if (last && nowMs - last.askedAtMs < WAKE_WINDOW_MS) return;
+  if (seen.size >= MAX_SEEN) seen.clear();
+  const entry: Seen = { state: last?.state, askedAtMs: nowMs };
+  seen.set(memo, entry);
+  try {
+    entry.state = await readWakeState(ctx, role, partition);
+    if (coveredByLease(entry.state, dueAtMs, ctx.nowMs())) return;
+    const holdUntilMs = ctx.nowMs() + HOLD_MS;
+    const held = await writeWake(ctx, holdParams(wakeKey(role, partition), holdUntilMs));
+    if (held.state) entry.state = held.state;
+    if (holderStaysFor(entry.state, holdUntilMs, ctx.nowMs())) return;
+    const request: WakeRequest = role === 'poller' ? { role, shards: shardsOfPartition(partition, ctx.settings.pollerPartitions, ctx.settings.shards) } : { role };
+    await waker.wake(request);
+  } catch {
+    // The next minute tick finds the entry: its bucket was recorded before it was written.
+  }
+}
+
+/** The poller partition owning the shard of job `id`. */
+export function pollerPartitionOf(ctx: QueueContext, id: string): number {
+  return shardOf(id, ctx.settings.shards) % ctx.settings.pollerPartitions;
+}
+
+/** Wakes every poller partition for work due now, whatever the leases say: a type resumed, whose lanes no walk reached. */
+export async function wakeEveryPoller(ctx: QueueContext): Promise<void> {
+  const partitions = Array.from({ length: ctx.settings.pollerPartitions }, (_, partition) => partition);
+  if (!ctx.waker) return;
+  const seen = seenOf(ctx.waker);
+  for (const partition of partitions) seen.delete(`${ctx.settings.tableName}\u0000poller\u0000${partition}`);
+  await Promise.all(partitions.map((partition) => ensureAwake(ctx, 'poller', partition, ctx.nowMs())));
+}
+
+/**
+ * Before a job type is made or changed: awake pollers list types again at their next round, and the next minute
+ * tick looks at every lane from its cursor, since a type resumed (or given room again) may have work far behind
+ * where the others' walks stand. Written first, as a lane's bucket is recorded before its entry: if this fails,
+ * the change is not made. A resumed type wakes every poller at once.
+ */
+export async function beforeJobTypesChange(ctx: QueueContext): Promise<void> {
+  if (!ctx.waker) return;
+  const partitions = Array.from({ length: ctx.settings.pollerPartitions }, (_, partition) => partition);
+  await Promise.all(partitions.map((partition) => updateItem(ctx, typesChangedParams(wakeKey('poller', partition), ctx.nowMs()))));
+}

@@ -1,0 +1,135 @@
+/**
+ * The wake item of a poller partition or of the sweeper (`WAKE#<role>#<partition>`): who is awake, until when it
+ * promised to keep working (its lease), whether it will renew it, until when a writer asked it to stay, how far
+ * every lane it owns was walked when it last looked, and when job types last changed. queue/awake.ts keeps it;
+ * queue/wake.ts reads it before waking anyone.
+ */
+import { wakeKey, type ItemKey, type WakeRole } from './keys.js';
+import { getItem, updateItem, type Item, type StoreContext, type UpdateParams } from './send.js';
+
+export interface WakeState {
+  /** The invocation holding the lease, when one ever did. */
+  ownerId: string | undefined;
+  /** Until when the holder keeps working, whatever else happens: it never stops before. */
+  awakeUntilMs: number;
+  /** When the holder's invocation ends: it can renew its lease no further. */
+  ownerEndsAtMs: number;
+  /** The holder will not renew its lease: it found nothing in reach. */
+  stopping: boolean;
+  /** A writer asked for someone awake until then: no holder stops before it, nor on a look begun before it. */
+  holdUntilMs: number;
+  /** Every active lane's walk was at or past this bucket when the holder last looked; unknown after a type changed. */
+  walkedFromBucket: number | undefined;
+  /** When a job type was last made, changed, paused or resumed: an awake poller lists types again after it. */
+  typesChangedAtMs: number;
+}
+
+const numberOr = (value: unknown, fallback: number): number => (typeof value === 'number' ? value : fallback);
+
+export function itemToWakeState(item: Item | undefined): WakeState {
+  return {
+    ownerId: typeof item?.ownerId === 'string' ? item.ownerId : undefined,
+    awakeUntilMs: numberOr(item?.awakeUntilMs, 0),
+    ownerEndsAtMs: numberOr(item?.ownerEndsAtMs, 0),
+    stopping: item?.stopping === true,
+    holdUntilMs: numberOr(item?.holdUntilMs, 0),
+    walkedFromBucket: typeof item?.walkedFromBucket === 'number' ? item.walkedFromBucket : undefined,
+    typesChangedAtMs: numberOr(item?.typesChangedAtMs, 0),
+  };
+}
+
+export async function readWakeState(ctx: StoreContext, role: WakeRole, partition: number): Promise<WakeState> {
+  return itemToWakeState(await getItem(ctx, wakeKey(role, partition), { consistentRead: true }));
+}
+
+export interface Lease {
+  ownerId: string;
+  awakeUntilMs: number;
+  ownerEndsAtMs: number;
+}
+
+/** Takes the lease, whoever held it: a holder that loses it keeps its own promise and then stops. */
+export function takeLeaseParams(key: ItemKey, lease: Lease): UpdateParams {
+  return {
+    Key: key,
+    UpdateExpression: 'SET ownerId = :owner, awakeUntilMs = :until, ownerEndsAtMs = :ends, stopping = :no',
+    ExpressionAttributeValues: { ':owner': lease.ownerId, ':until': lease.awakeUntilMs, ':ends': lease.ownerEndsAtMs, ':no': false },
+    ReturnValues: 'ALL_NEW',
+  };
+}
+
+/** Extends the lease of its holder (refused once another took it), recording how far its lanes were walked. */
+export function renewLeaseParams(key: ItemKey, lease: Omit<Lease, 'ownerEndsAtMs'>, walkedFromBucket: number | undefined): UpdateParams {
+  return {
+    Key: key,
+    UpdateExpression: `SET awakeUntilMs = :until${walkedFromBucket === undefined ? '' : ', walkedFromBucket = :walked'}`,
+    ConditionExpression: 'ownerId = :owner AND stopping = :no',
+    ExpressionAttributeValues: {
+      ':owner': lease.ownerId,
+      ':until': lease.awakeUntilMs,
+      ':no': false,
+      ...(walkedFromBucket === undefined ? {} : { ':walked': walkedFromBucket }),
+    },
+    ReturnValues: 'ALL_NEW',
+  };
+}
+
+/**
+ * Says the holder will not renew, on a look that began at `lookedAtMs` and found nothing in reach: refused when
+ * a writer asked since for someone awake (a hold past that time), whose entry the look may not have seen.
+ */
+export function stopLeaseParams(key: ItemKey, ownerId: string, lookedAtMs: number, walkedFromBucket: number | undefined): UpdateParams {
+  return {
+    Key: key,
+    UpdateExpression: `SET stopping = :yes${walkedFromBucket === undefined ? '' : ', walkedFromBucket = :walked'}`,
+    ConditionExpression: 'ownerId = :owner AND (attribute_not_exists(holdUntilMs) OR holdUntilMs <= :looked)',
+    ExpressionAttributeValues: {
+      ':owner': ownerId,
+      ':yes': true,
+      ':looked': lookedAtMs,
+      ...(walkedFromBucket === undefined ? {} : { ':walked': walkedFromBucket }),
+    },
+    ReturnValues: 'ALL_NEW',
+  };
+}
+
+/** Asks for someone awake until `holdUntilMs`; a later hold already asked for stays. */
+export function holdParams(key: ItemKey, holdUntilMs: number): UpdateParams {
+  return {
+    Key: key,
+    UpdateExpression: 'SET holdUntilMs = :hold',
+    ConditionExpression: 'attribute_not_exists(holdUntilMs) OR holdUntilMs < :hold',
+    ExpressionAttributeValues: { ':hold': holdUntilMs },
+    ReturnValues: 'ALL_NEW',
+  };
+}
+
+/**
+ * A job type was made or changed: awake pollers list types again, and the walks recorded are forgotten, since a
+ * resumed type's lane may lie far behind them; the next minute tick then looks from the start.
+ */
+export function typesChangedParams(key: ItemKey, nowMs: number): UpdateParams {
+  return {
+    Key: key,
+    UpdateExpression: 'SET typesChangedAtMs = :now REMOVE walkedFromBucket',
+    ExpressionAttributeValues: { ':now': nowMs },
+  };
+}
+
+/**
+ * Records where every walk stood, as a tick that found it unknown read it from the cursors: unless a type changed
+ * since (its lane may lie behind) or a holder recorded it already.
+ */
+export function recordWalkedParams(key: ItemKey, walkedFromBucket: number, typesChangedAtMs: number): UpdateParams {
+  return {
+    Key: key,
+    UpdateExpression: 'SET walkedFromBucket = :walked',
+    ConditionExpression: 'attribute_not_exists(walkedFromBucket) AND (attribute_not_exists(typesChangedAtMs) OR typesChangedAtMs = :changed)',
+    ExpressionAttributeValues: { ':walked': walkedFromBucket, ':changed': typesChangedAtMs },
+  };
+}
+
+export async function writeWake(ctx: StoreContext, params: UpdateParams): Promise<{ ok: boolean; state: WakeState | undefined }> {
+  const result = await updateItem(ctx, params);
+  return { ok: result.ok, state: result.ok && result.item ? itemToWakeState(result.item) : undefined };
+}
