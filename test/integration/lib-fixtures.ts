@@ -14,6 +14,7 @@ import type { JobInput, WorkerIdentity } from '../../lib/domain/job.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/poll-once.js';
+import type { WakeInvoker } from '../../lib/queue/wake-invoker.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
@@ -26,7 +27,7 @@ export const WORKER: WorkerIdentity = { id: 'worker-1', host: 'host-a' };
 
 /** A fresh table and manual clock (at T0) for every test, dropped after it. */
 export function freshQueuePerTest(
-  options: { settings?: Partial<QueueSettings>; clock?: () => TestClock; random?: () => number } = {},
+  options: { settings?: Partial<QueueSettings>; clock?: () => TestClock; random?: () => number; waker?: WakeInvoker } = {},
 ): () => TestQueue {
   let queue: TestQueue | undefined;
   beforeEach(async () => {
@@ -34,6 +35,7 @@ export function freshQueuePerTest(
       ...(options.settings ? { settings: options.settings } : {}),
       ...(options.clock ? { clock: options.clock() } : {}),
       ...(options.random ? { random: options.random } : {}),
+      ...(options.waker ? { waker: options.waker } : {}),
     });
   });
   afterEach(async () => {
