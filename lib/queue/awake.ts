@@ -16,6 +16,11 @@ export const RENEW_BELOW_MS = 2_000;
 /** No work for this long, and the holder looks whether anything is in reach; again this often while something is. */
 export const IDLE_BEFORE_LOOK_MS = 2_000;
 /**
+ * Between renewals the holder reads its wake item this often (after a round of work), so a job type made while it
+ * is awake is polled within about a poll interval: a lease covers the new type's first job, so no wake comes for it.
+ */
+export const TYPES_CHECK_MS = 250;
+/**
  * How far ahead a look reaches: past the next minute tick (60 s, plus up to 10 s of EventBridge's delay, see
  * wake.ts's TICK_COVER_MS) and the lease, so whatever falls due before a later tick sees it is claimed on time.
  */
@@ -99,6 +104,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
   let stopping = false;
   let lastBusyAtMs = ctx.nowMs();
   let lastLookAtMs = -Infinity;
+  let lastReadAtMs = ctx.nowMs();
   const round = (): AwakeRound => ({ untilMs: stopping ? leaseUntilMs : endsAtMs, typesChangedAtMs });
 
   /** Nothing in reach on a look begun after every hold asked for: stops renewing, unless a hold came since. */
@@ -106,6 +112,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
     const lookedAtMs = ctx.nowMs();
     lastLookAtMs = lookedAtMs;
     const state = await readWakeState(ctx, options.role, options.partition);
+    lastReadAtMs = lookedAtMs;
     typesChangedAtMs = state.typesChangedAtMs;
     if (state.ownerId !== ownerId) {
       stopping = true;
@@ -125,7 +132,13 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
       return;
     }
     leaseUntilMs = awakeUntilMs;
+    lastReadAtMs = ctx.nowMs();
     typesChangedAtMs = renewed.state.typesChangedAtMs;
+  }
+
+  async function readTypesChanged(): Promise<void> {
+    lastReadAtMs = ctx.nowMs();
+    typesChangedAtMs = (await readWakeState(ctx, options.role, options.partition)).typesChangedAtMs;
   }
 
   return {
@@ -138,6 +151,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
       if (stopping) return round();
       if (nowMs - lastBusyAtMs >= lookEveryMs && nowMs - lastLookAtMs >= lookEveryMs) await lookAndMaybeStop();
       if (!stopping && leaseUntilMs - ctx.nowMs() < RENEW_BELOW_MS && leaseUntilMs < endsAtMs) await renew();
+      else if (options.role === 'poller' && ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readTypesChanged();
       return round();
     },
   };

@@ -129,6 +129,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   const deadlineMs = ctx.nowMs() + (options.runForMs ?? ctx.settings.pollerRunMs);
   let untilMs = deadlineMs;
   let typesChangedAtMs: number | undefined;
+  let typesChanged = false;
   const cursors: CursorCache = new Map();
   const rateBuckets: RateBucketCache = new Map();
   const recentClaims: RecentClaims = new Map();
@@ -188,11 +189,13 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         const busy = fired > 0 || result.claimed + result.expired + result.lostRaces > 0 || pollsAgainAtOnce(result);
         const next = await options.afterRound({ busy, jobTypes, cursors });
         untilMs = Math.min(deadlineMs, next.untilMs);
-        if (typesChangedAtMs !== undefined && next.typesChangedAtMs !== typesChangedAtMs) jobTypesReadAtMs = -Infinity;
+        typesChanged = typesChangedAtMs !== undefined && next.typesChangedAtMs !== typesChangedAtMs;
+        if (typesChanged) jobTypesReadAtMs = -Infinity;
         typesChangedAtMs = next.typesChangedAtMs;
       }
       const waitMs = pacer.waitAfter(result, pollStartedAtMs, ctx.nowMs(), claimAheadMs);
-      if (!pollsAgainAtOnce(result)) await sleep(waitMs, options.signal);
+      // A type made a moment ago is polled at once: its first job may be due now.
+      if (!pollsAgainAtOnce(result) && !typesChanged) await sleep(waitMs, options.signal);
     } catch (error) {
       options.onError?.(error);
       cursors.clear();
