@@ -14,6 +14,7 @@ import { parseBenchArgs, USAGE, type BenchArgs } from './args.js';
 import { HTTP_WORKLOADS, httpTables, runHttpBench, summariseHttp, type HttpBenchResults } from './http-run.js';
 import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';
 import { IDLE_TYPE_COUNTS, idleTypesTable, runIdleTypes, type IdleTypesResult } from './idle-types.js';
+import { runWakeLatency, wakeLatencyTable, type WakeLatencyResult } from './wake-latency.js';
 import { fmt, lagAndOutcomeCells, median, type WorkloadSummary } from './stats.js';
 import { benchTableName, PHASES } from './system.js';
 import { runMix, type MixResult } from './mix.js';
@@ -239,6 +240,7 @@ async function main(): Promise<number> {
   if (wants('idle-types')) {
     for (const jobTypes of IDLE_TYPE_COUNTS) idleTypes.push(await runIdleTypes(jobTypes, args.idleTypesSeconds * 1_000, args.httpStorage, (line) => console.log(line)));
   }
+  const wakeLatency: WakeLatencyResult[] = wants('wake-latency') ? await runWakeLatency(args.httpStorage, (line) => console.log(line)) : [];
   let http: HttpBenchResults | undefined;
   if (HTTP_WORKLOADS.some(wants)) {
     http = await runHttpBench(
@@ -369,6 +371,7 @@ async function main(): Promise<number> {
     );
   }
   if (idleTypes.length > 0) console.log(`\n${idleTypesTable(idleTypes, table)}`);
+  if (wakeLatency.length > 0) console.log(`\n${wakeLatencyTable(wakeLatency, table)}`);
   const scaleSummaries = Object.values(scale).map(summarise);
   if (scaleSummaries.length > 0) {
     console.log('\nscale curve (W1-immediate, medians)');
@@ -389,7 +392,7 @@ async function main(): Promise<number> {
   const outFile = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   await writeFile(
     outFile,
-    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, idleTypes, mixes, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
+    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, idleTypes, wakeLatency, mixes, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
   );
   console.log(`\nwrote ${outFile}`);
   if (failures.length > 0) {
