@@ -67,6 +67,8 @@ async function sweepWhileAwake(deps: SweeperDeps, totals: SweepResult, awake: Ex
         onError: (failure, error) => log('error', failure.id === undefined ? 'sweep skipped a lane' : 'sweep skipped a job', { ...failure, error }),
       });
       for (const key of Object.keys(totals) as (keyof SweepResult)[]) totals[key] += result[key];
+      // Recorded for the next ticks: a failure only brings the next backstop sweep sooner.
+      await awake.swept().catch((error: unknown) => log('warn', 'could not record the sweep', { error }));
       if (result.requeued + result.ended + result.stragglers + result.released + result.reconciled > 0) {
         awake.markBusy();
         log('info', 'sweep', { ...result });

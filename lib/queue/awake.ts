@@ -75,6 +75,8 @@ export interface AwakeOptions {
   state: WakeState;
   /** No work for this long, and the holder looks whether anything is in reach; again this often. @default IDLE_BEFORE_LOOK_MS */
   lookEveryMs?: number;
+  /** The first look, this long after the start unless work came first. @default lookEveryMs */
+  firstLookAfterMs?: number;
 }
 
 /** Decides whether an invocation stays, and takes the lease when it does. */
@@ -102,7 +104,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
   let leaseUntilMs = taken.awakeUntilMs;
   let typesChangedAtMs = taken.typesChangedAtMs;
   let stopping = false;
-  let lastBusyAtMs = ctx.nowMs();
+  let lastBusyAtMs = ctx.nowMs() - lookEveryMs + (options.firstLookAfterMs ?? lookEveryMs);
   let lastLookAtMs = -Infinity;
   let lastReadAtMs = ctx.nowMs();
   const round = (): AwakeRound => ({ untilMs: stopping ? leaseUntilMs : endsAtMs, typesChangedAtMs });

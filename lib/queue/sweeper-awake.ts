@@ -6,14 +6,24 @@
 import { randomUUID } from 'node:crypto';
 import { abortableSleep } from '../domain/sleep.js';
 import { readLaneCursor } from '../store/due-index.js';
-import type { Lane } from '../store/keys.js';
+import { wakeKey, type Lane } from '../store/keys.js';
 import { runningOperationIds } from '../store/operations.js';
-import { readWakeState, type WakeState } from '../store/wake.js';
+import { updateItem } from '../store/send.js';
+import { readWakeState, recordSweptParams, type WakeState } from '../store/wake.js';
 import { RENEW_BELOW_MS, startAwake, type AwakeKeeper, type AwakeWork, type StartKind } from './awake.js';
 import type { QueueContext } from './context.js';
 import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './reach.js';
 
 const CLAIMS: Lane = { kind: 'claims' };
+
+/**
+ * A sweeper wakes at least this often, idle or not, for one whole sweep: the backstop behind every cursor (an
+ * entry a write left behind one, which no poller finds) and the concurrency counters (a slot a crash leaked),
+ * neither of which waits for a claim or a bulk operation to wake it.
+ */
+export const BACKSTOP_SWEEP_EVERY_MS = 15 * 60_000;
+/** While awake, a sweeper records its sweeps no more often than this. */
+const SWEPT_RECORD_EVERY_MS = 60_000;
 
 function sweeperWork(ctx: QueueContext, state: WakeState): AwakeWork {
   const shards = Array.from({ length: ctx.settings.shards }, (_, shard) => shard);
@@ -31,6 +41,7 @@ function sweeperWork(ctx: QueueContext, state: WakeState): AwakeWork {
 
   return {
     async inReach(untilMs, how) {
+      if (how === 'coarse' && state.sweptAtMs + BACKSTOP_SWEEP_EVERY_MS <= ctx.nowMs()) return true;
       if ((await runningOperationIds(ctx)).length > 0) return true;
       if (how === 'coarse') return anyLaneRecordedBy(ctx, [await claimLane(state.walkedFromBucket)], untilMs);
       return anyEntryDueBy(ctx, [await claimLane(undefined)], untilMs);
@@ -47,13 +58,17 @@ export type SweeperAwake =
       untilMs: () => number;
       /** The last sweep or bulk page did some work. */
       markBusy: () => void;
+      /** A whole sweep ended: the next backstop is due BACKSTOP_SWEEP_EVERY_MS from now. */
+      swept: () => Promise<void>;
       /** Ends the lease's timer. */
       stop: () => Promise<void>;
     };
 
 /** Renews and looks from a timer, about as often as a lease is renewed, until stopped or the lease ends. */
-function keepFromTimer(keeper: AwakeKeeper, endsAtMs: number, nowMs: () => number): Extract<SweeperAwake, { stays: true }> {
+function keepFromTimer(ctx: QueueContext, keeper: AwakeKeeper, endsAtMs: number, sweptAtMs: number): Extract<SweeperAwake, { stays: true }> {
+  const { nowMs } = ctx;
   let untilMs = endsAtMs;
+  let recordedSweptAtMs = sweptAtMs;
   let busy = false;
   const stopped = new AbortController();
   const timer = (async () => {
@@ -73,6 +88,11 @@ function keepFromTimer(keeper: AwakeKeeper, endsAtMs: number, nowMs: () => numbe
     stays: true,
     untilMs: () => untilMs,
     markBusy: () => void (busy = true),
+    swept: async () => {
+      if (nowMs() - recordedSweptAtMs < SWEPT_RECORD_EVERY_MS) return;
+      recordedSweptAtMs = nowMs();
+      await updateItem(ctx, recordSweptParams(wakeKey('sweeper', 0), recordedSweptAtMs));
+    },
     stop: async () => {
       stopped.abort();
       await timer;
@@ -88,7 +108,7 @@ const LEASE_RENEW_EVERY_MS = RENEW_BELOW_MS / 2;
  */
 export async function startSweeperAwake(ctx: QueueContext, options: { endsAtMs: number; kind: StartKind }): Promise<SweeperAwake> {
   const { endsAtMs } = options;
-  const always: SweeperAwake = { stays: true, untilMs: () => endsAtMs, markBusy: () => undefined, stop: async () => undefined };
+  const always: SweeperAwake = { stays: true, untilMs: () => endsAtMs, markBusy: () => undefined, swept: async () => undefined, stop: async () => undefined };
   try {
     const state = await readWakeState(ctx, 'sweeper', 0);
     const work = sweeperWork(ctx, state);
@@ -101,8 +121,10 @@ export async function startSweeperAwake(ctx: QueueContext, options: { endsAtMs: 
       work,
       state,
       lookEveryMs: ctx.settings.sweepIntervalMs,
+      // A sweep takes well under this: one woken for a backstop, with nothing else to do, ends soon after it.
+      firstLookAfterMs: LEASE_RENEW_EVERY_MS,
     });
-    return start.awake ? keepFromTimer(start.keeper, endsAtMs, ctx.nowMs) : { stays: false, reason: start.reason };
+    return start.awake ? keepFromTimer(ctx, start.keeper, endsAtMs, state.sweptAtMs) : { stays: false, reason: start.reason };
   } catch {
     return always;
   }

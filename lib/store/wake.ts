@@ -22,6 +22,8 @@ export interface WakeState {
   walkedFromBucket: number | undefined;
   /** When a job type was last made, changed, paused or resumed: an awake poller lists types again after it. */
   typesChangedAtMs: number;
+  /** The sweeper's: when a whole sweep last ended, backstop and counters included. */
+  sweptAtMs: number;
 }
 
 const numberOr = (value: unknown, fallback: number): number => (typeof value === 'number' ? value : fallback);
@@ -35,6 +37,7 @@ export function itemToWakeState(item: Item | undefined): WakeState {
     holdUntilMs: numberOr(item?.holdUntilMs, 0),
     walkedFromBucket: typeof item?.walkedFromBucket === 'number' ? item.walkedFromBucket : undefined,
     typesChangedAtMs: numberOr(item?.typesChangedAtMs, 0),
+    sweptAtMs: numberOr(item?.sweptAtMs, 0),
   };
 }
 
@@ -127,6 +130,11 @@ export function recordWalkedParams(key: ItemKey, walkedFromBucket: number, types
     ConditionExpression: 'attribute_not_exists(walkedFromBucket) AND (attribute_not_exists(typesChangedAtMs) OR typesChangedAtMs = :changed)',
     ExpressionAttributeValues: { ':walked': walkedFromBucket, ':changed': typesChangedAtMs },
   };
+}
+
+/** A whole sweep ended at `nowMs`. */
+export function recordSweptParams(key: ItemKey, nowMs: number): UpdateParams {
+  return { Key: key, UpdateExpression: 'SET sweptAtMs = :now', ExpressionAttributeValues: { ':now': nowMs } };
 }
 
 export async function writeWake(ctx: StoreContext, params: UpdateParams): Promise<{ ok: boolean; state: WakeState | undefined }> {

@@ -13,10 +13,10 @@ import { runPollerLoop } from '../../lib/queue/poller.js';
 import { setJobTypePaused } from '../../lib/queue/job-types.js';
 import type { WakeRequest } from '../../lib/queue/wake-invoker.js';
 import { wakeKey } from '../../lib/store/keys.js';
-import { holdParams, readWakeState, stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
+import { holdParams, readWakeState, recordSweptParams, stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
 import { countQueries } from '../support/sdk-calls.js';
 import { startBulkOperation } from '../../lib/queue/bulk.js';
-import { startSweeperAwake } from '../../lib/queue/sweeper-awake.js';
+import { BACKSTOP_SWEEP_EVERY_MS, startSweeperAwake } from '../../lib/queue/sweeper-awake.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 
 class RecordingWaker {
@@ -240,8 +240,18 @@ describe('a sweeper', () => {
 
   test('with no claim outstanding and no bulk operation, ends at its tick', async () => {
     const { ctx, as } = queue();
+    await writeWake(ctx, recordSweptParams(wakeKey('sweeper', 0), T0));
     await enqueue(ctx, await defineType(ctx, 'queued-only'), 'j1');
     expect(await sweeperTick(as('sweeper'))).toEqual({ stays: false, reason: 'idle' });
+  });
+
+  test(`stays for a whole sweep at least every ${BACKSTOP_SWEEP_EVERY_MS / MINUTE} minutes, idle or not: the backstop and the counters wait for nothing else`, async () => {
+    const { ctx, clock, as } = queue();
+    await writeWake(ctx, recordSweptParams(wakeKey('sweeper', 0), T0));
+    clock.advance(BACKSTOP_SWEEP_EVERY_MS);
+    const awake = await sweeperTick(as('sweeper'));
+    expect(awake.stays).toBe(true);
+    if (awake.stays) await awake.stop();
   });
 
   test('is woken by the claim of a poller when none is awake, and stays while the claim is outstanding', async () => {
