@@ -12,7 +12,7 @@ import type { QueueContext } from './context.js';
 import { queryDue, readCursor, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { recordedBuckets } from '../store/listing.js';
 import { firstUnexpiredDirectoryBucket } from './directory.js';
-import { bucketOf, bucketStartMs, lanePartition, type Lane } from '../store/keys.js';
+import { bucketOf, bucketStartMs, lanePartition, laneShards, type Lane } from '../store/keys.js';
 
 /**
  * The most due-index queries one scan of a lane shard makes (four hours of one-minute buckets the directory cannot
@@ -36,7 +36,7 @@ export async function oldestCursorBucket(
   floorBucket: number,
   run: <T>(call: () => Promise<T>) => Promise<T> = (call) => call(),
 ): Promise<number> {
-  const shards = Array.from({ length: ctx.settings.shards }, (_, shard) => shard);
+  const shards = laneShards(ctx.settings, lane);
   const cursors = await Promise.all(shards.map((shard) => run(() => readCursor(ctx, lane, shard))));
   return Math.max(floorBucket, Math.min(...cursors.map((cursor) => cursor ?? floorBucket)));
 }
