@@ -9,7 +9,7 @@
  * holds up a poll for long.
  */
 import type { QueueContext } from './context.js';
-import { queryDue, readCursor, type DueEntry, type SettledGap } from '../store/due-index.js';
+import { queryDue, readCursor, readLaneCursor, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { recordedBuckets } from '../store/listing.js';
 import { firstUnexpiredDirectoryBucket } from './directory.js';
 import { bucketOf, bucketStartMs, lanePartition, laneShards, type Lane } from '../store/keys.js';
@@ -179,7 +179,13 @@ export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, opt
   };
 }
 
-/** Entries in the buckets just behind the cursor: the sweeper's backstop for a write that landed late. */
+/**
+ * Entries in the buckets just behind the cursor: the sweeper's backstop for a write that landed late. A late
+ * write records its bucket in the directory before its entry as any other does (queue/directory.ts), so where
+ * the directory is complete a bucket it has no record of is gone past unread: an idle lane shard costs a
+ * directory read a sweep rather than a query per backstop bucket, which is what lets the claim lane have more
+ * shards (CLAIM_SHARDS) without costing an idle sweep more.
+ */
 export async function scanBehindCursor(
   ctx: QueueContext,
   lane: Lane,
@@ -188,8 +194,11 @@ export async function scanBehindCursor(
   limit: number,
 ): Promise<DueEntry[]> {
   const nowMs = ctx.nowMs();
+  const { directoryFromBucket } = await readLaneCursor(ctx, lane, shard);
+  const unrecorded = directoryLookup(ctx, lane, nowMs, { directoryFromBucket });
   const entries: DueEntry[] = [];
   for (let bucket = cursor - ctx.settings.backstopBuckets; bucket < cursor && entries.length < limit; bucket++) {
+    if (await unrecorded(bucket)) continue;
     entries.push(...(await queryDue(ctx, lanePartition(lane, bucket, shard), nowMs, limit - entries.length)));
   }
   return entries;
