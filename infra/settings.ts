@@ -19,6 +19,8 @@ export interface DelayedJobQueueSettings {
   BUCKET_MS?: number;
   /** Index partitions per bucket. May grow, never shrink: jobs in a dropped shard are never polled. @default 4 */
   SHARDS?: number;
+  /** Claim-lane partitions per bucket, shared by every type's claims. May grow, never shrink: claims in a dropped shard are never swept. @default SHARDS */
+  CLAIM_SHARDS?: number;
   /** How long a bucket must be over before a cursor passes it. @default 60000 */
   CURSOR_SAFETY_MARGIN_MS?: number;
   /** Buckets behind each cursor the sweeper re-scans. @default 10 */

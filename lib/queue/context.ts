@@ -15,6 +15,11 @@ export interface QueueSettings {
   bucketMs: number;
   /** Due-index partitions per bucket; may grow, must never shrink while jobs exist. @default 4 */
   shards: number;
+  /**
+   * Partitions per bucket of the claim lane, which every type's claims share; may grow, must never shrink while
+   * claims exist. @default SHARDS
+   */
+  claimShards: number;
   /** Pollers that split the shards between them, each woken and ticked on its own (store/keys.ts, shardsOfPartition). @default 1 */
   pollerPartitions: number;
   /**
@@ -82,10 +87,13 @@ export function requiredSetting(env: Env, name: string): string {
 }
 
 export function readQueueSettings(env: Env): QueueSettings {
+  const shards = integerSetting(env, 'SHARDS', 4, 1, 256);
   return {
     tableName: requiredSetting(env, 'TABLE_NAME'),
     bucketMs: integerSetting(env, 'BUCKET_MS', 60_000, 1_000, 3_600_000),
-    shards: integerSetting(env, 'SHARDS', 4, 1, 256),
+    shards,
+    // Claims were filed under SHARDS before the claim lane had a count of its own: unset, it keeps finding them.
+    claimShards: integerSetting(env, 'CLAIM_SHARDS', shards, 1, 256),
     pollerPartitions: integerSetting(env, 'POLLER_PARTITIONS', 1, 1, 256),
     cursorSafetyMarginMs: integerSetting(env, 'CURSOR_SAFETY_MARGIN_MS', 60_000, MIN_CURSOR_SAFETY_MARGIN_MS, 3_600_000),
     backstopBuckets: integerSetting(env, 'BACKSTOP_BUCKETS', 10, 0, 10_000),

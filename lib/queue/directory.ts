@@ -9,7 +9,7 @@
  * among those that settled, however many lie between (queue/lanes.ts). A
  * record expires a while after its bucket ends, and walks know from when.
  */
-import { bucketOf, bucketStartMs, laneBucketOf, sortKeyTimeMs, type Lane } from '../store/keys.js';
+import { bucketOf, bucketStartMs, laneBucketOf, laneShards, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { advanceCursor, readLaneCursor, type LaneCursor } from '../store/due-index.js';
 import { putDirectoryEntry, recordedBuckets } from '../store/listing.js';
 import type { QueueContext } from './context.js';
@@ -49,7 +49,7 @@ export function advanceLaneCursor(
 export async function readWalkCursor(ctx: QueueContext, lane: Lane, shard: number): Promise<LaneCursor> {
   const read = await readLaneCursor(ctx, lane, shard);
   if (read.bucket !== undefined || read.directoryFromBucket !== undefined) return read;
-  const others = Array.from({ length: ctx.settings.shards }, (_, other) => other).filter((other) => other !== shard);
+  const others = laneShards(ctx.settings, lane).filter((other) => other !== shard);
   const adopted = (await Promise.all(others.map((other) => readLaneCursor(ctx, lane, other)))).flatMap((cursor) => cursor.directoryFromBucket ?? []);
   return adopted.length > 0 ? { ...read, directoryFromBucket: Math.min(...adopted) } : read;
 }

@@ -11,7 +11,7 @@ import { cursorFields, encodeCursor, invalidCursor } from '../domain/cursor.js';
 import { ValidationError } from '../domain/errors.js';
 import { itemToJob } from '../store/items.js';
 import { pageOfPartition, type IndexEntry } from '../store/due-index.js';
-import { bucketOf, finishedPartition, jobKey, lanePartition, padEpochMs, parseJobPk, type Lane } from '../store/keys.js';
+import { bucketOf, finishedPartition, jobKey, lanePartition, laneShards, padEpochMs, parseJobPk, type Lane } from '../store/keys.js';
 import { oldestCursorBucket } from './lanes.js';
 import { batchGetItems } from '../store/send.js';
 import { isTerminal } from '../domain/job.js';
@@ -121,12 +121,13 @@ async function laneEntries(
   // Neither the type's jobs nor its claims are older than the type.
   const fromBucket = after?.bucket ?? (await oldestCursorBucket(ctx, lane, bucketOf(jobType.createdAtMs, ctx.settings.bucketMs)));
   const entries: PageEntry[] = [];
+  const shards = laneShards(ctx.settings, lane);
   let queries = 0;
   for (const bucket of await laneBuckets(ctx, lane, fromBucket)) {
-    if (queries + ctx.settings.shards > MAX_QUERIES_PER_PAGE) return { entries, resumeAt: { status, bucket, sortKey: '' } };
+    if (queries + shards.length > MAX_QUERIES_PER_PAGE) return { entries, resumeAt: { status, bucket, sortKey: '' } };
     const afterSortKey = after && after.bucket === bucket && after.sortKey !== '' ? after.sortKey : undefined;
     const perShard = await Promise.all(
-      shardsOf(ctx).map((shard) =>
+      shards.map((shard) =>
         pageOfPartition(ctx, lanePartition(lane, bucket, shard), {
           wanted: wanted - entries.length,
           forward: true,
@@ -135,7 +136,7 @@ async function laneEntries(
         }),
       ),
     );
-    queries += ctx.settings.shards;
+    queries += shards.length;
     const merged = perShard.flat().sort((a, b) => (a.gsi1sk < b.gsi1sk ? -1 : a.gsi1sk > b.gsi1sk ? 1 : 0));
     entries.push(...merged.slice(0, wanted - entries.length).map((entry) => ({ ...entry, bucket })));
     if (entries.length >= wanted) break;

@@ -9,10 +9,10 @@
  * holds up a poll for long.
  */
 import type { QueueContext } from './context.js';
-import { queryDue, readCursor, type DueEntry, type SettledGap } from '../store/due-index.js';
+import { queryDue, readCursor, readLaneCursor, type DueEntry, type SettledGap } from '../store/due-index.js';
 import { recordedBuckets } from '../store/listing.js';
 import { firstUnexpiredDirectoryBucket } from './directory.js';
-import { bucketOf, bucketStartMs, lanePartition, type Lane } from '../store/keys.js';
+import { bucketOf, bucketStartMs, laneName, lanePartition, laneShards, type Lane } from '../store/keys.js';
 
 /**
  * The most due-index queries one scan of a lane shard makes (four hours of one-minute buckets the directory cannot
@@ -36,7 +36,7 @@ export async function oldestCursorBucket(
   floorBucket: number,
   run: <T>(call: () => Promise<T>) => Promise<T> = (call) => call(),
 ): Promise<number> {
-  const shards = Array.from({ length: ctx.settings.shards }, (_, shard) => shard);
+  const shards = laneShards(ctx.settings, lane);
   const cursors = await Promise.all(shards.map((shard) => run(() => readCursor(ctx, lane, shard))));
   return Math.max(floorBucket, Math.min(...cursors.map((cursor) => cursor ?? floorBucket)));
 }
@@ -179,7 +179,30 @@ export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, opt
   };
 }
 
-/** Entries in the buckets just behind the cursor: the sweeper's backstop for a write that landed late. */
+/** Where each lane shard's cursor adopted the directory, per table; bounded, since forgetting one costs a read. */
+const adoptions = new Map<string, number>();
+const MAX_REMEMBERED_ADOPTIONS = 10_000;
+
+/** Where a lane shard's cursor adopted the directory: set by its first advance and never moved, so read once a process. */
+async function directoryAdoptedFrom(ctx: QueueContext, lane: Lane, shard: number): Promise<number | undefined> {
+  const memo = `${ctx.settings.tableName}\u0000${laneName(lane)}\u0000${shard}`;
+  const remembered = adoptions.get(memo);
+  if (remembered !== undefined) return remembered;
+  const { directoryFromBucket } = await readLaneCursor(ctx, lane, shard);
+  if (directoryFromBucket !== undefined) {
+    if (adoptions.size >= MAX_REMEMBERED_ADOPTIONS) adoptions.clear();
+    adoptions.set(memo, directoryFromBucket);
+  }
+  return directoryFromBucket;
+}
+
+/**
+ * Entries in the buckets just behind the cursor: the sweeper's backstop for a write that landed late. A late
+ * write records its bucket in the directory before its entry as any other does (queue/directory.ts), so where
+ * the directory is complete a bucket it has no record of is gone past unread: an idle lane shard costs a
+ * directory read a sweep rather than a query per backstop bucket, which is what lets the claim lane have more
+ * shards (CLAIM_SHARDS) without costing an idle sweep more.
+ */
 export async function scanBehindCursor(
   ctx: QueueContext,
   lane: Lane,
@@ -188,8 +211,10 @@ export async function scanBehindCursor(
   limit: number,
 ): Promise<DueEntry[]> {
   const nowMs = ctx.nowMs();
+  const unrecorded = directoryLookup(ctx, lane, nowMs, { directoryFromBucket: await directoryAdoptedFrom(ctx, lane, shard) });
   const entries: DueEntry[] = [];
   for (let bucket = cursor - ctx.settings.backstopBuckets; bucket < cursor && entries.length < limit; bucket++) {
+    if (await unrecorded(bucket)) continue;
     entries.push(...(await queryDue(ctx, lanePartition(lane, bucket, shard), nowMs, limit - entries.length)));
   }
   return entries;

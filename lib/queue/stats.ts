@@ -13,7 +13,7 @@
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { QueueContext } from './context.js';
 import { laneBuckets } from './directory.js';
-import { bucketOf, dueUpToSortKey, lanePartition, sortKeyTimeMs, type Lane } from '../store/keys.js';
+import { bucketOf, dueUpToSortKey, lanePartition, laneShards, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import type { TypeStats } from '../domain/stats.js';
 import { oldestCursorBucket } from './lanes.js';
 import { claimStatuses, countDue, countEntries, readCursor } from '../store/due-index.js';
@@ -40,6 +40,7 @@ async function typeStats(ctx: QueueContext, jobType: JobType, nowMs: number, lim
   const typeBucket = bucketOf(jobType.createdAtMs, bucketMs);
   const lane: Lane = { kind: 'queued', type: jobType.name };
   const claims: Lane = { kind: 'claims' };
+  const claimShardList = laneShards(ctx.settings, claims);
 
   const duePartitions = await Promise.all(
     shardList.map(async (shard) => {
@@ -60,7 +61,7 @@ async function typeStats(ctx: QueueContext, jobType: JobType, nowMs: number, lim
     Promise.all(duePartitions.flat().map((partition) => limit(() => countDue(ctx, partition, nowMs)))),
     Promise.all(shardList.map((shard) => limit(() => countEntries(ctx, lanePartition(lane, currentBucket, shard), dueUpToSortKey(nowMs))))),
     Promise.all(aheadBuckets.flatMap((bucket) => shardList.map((shard) => limit(() => countEntries(ctx, lanePartition(lane, bucket, shard)))))),
-    Promise.all(claimBuckets.flatMap((bucket) => shardList.map((shard) => limit(() => countClaims(ctx, lanePartition(claims, bucket, shard), jobType.name))))),
+    Promise.all(claimBuckets.flatMap((bucket) => claimShardList.map((shard) => limit(() => countClaims(ctx, lanePartition(claims, bucket, shard), jobType.name))))),
   ]);
   // The oldest entry of the oldest partition is not always the oldest of all: a job enqueued with a past
   // run_after sits in the bucket current at its enqueue. So the first entry of every partition counts.

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { abortableSleep } from '../domain/sleep.js';
 import { readLaneCursor } from '../store/due-index.js';
-import { wakeKey, type Lane } from '../store/keys.js';
+import { laneShards, wakeKey, type Lane } from '../store/keys.js';
 import { runningOperationIds } from '../store/operations.js';
 import { updateItem } from '../store/send.js';
 import { readWakeState, recordSweptParams, type WakeState } from '../store/wake.js';
@@ -26,7 +26,7 @@ export const BACKSTOP_SWEEP_EVERY_MS = 15 * 60_000;
 const SWEPT_RECORD_EVERY_MS = 60_000;
 
 function sweeperWork(ctx: QueueContext, state: WakeState): AwakeWork {
-  const shards = Array.from({ length: ctx.settings.shards }, (_, shard) => shard);
+  const shards = laneShards(ctx.settings, CLAIMS);
   let walkedFromBucket: number | undefined;
 
   /** The claim lane from its cursors as they stand now; the first bucket of each never walked is `0`. */

@@ -9,7 +9,7 @@ import type { QueueContext } from './context.js';
 import { listJobTypes } from './job-types.js';
 import { getJob } from './jobs.js';
 import { requeueStragglerParams } from '../store/job-writes.js';
-import { bucketOf, parseClaimSortKey, parseJobPk, queuedIndexKeys, sortKeyTimeMs, type Lane } from '../store/keys.js';
+import { bucketOf, laneShards, parseClaimSortKey, parseJobPk, queuedIndexKeys, sortKeyTimeMs, type Lane } from '../store/keys.js';
 import { updateItem } from '../store/send.js';
 import { readCursor, type DueEntry } from '../store/due-index.js';
 import { scanBehindCursor, scanLane } from './lanes.js';
@@ -193,7 +193,8 @@ export async function sweepOnce(ctx: QueueContext, options: SweepOptions): Promi
       if (!scan.caughtUp || scan.entries.length < SWEEP_PAGE || tried === 0) break;
     }
   };
-  await Promise.all(shards.map((shard) => inLane(claims, shard, () => sweepClaims(shard))));
+  const claimShards = options.shards ?? laneShards(ctx.settings, claims);
+  await Promise.all(claimShards.map((shard) => inLane(claims, shard, () => sweepClaims(shard))));
 
   const sweepStragglers = async (lane: Lane, shard: number): Promise<void> => {
     const cursor = await readCursor(ctx, lane, shard);

@@ -38,10 +38,13 @@ export function shardsOfPartition(partition: number, partitions: number, shards:
 export type ItemKey = { pk: string; sk: string };
 export type IndexKey = { gsi1pk: string; gsi1sk: string };
 
-/** How the due index is laid out: the width of a ready-time bucket and the shards per bucket. */
+/** How the due index is laid out: the width of a ready-time bucket and the shards per bucket of each lane. */
 export interface IndexLayout {
   bucketMs: number;
+  /** Shards of each type's queue lane (and finished lanes and tags). */
   shards: number;
+  /** Shards of the claim lane: every type's claims share it, so it may need more than one type's lane. */
+  claimShards: number;
 }
 
 /**
@@ -132,6 +135,11 @@ export function lanePartition(lane: Lane, bucket: number, shard: number): string
   return `${laneName(lane)}#${bucket}#${shard}`;
 }
 
+/** Every shard of a lane: SHARDS of them for a type's queue lane, CLAIM_SHARDS for the claim lane. */
+export function laneShards(layout: Pick<IndexLayout, 'shards' | 'claimShards'>, lane: Lane): number[] {
+  return Array.from({ length: lane.kind === 'claims' ? layout.claimShards : layout.shards }, (_, shard) => shard);
+}
+
 export function queuedSortKey(readyAtMs: number, id: string): string {
   return `${padEpochMs(readyAtMs)}#${id}`;
 }
@@ -206,7 +214,7 @@ export function laneBucketOf(partition: string): { lane: Lane; bucket: number; s
 }
 
 /** The due-index keys of a job waiting to run at `runAfterMs`; a job due in the past lands in the current bucket, never behind the cursor. */
-export function queuedIndexKeys(layout: IndexLayout, job: { type: string; id: string }, runAfterMs: number, nowMs: number): IndexKey {
+export function queuedIndexKeys(layout: Pick<IndexLayout, 'bucketMs' | 'shards'>, job: { type: string; id: string }, runAfterMs: number, nowMs: number): IndexKey {
   const bucket = bucketOf(Math.max(runAfterMs, nowMs), layout.bucketMs);
   return {
     gsi1pk: lanePartition({ kind: 'queued', type: job.type }, bucket, shardOf(job.id, layout.shards)),
@@ -215,15 +223,15 @@ export function queuedIndexKeys(layout: IndexLayout, job: { type: string; id: st
 }
 
 /** The claim lane's keys of a claim held until `claimedUntilMs`, where the sweeper finds it once it lapses. */
-export function claimIndexKeys(layout: IndexLayout, job: { type: string; id: string }, claimedUntilMs: number): IndexKey {
+export function claimIndexKeys(layout: Pick<IndexLayout, 'bucketMs' | 'claimShards'>, job: { type: string; id: string }, claimedUntilMs: number): IndexKey {
   return {
-    gsi1pk: lanePartition({ kind: 'claims' }, bucketOf(claimedUntilMs, layout.bucketMs), shardOf(job.id, layout.shards)),
+    gsi1pk: lanePartition({ kind: 'claims' }, bucketOf(claimedUntilMs, layout.bucketMs), shardOf(job.id, layout.claimShards)),
     gsi1sk: claimSortKey(claimedUntilMs, job.type, job.id),
   };
 }
 
 /** The listing keys of a job that finished in `status` at `finishedAtMs`. */
-export function finishedIndexKeys(layout: IndexLayout, job: { type: string; id: string }, status: string, finishedAtMs: number): IndexKey {
+export function finishedIndexKeys(layout: Pick<IndexLayout, 'shards'>, job: { type: string; id: string }, status: string, finishedAtMs: number): IndexKey {
   return {
     gsi1pk: finishedPartition(job.type, status, shardOf(job.id, layout.shards)),
     gsi1sk: finishedSortKey(finishedAtMs, job.id),

@@ -30,10 +30,10 @@ const queue = freshQueuePerTest({ settings: { shards: 1, bucketMs: MINUTE, curso
  */
 const FIRST_WALK_QUERIES = 80;
 
-/** `fn`'s context once SHARDS is raised to two. */
+/** `fn`'s context once SHARDS is raised to two (CLAIM_SHARDS, not set, follows it). */
 const withTwoShards = (ctx: QueueContext, fn: QueueFunctionName): QueueContext => {
   const as = asFunction(ctx, fn);
-  return { ...as, settings: { ...as.settings, shards: 2 } };
+  return { ...as, settings: { ...as.settings, shards: 2, claimShards: 2 } };
 };
 
 /** An id that lands in shard 1 of two. */

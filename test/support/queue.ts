@@ -85,7 +85,9 @@ export async function createTestQueue(
   // Test clocks are fixed in time: with TTL on, DynamoDB Local would expire finished jobs by the real date.
   await ensureTable(clients.base, tableName, { timeToLive: false });
   const clock = options.clock ?? manualClock();
-  const settings = { ...readQueueSettings({ TABLE_NAME: tableName }), ...options.settings };
+  // CLAIM_SHARDS follows SHARDS unless set, as it does when read from the environment.
+  const shards = options.settings?.shards ?? readQueueSettings({ TABLE_NAME: tableName }).shards;
+  const settings = { ...readQueueSettings({ TABLE_NAME: tableName, SHARDS: String(shards) }), ...options.settings };
   const ctx = createQueueContext(clients.db, settings, {
     nowMs: clock.nowMs,
     random: options.random ?? (() => 0.5),

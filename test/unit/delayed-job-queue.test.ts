@@ -158,6 +158,25 @@ describe('the settings the queued jobs depend on', () => {
     expect(JSON.parse(readFileSync(file, 'utf8'))['TeamJobs/Queue']).toEqual({ BUCKET_MS: 60_000, SHARDS: 16 });
   });
 
+  test('fewer CLAIM_SHARDS are refused; more are allowed, and recorded', () => {
+    const file = recordFile();
+    synthWith(file, { CLAIM_SHARDS: 16 });
+    expect(JSON.parse(readFileSync(file, 'utf8'))['TeamJobs/Queue']).toEqual({ BUCKET_MS: 60_000, SHARDS: 4, CLAIM_SHARDS: 16 });
+    expect(() => synthWith(file, { CLAIM_SHARDS: 12 })).toThrow(/CLAIM_SHARDS is 12 but 16 claim-lane shards are recorded .* would never be swept.* may grow, never shrink/);
+    // Unset, CLAIM_SHARDS is SHARDS: 8 of them would strand the claims in shards 8 to 15 all the same.
+    expect(() => synthWith(file, { SHARDS: 8 })).toThrow(/CLAIM_SHARDS is 8 but 16 claim-lane shards are recorded/);
+    synthWith(file, { CLAIM_SHARDS: 32 });
+    expect(JSON.parse(readFileSync(file, 'utf8'))['TeamJobs/Queue']).toEqual({ BUCKET_MS: 60_000, SHARDS: 4, CLAIM_SHARDS: 32 });
+  });
+
+  test('a record made before CLAIM_SHARDS existed holds the claims in SHARDS shards: fewer claim shards are refused', () => {
+    const file = recordFile();
+    writeFileSync(file, '{"TeamJobs/Queue": {"BUCKET_MS": 60000, "SHARDS": 8}}');
+    expect(() => synthWith(file, { SHARDS: 8, CLAIM_SHARDS: 4 })).toThrow(/CLAIM_SHARDS is 4 but 8 claim-lane shards are recorded/);
+    synthWith(file, { SHARDS: 8 });
+    expect(readFileSync(file, 'utf8')).toBe('{"TeamJobs/Queue": {"BUCKET_MS": 60000, "SHARDS": 8}}');
+  });
+
   test('the same settings synthesize again, the record unchanged', () => {
     const file = recordFile();
     synthWith(file, { SHARDS: 8 });
@@ -189,7 +208,7 @@ describe('the settings the queued jobs depend on', () => {
 
 test('the settings type names exactly the settings the construct reads', () => {
   const every: Required<DelayedJobQueueSettings> = {
-    BUCKET_MS: 1, SHARDS: 1, CURSOR_SAFETY_MARGIN_MS: 1, BACKSTOP_BUCKETS: 1, RETENTION_DAYS: 1, POLL_INTERVAL_MS: 1, MIN_POLL_INTERVAL_MS: 1,
+    BUCKET_MS: 1, SHARDS: 1, CLAIM_SHARDS: 1, CURSOR_SAFETY_MARGIN_MS: 1, BACKSTOP_BUCKETS: 1, RETENTION_DAYS: 1, POLL_INTERVAL_MS: 1, MIN_POLL_INTERVAL_MS: 1,
     POLLER_RUN_MS: 1, CLAIM_CONCURRENCY: 1, CLAIM_PAGE_SIZE: 1, SWEEP_INTERVAL_MS: 1, BULK_JOBS_PER_S: 1, WORKER_BATCH_SIZE: 1,
     WORKER_CONCURRENCY: 1, POLLER_PARTITIONS: 1, DELETION_PROTECTION: true, LOG_RETENTION_DAYS: 1, DUE_LAG_ALARM_MS: 1, API_RATE_LIMIT: 1,
     API_BURST_LIMIT: 1, ALARM_TOPIC_ARN: '', TARGET_FUNCTION_ARNS: '', TARGET_EVENT_BUS_ARNS: '', RESERVED_CONCURRENCY: true,

@@ -8,7 +8,7 @@ import { claimParams, endAttemptParams, releaseClaimParams, requestCancelParams 
 import { claimIndexKeys, queuedIndexKeys } from '../../lib/store/keys.js';
 import { changeQueuedJobParams } from '../../lib/store/job-change-writes.js';
 
-const layout = { bucketMs: 60_000, shards: 4 };
+const layout = { bucketMs: 60_000, shards: 4, claimShards: 4 };
 const ref = { type: 'email', id: 'j1' };
 const guard = { ...ref, attempt: 1, claimToken: 'token-1' };
 const index = { gsi1pk: 'Q#email#1#0', gsi1sk: '000000000060000#j1' };
