@@ -2,6 +2,8 @@ import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { createLambdaInvoker, createLambdaWaker } from '../../lib/aws/lambda.js';
+import { wakerFromEnvironment } from '../../functions/shared/environment.js';
+import { ConfigError } from '../../lib/domain/errors.js';
 import type { WorkerBatch } from '../../lib/queue/batcher.js';
 
 const lambda = mockClient(LambdaClient);
@@ -55,5 +57,19 @@ describe('the deployed waker', () => {
   test('a refused wake (throttled, denied) rejects with the SDK error', async () => {
     lambda.on(InvokeCommand).rejects(new Error('Rate exceeded'));
     await expect(createLambdaWaker(new LambdaClient({}), targets).wake({ role: 'poller', shards: [0] })).rejects.toThrow('Rate exceeded');
+  });
+
+  test("a function's waker wakes the functions the stack names in POLLER_FUNCTION_NAME and SWEEPER_FUNCTION_NAME", async () => {
+    lambda.on(InvokeCommand).resolves({ StatusCode: 202 });
+    const waker = wakerFromEnvironment({ POLLER_FUNCTION_NAME: 'Jobs-Poller-1A2B', SWEEPER_FUNCTION_NAME: 'Jobs-Sweeper-3C4D' });
+    await waker.wake({ role: 'poller', shards: [0] });
+    await waker.wake({ role: 'sweeper' });
+    expect(lambda.commandCalls(InvokeCommand).map((call) => call.args[0].input.FunctionName)).toEqual(['Jobs-Poller-1A2B', 'Jobs-Sweeper-3C4D']);
+  });
+
+  test.each(['POLLER_FUNCTION_NAME', 'SWEEPER_FUNCTION_NAME'])("a function's waker refuses to start without %s, naming it", (name) => {
+    const env = new Map([['POLLER_FUNCTION_NAME', 'p'], ['SWEEPER_FUNCTION_NAME', 's']]);
+    env.delete(name);
+    expect(() => wakerFromEnvironment(Object.fromEntries(env))).toThrow(new ConfigError(`${name} environment variable is not set`));
   });
 });
