@@ -12,8 +12,9 @@ import type { QueueFunctionName, TableGrants } from './queue-function.js';
 export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   api: {
     items: {
-      // A debounce enqueue reads its key's pointer.
-      GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation', 'debounce'],
+      // A debounce enqueue reads its key's pointer. A write that needs a sleeping poller or sweeper reads and
+      // marks its wake record before it wakes it (queue/wake.ts).
+      GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation', 'debounce', 'wake'],
       // A correlated, dedup or debounce enqueue writes the job and its key's pointer in one transaction; a far
       // run_after records its bucket.
       // Schedules are written whole, over the revision read. A bulk operation is only recorded here; sweepers run it.
@@ -21,7 +22,7 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory', 'schedule', 'operation', 'tag', 'dedup', 'debounce'],
       // Callbacks end attempts (and give back a type's slots); key revocation; the metrics history. Cancelling a
       // running job marks its claim's seat in the group's start record, where its worker looks.
-      UpdateItem: ['job', 'jobType', 'apiKey', 'metrics', 'start'],
+      UpdateItem: ['job', 'jobType', 'apiKey', 'metrics', 'start', 'wake'],
       // The correlation callback drops the pointer of the job it finished; a schedule is deleted.
       DeleteItem: ['correlation', 'schedule'],
       BatchGetItem: ['job', 'jobType', 'apiKey', 'roster', 'schedule'],
@@ -37,14 +38,14 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   },
   poller: {
     items: {
-      // A due schedule is read before it fires; overlap "skip" reads its previous job.
-      GetItem: ['job', 'cursor', 'schedule'],
+      // A due schedule is read before it fires; overlap "skip" reads its previous job. Wake records: as the api.
+      GetItem: ['job', 'cursor', 'schedule', 'wake'],
       // A claim whose visibility timeout ends beyond the next bucket records that bucket first. A schedule's fire
       // enqueues its job (after its tag entries) and moves the schedule, written whole over the revision read, to
       // its next fire time.
       PutItem: ['directory', 'job', 'schedule', 'tag'],
       // A batch whose invoke failed has its seats taken from any worker before its claims go back.
-      UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster', 'start'],
+      UpdateItem: ['job', 'jobType', 'cursor', 'metrics', 'roster', 'start', 'wake'],
       BatchGetItem: ['jobType'],
       // A lane far behind its cursor is walked through the bucket directory, past the buckets it never recorded.
       Query: ['directory'],
@@ -54,26 +55,26 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   worker: {
     items: {
       // An http target's signing secret is read from its type's item: a batch never carries it. While jobs run, their
-      // groups' start records are read for cancels.
-      GetItem: ['jobType', 'start'],
+      // groups' start records are read for cancels. Wake records: as the api.
+      GetItem: ['jobType', 'start', 'wake'],
       // A heartbeat, callback wait or retry that moves a job beyond the next bucket records that bucket first.
       PutItem: ['directory'],
       // A batch records the start of its claims' group before any of its jobs runs.
-      UpdateItem: ['job', 'jobType', 'metrics', 'roster', 'start'],
+      UpdateItem: ['job', 'jobType', 'metrics', 'roster', 'start', 'wake'],
     },
     queriesDueIndex: false,
   },
   sweeper: {
     items: {
       // Bulk operations: the operation and its type are read before each page. A lapsed claim's group start record
-      // says whether a worker took it up.
-      GetItem: ['job', 'cursor', 'jobType', 'operation', 'start'],
+      // says whether a worker took it up. Wake records: as the api.
+      GetItem: ['job', 'cursor', 'jobType', 'operation', 'start', 'wake'],
       // A reclaimed job or straggler records its bucket before it moves there; a bulk retry enqueues replays, with
       // their tag entries.
       PutItem: ['directory', 'job', 'tag'],
       // A concurrency counter left above what its jobs hold is reconciled from the type's running jobs; a bulk cancel
       // ends queued jobs, and asks running ones to stop through their seats; each page of an operation is recorded on it.
-      UpdateItem: ['job', 'jobType', 'cursor', 'operation', 'start'],
+      UpdateItem: ['job', 'jobType', 'cursor', 'operation', 'start', 'wake'],
       // Reconciling reads the type's running jobs; a bulk operation's pages list jobs as GET /v1/jobs/{type} does.
       BatchGetItem: ['job', 'jobType'],
       // A bulk operation by tag walks the tag's entries.

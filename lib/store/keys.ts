@@ -64,6 +64,7 @@ export const PARTITION_PREFIX = {
   tag: 'TAG#',
   dedup: 'DEDUP#',
   debounce: 'DEBOUNCE#',
+  wake: 'WAKE#',
 } as const;
 
 export type PartitionFamily = keyof typeof PARTITION_PREFIX;
