@@ -79,6 +79,14 @@ export function functionTimeoutsS(queue: Pick<QueueSettings, 'pollerRunMs'>): Re
   return { api: API_TIMEOUT_S, authorizer: AUTHORIZER_TIMEOUT_S, worker: WORKER_TIMEOUT_S, poller: loopS, sweeper: loopS };
 }
 
+/**
+ * The executions the stack reserves (with RESERVED_CONCURRENCY) for the poller, each partition's and its
+ * successor's, so a slow minute cannot pile up, and for the sweeper; the local runtime throttles at the same.
+ */
+export function scheduledConcurrency(queue: Pick<QueueSettings, 'pollerPartitions'>): { poller: number; sweeper: number } {
+  return { poller: 2 * queue.pollerPartitions, sweeper: 2 };
+}
+
 /** Each function's configured memory in MB, as the stack sets it; the local runtime's report lines name the same. */
 export const FUNCTION_MEMORY_SIZES_MB: Record<QueueFunctionName, number> = { api: 512, authorizer: 256, worker: 1024, poller: 512, sweeper: 256 };
 
@@ -253,8 +261,7 @@ export class DelayedJobQueue extends Construct {
       timeout: Duration.seconds(timeoutsS.poller),
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.poller,
       named: true,
-      // Each partition's poller may overlap its successor by a moment, never more: a slow minute cannot pile up.
-      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 * settings.queue.pollerPartitions } : {}),
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: scheduledConcurrency(settings.queue).poller } : {}),
     })
       .allowInvoke(worker.function)
       .allowPutEvents(this.eventBus);
@@ -266,7 +273,7 @@ export class DelayedJobQueue extends Construct {
       timeout: Duration.seconds(timeoutsS.sweeper),
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.sweeper,
       named: true,
-      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 } : {}),
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: scheduledConcurrency(settings.queue).sweeper } : {}),
     }).allowPutEvents(this.eventBus);
     this.scheduleSweeper(sweeper);
 
