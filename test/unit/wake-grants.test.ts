@@ -22,6 +22,12 @@ beforeAll(() => {
 }, 60_000);
 
 describe('invoking the functions', () => {
+  test('the poller still may invoke the worker, which the stack leaves unnamed', async () => {
+    const { arns } = iam.check.policies;
+    await expect(iam.check.forFunction('poller').authorize(lambdaInvokeRequests(arns.workerFunction, account))).resolves.toBeUndefined();
+    expect(arns.workerFunction).toMatch(/:function:WorkerFunction[0-9A-F]{8}$/);
+  });
+
   test("the api's role may invoke the poller and the sweeper, and not the worker", async () => {
     const { arns } = iam.check.policies;
     const api = iam.check.forFunction('api');

@@ -73,7 +73,11 @@ function readStackPoliciesOf(stack: QueueStack): StackPolicies {
   const functionNames: Record<string, string> = {};
   for (const construct of constructs) {
     if (construct instanceof CfnResource) resourceTypes[stack.getLogicalId(construct)] = construct.cfnResourceType;
-    if (construct instanceof CfnFunction && typeof construct.functionName === 'string') functionNames[stack.getLogicalId(construct)] = construct.functionName;
+    if (construct instanceof CfnFunction) {
+      // An unnamed function's name is a token that resolves to nothing.
+      const name: unknown = stack.resolve(construct.functionName);
+      if (typeof name === 'string') functionNames[stack.getLogicalId(construct)] = name;
+    }
   }
   return {
     functions,
