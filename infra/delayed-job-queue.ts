@@ -2,8 +2,9 @@
  * The whole queue as one construct, to add to a CDK app: the table, the HTTP API in front of the api
  * function, the poller and sweeper on every-minute schedules and woken by the functions that write what
  * they act on, the worker the poller invokes asynchronously, the lifecycle event bus, the callback token
- * secret, alarms and outputs, each function granted only the calls its code makes. It runs the same functions/ code the local runtime runs, with the handler module
- * given bundled into the worker (and into the api and the sweeper, for its names and retry policies).
+ * secret, alarms and outputs, each function granted only the calls its code makes. It runs the same
+ * functions/ code the local runtime runs, with the handler module given bundled into the worker (and into
+ * the api and the sweeper, for its names and retry policies).
  *
  * ```ts
  * const app = new App();
