@@ -1,9 +1,10 @@
 /**
  * The whole queue as one construct, to add to a CDK app: the table, the HTTP API in front of the api
- * function, the poller and sweeper on every-minute schedules, the worker the poller invokes asynchronously,
- * the lifecycle event bus, the callback token secret, alarms and outputs, each function granted only the
- * calls its code makes. It runs the same functions/ code the local runtime runs, with the handler module
- * given bundled into the worker (and into the api and the sweeper, for its names and retry policies).
+ * function, the poller and sweeper on every-minute schedules and woken by the functions that write what
+ * they act on, the worker the poller invokes asynchronously, the lifecycle event bus, the callback token
+ * secret, alarms and outputs, each function granted only the calls its code makes. It runs the same
+ * functions/ code the local runtime runs, with the handler module given bundled into the worker (and into
+ * the api and the sweeper, for its names and retry policies).
  *
  * ```ts
  * const app = new App();
@@ -30,7 +31,7 @@ import { TABLE_SCHEMA } from '../lib/store/table.js';
 import { createQueueAlarms } from './alarms.js';
 import { checkFixedSettings, SETTINGS_RECORD_FILE } from './fixed-settings.js';
 import { createQueueHttpApi } from './http-api.js';
-import { QueueFunction, type QueueFunctionName, type QueueFunctionProps } from './queue-function.js';
+import { QueueFunction, type LiteralFunctionName, type QueueFunctionName, type QueueFunctionProps } from './queue-function.js';
 import { settingsFromProps, shardsOfPartition, type DelayedJobQueueSettings, type StackSettings } from './settings.js';
 import { TABLE_GRANTS } from './table-grants.js';
 
@@ -79,8 +80,34 @@ export function functionTimeoutsS(queue: Pick<QueueSettings, 'pollerRunMs'>): Re
   return { api: API_TIMEOUT_S, authorizer: AUTHORIZER_TIMEOUT_S, worker: WORKER_TIMEOUT_S, poller: loopS, sweeper: loopS };
 }
 
+/**
+ * The executions the stack reserves (with RESERVED_CONCURRENCY) for the poller, each partition's and its
+ * successor's, so a slow minute cannot pile up, and for the sweeper; the local runtime throttles at the same.
+ */
+export function scheduledConcurrency(queue: Pick<QueueSettings, 'pollerPartitions'>): { poller: number; sweeper: number } {
+  return { poller: 2 * queue.pollerPartitions, sweeper: 2 };
+}
+
 /** Each function's configured memory in MB, as the stack sets it; the local runtime's report lines name the same. */
 export const FUNCTION_MEMORY_SIZES_MB: Record<QueueFunctionName, number> = { api: 512, authorizer: 256, worker: 1024, poller: 512, sweeper: 256 };
+
+/**
+ * The functions that write what a sleeping poller or sweeper must act on are told their names and may invoke
+ * them (lib/queue/wake-invoker.ts), the poller and the sweeper themselves included. Both are named by their
+ * literal names, never through a reference, which would make the functions depend on each other.
+ */
+function allowWakes(wakers: QueueFunction[], woken: { poller: QueueFunction; sweeper: QueueFunction }): void {
+  const literalName = (fn: QueueFunction): LiteralFunctionName => {
+    if (!fn.literalName) throw new Error(`the ${fn.node.id} function is woken by name, so it must be created \`named\``);
+    return fn.literalName;
+  };
+  const poller = literalName(woken.poller);
+  const sweeper = literalName(woken.sweeper);
+  for (const waker of wakers) {
+    waker.function.addEnvironment('POLLER_FUNCTION_NAME', poller.name).addEnvironment('SWEEPER_FUNCTION_NAME', sweeper.name);
+    waker.allowInvoke(poller.arn, sweeper.arn);
+  }
+}
 
 /** What sets one function apart; the construct gives every function the same log retention, metrics namespace and handler module. */
 type FunctionSpec = Omit<QueueFunctionProps, 'entry' | 'logRetention' | 'metricsNamespace' | 'handlerModule'>;
@@ -234,8 +261,8 @@ export class DelayedJobQueue extends Construct {
       environment: { ...queueEnvironment, WORKER_FUNCTION_NAME: worker.function.functionName },
       timeout: Duration.seconds(timeoutsS.poller),
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.poller,
-      // Each partition's poller may overlap its successor by a moment, never more: a slow minute cannot pile up.
-      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 * settings.pollerPartitions } : {}),
+      named: true,
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: scheduledConcurrency(settings.queue).poller } : {}),
     })
       .allowInvoke(worker.function)
       .allowPutEvents(this.eventBus);
@@ -246,7 +273,8 @@ export class DelayedJobQueue extends Construct {
       environment: queueEnvironment,
       timeout: Duration.seconds(timeoutsS.sweeper),
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.sweeper,
-      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: 2 } : {}),
+      named: true,
+      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: scheduledConcurrency(settings.queue).sweeper } : {}),
     }).allowPutEvents(this.eventBus);
     this.scheduleSweeper(sweeper);
 
@@ -264,18 +292,19 @@ export class DelayedJobQueue extends Construct {
       timeout: Duration.seconds(timeoutsS.authorizer),
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.authorizer,
     }).allowReadSecret(callbackTokenSecret);
+    allowWakes([api, worker, poller, sweeper], { poller, sweeper });
     return { api, authorizer, poller, worker, sweeper };
   }
 
   private schedulePoller(poller: QueueFunction, settings: StackSettings): void {
     poller.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: SCHEDULED_EVENT_MAX_AGE });
-    for (let partition = 0; partition < settings.pollerPartitions; partition++) {
+    for (let partition = 0; partition < settings.queue.pollerPartitions; partition++) {
       new Rule(this, `PollerSchedule${partition}`, {
-        description: `Starts poller partition ${partition} of ${settings.pollerPartitions} every minute`,
+        description: `Starts poller partition ${partition} of ${settings.queue.pollerPartitions} every minute`,
         schedule: Schedule.rate(Duration.minutes(1)),
         targets: [
           new LambdaFunction(poller.function, {
-            event: RuleTargetInput.fromObject({ shards: shardsOfPartition(partition, settings.pollerPartitions, settings.queue.shards) }),
+            event: RuleTargetInput.fromObject({ shards: shardsOfPartition(partition, settings.queue.pollerPartitions, settings.queue.shards) }),
             maxEventAge: SCHEDULED_EVENT_MAX_AGE,
           }),
         ],

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Names, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -55,7 +55,23 @@ export interface QueueFunctionProps {
   reservedConcurrentExecutions?: number;
   /** The handler module bundled in place of the built-in handlers (an absolute path); the built-in ones when absent. */
   handlerModule?: string;
+  /** Give the function a physical name of its own (`literalName`), for functions that others, or it itself, must name. */
+  named?: boolean;
 }
+
+/**
+ * A function's name and ARN as literal text, made from the construct's path and its stack's name (so two
+ * queues in one stack, or one app deployed as two stacks, never share one). A function named through a
+ * reference to its resource depends on it: the poller and the sweeper, woken by every function and by
+ * themselves, would make the stack a dependency cycle, which CloudFormation refuses.
+ */
+export interface LiteralFunctionName {
+  name: string;
+  arn: string;
+}
+
+/** Lambda's limit on a function name. */
+const FUNCTION_NAME_MAX_CHARS = 64;
 
 /**
  * The DynamoDB calls lib/ makes on items of the base table. A transaction is
@@ -76,9 +92,12 @@ export class QueueFunction extends Construct {
   readonly function: NodejsFunction;
   readonly role: Role;
   readonly logGroup: LogGroup;
+  /** The function's name and ARN without a reference to it, when it is `named`. */
+  readonly literalName: LiteralFunctionName | undefined;
 
   constructor(scope: Construct, id: string, props: QueueFunctionProps) {
     super(scope, id);
+    this.literalName = props.named ? literalNameOf(this) : undefined;
     this.logGroup = new LogGroup(this, 'Logs', { retention: props.logRetention, removalPolicy: RemovalPolicy.DESTROY });
     // An own role rather than AWSLambdaBasicExecutionRole: that managed policy may write to any log group.
     this.role = new Role(this, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com'), description: `${props.entry} function` });
@@ -89,6 +108,7 @@ export class QueueFunction extends Construct {
     this.function = new NodejsFunction(this, 'Function', {
       entry: join(REPO_ROOT, 'functions', props.entry, 'index.ts'),
       handler: 'handler',
+      ...(this.literalName ? { functionName: this.literalName.name } : {}),
       projectRoot: dirname(depsLockFilePath),
       depsLockFilePath,
       description: props.description,
@@ -181,4 +201,10 @@ export class QueueFunction extends Construct {
     if (resources.length > 0) this.role.addToPolicy(new PolicyStatement({ actions: ['events:PutEvents'], resources }));
     return this;
   }
+}
+
+function literalNameOf(scope: Construct): LiteralFunctionName {
+  const name = Names.uniqueResourceName(scope, { maxLength: FUNCTION_NAME_MAX_CHARS, separator: '-', allowedSpecialCharacters: '-_' });
+  const arn = Stack.of(scope).formatArn({ service: 'lambda', resource: 'function', resourceName: name, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+  return { name, arn };
 }

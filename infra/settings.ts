@@ -74,11 +74,13 @@ export interface DelayedJobQueueSettings {
 }
 
 export interface StackSettings {
-  /** Queue settings passed to every function, only those given in context (the code's defaults apply otherwise). */
+  /**
+   * Queue settings passed to every function: those given in context (the code's defaults apply otherwise), and
+   * always POLLER_RUN_MS and POLLER_PARTITIONS, which the stack's schedules depend on.
+   */
   queueEnvironment: Record<string, string>;
+  /** The queue's settings, as the functions read them; `queue.pollerPartitions` is also the number of poller schedule rules. */
   queue: Omit<QueueSettings, 'tableName'>;
-  /** Poller schedule rules; each owns the shards `s` with `s % pollerPartitions == its index`. */
-  pollerPartitions: number;
   deletionProtection: boolean;
   logRetention: RetentionDays;
   /** The oldest due job may wait this long before the due-lag alarm fires. */
@@ -204,15 +206,15 @@ export function stackSettingsFrom(read: ContextReader): StackSettings {
   if (queue.pollerRunMs > SCHEDULE_MS) {
     throw new ConfigError(`context POLLER_RUN_MS must be at most ${SCHEDULE_MS}: pollers start every minute, got "${queue.pollerRunMs}"`);
   }
-  const pollerPartitions = integer(read, 'POLLER_PARTITIONS', 1, 1, 256);
-  if (pollerPartitions > queue.shards) {
-    throw new ConfigError(`context POLLER_PARTITIONS must be at most SHARDS (${queue.shards}): a partition without a shard would poll nothing, got "${pollerPartitions}"`);
+  if (queue.pollerPartitions > queue.shards) {
+    throw new ConfigError(`context POLLER_PARTITIONS must be at most SHARDS (${queue.shards}): a partition without a shard would poll nothing, got "${queue.pollerPartitions}"`);
   }
+  // The stack schedules this many partitions, and a writer wakes the one owning a job's shard: every function is told, none left to a default.
+  queueEnvironment.POLLER_PARTITIONS = String(queue.pollerPartitions);
   const alarmTopicArn = text(read, 'ALARM_TOPIC_ARN');
   return {
     queueEnvironment,
     queue,
-    pollerPartitions,
     deletionProtection: flag(read, 'DELETION_PROTECTION', true),
     logRetention: retention(read, 'LOG_RETENTION_DAYS', RetentionDays.ONE_MONTH),
     dueLagAlarmMs: integer(read, 'DUE_LAG_ALARM_MS', 120_000, 1_000, 86_400_000),

@@ -1,10 +1,14 @@
-import { LambdaClient } from '@aws-sdk/client-lambda';
 import { requiredSetting } from '../../lib/queue/context.js';
 import { createLambdaInvoker } from '../../lib/aws/lambda.js';
-import { processIdentity, queueFromEnvironment } from '../shared/environment.js';
+import { lambdaClient, processIdentity, queueFromEnvironment, wakerFromEnvironment } from '../shared/environment.js';
 import { createEmfMetrics } from '../shared/metrics.js';
 import { createPollerHandler } from './app.js';
 
-const invoker = createLambdaInvoker(new LambdaClient({}), requiredSetting(process.env, 'WORKER_FUNCTION_NAME'));
+const invoker = createLambdaInvoker(lambdaClient(), requiredSetting(process.env, 'WORKER_FUNCTION_NAME'));
 
-export const handler = createPollerHandler({ ctx: queueFromEnvironment(), invoker, identity: processIdentity(), metrics: createEmfMetrics() });
+export const handler = createPollerHandler({
+  ctx: queueFromEnvironment(process.env, { waker: wakerFromEnvironment() }),
+  invoker,
+  identity: processIdentity(),
+  metrics: createEmfMetrics(),
+});

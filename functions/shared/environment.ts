@@ -4,10 +4,12 @@ import { randomUUID } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { createQueueContext, readQueueSettings, type QueueContext } from '../../lib/queue/context.js';
+import { createQueueContext, readQueueSettings, requiredSetting, type QueueContext } from '../../lib/queue/context.js';
 import { createDynamoClients } from '../../lib/store/client.js';
 import type { DynamoCallLimits } from '../../lib/domain/limits.js';
 import { createEventBridgePublisher } from '../../lib/aws/eventbridge.js';
+import { createLambdaWaker } from '../../lib/aws/lambda.js';
+import type { WakeInvoker } from '../../lib/queue/wake-invoker.js';
 import { lifecycleEventDetail } from '../../lib/wire/lifecycle-events.js';
 import type { LifecycleEvent, LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
 import type { WorkerIdentity } from '../../lib/domain/job.js';
@@ -19,6 +21,9 @@ import { log } from './log.js';
 
 let eventBridge: EventBridgeClient | undefined;
 const eventBridgeClient = (): EventBridgeClient => (eventBridge ??= new EventBridgeClient({}));
+let lambda: LambdaClient | undefined;
+/** One Lambda client per process, whatever it invokes: the worker, a woken poller or sweeper, a `lambda` target. */
+export const lambdaClient = (): LambdaClient => (lambda ??= new LambdaClient({}));
 
 export const logLifecycleEvent = (event: LifecycleEvent): void => log('info', event.name, lifecycleEventDetail(event));
 
@@ -33,14 +38,28 @@ export function lifecyclePublisherFromEnvironment(env: NodeJS.ProcessEnv = proce
   });
 }
 
-/** `callLimits`: the api and the authorizer answer requests, and pass REQUEST_PATH_DYNAMODB_CALL_LIMITS. */
-export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env, callLimits?: DynamoCallLimits): QueueContext {
+export interface QueueEnvironmentOptions {
+  /** The api and the authorizer answer requests, and pass REQUEST_PATH_DYNAMODB_CALL_LIMITS. */
+  callLimits?: DynamoCallLimits;
+  /** The functions that write what a sleeping poller or sweeper must act on pass `wakerFromEnvironment()`. */
+  waker?: WakeInvoker;
+}
+
+export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env, options: QueueEnvironmentOptions = {}): QueueContext {
   const settings = readQueueSettings(env);
   const { db } = createDynamoClients({
     ...(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {}),
-    ...(callLimits ? { callLimits } : {}),
+    ...(options.callLimits ? { callLimits: options.callLimits } : {}),
   });
-  return createQueueContext(db, settings, { events: lifecyclePublisherFromEnvironment(env) });
+  return createQueueContext(db, settings, { events: lifecyclePublisherFromEnvironment(env), ...(options.waker ? { waker: options.waker } : {}) });
+}
+
+/** Wakes the poller and the sweeper the stack names in POLLER_FUNCTION_NAME and SWEEPER_FUNCTION_NAME, read once at cold start. */
+export function wakerFromEnvironment(env: NodeJS.ProcessEnv = process.env): WakeInvoker {
+  return createLambdaWaker(lambdaClient(), {
+    pollerFunctionName: requiredSetting(env, 'POLLER_FUNCTION_NAME'),
+    sweeperFunctionName: requiredSetting(env, 'SWEEPER_FUNCTION_NAME'),
+  });
 }
 
 /**
@@ -64,7 +83,7 @@ export function targetClientsFromEnvironment(env: NodeJS.ProcessEnv = process.en
   const addressPolicy = targetAddressPolicyFromEnvironment(env);
   return {
     ...(apiBaseUrl && callbackTokenSecret ? { http: { apiBaseUrl, callbackTokenSecret, addressPolicy } } : {}),
-    lambda: new LambdaClient({}),
+    lambda: lambdaClient(),
     eventBridge: eventBridgeClient(),
   };
 }

@@ -10,6 +10,8 @@
  * - Lambda's async queue hands an event over late (its function throttled: its reserved concurrency or the
  *   account's used up) and now and then twice. Off unless asked for (`WorkerDelivery`): the fault suite and
  *   tests switch it on, as may `npm start` (LOCAL_WORKER_* settings).
+ * - The poller and the sweeper run no more invocations at once than the stack reserves for them: an event
+ *   (a minute tick, a wake) beyond that is throttled and retried later, as Lambda's async queue does.
  */
 import { EventBridgeServiceException, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../lib/aws/eventbridge.js';
@@ -60,6 +62,22 @@ export interface LocalAsyncInvokerOptions {
   random?: () => number;
 }
 
+/** Waits of `ms` that all end at once when `signal` aborts: one listener for every wait, rather than one each on a signal they share. */
+function abortableWaits(signal: AbortSignal | undefined): (ms: number) => Promise<void> {
+  const waiting = new Set<() => void>();
+  signal?.addEventListener('abort', () => [...waiting].forEach((end) => end()), { once: true });
+  return (ms) =>
+    new Promise((resolve) => {
+      const end = (): void => {
+        clearTimeout(timer);
+        waiting.delete(end);
+        resolve();
+      };
+      const timer = setTimeout(end, ms);
+      waiting.add(end);
+    });
+}
+
 /**
  * Invokes the worker in-process the way Lambda's async invoke does: the payload is serialised and refused over
  * Lambda's limit, the call returns before the worker runs, and the batch reaches it as `delivery` says.
@@ -67,19 +85,7 @@ export interface LocalAsyncInvokerOptions {
 export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promise<unknown>, options: LocalAsyncInvokerOptions): WorkerInvoker {
   const delivery = options.delivery ?? PROMPT_DELIVERY;
   const random = options.random ?? Math.random;
-  // One listener for all the deliveries still waiting, rather than one each on a signal every batch shares.
-  const waiting = new Set<() => void>();
-  options.signal?.addEventListener('abort', () => [...waiting].forEach((wake) => wake()), { once: true });
-  const wait = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      const wake = (): void => {
-        clearTimeout(timer);
-        waiting.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      waiting.add(wake);
-    });
+  const wait = abortableWaits(options.signal);
   const deliver = (payload: string, delayMs: number): void => {
     // A copy of its own for each delivery, parsed from the JSON Lambda would carry.
     const batch = JSON.parse(payload) as WorkerBatch;
@@ -115,6 +121,64 @@ export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promis
       const delayMs = delivery.delayMs + (throttled ? delivery.throttleDelayMs : 0);
       deliver(payload, delayMs);
       if (delivery.duplicate) deliver(payload, delayMs);
+    },
+  };
+}
+
+/** Lambda retries a throttled asynchronous event 1 s after the first attempt, then at doubling intervals of at most 5 minutes. */
+export const THROTTLE_RETRY_FIRST_MS = 1_000;
+export const THROTTLE_RETRY_MAX_MS = 300_000;
+
+export interface LocalAsyncStartsOptions<Event> {
+  /** The executions the stack reserves for the function: an event beyond them is throttled. */
+  concurrency: number;
+  /** Every invocation started or still to start; the runtime waits for them on stop. */
+  inFlight: Set<Promise<unknown>>;
+  /** Events still waiting are dropped once aborted, as a stopped runtime's would be. */
+  signal?: AbortSignal;
+  /** An invocation that failed or ran into its timeout. */
+  onError: (error: unknown, event: Event) => void;
+}
+
+export interface LocalAsyncStarts<Event> {
+  /** Queues an invocation with `event` and returns once it is queued, before it runs, as Lambda answers 202. */
+  start(event: Event): void;
+}
+
+/**
+ * Starts invocations of one function the way Lambda's asynchronous invoke does (an EventBridge rule's target,
+ * a wake): each event is a copy of its own, as the JSON Lambda would carry, and runs as soon as the function has
+ * a free execution of its `concurrency`; while it has none, the event is throttled and retried later, never dropped.
+ */
+export function createLocalAsyncStarts<Event>(run: (event: Event) => Promise<unknown>, options: LocalAsyncStartsOptions<Event>): LocalAsyncStarts<Event> {
+  const wait = abortableWaits(options.signal);
+  let running = 0;
+  const invoke = async (event: Event): Promise<void> => {
+    running++;
+    try {
+      await run(event);
+    } catch (error) {
+      options.onError(error, event);
+    } finally {
+      running--;
+    }
+  };
+  const deliver = async (event: Event): Promise<void> => {
+    // Accepted now, run later: the caller goes on before the function starts, as after Lambda's 202.
+    await Promise.resolve();
+    if (options.signal?.aborted) return;
+    for (let retryMs = THROTTLE_RETRY_FIRST_MS; running >= options.concurrency; retryMs = Math.min(2 * retryMs, THROTTLE_RETRY_MAX_MS)) {
+      await wait(retryMs);
+      if (options.signal?.aborted) return;
+    }
+    await invoke(event);
+  };
+  return {
+    start(event) {
+      if (options.signal?.aborted) return;
+      const delivery = deliver(JSON.parse(JSON.stringify(event)) as Event);
+      options.inFlight.add(delivery);
+      void delivery.finally(() => options.inFlight.delete(delivery));
     },
   };
 }

@@ -1,9 +1,9 @@
 /**
  * The whole system on one machine: DynamoDB Local (or a given endpoint), the
  * table, the api handler behind an HTTP server, the poller and sweeper handlers
- * on loops, and workers run in-process through the same invoker interface the
- * poller uses with Lambda; every invocation is cut at its function's Lambda
- * timeout (./lambda-timeout.ts).
+ * started by minute ticks and wakes as the stack starts them (./scheduled-functions.ts),
+ * and workers run in-process through the same invoker interface the poller uses
+ * with Lambda; every invocation is cut at its function's Lambda timeout (./lambda-timeout.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
@@ -45,6 +45,7 @@ import { FUNCTION_MEMORY_SIZES_MB } from '../delayed-job-queue.js';
 import { functionTimeoutsS } from '../queue-stack.js';
 import { createLocalGateway } from './gateway.js';
 import { createHttpServer } from './http-server.js';
+import { createScheduledFunctions, type ScheduledFunctions } from './scheduled-functions.js';
 
 export interface LocalRuntime {
   url: string;
@@ -99,14 +100,20 @@ async function keptSecret(given: string | undefined, file: string, prefix: strin
  */
 const REQUEST_PATHS: ReadonlySet<QueueFunctionName> = new Set(['api', 'authorizer']);
 
+/** The functions the stack lets wake the poller and the sweeper (infra/delayed-job-queue.ts): all but the authorizer. */
+const WAKERS: ReadonlySet<QueueFunctionName> = new Set(['api', 'worker', 'poller', 'sweeper']);
+
 /** Each function's DynamoDB clients and queue context, as its role in the stack lets it call. */
-function functionContexts(iam: LocalIam, clientOptions: DynamoClientOptions, settings: QueueSettings, events: LifecyclePublisher) {
+function functionContexts(iam: LocalIam, clientOptions: DynamoClientOptions, settings: QueueSettings, events: LifecyclePublisher, scheduled: ScheduledFunctions) {
   // Request paths (api, authorizer) retry DynamoDB within their Lambda timeouts, as deployed, at DynamoDB Local's pace.
   const functionClients = QUEUE_FUNCTIONS.map(
     (fn) => [fn, iam.dynamoClientsFor(fn, { ...clientOptions, ...(REQUEST_PATHS.has(fn) ? { callLimits: LOCAL_REQUEST_PATH_DYNAMODB_CALL_LIMITS } : {}) })] as const,
   );
   const contexts = Object.fromEntries(
-    functionClients.map(([fn, { db }]) => [fn, createQueueContext(db, settings, { events: iam.publisherFor(fn, events) })]),
+    functionClients.map(([fn, { db }]) => [
+      fn,
+      createQueueContext(db, settings, { events: iam.publisherFor(fn, events), ...(WAKERS.has(fn) ? { waker: scheduled.wakerFor(fn) } : {}) }),
+    ]),
   ) as Record<QueueFunctionName, QueueContext>;
   return { functionClients, contexts };
 }
@@ -148,7 +155,18 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
     { region: await clients.base.config.region(), accountId: LOCAL_ACCOUNT_ID, tableName },
     { onDecision: logDenial, indexLagMs: integerSetting(env, INDEX_LAG_SETTING, 0, 0, 600_000) },
   );
-  const { functionClients, contexts } = functionContexts(iam, clientOptions, settings, events);
+  const shutdown = new AbortController();
+  const inFlight = new Set<Promise<unknown>>();
+  const timeoutsMs = functionTimeoutsMs(settings, options.functionTimeoutsMs);
+  const report = createInvocationReporter({ memorySizesMb: FUNCTION_MEMORY_SIZES_MB, summarisedFunctions: REQUEST_PATHS });
+  // An invocation cut at its timeout may still be running: stop waits for it as for any other.
+  const invoke = <T>(fn: QueueFunctionName, handler: (context: InvocationContext) => Promise<T>): Promise<T> =>
+    invokeWithTimeout(fn, timeoutsMs[fn], handler, { running: inFlight, report });
+  // The handlers are made from the contexts, which hold the wakers that start them: they exist by the first tick.
+  const scheduled = createScheduledFunctions({ settings, iam, inFlight, signal: shutdown.signal }, (fn, event) =>
+    invoke<unknown>(fn, (context) => (fn === 'poller' ? pollerHandler(event, context) : sweeperHandler(event, context))),
+  );
+  const { functionClients, contexts } = functionContexts(iam, clientOptions, settings, events, scheduled);
 
   const callbackTokenSecret = await keptSecret(env.CALLBACK_TOKEN_SECRET, join(dataDir, 'callback-token-secret'), 'cbs_');
   const url = env.PUBLIC_API_URL ?? `http://localhost:${port}`;
@@ -157,13 +175,6 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
     lambda: iam.sdkClientFor('worker', new LambdaClient({}), 'Lambda'),
     eventBridge: enforceEventBridgeLimits(iam.sdkClientFor('worker', new EventBridgeClient({}), 'EventBridge')),
   };
-  const shutdown = new AbortController();
-  const inFlight = new Set<Promise<unknown>>();
-  const timeoutsMs = functionTimeoutsMs(settings, options.functionTimeoutsMs);
-  const report = createInvocationReporter({ memorySizesMb: FUNCTION_MEMORY_SIZES_MB, summarisedFunctions: REQUEST_PATHS });
-  // An invocation cut at its timeout may still be running: stop waits for it as for any other.
-  const invoke = <T>(fn: QueueFunctionName, handler: (context: InvocationContext) => Promise<T>): Promise<T> =>
-    invokeWithTimeout(fn, timeoutsMs[fn], handler, { running: inFlight, report });
 
   // One process runs both, so the roster shows it once as a poller and once as a worker, under one id.
   const identity = processIdentity();
@@ -181,10 +192,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   const pollerHandler = createPollerHandler({ ctx: contexts.poller, invoker, identity, signal: shutdown.signal });
   const sweeperHandler = createSweeperHandler({ ctx: contexts.sweeper, registry, signal: shutdown.signal });
 
-  const loops = [
-    invokeUntil(shutdown.signal, 'poller', () => invoke('poller', (context) => pollerHandler({}, context))),
-    invokeUntil(shutdown.signal, 'sweeper', () => invoke('sweeper', (context) => sweeperHandler({}, context))),
-  ];
+  const ticks = scheduled.startTicks();
 
   const authorizer = createAuthorizer({
     ctx: contexts.authorizer,
@@ -206,9 +214,10 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
     dynamoEndpoint: endpoint ?? `DynamoDB in ${await clients.base.config.region()}`,
     stop: async () => {
       shutdown.abort();
+      ticks.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await Promise.all(loops);
-      await Promise.allSettled([...inFlight]);
+      // An invocation ending may still start others (a poller's worker batches): wait until none is left.
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
       report.flush();
       clients.base.destroy();
       for (const [, { base }] of functionClients) base.destroy();
@@ -244,20 +253,6 @@ function apiAdmission(env: Env): AdmissionLimits {
     concurrency: integerSetting(env, 'LOCAL_API_CONCURRENCY', LOCAL_API_ADMISSION.concurrency, 1, 1_000),
     maxQueued: integerSetting(env, 'LOCAL_API_QUEUE', LOCAL_API_ADMISSION.maxQueued, 0, 100_000),
   };
-}
-
-/**
- * EventBridge starts a poller and a sweeper every minute; locally each next invocation starts as the last one
- * ends, or is cut at its timeout, as the next tick would start one whatever became of the last.
- */
-async function invokeUntil(signal: AbortSignal, fn: QueueFunctionName, invoke: () => Promise<unknown>): Promise<void> {
-  while (!signal.aborted) {
-    try {
-      await invoke();
-    } catch (error) {
-      log('error', `${fn} invocation failed`, { error });
-    }
-  }
 }
 
 /** DynamoDB as configured: an endpoint given, the AWS table (no endpoint), or a DynamoDB Local of our own under DATA_DIR. */

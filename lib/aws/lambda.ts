@@ -1,6 +1,7 @@
-/** Lambda: how the poller hands batches to workers in AWS, and how a `lambda` target invokes its function. */
+/** Lambda: how the poller hands batches to workers in AWS, how writers wake the poller and the sweeper, and how a `lambda` target invokes its function. */
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
 import type { WorkerBatch, WorkerInvoker } from '../queue/batcher.js';
+import { wakeEventOf, type WakeInvoker, type WakeRequest } from '../queue/wake-invoker.js';
 
 export type { LambdaClient };
 
@@ -18,6 +19,30 @@ export function createLambdaInvoker(client: LambdaClient, functionName: string):
       // An asynchronous invoke is queued by Lambda only when it answers 202.
       if (StatusCode !== 202 || FunctionError) {
         throw new Error(`worker invoke not accepted: status ${StatusCode ?? 'none'} ${FunctionError ?? ''}`.trim());
+      }
+    },
+  };
+}
+
+/** The functions a wake starts, by name. */
+export interface WakeTargets {
+  pollerFunctionName: string;
+  sweeperFunctionName: string;
+}
+
+/**
+ * A wake is an asynchronous invoke, as the minute tick's is: Lambda queues the event (and retries it while the
+ * function is throttled) and answers 202, so the writer never waits for the woken function to run.
+ */
+export function createLambdaWaker(client: LambdaClient, targets: WakeTargets): WakeInvoker {
+  return {
+    async wake(request: WakeRequest): Promise<void> {
+      const functionName = request.role === 'poller' ? targets.pollerFunctionName : targets.sweeperFunctionName;
+      const { StatusCode, FunctionError } = await client.send(
+        new InvokeCommand({ FunctionName: functionName, InvocationType: 'Event', Payload: Buffer.from(JSON.stringify(wakeEventOf(request))) }),
+      );
+      if (StatusCode !== 202 || FunctionError) {
+        throw new Error(`${request.role} wake not accepted: status ${StatusCode ?? 'none'} ${FunctionError ?? ''}`.trim());
       }
     },
   };

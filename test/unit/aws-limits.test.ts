@@ -3,6 +3,7 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { describe, expect, test, vi } from 'vitest';
 import {
   createLocalAsyncInvoker,
+  createLocalAsyncStarts,
   enforceEventBridgeLimits,
   LAMBDA_ASYNC_PAYLOAD_BYTES,
   workerDeliveryFrom,
@@ -32,6 +33,94 @@ function invokerWith(delivery: Partial<WorkerDelivery> = {}, random = () => 0.5,
   );
   return { invoker, runs, inFlight, stop };
 }
+
+/** A function reserving `concurrency` executions, whose invocations run until the test ends them. */
+function startsWith(concurrency: number) {
+  const running = new Map<string, () => void>();
+  const started: string[] = [];
+  const inFlight = new Set<Promise<unknown>>();
+  const stop = new AbortController();
+  const starts = createLocalAsyncStarts<{ id: string }>(
+    (event) => {
+      started.push(event.id);
+      return new Promise<void>((resolve) => running.set(event.id, resolve));
+    },
+    { concurrency, inFlight, signal: stop.signal, onError: () => undefined },
+  );
+  const end = (id: string): void => running.get(id)!();
+  return { starts, started, end, inFlight, stop };
+}
+
+describe("Lambda's asynchronous invoke of a function with reserved concurrency (the poller, the sweeper)", () => {
+  test('a start returns before the invocation runs, which then gets a copy of the event', async () => {
+    const event = { id: 'tick' };
+    let received: unknown;
+    const inFlight = new Set<Promise<unknown>>();
+    const starts = createLocalAsyncStarts(async (copy: { id: string }) => void (received = copy), { concurrency: 1, inFlight, onError: () => undefined });
+    starts.start(event);
+    expect(received).toBeUndefined();
+    await Promise.all([...inFlight]);
+    expect(received).toEqual(event);
+    expect(received).not.toBe(event);
+  });
+
+  test('events within the reserved concurrency run at once, whether or not the earlier ones still run', async () => {
+    const { starts, started } = startsWith(2);
+    starts.start({ id: 'a' });
+    starts.start({ id: 'b' });
+    await new Promise(setImmediate);
+    expect(started).toEqual(['a', 'b']);
+  });
+
+  test('an event beyond the reserved concurrency is throttled, and retried a second later once an execution is free', async () => {
+    vi.useFakeTimers();
+    try {
+      const { starts, started, end } = startsWith(1);
+      starts.start({ id: 'a' });
+      starts.start({ id: 'throttled' });
+      await vi.advanceTimersByTimeAsync(500);
+      end('a');
+      await vi.advanceTimersByTimeAsync(499);
+      expect(started).toEqual(['a']);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(started).toEqual(['a', 'throttled']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  test('a throttled event is never dropped: it is retried at doubling intervals, at most 5 minutes apart, until it runs', async () => {
+    vi.useFakeTimers();
+    try {
+      const { starts, started, end } = startsWith(1);
+      starts.start({ id: 'a' });
+      starts.start({ id: 'throttled' });
+      // Retried 1, 3, 7, ..., 511 s after the start, then every 5 minutes: at 3 511 s, and next at 3 811 s.
+      await vi.advanceTimersByTimeAsync(3_600_000);
+      expect(started).toEqual(['a']);
+      end('a');
+      await vi.advanceTimersByTimeAsync(210_999);
+      expect(started).toEqual(['a']);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(started).toEqual(['a', 'throttled']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  test('an event still throttled when the runtime stops is dropped, and nothing starts after', async () => {
+    const { starts, started, end, inFlight, stop } = startsWith(1);
+    starts.start({ id: 'a' });
+    starts.start({ id: 'throttled' });
+    await new Promise(setImmediate);
+    stop.abort();
+    starts.start({ id: 'late' });
+    end('a');
+    await Promise.all([...inFlight]);
+    expect(started).toEqual(['a']);
+    expect(inFlight.size).toBe(0);
+  });
+});
 
 describe("Lambda's asynchronous invoke", () => {
   test('the largest batch whose on-failure record fits the dead-letter queue is accepted', async () => {

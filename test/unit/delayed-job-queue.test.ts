@@ -86,6 +86,25 @@ describe('what an app wires to', () => {
   });
 });
 
+test("two queues in one stack synthesize without a dependency cycle, and each queue's functions wake their own queue's poller and sweeper", () => {
+  const { stack, queue: first } = appWithQueue({}, { bundle: false });
+  const second = new DelayedJobQueue(stack, 'Other', { settingsRecord: false });
+  // Template.fromStack throws on a dependency cycle, naming its resources.
+  const resources = Template.fromStack(stack).toJSON().Resources as Record<string, { Type: string; Properties: { FunctionName?: string; Environment?: { Variables: Record<string, unknown> } } }>;
+  const names = Object.values(resources).flatMap((resource) => (resource.Type === 'AWS::Lambda::Function' && resource.Properties.FunctionName ? [resource.Properties.FunctionName] : []));
+  expect(names.sort()).toEqual(
+    [first.functions.poller, first.functions.sweeper, second.functions.poller, second.functions.sweeper].map((fn) => fn.literalName?.name).sort(),
+  );
+  expect(new Set(names).size).toBe(4);
+  for (const queue of [first, second]) {
+    const api = resources[stack.getLogicalId(queue.functions.api.function.node.defaultChild as never)]!;
+    expect(api.Properties.Environment?.Variables).toMatchObject({
+      POLLER_FUNCTION_NAME: queue.functions.poller.literalName?.name,
+      SWEEPER_FUNCTION_NAME: queue.functions.sweeper.literalName?.name,
+    });
+  }
+});
+
 test("in an app's own stack and under its own id, cdk-nag's AwsSolutions checks find nothing unacknowledged", () => {
   const { app } = appWithQueue({ handlers: OWN_HANDLERS }, { bundle: false });
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

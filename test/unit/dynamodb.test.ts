@@ -79,7 +79,7 @@ describe('request paths (api, authorizer)', () => {
 
   test('a request-path queue from the environment gives up on a silent DynamoDB within the budget', async () => {
     await withSilentServer(async (endpoint) => {
-      const { db } = queueFromEnvironment({ TABLE_NAME: 't', DYNAMODB_ENDPOINT: endpoint }, REQUEST_PATH_DYNAMODB_CALL_LIMITS);
+      const { db } = queueFromEnvironment({ TABLE_NAME: 't', DYNAMODB_ENDPOINT: endpoint }, { callLimits: REQUEST_PATH_DYNAMODB_CALL_LIMITS });
       const { outcome, elapsedMs } = await timedGet(db);
       expect(outcome).toMatchObject({ name: 'TimeoutError' });
       expect(elapsedMs).toBeLessThan(requestCallMs);

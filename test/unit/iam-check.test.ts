@@ -20,6 +20,8 @@ function policiesWith(statements: Record<string, unknown>[]): LocalPolicies {
       table: TABLE,
       lifecycleBus: 'arn:aws:events:eu-west-1:000000000000:event-bus/b',
       workerFunction: 'arn:aws:lambda:eu-west-1:000000000000:function:w',
+      pollerFunction: 'arn:aws:lambda:eu-west-1:000000000000:function:p',
+      sweeperFunction: 'arn:aws:lambda:eu-west-1:000000000000:function:s',
       callbackTokenSecret: 'arn:aws:secretsmanager:eu-west-1:000000000000:secret:s-local0',
     },
   };

@@ -67,6 +67,14 @@ function actionsOf(name: keyof QueueStack['functions']): string[] {
 
 const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
 
+/** The poller's and the sweeper's ARNs as the policies write them: made of their names, never a reference to them. */
+function wokenArns(): unknown[] {
+  const arnOfName = (name: string | undefined) => ({
+    'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':lambda:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, `:function:${name}`]],
+  });
+  return [arnOfName(stack.functions.poller.literalName?.name), arnOfName(stack.functions.sweeper.literalName?.name)];
+}
+
 describe('resources', () => {
   test('the stack holds one table, five functions, one API, one bus, one dead-letter queue and a schedule per poller partition plus the sweeper', () => {
     template.resourceCountIs('AWS::DynamoDB::Table', 1);
@@ -183,21 +191,21 @@ describe('least privilege', () => {
     expect(tableGrantsOf('api').items.DeleteItem).toEqual(['correlation', 'schedule']);
   });
 
-  test('the poller may also invoke the worker and publish lifecycle events', () => {
-    expect(actionsOf('poller').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', ...LOGS].sort());
-    const invoke = statementsOf('poller').find((statement) => statement.Action === 'lambda:InvokeFunction');
-    expect(invoke?.Resource).toEqual({ 'Fn::GetAtt': [logicalIdOf(stack.functions.worker.function), 'Arn'] });
+  test('the poller may also invoke the worker, wake the poller and the sweeper, and publish lifecycle events', () => {
+    expect(actionsOf('poller').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', 'lambda:InvokeFunction', ...LOGS].sort());
+    const invoked = statementsOf('poller').filter((statement) => statement.Action === 'lambda:InvokeFunction').map((statement) => statement.Resource);
+    expect(invoked).toEqual([{ 'Fn::GetAtt': [logicalIdOf(stack.functions.worker.function), 'Arn'] }, wokenArns()]);
   });
 
-  test('the worker may also read the callback token secret, publish lifecycle events and send to its dead-letter queue', () => {
+  test('the worker may also read the callback token secret, publish lifecycle events, send to its dead-letter queue and wake the poller and the sweeper', () => {
     expect(actionsOf('worker').filter((action) => !action.startsWith('dynamodb:'))).toEqual(
-      ['events:PutEvents', 'secretsmanager:GetSecretValue', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
+      ['events:PutEvents', 'lambda:InvokeFunction', 'secretsmanager:GetSecretValue', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
     );
   });
 
-  test('the api and the sweeper may also publish lifecycle events, the authorizer read the callback token secret', () => {
+  test('the api and the sweeper may also publish lifecycle events and wake the poller and the sweeper, the authorizer read the callback token secret', () => {
     for (const name of ['api', 'sweeper'] as const) {
-      expect(actionsOf(name).filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', ...LOGS].sort());
+      expect(actionsOf(name).filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', ...LOGS].sort());
     }
     expect(actionsOf('authorizer').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['secretsmanager:GetSecretValue', ...LOGS].sort());
   });
@@ -234,10 +242,10 @@ describe('least privilege', () => {
 });
 
 describe('functions', () => {
-  test('every function runs Node.js 22 on ARM64 with source maps, an ES module bundle and the table name', () => {
-    for (const fn of Object.values(stack.functions)) {
+  test('every function runs Node.js 22 on ARM64 with source maps, an ES module bundle and the table name; only the poller and the sweeper have names of their own', () => {
+    for (const [name, fn] of Object.entries(stack.functions)) {
       template.hasResourceProperties('AWS::Lambda::Function', {
-        FunctionName: Match.absent(),
+        FunctionName: name === 'poller' || name === 'sweeper' ? fn.literalName?.name : Match.absent(),
         Handler: 'index.handler',
         Runtime: 'nodejs22.x',
         Architectures: ['arm64'],
@@ -289,6 +297,51 @@ describe('functions', () => {
     expect(() => stackSettingsFrom((key) => (key === 'HTTP_TARGET_PRIVATE_ADDRESSES' ? 'deny' : undefined))).toThrow(
       'context HTTP_TARGET_PRIVATE_ADDRESSES must be one of allow, refuse, got "deny"',
     );
+  });
+});
+
+describe('waking the poller and the sweeper', () => {
+  const WAKERS = ['api', 'worker', 'poller', 'sweeper'] as const;
+  const variablesOf = (subject: Template, subjectStack: { getLogicalId: QueueStack['getLogicalId'] }, fn: { role: { node: { defaultChild?: unknown } } }) =>
+    Object.values(subject.findResources('AWS::Lambda::Function', { Properties: { Role: { 'Fn::GetAtt': [subjectStack.getLogicalId(fn.role.node.defaultChild as never), 'Arn'] } } }))[0]
+      ?.Properties.Environment.Variables;
+
+  test('the poller and the sweeper are named after the stack and their path, within the 64 characters Lambda allows', () => {
+    expect(stack.functions.poller.literalName?.name).toMatch(/^DelayedJobQueue-Poller-[0-9A-F]{8}$/);
+    expect(stack.functions.sweeper.literalName?.name).toMatch(/^DelayedJobQueue-Sweeper-[0-9A-F]{8}$/);
+    const longStack = synthApp({ STACK_NAME: `Jobs${'x'.repeat(120)}` }, { bundle: false }).stack;
+    expect(longStack.functions.poller.literalName?.name.length).toBeLessThanOrEqual(64);
+    expect(longStack.functions.poller.literalName?.name).not.toEqual(longStack.functions.sweeper.literalName?.name);
+  });
+
+  test.each(WAKERS)('the %s is told the poller and the sweeper by name, as literal text rather than a reference', (name) => {
+    expect(variablesOf(template, stack, stack.functions[name])).toMatchObject({
+      POLLER_FUNCTION_NAME: stack.functions.poller.literalName?.name,
+      SWEEPER_FUNCTION_NAME: stack.functions.sweeper.literalName?.name,
+    });
+  });
+
+  test('the authorizer wakes nothing: it is told no names and may invoke no function', () => {
+    const variables = variablesOf(template, stack, stack.functions.authorizer);
+    expect(variables.POLLER_FUNCTION_NAME).toBeUndefined();
+    expect(variables.SWEEPER_FUNCTION_NAME).toBeUndefined();
+    expect(actionsOf('authorizer')).not.toContain('lambda:InvokeFunction');
+  });
+
+  test.each(WAKERS)('the %s may invoke the poller and the sweeper, by the ARNs their names make', (name) => {
+    const invoked = statementsOf(name).filter((statement) => statement.Action === 'lambda:InvokeFunction').map((statement) => statement.Resource);
+    expect(invoked).toContainEqual(wokenArns());
+  });
+
+  test('every function is told POLLER_PARTITIONS, given or not, the number of poller schedule rules', () => {
+    const variables = (subject: Template) => Object.values(subject.findResources('AWS::Lambda::Function')).map((fn) => fn.Properties.Environment.Variables.POLLER_PARTITIONS);
+    expect(variables(template)).toEqual(['2', '2', '2', '2', '2']);
+    expect(variables(Template.fromStack(synthApp({}, { bundle: false }).stack))).toEqual(['1', '1', '1', '1', '1']);
+  });
+
+  test('no resource depends on itself through references, which CloudFormation would refuse as a circular dependency', () => {
+    // Template.fromStack follows every reference and DependsOn, and throws naming the resources of a cycle.
+    expect(() => Template.fromStack(synthApp({ POLLER_PARTITIONS: '2' }, { bundle: false }).stack)).not.toThrow();
   });
 });
 

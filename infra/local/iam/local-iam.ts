@@ -1,9 +1,9 @@
 /**
  * What a function's code is handed here so that each of its AWS calls meets
  * its role (and DynamoDB's rules that DynamoDB Local does not check, see
- * ../dynamodb-rules.ts): DynamoDB clients, SDK clients for targets, the lifecycle publisher
- * and the worker invoker, each checked against that function's policy. The
- * in-memory publisher and the in-process invoker reach no AWS service, but on
+ * ../dynamodb-rules.ts): DynamoDB clients, SDK clients for targets, the lifecycle publisher,
+ * the worker invoker and the waker, each checked against that function's policy. The
+ * in-memory publisher and the in-process invokers reach no AWS service, but on
  * AWS they are `events:PutEvents` and `lambda:InvokeFunction` calls, so they
  * are checked as those. With an index lag, every function's queries on the
  * `due` index also answer as AWS's eventually consistent index may (../index-lag.ts).
@@ -12,6 +12,7 @@
 import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../lib/store/client.js';
 import type { LifecyclePublisher } from '../../../lib/domain/lifecycle-events.js';
 import type { WorkerInvoker } from '../../../lib/queue/batcher.js';
+import type { WakeInvoker } from '../../../lib/queue/wake-invoker.js';
 import { TABLE_SCHEMA } from '../../../lib/store/table.js';
 import { enforceAwsRules } from '../dynamodb-rules.js';
 import { IndexJournal } from '../index-journal.js';
@@ -31,6 +32,8 @@ export interface LocalIam {
   publisherFor(fn: QueueFunctionName, publisher: LifecyclePublisher): LifecyclePublisher;
   /** `invoker` as the asynchronous invoke of the worker function `fn` makes on AWS. */
   invokerFor(fn: QueueFunctionName, invoker: WorkerInvoker): WorkerInvoker;
+  /** `waker` as the asynchronous invoke of the poller or the sweeper function `fn` makes on AWS. */
+  wakerFor(fn: QueueFunctionName, waker: WakeInvoker): WakeInvoker;
   /** The journal behind the index lag, once a client uses it; undefined without a lag. */
   indexJournal(): IndexJournal | undefined;
 }
@@ -77,6 +80,14 @@ export function createLocalIam(stack: StackPolicies, account: LocalAccount, opti
         await check.forFunction(fn).authorize(lambdaInvokeRequests(arns.workerFunction, account));
         assertWithinTimeout();
         await invoker.invoke(batch);
+      },
+    }),
+    wakerFor: (fn, waker) => ({
+      wake: async (request) => {
+        const woken = request.role === 'poller' ? arns.pollerFunction : arns.sweeperFunction;
+        await check.forFunction(fn).authorize(lambdaInvokeRequests(woken, account));
+        assertWithinTimeout();
+        await waker.wake(request);
       },
     }),
   };

@@ -18,7 +18,7 @@ export const LOCAL_ACCOUNT_ID = '000000000000';
 export interface LocalPolicies {
   functions: Record<QueueFunctionName, PolicyDocument>;
   account: LocalAccount;
-  arns: { table: string; lifecycleBus: string; workerFunction: string; callbackTokenSecret: string };
+  arns: { table: string; lifecycleBus: string; workerFunction: string; pollerFunction: string; sweeperFunction: string; callbackTokenSecret: string };
 }
 
 /** The ARN of `resource` of `service` in the local account. */
@@ -36,8 +36,11 @@ interface ResourceIdentity {
   arn: string;
 }
 
-/** What `Ref` and `Fn::GetAtt Arn` give for each kind of resource a policy may name, with the logical id as its local name. */
-function identityOf(type: string, logicalId: string, account: LocalAccount): ResourceIdentity {
+/**
+ * What `Ref` and `Fn::GetAtt Arn` give for each kind of resource a policy may name, with the logical id as its local
+ * name; a function the stack names itself keeps that name, since policies then name it by it rather than by a reference.
+ */
+function identityOf(type: string, logicalId: string, account: LocalAccount, functionNames: Record<string, string>): ResourceIdentity {
   const { region, accountId } = account;
   const arn = (service: string, resource: string): string => localArn(account, service, resource);
   switch (type) {
@@ -45,8 +48,10 @@ function identityOf(type: string, logicalId: string, account: LocalAccount): Res
       return { ref: account.tableName, arn: arn('dynamodb', `table/${account.tableName}`) };
     case 'AWS::Events::EventBus':
       return { ref: logicalId, arn: arn('events', `event-bus/${logicalId}`) };
-    case 'AWS::Lambda::Function':
-      return { ref: logicalId, arn: arn('lambda', `function:${logicalId}`) };
+    case 'AWS::Lambda::Function': {
+      const name = Object.hasOwn(functionNames, logicalId) ? functionNames[logicalId]! : logicalId;
+      return { ref: name, arn: arn('lambda', `function:${name}`) };
+    }
     case 'AWS::SQS::Queue':
       return { ref: `https://sqs.${region}.amazonaws.com/${accountId}/${logicalId}`, arn: arn('sqs', logicalId) };
     case 'AWS::Logs::LogGroup':
@@ -93,7 +98,7 @@ export function localPolicies(stack: StackPolicies, account: LocalAccount): Loca
   const lookup = (logicalId: string): ResourceIdentity => {
     const type = stack.resourceTypes[logicalId];
     if (type === undefined) throw new Error(`a policy refers to ${logicalId}, which is not a resource of the stack`);
-    return identityOf(type, logicalId, account);
+    return identityOf(type, logicalId, account, stack.functionNames);
   };
   const functions = Object.fromEntries(
     Object.entries(stack.functions).map(([name, document]) => [name, resolveValue(document, lookup, account)]),
@@ -105,6 +110,8 @@ export function localPolicies(stack: StackPolicies, account: LocalAccount): Loca
       table: lookup(stack.logicalIds.table).arn,
       lifecycleBus: lookup(stack.logicalIds.lifecycleBus).arn,
       workerFunction: lookup(stack.logicalIds.workerFunction).arn,
+      pollerFunction: lookup(stack.logicalIds.pollerFunction).arn,
+      sweeperFunction: lookup(stack.logicalIds.sweeperFunction).arn,
       callbackTokenSecret: lookup(stack.logicalIds.callbackTokenSecret).arn,
     },
   };

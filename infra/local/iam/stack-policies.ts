@@ -10,6 +10,7 @@
  */
 import { CfnElement, CfnResource, type Stack } from 'aws-cdk-lib';
 import { CfnPolicy, CfnRole } from 'aws-cdk-lib/aws-iam';
+import { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { createQueueApp } from '../../queue-app.js';
 import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../queue-function.js';
 import type { QueueStack } from '../../queue-stack.js';
@@ -26,8 +27,10 @@ export interface StackPolicies {
   functions: Record<QueueFunctionName, PolicyDocument>;
   /** The CloudFormation type of every resource the policies may refer to, by logical id. */
   resourceTypes: Record<string, string>;
+  /** The names the stack gives its functions itself (policies name the poller and the sweeper by them), by logical id. */
+  functionNames: Record<string, string>;
   /** Logical ids of the resources the local runtime stands in for. */
-  logicalIds: { table: string; lifecycleBus: string; workerFunction: string; callbackTokenSecret: string };
+  logicalIds: { table: string; lifecycleBus: string; workerFunction: string; pollerFunction: string; sweeperFunction: string; callbackTokenSecret: string };
 }
 
 /** Context that makes CDK skip asset bundling for every stack, as `cdk synth --exclusively` does for the stacks it skips. */
@@ -67,16 +70,25 @@ function readStackPoliciesOf(stack: QueueStack): StackPolicies {
     functions[name] = { Version: '2012-10-17', Statement: statementsOf(stack, stack.functions[name].role.node.defaultChild as CfnRole, policies) };
   }
   const resourceTypes: Record<string, string> = {};
+  const functionNames: Record<string, string> = {};
   for (const construct of constructs) {
     if (construct instanceof CfnResource) resourceTypes[stack.getLogicalId(construct)] = construct.cfnResourceType;
+    if (construct instanceof CfnFunction) {
+      // An unnamed function's name is a token that resolves to nothing.
+      const name: unknown = stack.resolve(construct.functionName);
+      if (typeof name === 'string') functionNames[stack.getLogicalId(construct)] = name;
+    }
   }
   return {
     functions,
     resourceTypes,
+    functionNames,
     logicalIds: {
       table: logicalIdOf(stack, stack.table.node.defaultChild),
       lifecycleBus: logicalIdOf(stack, stack.eventBus.node.defaultChild),
       workerFunction: logicalIdOf(stack, stack.functions.worker.function.node.defaultChild),
+      pollerFunction: logicalIdOf(stack, stack.functions.poller.function.node.defaultChild),
+      sweeperFunction: logicalIdOf(stack, stack.functions.sweeper.function.node.defaultChild),
       callbackTokenSecret: logicalIdOf(stack, stack.queue.callbackTokenSecret.node.defaultChild),
     },
   };
