@@ -14,6 +14,11 @@ export interface Health {
 
 /** The oldest due job of a running type waiting longer than this means the pollers are behind. */
 export const LAG_THRESHOLD_MS = 60_000;
+/**
+ * Pollers sleep while nothing is due and are woken within about a second of a job falling due: a due job older
+ * than this with no poller awake means no wake started one.
+ */
+export const ASLEEP_GRACE_MS = 5_000;
 /** Failures this recent make the queue degraded; older ones are history. */
 export const FAILURE_WINDOW_MS = 5 * 60_000;
 
@@ -32,10 +37,11 @@ export function assessHealth({ stats, statsError, metrics, nowMs }: HealthInput)
   }
   const down: string[] = [];
   const degraded: string[] = [];
-  if (stats.pollers.length === 0) down.push('no live poller: nothing claims due jobs');
-  for (const type of stats.job_types) {
-    // A paused type's jobs are due and wait on purpose.
-    if (type.paused === true) continue;
+  // A paused type's jobs are due and wait on purpose.
+  const running = stats.job_types.filter((type) => type.paused !== true);
+  const asleep = stats.pollers.length === 0;
+  if (asleep && running.some((type) => (type.oldest_due_lag_ms ?? 0) > ASLEEP_GRACE_MS)) down.push('no live poller while jobs are due: nothing claims them');
+  for (const type of running) {
     if ((type.oldest_due_lag_ms ?? 0) > LAG_THRESHOLD_MS) {
       degraded.push(`${type.name}: the oldest due job has waited ${Math.round((type.oldest_due_lag_ms ?? 0) / 1_000)} s`);
     }
@@ -48,7 +54,7 @@ export function assessHealth({ stats, statsError, metrics, nowMs }: HealthInput)
 
   if (down.length > 0) return { level: 'down', reasons: [...down, ...degraded] };
   if (degraded.length > 0) return { level: 'degraded', reasons: degraded };
-  const pollers = `${stats.pollers.length} live poller${stats.pollers.length === 1 ? '' : 's'}`;
+  const pollers = asleep ? 'pollers asleep, nothing due' : `${stats.pollers.length} live poller${stats.pollers.length === 1 ? '' : 's'}`;
   const failures = metrics === undefined ? 'failures not tracked by this server' : `no failures in the last ${FAILURE_WINDOW_MS / 60_000} min`;
   return { level: 'healthy', reasons: [`${pollers}, no due job older than ${LAG_THRESHOLD_MS / 1_000} s, ${failures}`] };
 }

@@ -104,15 +104,14 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
   let leaseUntilMs = taken.awakeUntilMs;
   let typesChangedAtMs = taken.typesChangedAtMs;
   let stopping = false;
-  let lastBusyAtMs = ctx.nowMs() - lookEveryMs + (options.firstLookAfterMs ?? lookEveryMs);
-  let lastLookAtMs = -Infinity;
+  let nextLookAtMs = ctx.nowMs() + (options.firstLookAfterMs ?? lookEveryMs);
   let lastReadAtMs = ctx.nowMs();
   const round = (): AwakeRound => ({ untilMs: stopping ? leaseUntilMs : endsAtMs, typesChangedAtMs });
 
   /** Nothing in reach on a look begun after every hold asked for: stops renewing, unless a hold came since. */
   async function lookAndMaybeStop(): Promise<void> {
     const lookedAtMs = ctx.nowMs();
-    lastLookAtMs = lookedAtMs;
+    nextLookAtMs = lookedAtMs + lookEveryMs;
     const state = await readWakeState(ctx, options.role, options.partition);
     lastReadAtMs = lookedAtMs;
     typesChangedAtMs = state.typesChangedAtMs;
@@ -120,9 +119,16 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
       stopping = true;
       return;
     }
-    if (state.holdUntilMs > lookedAtMs || (await work.inReach(lookedAtMs + REACH_MS, 'close'))) return;
+    // A hold is kept whatever is in reach: the next look comes as it ends.
+    if (state.holdUntilMs > lookedAtMs) {
+      nextLookAtMs = state.holdUntilMs;
+      return;
+    }
+    if (await work.inReach(lookedAtMs + REACH_MS, 'close')) return;
     const stopped = await writeWake(ctx, stopLeaseParams(key, ownerId, lookedAtMs, work.walkedFromBucket()));
     if (stopped.ok) stopping = true;
+    // Refused: a writer asked for a hold since the look began, and the next look comes as it ends.
+    else nextLookAtMs = lookedAtMs;
   }
 
   async function renew(): Promise<void> {
@@ -149,10 +155,10 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
     },
     async afterRound(busy: boolean): Promise<AwakeRound> {
       const nowMs = ctx.nowMs();
-      if (busy) lastBusyAtMs = nowMs;
-      if (stopping) return round();
-      if (nowMs - lastBusyAtMs >= lookEveryMs && nowMs - lastLookAtMs >= lookEveryMs) await lookAndMaybeStop();
+      if (busy) nextLookAtMs = Math.max(nextLookAtMs, nowMs + lookEveryMs);
+      if (!stopping && nowMs >= nextLookAtMs) await lookAndMaybeStop();
       if (!stopping && leaseUntilMs - ctx.nowMs() < RENEW_BELOW_MS && leaseUntilMs < endsAtMs) await renew();
+      // Stopping too: a type made while its lease lasts may have a job due now that the lease covered.
       else if (options.role === 'poller' && ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readTypesChanged();
       return round();
     },

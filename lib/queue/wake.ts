@@ -42,8 +42,13 @@ function seenOf(waker: WakeInvoker): Map<string, Seen> {
   return seen;
 }
 
+/**
+ * A lease covers an entry its holder will still be polling for when the entry falls due, unless the holder will
+ * not renew it: then it may have stopped looking at what writers need (a sweeper stopping runs no new bulk
+ * operation), and a writer wakes another.
+ */
 const coveredByLease = (state: WakeState | undefined, dueAtMs: number, nowMs: number): boolean =>
-  state !== undefined && Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs;
+  state !== undefined && !state.stopping && Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs;
 
 /** The holder will still be working past the hold, and will honour it: waking another adds nothing. */
 const holderStaysFor = (state: WakeState | undefined, holdUntilMs: number, nowMs: number): boolean =>

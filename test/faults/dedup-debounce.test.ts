@@ -72,21 +72,27 @@ function dedupFindings(jobs: Job[]): string[] {
 }
 
 /**
- * Each debounce key's folds, checked against the jobs made after the one they folded into: once any call had
- * answered with a newer job of the key, the pointer named that job (or a newer one still), so no call starting
- * after that answer may fold into an older job. (A job's first claim is no measure of when it stopped collecting:
- * a claim handed back unstarted leaves no history, and the enqueue that saw it claimed rightly made the next job.)
+ * Each debounce key's jobs, two by two: never did both take a fold begun after the other was first answered. The
+ * key's pointer names one job at a time; once it names the newer job of the two (by then that job could be
+ * answered), no fold begins that goes into the older one. Which of two is newer is not known from the outside (a
+ * job's createdAtMs is taken when its enqueue began, which faults can stretch over seconds, and a claim handed
+ * back unstarted leaves no history), so the check holds for either order.
  */
 function debounceFindings(jobs: Job[], answers: Answer[]): string[] {
   const firstAnsweredMs = new Map<string, number>();
-  for (const answer of answers) firstAnsweredMs.set(answer.id, Math.min(firstAnsweredMs.get(answer.id) ?? Infinity, answer.endedAtMs));
+  const lastFoldStartedMs = new Map<string, number>();
+  for (const answer of answers) {
+    firstAnsweredMs.set(answer.id, Math.min(firstAnsweredMs.get(answer.id) ?? Infinity, answer.endedAtMs));
+    if (!answer.created) lastFoldStartedMs.set(answer.id, Math.max(lastFoldStartedMs.get(answer.id) ?? -Infinity, answer.startedAtMs));
+  }
+  const foldAfter = (into: Job, other: Job) => (lastFoldStartedMs.get(into.id) ?? -Infinity) > (firstAnsweredMs.get(other.id) ?? Infinity);
   const findings: string[] = [];
   for (const [key, group] of byKey(jobs, (job) => job.debounce?.key)) {
-    group.sort((a, b) => a.createdAtMs - b.createdAtMs);
-    for (const fold of answers.filter((answer) => answer.key === key && !answer.created)) {
-      const foldedInto = group.findIndex((job) => job.id === fold.id);
-      const newer = group.slice(foldedInto + 1).find((job) => (firstAnsweredMs.get(job.id) ?? Infinity) < fold.startedAtMs);
-      if (newer) findings.push(`${key}: a fold started after ${newer.id} was answered went into the older ${fold.id}`);
+    for (let i = 0; i < group.length; i++) {
+      for (let j = i + 1; j < group.length; j++) {
+        const [a, b] = [group[i]!, group[j]!];
+        if (foldAfter(a, b) && foldAfter(b, a)) findings.push(`${key}: ${a.id} and ${b.id} each took a fold begun after the other was answered`);
+      }
     }
   }
   return findings;

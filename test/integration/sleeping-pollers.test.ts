@@ -142,14 +142,24 @@ describe('a writer', () => {
     expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
   });
 
-  test('wakes a poller when the holder will not renew its lease', async () => {
+  test('wakes a poller when the holder will not renew its lease, though the lease outlasts the job: the holder may have stopped looking', async () => {
     const { ctx, as } = queue();
     waker.requests.length = 0;
     const key = wakeKey('poller', 0);
     await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
     await writeWake(ctx, stopLeaseParams(key, 'holder', T0, undefined));
-    await enqueue(as('api'), await defineType(ctx, 'stopping'), 'j1', { runAfterMs: T0 + 20_000 });
+    await enqueue(as('api'), await defineType(ctx, 'stopping'), 'j1');
     expect(waker.requests).toHaveLength(1);
+  });
+
+  test('starting a bulk operation while the sweeper stops wakes another: one stopping runs no new operation', async () => {
+    const { ctx, as } = queue();
+    const key = wakeKey('sweeper', 0);
+    await writeWake(ctx, takeLeaseParams(key, { ownerId: 'sweeper-1', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
+    await writeWake(ctx, stopLeaseParams(key, 'sweeper-1', T0, undefined));
+    waker.requests.length = 0;
+    await startBulkOperation(as('api'), await defineType(ctx, 'bulk-late'), { action: 'cancel', status: 'queued' }, 'operator');
+    expect(waker.requests).toEqual([{ role: 'sweeper' }]);
   });
 
   test('wakes the poller of the partition owning its shard', async () => {
@@ -219,6 +229,20 @@ describe('a holder about to stop', () => {
     clock.advance(HOLD_MS + 2_000);
     await start.keeper.afterRound(false);
     expect(start.keeper.stopping).toBe(true);
+  });
+
+  test('lists job types again after it stopped renewing: its lease may cover the first job of a type made since', async () => {
+    const { ctx, clock } = queue();
+    const work: AwakeWork = { inReach: async (_untilMs, how) => how === 'coarse', walkedFromBucket: () => undefined };
+    const state = await readWakeState(ctx, 'poller', 0);
+    const start = await startAwake(ctx, { role: 'poller', partition: 0, ownerId: 'me', endsAtMs: T0 + 55_000, kind: 'tick', work, state });
+    if (!start.awake) throw new Error('expected to stay');
+    clock.advance(2_000);
+    const before = (await start.keeper.afterRound(false)).typesChangedAtMs;
+    expect(start.keeper.stopping).toBe(true);
+    await defineType(queue().as('api'), 'made-while-stopping');
+    clock.advance(TYPES_CHECK_MS);
+    expect((await start.keeper.afterRound(false)).typesChangedAtMs).not.toBe(before);
   });
 
   test('lists job types again once a type changed while it was awake', async () => {

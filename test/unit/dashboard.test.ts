@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'vitest';
 import type { MetricsMinute, Stats } from '../../dashboard/types.js';
 import { ABSENT, concurrencyInUse, count, duration, pausedState } from '../../dashboard/format.js';
-import { assessHealth, LAG_THRESHOLD_MS } from '../../dashboard/health.js';
+import { assessHealth, LAG_THRESHOLD_MS, ASLEEP_GRACE_MS } from '../../dashboard/health.js';
 
 const NOW_MS = Date.parse('2026-11-21T10:30:30.000Z');
 const poller = { id: '1-a', host: 'h', shards: [0, 1, 2, 3], started_at: '2026-11-21T10:00:00.000Z', last_seen_at: '2026-11-21T10:30:25.000Z' };
@@ -43,9 +43,18 @@ describe('health', () => {
     expect(health.level).toBe('healthy');
   });
 
-  test('no live poller in the roster is down: nothing claims due jobs', () => {
+  test('no live poller while nothing is due is healthy: pollers sleep when idle', () => {
     const health = assessHealth({ stats: stats({ pollers: [] }), statsError: undefined, metrics: [], nowMs: NOW_MS });
-    expect(health).toEqual({ level: 'down', reasons: ['no live poller: nothing claims due jobs'] });
+    expect(health.level).toBe('healthy');
+    expect(health.reasons[0]).toContain('pollers asleep, nothing due');
+  });
+
+  test(`no live poller while a job has been due over ${ASLEEP_GRACE_MS / 1_000} s is down: no wake started one`, () => {
+    const due = { name: 'reports', due: 1, oldest_due_lag_ms: ASLEEP_GRACE_MS + 1 };
+    const health = assessHealth({ stats: stats({ pollers: [], job_types: [due] }), statsError: undefined, metrics: [], nowMs: NOW_MS });
+    expect(health).toEqual({ level: 'down', reasons: ['no live poller while jobs are due: nothing claims them'] });
+    // A paused type's due jobs wait on purpose.
+    expect(assessHealth({ stats: stats({ pollers: [], job_types: [{ ...due, paused: true }] }), statsError: undefined, metrics: [], nowMs: NOW_MS }).level).toBe('healthy');
   });
 
   test('stats that cannot be read are down, with the reason', () => {
