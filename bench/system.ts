@@ -16,7 +16,10 @@ import { createDynamoClients, type DynamoClients } from '../lib/store/client.js'
 import { putJobType, setJobTypePaused } from '../lib/queue/job-types.js';
 import { jobTypeInputSchema } from '../lib/wire/job-types.js';
 import type { DeliveryStrategy, JobType } from '../lib/domain/job-type.js';
-import { runPollerLoop } from '../lib/queue/poller.js';
+import { runPollerLoop, type PollerLoopOptions } from '../lib/queue/poller.js';
+import { startPollerAwake } from '../lib/queue/poller-awake.js';
+import type { WakeInvoker } from '../lib/queue/wake-invoker.js';
+import { scheduledRole } from './stack-like.js';
 import type { WorkerBatch, WorkerInvoker } from '../lib/queue/batcher.js';
 import { ensureTable } from '../lib/store/table.js';
 import { runWorkerBatch, type WorkerRegistry } from '../lib/queue/worker.js';
@@ -197,7 +200,11 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     worker: trackConsumedCapacity(clients.worker.base),
     sweeper: trackConsumedCapacity(clients.sweeper.base),
   };
-  const ctxOf = (role: keyof typeof clients): QueueContext => createQueueContext(clients[role].db, settings);
+  // Pollers and the sweeper sleep and wake as deployed: every role's writes may wake them, each with its own waker.
+  const pollerRole = scheduledRole();
+  const sweeperRole = scheduledRole();
+  const waker: WakeInvoker = { wake: (request) => (request.role === 'poller' ? pollerRole : sweeperRole).waker.wake(request) };
+  const ctxOf = (role: keyof typeof clients): QueueContext => createQueueContext(clients[role].db, settings, { waker: { wake: (request) => waker.wake(request) } });
 
   const startLog = new StartLog();
   const attemptSpans: AttemptSpan[] = [];
@@ -263,27 +270,38 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const start = (): void => {
     if (started) return;
     started = true;
-    for (let index = 0; index < options.pollers; index++) {
-      const shards = options.splitShards
-        ? Array.from({ length: settings.shards }, (_, shard) => shard).filter((shard) => shard % options.pollers === index)
-        : undefined;
-      loops.push(
-        runPollerLoop(pollerCtx, {
-          invoker,
-          runForMs: 24 * 3_600_000,
-          signal: shutdown.signal,
-          ...(shards ? { shards } : {}),
-          onPoll: (result) => {
-            counts.polls++;
-            counts.claimed += result.claimed;
-            counts.lostRaces += result.lostRaces;
-          },
-          onError: () => counts.pollErrors++,
-        }),
-      );
+    const pollLoop = (shards: number[] | undefined, runForMs: number, afterRound?: PollerLoopOptions['afterRound']) =>
+      runPollerLoop(pollerCtx, {
+        invoker,
+        runForMs,
+        signal: shutdown.signal,
+        ...(shards ? { shards } : {}),
+        ...(afterRound ? { afterRound } : {}),
+        onPoll: (result) => {
+          counts.polls++;
+          counts.claimed += result.claimed;
+          counts.lostRaces += result.lostRaces;
+        },
+        onError: () => counts.pollErrors++,
+      });
+    if (options.pollers === 1) {
+      // One poller, as the stack runs it: started by ticks and wakes, a minute's run at most, asleep when idle.
+      const allShards = Array.from({ length: settings.shards }, (_, shard) => shard);
+      const invocation = async (kind: 'tick' | 'wake') => {
+        const endsAtMs = Date.now() + settings.pollerRunMs;
+        const awake = await startPollerAwake(pollerCtx, { shards: allShards, endsAtMs, kind });
+        if (awake.stays) await pollLoop(undefined, settings.pollerRunMs, awake.afterRound);
+      };
+      loops.push(pollerRole.run(invocation, shutdown.signal));
+    } else {
+      // Several pollers racing over the shards (or splitting them) run on for the whole run, as a stress of claims.
+      for (let index = 0; index < options.pollers; index++) {
+        const shards = options.splitShards ? Array.from({ length: settings.shards }, (_, shard) => shard).filter((shard) => shard % options.pollers === index) : undefined;
+        loops.push(pollLoop(shards, 24 * 3_600_000));
+      }
     }
     const sweeper = createSweeperHandler({ ctx: sweeperCtx, registry, signal: shutdown.signal });
-    loops.push(sweeper({}, { getRemainingTimeInMillis: () => 24 * 3_600_000 }));
+    loops.push(sweeperRole.run((kind) => sweeper(kind === 'wake' ? { wake: true } : {}, { getRemainingTimeInMillis: () => settings.pollerRunMs + 5_000 }), shutdown.signal));
   };
   if (options.startNow) start();
 
