@@ -71,6 +71,7 @@ export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: 
     if (coveredByLease(entry.state, dueAtMs, ctx.nowMs())) return;
     const holdUntilMs = ctx.nowMs() + HOLD_MS;
     const held = await writeWake(ctx, holdParams(wakeKey(role, partition), holdUntilMs));
+    // Written or refused, the item as the hold met it: the holder may have stopped since the read above.
     if (held.state) entry.state = held.state;
     if (holderStaysFor(entry.state, holdUntilMs, ctx.nowMs())) return;
     const request: WakeRequest = role === 'poller' ? { role, shards: shardsOfPartition(partition, ctx.settings.pollerPartitions, ctx.settings.shards) } : { role };

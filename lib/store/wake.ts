@@ -93,7 +93,11 @@ export function stopLeaseParams(key: ItemKey, ownerId: string, lookedAtMs: numbe
   };
 }
 
-/** Asks for someone awake until `holdUntilMs`; a later hold already asked for stays. */
+/**
+ * Asks for someone awake until `holdUntilMs`; a later hold already asked for stays. Refused, it answers the item
+ * as it is: a hold whose answer was lost is refused on the SDK's second try, and the writer must judge the holder
+ * as the hold found it, not as it read it before.
+ */
 export function holdParams(key: ItemKey, holdUntilMs: number): UpdateParams {
   return {
     Key: key,
@@ -101,6 +105,7 @@ export function holdParams(key: ItemKey, holdUntilMs: number): UpdateParams {
     ConditionExpression: 'attribute_not_exists(holdUntilMs) OR holdUntilMs < :hold',
     ExpressionAttributeValues: { ':hold': holdUntilMs },
     ReturnValues: 'ALL_NEW',
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
 }
 
@@ -129,7 +134,9 @@ export function recordWalkedParams(key: ItemKey, walkedFromBucket: number, types
   };
 }
 
+/** The write's outcome, and the wake item as it left it (or, refused, as it was, when the params ask for that). */
 export async function writeWake(ctx: StoreContext, params: UpdateParams): Promise<{ ok: boolean; state: WakeState | undefined }> {
   const result = await updateItem(ctx, params);
-  return { ok: result.ok, state: result.ok && result.item ? itemToWakeState(result.item) : undefined };
+  const item = result.ok ? result.item : result.current;
+  return { ok: result.ok, state: item ? itemToWakeState(item) : undefined };
 }
