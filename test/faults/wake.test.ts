@@ -1,0 +1,279 @@
+/**
+ * Sleeping pollers and sweepers (lib/queue/awake.ts, wake.ts) run only as the stack runs them: a tick every
+ * TICK_MS (with one tick-less stretch longer than a lease and an idle look) and wakes, each an invocation of
+ * the poller or sweeper handler with a Lambda-like remaining time, started as Lambda's asynchronous invoke
+ * starts it: a little late, sometimes twice, sometimes refused. Two api instances enqueue jobs due now and up to
+ * AHEAD_MS ahead, of an at_least_once type, an at_most_once type and a type limited to two at a time, while every
+ * function's client fails a share of its calls and some worker invokes are lost. Every accepted job ends
+ * terminal, none starts twice where its type forbids it, and each job due on arrival is claimed within the
+ * protocol's promise: a few seconds after its enqueue answered, or, when a wake was refused around its enqueue,
+ * by the first tick after it.
+ */
+import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest';
+import type { Context } from 'aws-lambda';
+import { createPollerHandler } from '../../functions/poller/app.js';
+import { createSweeperHandler } from '../../functions/sweeper/app.js';
+import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import type { JobType } from '../../lib/domain/job-type.js';
+import type { JobInput } from '../../lib/domain/job.js';
+import { isTerminal } from '../../lib/domain/job.js';
+import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
+import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
+import { enqueueJob } from '../../lib/queue/enqueue.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { HOLD_MS } from '../../lib/queue/wake.js';
+import { wakeEventOf, type WakeInvoker, type WakeRequest } from '../../lib/queue/wake-invoker.js';
+import { runWorkerBatch } from '../../lib/queue/worker.js';
+import type { DynamoClients } from '../../lib/store/client.js';
+import { shardsOfPartition } from '../../lib/store/keys.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { injectFaults, seededRandom, type FaultCounts } from '../support/faults.js';
+import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
+import { auditJobs, countingHandler } from '../support/scenario.js';
+import { scaled } from './scale.js';
+
+const JOBS = scaled(150, 1_500);
+/** How long the api instances keep enqueueing. */
+const ENQUEUE_MS = scaled(6_000, 90_000);
+/** Jobs not due on arrival fall due up to this far ahead. */
+const AHEAD_MS = scaled(10_000, 80_000);
+/** The minute tick, shortened to keep the run short; one stretch in the run has no tick for TICKLESS_MS. */
+const TICK_MS = scaled(6_000, 20_000);
+/** Longer than a lease (3 s) and an idle look (2 s): every holder ends, and only wakes start anyone. */
+const TICKLESS_MS = scaled(8_000, 40_000);
+/** A Lambda invocation's timeout: the handlers end their runs 5 s before it. */
+const INVOCATION_TIMEOUT_MS = 15_000;
+const FAULT_RATE = 0.1;
+/** Wakes Lambda refuses (the waker throws), and wakes it delivers twice. */
+const WAKE_REFUSAL_RATE = 0.25;
+const WAKE_TWICE_RATE = 0.1;
+/** Asynchronous invokes of the worker lost on the way: their claims lapse and the sweeper hands them back. */
+const LOST_INVOKE_RATE = 0.05;
+const SEND_TRIES = 6;
+const LIMITED_CONCURRENCY = 2;
+const SETTLE_MS = 120_000;
+
+/**
+ * A job due on arrival, woken for, is claimed within this of its enqueue's answer: the writer's hold keeps someone
+ * awake HOLD_MS from its check, sized for the write, the index's lag and a poll; the woken invocation's own calls
+ * (the wake item, the directory, the lease, the types), each may wait out a throttling backoff under these
+ * faults, come on top, as does the lag the run adds to the index.
+ */
+const onTimeMsOf = (indexLagMs: number): number => HOLD_MS + 3_000 + indexLagMs;
+
+interface Accepted {
+  type: string;
+  id: string;
+  dueOnArrival: boolean;
+  sentAtMs: number;
+  answeredAtMs: number;
+  runAfterMs: number;
+}
+
+/** Lambda's asynchronous invoke of a function, as a WakeInvoker: started a little later, sometimes twice, sometimes refused. */
+class LambdaWaker implements WakeInvoker {
+  constructor(
+    private readonly start: (request: WakeRequest) => void,
+    private readonly random: () => number,
+    private readonly refusedAtMs: number[],
+  ) {}
+
+  async wake(request: WakeRequest): Promise<void> {
+    if (this.random() < WAKE_REFUSAL_RATE) {
+      this.refusedAtMs.push(Date.now());
+      throw Object.assign(new Error('injected: TooManyRequestsException'), { name: 'TooManyRequestsException' });
+    }
+    const deliveries = this.random() < WAKE_TWICE_RATE ? 2 : 1;
+    for (let i = 0; i < deliveries; i++) setTimeout(() => this.start(request), this.random() * 100);
+  }
+}
+
+const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
+const distribution = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { count: sorted.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 };
+};
+
+function runScenario(indexLagMs: number, seed: number) {
+  let queue: TestQueue;
+  beforeAll(async () => {
+    queue = await createTestQueue({
+      clock: realClock,
+      ...(indexLagMs > 0 ? { indexLagMs } : {}),
+      settings: { bucketMs: 5_000, pollerPartitions: 2, pollIntervalMs: 100, sweepIntervalMs: 500 },
+    });
+  });
+  afterAll(() => queue.drop());
+
+  test(`every accepted job ends terminal, no at_most_once job starts twice, and jobs due on arrival are claimed within the protocol's promise (index lag ${indexLagMs} ms)`, async () => {
+    const random = seededRandom(seed);
+    const stop = new AbortController();
+    const faultyClients: DynamoClients[] = [];
+    const faultCounts: FaultCounts[] = [];
+    const wakeRefusedAtMs: number[] = [];
+    const invocations = new Set<Promise<unknown>>();
+    const started = { tick: 0, wake: 0 };
+    const track = (run: Promise<unknown>): void => {
+      invocations.add(run);
+      void run.finally(() => invocations.delete(run));
+    };
+    /** Each function's process: its own faulty client, and a waker of its own, as each runs apart deployed. */
+    const processOf = (fn: QueueFunctionName): QueueContext => {
+      const clients = queue.iam.dynamoClientsFor(fn, { endpoint: inject('dynamoEndpoint') });
+      faultyClients.push(clients);
+      faultCounts.push(injectFaults(clients.base, { rate: FAULT_RATE, random }));
+      const base = queue.as(fn);
+      return createQueueContext(clients.db, base.settings, { nowMs: Date.now, random: Math.random, events: base.events, waker: new LambdaWaker(startWoken, random, wakeRefusedAtMs) });
+    };
+
+    const body = { attempts: 10, retry: { kind: 'fixed', delay_s: 1 }, visibility_timeout_s: 2 };
+    const types = new Map<string, JobType>();
+    for (const [name, extra] of [
+      ['plain', {}],
+      ['once', { delivery_strategy: 'at_most_once', attempts: 1 }],
+      ['limited', { concurrency: LIMITED_CONCURRENCY }],
+    ] as const) {
+      types.set(name, (await putJobType(queue.ctx, name, jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'count' }, ...body, ...extra }))).jobType);
+    }
+
+    const counter = countingHandler(20);
+    const firstClaimAtMs = new Map<string, number>();
+    const worker = processOf('worker');
+    const invoker: WorkerInvoker = {
+      async invoke(batch: WorkerBatch) {
+        for (const job of batch.jobs) if (!firstClaimAtMs.has(job.id) && job.claimedAtMs !== undefined) firstClaimAtMs.set(job.id, job.claimedAtMs);
+        if (random() < LOST_INVOKE_RATE) return;
+        track(runWorkerBatch(worker, structuredClone(batch), { registry: { handlers: { count: counter.handler }, retryPolicies: {} }, worker: { id: 'w', host: 'h' } }));
+      },
+    };
+    const pollerHandler = createPollerHandler({ ctx: processOf('poller'), invoker, identity: { id: 'poller', host: 'h' }, signal: stop.signal });
+    const sweeperHandler = createSweeperHandler({ ctx: processOf('sweeper'), registry: { retryPolicies: {} }, signal: stop.signal });
+    const lambdaContext = (): Pick<Context, 'getRemainingTimeInMillis'> => {
+      const endsAtMs = Date.now() + INVOCATION_TIMEOUT_MS;
+      return { getRemainingTimeInMillis: () => endsAtMs - Date.now() };
+    };
+    function invoke(event: unknown, request: WakeRequest): void {
+      if (stop.signal.aborted) return;
+      const handler = request.role === 'poller' ? pollerHandler : sweeperHandler;
+      track(handler(event, lambdaContext()).catch(() => undefined));
+    }
+    function startWoken(request: WakeRequest): void {
+      started.wake++;
+      invoke(wakeEventOf(request), request);
+    }
+    const { pollerPartitions, shards } = queue.ctx.settings;
+    const tickAtMs: number[] = [];
+    function tick(): void {
+      tickAtMs.push(Date.now());
+      started.tick++;
+      for (let partition = 0; partition < pollerPartitions; partition++) {
+        const request: WakeRequest = { role: 'poller', shards: shardsOfPartition(partition, pollerPartitions, shards) };
+        invoke({ shards: request.shards }, request);
+        // A wake racing the tick: both start at the same instant.
+        if (random() < 0.3) startWoken(request);
+      }
+      invoke({}, { role: 'sweeper' });
+    }
+    const runStartedAtMs = Date.now();
+    const ticklessFromMs = runStartedAtMs + Math.floor(ENQUEUE_MS / 3);
+    const ticks = (async () => {
+      let nextTickAtMs = runStartedAtMs;
+      while (!stop.signal.aborted) {
+        if (nextTickAtMs < ticklessFromMs || nextTickAtMs >= ticklessFromMs + TICKLESS_MS) tick();
+        nextTickAtMs += TICK_MS;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, nextTickAtMs - Date.now())));
+      }
+    })();
+
+    const instances = [processOf('api'), processOf('api')];
+    const accepted: Accepted[] = [];
+    let unanswered = 0;
+    const LANES = 6;
+    await Promise.all(
+      Array.from({ length: LANES }, async (_, lane) => {
+        for (let i = lane; i < JOBS; i += LANES) {
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, runStartedAtMs + (i * ENQUEUE_MS) / JOBS - Date.now())));
+          const type = ['plain', 'once', 'limited'][i % 3]!;
+          const dueOnArrival = random() < 0.5;
+          const input: JobInput = { data: { i }, priority: 100, weight: 1, ...(dueOnArrival ? {} : { runAfterMs: Date.now() + Math.floor(random() * AHEAD_MS) }) };
+          const sentAtMs = Date.now();
+          for (let send = 1; send <= SEND_TRIES; send++) {
+            try {
+              const { job } = await enqueueJob(instances[lane % 2]!, types.get(type)!, `${type}-${i}`, input);
+              accepted.push({ type, id: job.id, dueOnArrival, sentAtMs, answeredAtMs: Date.now(), runAfterMs: job.runAfterMs });
+              break;
+            } catch {
+              if (send === SEND_TRIES) unanswered++;
+            }
+          }
+        }
+      }),
+    );
+
+    const pending = new Set(accepted);
+    const settleStartedAtMs = Date.now();
+    while (pending.size > 0 && Date.now() - settleStartedAtMs < SETTLE_MS) {
+      for (const job of pending) {
+        const read = await getJob(queue.ctx, job.type, job.id);
+        if (!read || !isTerminal(read.status)) break;
+        pending.delete(job);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    stop.abort();
+    await ticks;
+    while (invocations.size > 0) await Promise.allSettled([...invocations]);
+
+    const audit = await auditJobs(queue.ctx, accepted, counter.starts, types);
+    const onTimeMs = onTimeMsOf(indexLagMs);
+    /** A refused wake may leave a job to the first tick after its enqueue answered. */
+    const wakeRefusedAround = (job: Accepted): boolean => wakeRefusedAtMs.some((atMs) => atMs >= job.sentAtMs - 1_000 && atMs <= job.answeredAtMs + 1_000);
+    const firstTickAfter = (atMs: number): number => tickAtMs.find((tickMs) => tickMs >= atMs) ?? Infinity;
+    const lateness = (job: Accepted): number => Math.max(0, (firstClaimAtMs.get(job.id) ?? Infinity) - Math.max(job.runAfterMs, job.answeredAtMs));
+    // The limited type's jobs wait for a slot as well as for a poller; only the others measure the wakes.
+    const measured = accepted.filter((job) => job.type !== 'limited');
+    const dueNow = measured.filter((job) => job.dueOnArrival);
+    const broken = dueNow.flatMap((job) => {
+      const lateMs = lateness(job);
+      if (lateMs <= onTimeMs) return [];
+      const promisedMs = wakeRefusedAround(job) ? firstTickAfter(job.answeredAtMs) - job.answeredAtMs + onTimeMs : onTimeMs;
+      return lateMs <= promisedMs ? [] : [`${job.id}: claimed ${lateMs} ms after its enqueue answered, promised within ${promisedMs} ms`];
+    });
+    const injected = faultCounts.reduce((sum, counts) => sum + counts.injected, 0);
+    console.info('sleeping pollers under faults', {
+      indexLagMs,
+      jobs: accepted.length,
+      unanswered,
+      settled: pending.size === 0,
+      injected,
+      wakesRefused: wakeRefusedAtMs.length,
+      invocations: started,
+      byStatus: audit.byStatus,
+      latenessDueNowMs: distribution(dueNow.map(lateness)),
+      latenessDueLaterMs: distribution(measured.filter((job) => !job.dueOnArrival).map(lateness)),
+      lateDueNow: dueNow.filter((job) => lateness(job) > onTimeMs).map((job) => ({ id: job.id, lateMs: lateness(job), wakeRefused: wakeRefusedAround(job) })),
+    });
+    for (const clients of faultyClients) clients.base.destroy();
+
+    expect(injected).toBeGreaterThan(0);
+    expect(wakeRefusedAtMs.length).toBeGreaterThan(0);
+    expect(started.tick).toBeGreaterThan(0);
+    expect(started.wake).toBeGreaterThan(0);
+    expect(pending.size).toBe(0);
+    expect(audit.findings).toEqual([]);
+    expect(broken).toEqual([]);
+  }, 300_000);
+}
+
+describe(`${JOBS} jobs enqueued while pollers and sweepers sleep between ticks and wakes, under ${FAULT_RATE * 100} % injected faults`, () => {
+  // The handlers log every invocation; the run prints its own summary.
+  beforeAll(() => {
+    vi.spyOn(console, 'log').mockImplementation(() => undefined);
+    vi.spyOn(console, 'error').mockImplementation(() => undefined);
+  });
+  afterAll(() => vi.restoreAllMocks());
+
+  describe('the index current', () => runScenario(0, 30));
+  describe('the index lagging', () => runScenario(1_000, 31));
+});
