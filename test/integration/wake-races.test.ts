@@ -1,13 +1,17 @@
 /**
- * Writers racing a holder of the wake item (lib/queue/wake.ts, lib/queue/awake.ts) when DynamoDB's answers go
- * missing: a writer decides whether to wake from the wake item as its hold left it, never from an older read.
+ * Writers and type changes racing a holder of the wake item (lib/queue/wake.ts, lib/queue/awake.ts): a writer
+ * whose hold's answer went missing decides from the wake item as its hold left it, never from an older read; a
+ * holder that renews with a view of the types from before a change leaves no walk the next tick trusts.
  */
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { describe, expect, test } from 'vitest';
-import { LEASE_MS } from '../../lib/queue/awake.js';
+import { LEASE_MS, startAwake } from '../../lib/queue/awake.js';
+import { setJobTypePaused } from '../../lib/queue/job-types.js';
+import { pollerWork, startPollerAwake, type PollerView } from '../../lib/queue/poller-awake.js';
+import { HOLD_MS } from '../../lib/queue/wake.js';
 import type { WakeRequest } from '../../lib/queue/wake-invoker.js';
-import { wakeKey } from '../../lib/store/keys.js';
-import { stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
+import { bucketOf, wakeKey } from '../../lib/store/keys.js';
+import { holdParams, readWakeState, stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
 import { faultError } from '../support/faults.js';
 import { T0, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
 
@@ -44,5 +48,35 @@ describe('a writer whose hold landed but whose answer was lost', () => {
     await enqueue(as('api'), jobType, 'j1', { runAfterMs: T0 + 20_000 });
     expect(lost).toBe(1);
     expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
+  });
+});
+
+describe('a holder that renews with a view of the types from before one was resumed', () => {
+  test('leaves the next tick looking from the cursors, so it finds the resumed type\'s jobs due behind the other walks', async () => {
+    const { ctx, clock, as } = queue();
+    const SHARDS = [0, 1, 2, 3];
+    const active = await defineType(ctx, 'active');
+    const resumed = await defineType(ctx, 'resumed');
+    await enqueue(ctx, resumed, 'waiting');
+    await setJobTypePaused(ctx, 'resumed', true);
+    // Minutes later, the active type's walks stand far past the paused type's job.
+    clock.advance(5 * 60_000);
+    const pollerCtx = as('poller');
+    const walkedBucket = bucketOf(clock.nowMs(), ctx.settings.bucketMs);
+    await writeWake(ctx, holdParams(wakeKey('poller', 0), clock.nowMs() + HOLD_MS));
+    const state = await readWakeState(ctx, 'poller', 0);
+    const view: PollerView = { jobTypes: [active], cursors: new Map(SHARDS.map((shard) => [`active#${shard}`, walkedBucket])), typesChangedAtMs: state.typesChangedAtMs };
+    const work = pollerWork(pollerCtx, { shards: SHARDS, firesSchedules: true, state, view: () => view });
+    const endsAtMs = clock.nowMs() + LEASE_MS + 500;
+    const start = await startAwake(pollerCtx, { role: 'poller', partition: 0, ownerId: 'holder', endsAtMs, kind: 'tick', work, state });
+    if (!start.awake) throw new Error('expected to stay');
+    // The type is resumed while the holder works; its lease covers the resume's wake.
+    await setJobTypePaused(as('api'), 'resumed', false);
+    // The holder renews before its loop lists the types again, and its invocation ends right after.
+    clock.advance(LEASE_MS - 1_500);
+    await start.keeper.afterRound(true);
+    clock.advance(endsAtMs - clock.nowMs() + HOLD_MS);
+    const tick = await startPollerAwake(as('poller'), { shards: SHARDS, endsAtMs: clock.nowMs() + 55_000, kind: 'tick' });
+    expect(tick.stays).toBe(true);
   });
 });
