@@ -42,7 +42,7 @@ function seenOf(waker: WakeInvoker): Map<string, Seen> {
   return seen;
 }
 
-const coveredByLease = (state: WakeState | undefined, dueAtMs: number, nowMs: number): boolean =>
+const leaseOutlasts = (state: WakeState | undefined, dueAtMs: number, nowMs: number): boolean =>
   state !== undefined && Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs;
 
 /** The holder will still be working past the hold, and will honour it: waking another adds nothing. */
@@ -51,9 +51,11 @@ const holderStaysFor = (state: WakeState | undefined, holdUntilMs: number, nowMs
 
 /**
  * Makes sure someone of `role` (the poller of `partition`, or the sweeper) works at `dueAtMs`. Never throws: a
- * wake that fails leaves the entry to the next minute tick, late but never lost.
+ * wake that fails leaves the entry to the next minute tick, late but never lost. `typesChanged`: the work is a
+ * type's that no holder polled, and a lease alone does not cover it, since a holder that will not renew never
+ * lists the types again; a hold makes one that renews list them.
  */
-export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: number, dueAtMs: number): Promise<void> {
+export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: number, dueAtMs: number, options: { typesChanged?: boolean } = {}): Promise<void> {
   const { waker } = ctx;
   if (!waker) return;
   const nowMs = ctx.nowMs();
@@ -61,14 +63,15 @@ export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: 
   const seen = seenOf(waker);
   const memo = `${ctx.settings.tableName}\u0000${role}\u0000${partition}`;
   const last = seen.get(memo);
-  if (coveredByLease(last?.state, dueAtMs, nowMs)) return;
+  const coveredByLease = (state: WakeState | undefined, atMs: number): boolean => !options.typesChanged && leaseOutlasts(state, dueAtMs, atMs);
+  if (coveredByLease(last?.state, nowMs)) return;
   if (last && nowMs - last.askedAtMs < WAKE_WINDOW_MS) return;
   if (seen.size >= MAX_SEEN) seen.clear();
   const entry: Seen = { state: last?.state, askedAtMs: nowMs };
   seen.set(memo, entry);
   try {
     entry.state = await readWakeState(ctx, role, partition);
-    if (coveredByLease(entry.state, dueAtMs, ctx.nowMs())) return;
+    if (coveredByLease(entry.state, ctx.nowMs())) return;
     const holdUntilMs = ctx.nowMs() + HOLD_MS;
     const held = await writeWake(ctx, holdParams(wakeKey(role, partition), holdUntilMs));
     // Written or refused, the item as the hold met it: the holder may have stopped since the read above.
@@ -92,7 +95,7 @@ export async function wakeEveryPoller(ctx: QueueContext): Promise<void> {
   if (!ctx.waker) return;
   const seen = seenOf(ctx.waker);
   for (const partition of partitions) seen.delete(`${ctx.settings.tableName}\u0000poller\u0000${partition}`);
-  await Promise.all(partitions.map((partition) => ensureAwake(ctx, 'poller', partition, ctx.nowMs())));
+  await Promise.all(partitions.map((partition) => ensureAwake(ctx, 'poller', partition, ctx.nowMs(), { typesChanged: true })));
 }
 
 /**

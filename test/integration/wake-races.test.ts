@@ -51,6 +51,20 @@ describe('a writer whose hold landed but whose answer was lost', () => {
   });
 });
 
+describe('a type resumed while the holder will not renew its lease', () => {
+  test('wakes a poller: the holder never lists the types again, though its lease outlasts the jobs due now', async () => {
+    const { ctx, as } = queue();
+    const key = wakeKey('poller', 0);
+    await defineType(ctx, 'resumed');
+    await setJobTypePaused(ctx, 'resumed', true);
+    await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
+    await writeWake(ctx, stopLeaseParams(key, 'holder', T0, undefined));
+    waker.requests.length = 0;
+    await setJobTypePaused(as('api'), 'resumed', false);
+    expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
+  });
+});
+
 describe('a holder that renews with a view of the types from before one was resumed', () => {
   test('leaves the next tick looking from the cursors, so it finds the resumed type\'s jobs due behind the other walks', async () => {
     const { ctx, clock, as } = queue();
