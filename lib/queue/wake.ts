@@ -24,6 +24,8 @@ export const HOLD_MS = 5_000;
 interface Seen {
   state: WakeState | undefined;
   askedAtMs: number;
+  /** The latest due time of the entries written within this ask's window: its hold must cover them all. */
+  latestDueAtMs: number;
 }
 
 /**
@@ -63,15 +65,22 @@ export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: 
   const seen = seenOf(waker);
   const memo = `${ctx.settings.tableName}\u0000${role}\u0000${partition}`;
   const last = seen.get(memo);
-  const coveredByLease = (state: WakeState | undefined, atMs: number): boolean => !options.typesChanged && leaseOutlasts(state, dueAtMs, atMs);
-  if (coveredByLease(last?.state, nowMs)) return;
-  if (last && nowMs - last.askedAtMs < WAKE_WINDOW_MS) return;
+  const coveredByLease = (state: WakeState | undefined, untilMs: number, atMs: number): boolean => !options.typesChanged && leaseOutlasts(state, untilMs, atMs);
+  if (coveredByLease(last?.state, dueAtMs, nowMs)) return;
+  if (last && nowMs - last.askedAtMs < WAKE_WINDOW_MS) {
+    last.latestDueAtMs = Math.max(last.latestDueAtMs, dueAtMs);
+    return;
+  }
   if (seen.size >= MAX_SEEN) seen.clear();
-  const entry: Seen = { state: last?.state, askedAtMs: nowMs };
+  const entry: Seen = { state: last?.state, askedAtMs: nowMs, latestDueAtMs: dueAtMs };
   seen.set(memo, entry);
   try {
     entry.state = await readWakeState(ctx, role, partition);
-    if (coveredByLease(entry.state, ctx.nowMs())) return;
+    if (coveredByLease(entry.state, entry.latestDueAtMs, ctx.nowMs())) {
+      // Nothing asked: a writer within the window asks for its own entry, which the lease may not cover.
+      entry.askedAtMs = -Infinity;
+      return;
+    }
     const holdUntilMs = ctx.nowMs() + HOLD_MS;
     const held = await writeWake(ctx, holdParams(wakeKey(role, partition), holdUntilMs));
     // Written or refused, the item as the hold met it: the holder may have stopped since the read above.

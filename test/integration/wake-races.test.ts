@@ -8,7 +8,7 @@ import { describe, expect, test } from 'vitest';
 import { LEASE_MS, startAwake } from '../../lib/queue/awake.js';
 import { setJobTypePaused } from '../../lib/queue/job-types.js';
 import { pollerWork, startPollerAwake, type PollerView } from '../../lib/queue/poller-awake.js';
-import { HOLD_MS } from '../../lib/queue/wake.js';
+import { HOLD_MS, ensureAwake } from '../../lib/queue/wake.js';
 import type { WakeRequest } from '../../lib/queue/wake-invoker.js';
 import { bucketOf, wakeKey } from '../../lib/store/keys.js';
 import { holdParams, readWakeState, stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
@@ -48,6 +48,28 @@ describe('a writer whose hold landed but whose answer was lost', () => {
     await enqueue(as('api'), jobType, 'j1', { runAfterMs: T0 + 20_000 });
     expect(lost).toBe(1);
     expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
+  });
+});
+
+describe('a writer within the wake window of one the lease covered', () => {
+  const leaseTo = async (ctx: Parameters<typeof writeWake>[0]) =>
+    writeWake(ctx, takeLeaseParams(wakeKey('poller', 0), { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
+
+  test('asks for a hold for its entry due past the lease, after a writer whose entry the lease covered', async () => {
+    const { ctx, as } = queue();
+    await leaseTo(ctx);
+    const api = as('api');
+    await ensureAwake(api, 'poller', 0, T0);
+    await ensureAwake(api, 'poller', 0, T0 + 20_000);
+    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
+  });
+
+  test('has its entry due past the lease held for by the writer it left the window to, while that one was reading', async () => {
+    const { ctx, as } = queue();
+    await leaseTo(ctx);
+    const api = as('api');
+    await Promise.all([ensureAwake(api, 'poller', 0, T0), ensureAwake(api, 'poller', 0, T0 + 20_000)]);
+    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
   });
 });
 
