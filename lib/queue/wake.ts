@@ -1,10 +1,10 @@
 /**
  * Writers' side of sleeping pollers and sweepers (queue/awake.ts): before a write puts an entry someone must
  * find soon (a job due, a claim that will lapse), the writer makes sure someone will. A minute tick finds what
- * falls due past TICK_COVER_MS from now; a lease that outlasts the entry by COVER_MARGIN_MS finds it too. Else
- * the writer asks for a hold (someone awake, and looking only after it) and, unless the lease's holder will
- * still be there then, wakes the function: at most once per WAKE_WINDOW_MS per process, since the hold asked for
- * covers every entry written within the window.
+ * falls due past TICK_COVER_MS from now; a lease still renewed that outlasts the entry by COVER_MARGIN_MS finds
+ * it too. Else the writer asks for a hold (someone awake, and looking only after it) and, unless the lease's
+ * holder will still be there then, wakes the function: at most once per WAKE_WINDOW_MS per process, since the
+ * hold asked for covers every entry written within the window.
  */
 import { shardOf, shardsOfPartition, wakeKey, type WakeRole } from '../store/keys.js';
 import { updateItem } from '../store/send.js';
@@ -44,8 +44,13 @@ function seenOf(waker: WakeInvoker): Map<string, Seen> {
   return seen;
 }
 
+/**
+ * A lease still renewed outlasts the entry: its holder looks again before it stops. Not one its holder will not
+ * renew: the margin covers a poll and the index's lag, not the write that follows this check, which may land
+ * after the lease's last poll.
+ */
 const leaseOutlasts = (state: WakeState | undefined, dueAtMs: number, nowMs: number): boolean =>
-  state !== undefined && Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs;
+  state !== undefined && !state.stopping && Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs;
 
 /** The holder will still be working past the hold, and will honour it: waking another adds nothing. */
 const holderStaysFor = (state: WakeState | undefined, holdUntilMs: number, nowMs: number): boolean =>

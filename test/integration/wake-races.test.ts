@@ -73,6 +73,19 @@ describe('a writer within the wake window of one the lease covered', () => {
   });
 });
 
+describe('a writer of a job due now while the holder will not renew its lease', () => {
+  test('wakes a poller, though the lease outlasts the job: the lease ends at its last poll, and the job may land after it', async () => {
+    const { ctx, as } = queue();
+    const key = wakeKey('poller', 0);
+    await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
+    await writeWake(ctx, stopLeaseParams(key, 'holder', T0, undefined));
+    const jobType = await defineType(ctx, 'due-now');
+    waker.requests.length = 0;
+    await enqueue(as('api'), jobType, 'j1');
+    expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
+  });
+});
+
 describe('a type resumed while the holder will not renew its lease', () => {
   test('wakes a poller: the holder never lists the types again, though its lease outlasts the jobs due now', async () => {
     const { ctx, as } = queue();
