@@ -1,7 +1,9 @@
 /**
  * Writers and type changes racing a holder of the wake item (lib/queue/wake.ts, lib/queue/awake.ts): a writer
  * whose hold's answer went missing decides from the wake item as its hold left it, never from an older read; a
- * holder that renews with a view of the types from before a change leaves no walk the next tick trusts.
+ * writer left to another's ask within the window is held for; a lease its holder will not renew covers nothing;
+ * a resumed type is held for whatever the lease; a holder that renews with a view of the types from before a
+ * change leaves no walk the next tick trusts.
  */
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { describe, expect, test } from 'vitest';
@@ -86,17 +88,17 @@ describe('a writer of a job due now while the holder will not renew its lease', 
   });
 });
 
-describe('a type resumed while the holder will not renew its lease', () => {
-  test('wakes a poller: the holder never lists the types again, though its lease outlasts the jobs due now', async () => {
+describe('a type resumed while a holder renews its lease', () => {
+  test('asks for a hold though the lease outlasts the jobs due now: the holder must not stop on a look at the types it listed before', async () => {
     const { ctx, as } = queue();
-    const key = wakeKey('poller', 0);
     await defineType(ctx, 'resumed');
     await setJobTypePaused(ctx, 'resumed', true);
-    await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
-    await writeWake(ctx, stopLeaseParams(key, 'holder', T0, undefined));
+    await writeWake(ctx, takeLeaseParams(wakeKey('poller', 0), { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
     waker.requests.length = 0;
     await setJobTypePaused(as('api'), 'resumed', false);
-    expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
+    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
+    // The holder will outlast the hold: it lists the types again at its next renewal, and no other is woken.
+    expect(waker.requests).toEqual([]);
   });
 });
 
