@@ -7,7 +7,7 @@
  * runs out, and ends. The minute tick finds out in a few reads whether anything falls due before the next one.
  */
 import { wakeKey, type WakeRole } from '../store/keys.js';
-import { readWakeState, recordWalkedParams, renewLeaseParams, stopLeaseParams, takeLeaseParams, writeWake, type WakeState } from '../store/wake.js';
+import { readWakeState, recordWalkedParams, renewLeaseParams, stopLeaseParams, takeLeaseParams, writeWake, type Walked, type WakeState } from '../store/wake.js';
 import type { QueueContext } from './context.js';
 
 /** How long a lease promises work; renewed once less than RENEW_BELOW_MS of it is left, so about every second. */
@@ -31,8 +31,11 @@ export type StartKind = 'tick' | 'wake';
 /** What an invocation of a role looks for: coarsely at a tick (the directory), closely before it sleeps (the index). */
 export interface AwakeWork {
   inReach(untilMs: number, how: 'coarse' | 'close'): Promise<boolean>;
-  /** Where every lane's walk stands, for the next tick to look from; undefined when not known. */
-  walkedFromBucket(): number | undefined;
+  /**
+   * Where every lane's walk stands, for the next tick to look from, with when types had last changed as the lanes
+   * walked were listed (a later change makes it unknown); undefined when not known.
+   */
+  walkedFromBucket(): Walked | undefined;
 }
 
 export interface AwakeRound {
@@ -89,7 +92,7 @@ export async function startAwake(ctx: QueueContext, options: AwakeOptions): Prom
   if (!wanted) {
     const walked = work.walkedFromBucket();
     // Read from the cursors this time: the next ticks read it here.
-    if (state.walkedFromBucket === undefined && walked !== undefined) await writeWake(ctx, recordWalkedParams(key, walked, state.typesChangedAtMs));
+    if (state.walkedFromBucket === undefined && walked !== undefined) await writeWake(ctx, recordWalkedParams(key, walked));
     return { awake: false, reason: 'idle', state };
   }
   const taken = await writeWake(ctx, takeLeaseParams(key, { ownerId, awakeUntilMs: Math.min(ctx.nowMs() + LEASE_MS, endsAtMs), ownerEndsAtMs: endsAtMs }));
@@ -158,7 +161,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
       if (busy) nextLookAtMs = Math.max(nextLookAtMs, nowMs + lookEveryMs);
       if (!stopping && nowMs >= nextLookAtMs) await lookAndMaybeStop();
       if (!stopping && leaseUntilMs - ctx.nowMs() < RENEW_BELOW_MS && leaseUntilMs < endsAtMs) await renew();
-      // Stopping too: a type made while its lease lasts may have a job due now that the lease covered.
+      // Stopping too: a writer that judged the lease just before it stopped may have a job of a type made since.
       else if (options.role === 'poller' && ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readTypesChanged();
       return round();
     },

@@ -8,7 +8,7 @@ import { claimsJobs, type JobType } from '../domain/job-type.js';
 import { readLaneCursor } from '../store/due-index.js';
 import { bucketOf, type Lane } from '../store/keys.js';
 import { dueScheduleNames } from '../store/schedules.js';
-import { readWakeState, type WakeState } from '../store/wake.js';
+import { readWakeState, type Walked, type WakeState } from '../store/wake.js';
 import { startAwake, type AwakeWork, type StartKind } from './awake.js';
 import type { QueueContext } from './context.js';
 import { listJobTypes } from './job-types.js';
@@ -20,6 +20,8 @@ import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './reach.js';
 export interface PollerView {
   jobTypes: readonly JobType[];
   cursors: CursorCache;
+  /** When types had last changed, as the wake item told the loop before it listed `jobTypes`. */
+  typesChangedAtMs: number;
 }
 
 const laneOf = (jobType: JobType): Lane => ({ kind: 'queued', type: jobType.name });
@@ -38,7 +40,7 @@ export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): Awake
   const startBucketOf = (jobType: JobType): number => bucketOf(jobType.createdAtMs, ctx.settings.bucketMs);
 
   /** Where every walk stood, read from the cursors by a tick that found it unknown. */
-  let walkedAtTick: number | undefined;
+  let walkedAtTick: Walked | undefined;
 
   /** Each lane from where the last holder said every walk stood, or, not known since a type changed, from its cursors. */
   async function lanesAsLeft(jobTypes: readonly JobType[]): Promise<LaneInReach[]> {
@@ -54,7 +56,9 @@ export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): Awake
         return { lane, shards, fromBucketOf: (shard: number) => fromBuckets.get(shard) ?? startBucketOf(jobType) };
       }),
     );
-    if (state.walkedFromBucket === undefined && lanes.length > 0) walkedAtTick = Math.min(...lanes.flatMap((lane) => shards.map(lane.fromBucketOf)));
+    if (state.walkedFromBucket === undefined && lanes.length > 0) {
+      walkedAtTick = { bucket: Math.min(...lanes.flatMap((lane) => shards.map(lane.fromBucketOf))), typesChangedAtMs: state.typesChangedAtMs };
+    }
     return lanes;
   }
 
@@ -92,7 +96,7 @@ export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): Awake
           walked = Math.min(walked, view.cursors.get(key) ?? startBucketOf(jobType));
         }
       }
-      return Number.isFinite(walked) ? walked : undefined;
+      return Number.isFinite(walked) ? { bucket: walked, typesChangedAtMs: view.typesChangedAtMs } : undefined;
     },
   };
 }
@@ -120,11 +124,16 @@ export async function startPollerAwake(ctx: QueueContext, options: { shards: num
     const start = await startAwake(ctx, { role: 'poller', partition, ownerId: randomUUID(), endsAtMs: options.endsAtMs, kind: options.kind, work, state });
     if (!start.awake) return { stays: false, reason: start.reason };
     const { keeper } = start;
+    // The loop lists types again once told they changed: a list is as new as what the keeper knew before it.
+    let typesKnownChangedAtMs = start.state.typesChangedAtMs;
     return {
       stays: true,
-      afterRound: (round) => {
-        view = round;
-        return keeper.afterRound(round.busy);
+      afterRound: async (round) => {
+        const listedUnderMs = view !== undefined && view.jobTypes === round.jobTypes ? view.typesChangedAtMs : typesKnownChangedAtMs;
+        view = { ...round, typesChangedAtMs: listedUnderMs };
+        const next = await keeper.afterRound(round.busy);
+        typesKnownChangedAtMs = next.typesChangedAtMs;
+        return next;
       },
     };
   } catch {

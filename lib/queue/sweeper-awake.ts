@@ -9,7 +9,7 @@ import { readLaneCursor } from '../store/due-index.js';
 import { laneShards, wakeKey, type Lane } from '../store/keys.js';
 import { runningOperationIds } from '../store/operations.js';
 import { updateItem } from '../store/send.js';
-import { readWakeState, recordSweptParams, type WakeState } from '../store/wake.js';
+import { readWakeState, recordSweptParams, type Walked, type WakeState } from '../store/wake.js';
 import { RENEW_BELOW_MS, startAwake, type AwakeKeeper, type AwakeWork, type StartKind } from './awake.js';
 import type { QueueContext } from './context.js';
 import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './reach.js';
@@ -27,14 +27,14 @@ const SWEPT_RECORD_EVERY_MS = 60_000;
 
 function sweeperWork(ctx: QueueContext, state: WakeState): AwakeWork {
   const shards = laneShards(ctx.settings, CLAIMS);
-  let walkedFromBucket: number | undefined;
+  let walked: Walked | undefined;
 
   /** The claim lane from its cursors as they stand now; the first bucket of each never walked is `0`. */
   async function claimLane(fromRecorded: number | undefined): Promise<LaneInReach> {
     const cursors = new Map<number, number>();
     if (fromRecorded === undefined) {
       for (const shard of shards) cursors.set(shard, (await readLaneCursor(ctx, CLAIMS, shard)).bucket ?? 0);
-      walkedFromBucket = Math.min(...cursors.values());
+      walked = { bucket: Math.min(...cursors.values()), typesChangedAtMs: state.typesChangedAtMs };
     }
     return { lane: CLAIMS, shards, fromBucketOf: (shard) => cursors.get(shard) ?? fromRecorded ?? 0 };
   }
@@ -46,7 +46,7 @@ function sweeperWork(ctx: QueueContext, state: WakeState): AwakeWork {
       if (how === 'coarse') return anyLaneRecordedBy(ctx, [await claimLane(state.walkedFromBucket)], untilMs);
       return anyEntryDueBy(ctx, [await claimLane(undefined)], untilMs);
     },
-    walkedFromBucket: () => walkedFromBucket,
+    walkedFromBucket: () => walked,
   };
 }
 

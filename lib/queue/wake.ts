@@ -1,10 +1,10 @@
 /**
  * Writers' side of sleeping pollers and sweepers (queue/awake.ts): before a write puts an entry someone must
  * find soon (a job due, a claim that will lapse), the writer makes sure someone will. A minute tick finds what
- * falls due past TICK_COVER_MS from now; a lease that outlasts the entry by COVER_MARGIN_MS finds it too. Else
- * the writer asks for a hold (someone awake, and looking only after it) and, unless the lease's holder will
- * still be there then, wakes the function: at most once per WAKE_WINDOW_MS per process, since the hold asked for
- * covers every entry written within the window.
+ * falls due past TICK_COVER_MS from now; a lease still renewed that outlasts the entry by COVER_MARGIN_MS finds
+ * it too. Else the writer asks for a hold (someone awake, and looking only after it) and, unless the lease's
+ * holder will still be there then, wakes the function: at most once per WAKE_WINDOW_MS per process, since the
+ * hold asked for covers every entry written within the window.
  */
 import { shardOf, shardsOfPartition, wakeKey, type WakeRole } from '../store/keys.js';
 import { updateItem } from '../store/send.js';
@@ -24,6 +24,8 @@ export const HOLD_MS = 5_000;
 interface Seen {
   state: WakeState | undefined;
   askedAtMs: number;
+  /** The latest due time of the entries written within this ask's window: its hold must cover them all. */
+  latestDueAtMs: number;
 }
 
 /**
@@ -43,11 +45,11 @@ function seenOf(waker: WakeInvoker): Map<string, Seen> {
 }
 
 /**
- * A lease covers an entry its holder will still be polling for when the entry falls due, unless the holder will
- * not renew it: then it may have stopped looking at what writers need (a sweeper stopping runs no new bulk
- * operation), and a writer wakes another.
+ * A lease still renewed outlasts the entry: its holder looks again before it stops. Not one its holder will not
+ * renew: the margin covers a poll and the index's lag, not the write that follows this check, which may land
+ * after the lease's last poll.
  */
-const coveredByLease = (state: WakeState | undefined, dueAtMs: number, nowMs: number): boolean =>
+const leaseOutlasts = (state: WakeState | undefined, dueAtMs: number, nowMs: number): boolean =>
   state !== undefined && !state.stopping && Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs;
 
 /** The holder will still be working past the hold, and will honour it: waking another adds nothing. */
@@ -56,9 +58,11 @@ const holderStaysFor = (state: WakeState | undefined, holdUntilMs: number, nowMs
 
 /**
  * Makes sure someone of `role` (the poller of `partition`, or the sweeper) works at `dueAtMs`. Never throws: a
- * wake that fails leaves the entry to the next minute tick, late but never lost.
+ * wake that fails leaves the entry to the next minute tick, late but never lost. `typesChanged`: the work is a
+ * type's that no holder polled, and a lease alone does not cover it, since a holder that will not renew never
+ * lists the types again; a hold makes one that renews list them.
  */
-export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: number, dueAtMs: number): Promise<void> {
+export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: number, dueAtMs: number, options: { typesChanged?: boolean } = {}): Promise<void> {
   const { waker } = ctx;
   if (!waker) return;
   const nowMs = ctx.nowMs();
@@ -66,16 +70,25 @@ export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: 
   const seen = seenOf(waker);
   const memo = `${ctx.settings.tableName}\u0000${role}\u0000${partition}`;
   const last = seen.get(memo);
+  const coveredByLease = (state: WakeState | undefined, untilMs: number, atMs: number): boolean => !options.typesChanged && leaseOutlasts(state, untilMs, atMs);
   if (coveredByLease(last?.state, dueAtMs, nowMs)) return;
-  if (last && nowMs - last.askedAtMs < WAKE_WINDOW_MS) return;
+  if (last && nowMs - last.askedAtMs < WAKE_WINDOW_MS) {
+    last.latestDueAtMs = Math.max(last.latestDueAtMs, dueAtMs);
+    return;
+  }
   if (seen.size >= MAX_SEEN) seen.clear();
-  const entry: Seen = { state: last?.state, askedAtMs: nowMs };
+  const entry: Seen = { state: last?.state, askedAtMs: nowMs, latestDueAtMs: dueAtMs };
   seen.set(memo, entry);
   try {
     entry.state = await readWakeState(ctx, role, partition);
-    if (coveredByLease(entry.state, dueAtMs, ctx.nowMs())) return;
+    if (coveredByLease(entry.state, entry.latestDueAtMs, ctx.nowMs())) {
+      // Nothing asked: a writer within the window asks for its own entry, which the lease may not cover.
+      entry.askedAtMs = -Infinity;
+      return;
+    }
     const holdUntilMs = ctx.nowMs() + HOLD_MS;
     const held = await writeWake(ctx, holdParams(wakeKey(role, partition), holdUntilMs));
+    // Written or refused, the item as the hold met it: the holder may have stopped since the read above.
     if (held.state) entry.state = held.state;
     if (holderStaysFor(entry.state, holdUntilMs, ctx.nowMs())) return;
     const request: WakeRequest = role === 'poller' ? { role, shards: shardsOfPartition(partition, ctx.settings.pollerPartitions, ctx.settings.shards) } : { role };
@@ -96,7 +109,7 @@ export async function wakeEveryPoller(ctx: QueueContext): Promise<void> {
   if (!ctx.waker) return;
   const seen = seenOf(ctx.waker);
   for (const partition of partitions) seen.delete(`${ctx.settings.tableName}\u0000poller\u0000${partition}`);
-  await Promise.all(partitions.map((partition) => ensureAwake(ctx, 'poller', partition, ctx.nowMs())));
+  await Promise.all(partitions.map((partition) => ensureAwake(ctx, 'poller', partition, ctx.nowMs(), { typesChanged: true })));
 }
 
 /**

@@ -18,7 +18,10 @@ export interface WakeState {
   stopping: boolean;
   /** A writer asked for someone awake until then: no holder stops before it, nor on a look begun before it. */
   holdUntilMs: number;
-  /** Every active lane's walk was at or past this bucket when the holder last looked; unknown after a type changed. */
+  /**
+   * Every active lane's walk was at or past this bucket when the holder last looked; unknown after a type changed,
+   * including when the holder wrote it from types listed before the change (a resumed type's lane may lie behind).
+   */
   walkedFromBucket: number | undefined;
   /** When a job type was last made, changed, paused or resumed: an awake poller lists types again after it. */
   typesChangedAtMs: number;
@@ -28,6 +31,18 @@ export interface WakeState {
 
 const numberOr = (value: unknown, fallback: number): number => (typeof value === 'number' ? value : fallback);
 
+/** Where every walk stood, and when job types had last changed as the walker listed the types it walked. */
+export interface Walked {
+  bucket: number;
+  typesChangedAtMs: number;
+}
+
+/** The walks as recorded, trusted only while no type changed since the types they cover were listed. */
+function walkedOf(item: Item | undefined): number | undefined {
+  if (typeof item?.walkedFromBucket !== 'number') return undefined;
+  return numberOr(item.walkedTypesChangedAtMs, 0) === numberOr(item.typesChangedAtMs, 0) ? item.walkedFromBucket : undefined;
+}
+
 export function itemToWakeState(item: Item | undefined): WakeState {
   return {
     ownerId: typeof item?.ownerId === 'string' ? item.ownerId : undefined,
@@ -35,7 +50,7 @@ export function itemToWakeState(item: Item | undefined): WakeState {
     ownerEndsAtMs: numberOr(item?.ownerEndsAtMs, 0),
     stopping: item?.stopping === true,
     holdUntilMs: numberOr(item?.holdUntilMs, 0),
-    walkedFromBucket: typeof item?.walkedFromBucket === 'number' ? item.walkedFromBucket : undefined,
+    walkedFromBucket: walkedOf(item),
     typesChangedAtMs: numberOr(item?.typesChangedAtMs, 0),
     sweptAtMs: numberOr(item?.sweptAtMs, 0),
   };
@@ -61,18 +76,16 @@ export function takeLeaseParams(key: ItemKey, lease: Lease): UpdateParams {
   };
 }
 
+const walkedSet = (walked: Walked | undefined): string => (walked === undefined ? '' : ', walkedFromBucket = :walked, walkedTypesChangedAtMs = :walkedTypes');
+const walkedValues = (walked: Walked | undefined) => (walked === undefined ? {} : { ':walked': walked.bucket, ':walkedTypes': walked.typesChangedAtMs });
+
 /** Extends the lease of its holder (refused once another took it), recording how far its lanes were walked. */
-export function renewLeaseParams(key: ItemKey, lease: Omit<Lease, 'ownerEndsAtMs'>, walkedFromBucket: number | undefined): UpdateParams {
+export function renewLeaseParams(key: ItemKey, lease: Omit<Lease, 'ownerEndsAtMs'>, walked: Walked | undefined): UpdateParams {
   return {
     Key: key,
-    UpdateExpression: `SET awakeUntilMs = :until${walkedFromBucket === undefined ? '' : ', walkedFromBucket = :walked'}`,
+    UpdateExpression: `SET awakeUntilMs = :until${walkedSet(walked)}`,
     ConditionExpression: 'ownerId = :owner AND stopping = :no',
-    ExpressionAttributeValues: {
-      ':owner': lease.ownerId,
-      ':until': lease.awakeUntilMs,
-      ':no': false,
-      ...(walkedFromBucket === undefined ? {} : { ':walked': walkedFromBucket }),
-    },
+    ExpressionAttributeValues: { ':owner': lease.ownerId, ':until': lease.awakeUntilMs, ':no': false, ...walkedValues(walked) },
     ReturnValues: 'ALL_NEW',
   };
 }
@@ -81,22 +94,21 @@ export function renewLeaseParams(key: ItemKey, lease: Omit<Lease, 'ownerEndsAtMs
  * Says the holder will not renew, on a look that began at `lookedAtMs` and found nothing in reach: refused when
  * a writer asked since for someone awake (a hold past that time), whose entry the look may not have seen.
  */
-export function stopLeaseParams(key: ItemKey, ownerId: string, lookedAtMs: number, walkedFromBucket: number | undefined): UpdateParams {
+export function stopLeaseParams(key: ItemKey, ownerId: string, lookedAtMs: number, walked: Walked | undefined): UpdateParams {
   return {
     Key: key,
-    UpdateExpression: `SET stopping = :yes${walkedFromBucket === undefined ? '' : ', walkedFromBucket = :walked'}`,
+    UpdateExpression: `SET stopping = :yes${walkedSet(walked)}`,
     ConditionExpression: 'ownerId = :owner AND (attribute_not_exists(holdUntilMs) OR holdUntilMs <= :looked)',
-    ExpressionAttributeValues: {
-      ':owner': ownerId,
-      ':yes': true,
-      ':looked': lookedAtMs,
-      ...(walkedFromBucket === undefined ? {} : { ':walked': walkedFromBucket }),
-    },
+    ExpressionAttributeValues: { ':owner': ownerId, ':yes': true, ':looked': lookedAtMs, ...walkedValues(walked) },
     ReturnValues: 'ALL_NEW',
   };
 }
 
-/** Asks for someone awake until `holdUntilMs`; a later hold already asked for stays. */
+/**
+ * Asks for someone awake until `holdUntilMs`; a later hold already asked for stays. Refused, it answers the item
+ * as it is: a hold whose answer was lost is refused on the SDK's second try, and the writer must judge the holder
+ * as the hold found it, not as it read it before.
+ */
 export function holdParams(key: ItemKey, holdUntilMs: number): UpdateParams {
   return {
     Key: key,
@@ -104,6 +116,7 @@ export function holdParams(key: ItemKey, holdUntilMs: number): UpdateParams {
     ConditionExpression: 'attribute_not_exists(holdUntilMs) OR holdUntilMs < :hold',
     ExpressionAttributeValues: { ':hold': holdUntilMs },
     ReturnValues: 'ALL_NEW',
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
   };
 }
 
@@ -121,14 +134,15 @@ export function typesChangedParams(key: ItemKey, nowMs: number): UpdateParams {
 
 /**
  * Records where every walk stood, as a tick that found it unknown read it from the cursors: unless a type changed
- * since (its lane may lie behind) or a holder recorded it already.
+ * since (its lane may lie behind) or a holder recorded it already under the same types.
  */
-export function recordWalkedParams(key: ItemKey, walkedFromBucket: number, typesChangedAtMs: number): UpdateParams {
+export function recordWalkedParams(key: ItemKey, walked: Walked): UpdateParams {
   return {
     Key: key,
-    UpdateExpression: 'SET walkedFromBucket = :walked',
-    ConditionExpression: 'attribute_not_exists(walkedFromBucket) AND (attribute_not_exists(typesChangedAtMs) OR typesChangedAtMs = :changed)',
-    ExpressionAttributeValues: { ':walked': walkedFromBucket, ':changed': typesChangedAtMs },
+    UpdateExpression: 'SET walkedFromBucket = :walked, walkedTypesChangedAtMs = :changed',
+    ConditionExpression:
+      '(attribute_not_exists(walkedFromBucket) OR attribute_not_exists(walkedTypesChangedAtMs) OR walkedTypesChangedAtMs <> :changed) AND (attribute_not_exists(typesChangedAtMs) OR typesChangedAtMs = :changed)',
+    ExpressionAttributeValues: { ':walked': walked.bucket, ':changed': walked.typesChangedAtMs },
   };
 }
 
@@ -137,7 +151,9 @@ export function recordSweptParams(key: ItemKey, nowMs: number): UpdateParams {
   return { Key: key, UpdateExpression: 'SET sweptAtMs = :now', ExpressionAttributeValues: { ':now': nowMs } };
 }
 
+/** The write's outcome, and the wake item as it left it (or, refused, as it was, when the params ask for that). */
 export async function writeWake(ctx: StoreContext, params: UpdateParams): Promise<{ ok: boolean; state: WakeState | undefined }> {
   const result = await updateItem(ctx, params);
-  return { ok: result.ok, state: result.ok && result.item ? itemToWakeState(result.item) : undefined };
+  const item = result.ok ? result.item : result.current;
+  return { ok: result.ok, state: item ? itemToWakeState(item) : undefined };
 }

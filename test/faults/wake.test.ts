@@ -1,0 +1,338 @@
+/**
+ * Sleeping pollers and sweepers (lib/queue/awake.ts, wake.ts) run only as the stack runs them: a tick every
+ * TICK_MS (with one tick-less stretch longer than a lease and an idle look) and wakes, each an invocation of
+ * the poller or sweeper handler with a Lambda-like remaining time, started as Lambda's asynchronous invoke
+ * starts it: a little late, sometimes twice, sometimes refused. Two api instances enqueue jobs due now and up to
+ * AHEAD_MS ahead, of an at_least_once type, an at_most_once type and a type limited to two at a time, while every
+ * function's client fails a share of its calls and some worker invokes are lost. Every accepted job ends
+ * terminal, none starts twice where its type forbids it, and each job due on arrival is claimed within the
+ * protocol's promise: a few seconds after its enqueue answered, or, when a wake was refused around its enqueue,
+ * by the first tick after it.
+ */
+import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest';
+import { createPollerHandler } from '../../functions/poller/app.js';
+import { createSweeperHandler } from '../../functions/sweeper/app.js';
+import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import type { JobType } from '../../lib/domain/job-type.js';
+import type { JobInput } from '../../lib/domain/job.js';
+import { isTerminal } from '../../lib/domain/job.js';
+import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
+import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
+import { enqueueJob } from '../../lib/queue/enqueue.js';
+import { putJobType } from '../../lib/queue/job-types.js';
+import { getJob } from '../../lib/queue/jobs.js';
+import { HOLD_MS, WAKE_WINDOW_MS } from '../../lib/queue/wake.js';
+import { wakeEventOf, type WakeInvoker, type WakeRequest } from '../../lib/queue/wake-invoker.js';
+import { runWorkerBatch } from '../../lib/queue/worker.js';
+import type { DynamoClients } from '../../lib/store/client.js';
+import { shardsOfPartition } from '../../lib/store/keys.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { injectFaults, seededRandom, type FaultCounts } from '../support/faults.js';
+import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
+import { auditJobs, countingHandler } from '../support/scenario.js';
+import { FULL, scaled } from './scale.js';
+
+/**
+ * Jobs come in bursts, the first after the first tick found nothing to do, the next once the burst before fell
+ * due and its holders had time to stop: each burst's writers meet sleeping pollers and must wake them.
+ */
+const BURSTS = scaled(2, 4);
+const BURST_JOBS = scaled(60, 300);
+const BURST_MS = 1_500;
+const FIRST_BURST_AT_MS = 1_000;
+/** Jobs not due on arrival fall due up to this far ahead. */
+const AHEAD_MS = scaled(8_000, 80_000);
+/** Past a burst's latest due time, a lease and an idle look; in the normal suite, the second burst comes with a tick. */
+const BURST_EVERY_MS = AHEAD_MS + 6_000;
+const JOBS = BURSTS * BURST_JOBS;
+/**
+ * The minute tick, shortened to keep the run short, yet longer than a wake's promise (onTimeMsOf), so a job left to
+ * a tick shows; the ticks due in one stretch of TICKLESS_MS are left out.
+ */
+const TICK_MS = scaled(15_000, 30_000);
+/** From the first burst on, longer than a lease (3 s) and an idle look (2 s): holders end, and only wakes start anyone. */
+const TICKLESS_MS = scaled(10_000, 45_000);
+/**
+ * A Lambda invocation's timeout: the handlers end their runs 5 s before it, so a run lasts about a tick period,
+ * as the stack's 55 s runs do against its minute ticks.
+ */
+const INVOCATION_TIMEOUT_MS = TICK_MS + 5_000;
+const FAULT_RATE = 0.1;
+/** Wakes Lambda refuses (the waker throws), and wakes it delivers twice. */
+const WAKE_REFUSAL_RATE = 0.25;
+const WAKE_TWICE_RATE = 0.1;
+/** Asynchronous invokes of the worker lost on the way: their claims lapse and the sweeper hands them back. */
+const LOST_INVOKE_RATE = 0.05;
+const SEND_TRIES = 6;
+const LIMITED_CONCURRENCY = 2;
+/** One job in this many is of the limited type, few enough that two at a time drain them within the run. */
+const LIMITED_EVERY = scaled(6, 15);
+const SETTLE_MS = scaled(60_000, 180_000);
+const TEST_TIMEOUT_MS = FIRST_BURST_AT_MS + BURSTS * BURST_EVERY_MS + SETTLE_MS + 60_000;
+
+/**
+ * A job due on arrival, woken for, is claimed within this of its enqueue's answer: the writer's hold keeps someone
+ * awake HOLD_MS from its check, sized for the write, the index's lag and a poll; the woken invocation's own calls
+ * (the wake item, the directory, the lease, the types), each of which may wait out a throttling backoff of up to
+ * a second or two under these faults, come on top, as does the lag the run adds to the index. Still shorter than
+ * a tick period, so a job left to a tick shows.
+ */
+const onTimeMsOf = (indexLagMs: number): number => HOLD_MS + 5_000 + indexLagMs;
+
+interface Accepted {
+  type: string;
+  id: string;
+  dueOnArrival: boolean;
+  sentAtMs: number;
+  answeredAtMs: number;
+  runAfterMs: number;
+}
+
+/** Lambda's asynchronous invoke of a function, as a WakeInvoker: started a little later, sometimes twice, sometimes refused. */
+class LambdaWaker implements WakeInvoker {
+  constructor(
+    private readonly start: (request: WakeRequest) => void,
+    private readonly random: () => number,
+    /** When a poller's wake was refused: what the jobs written then were promised changes. */
+    private readonly pollerRefusedAtMs: number[],
+  ) {}
+
+  async wake(request: WakeRequest): Promise<void> {
+    // The first poller wake of a run is refused, whatever the draw: each run sees a job left to a tick.
+    const firstOfPoller = request.role === 'poller' && this.pollerRefusedAtMs.length === 0;
+    if (firstOfPoller || this.random() < WAKE_REFUSAL_RATE) {
+      if (request.role === 'poller') this.pollerRefusedAtMs.push(Date.now());
+      throw Object.assign(new Error('injected: TooManyRequestsException'), { name: 'TooManyRequestsException' });
+    }
+    const deliveries = this.random() < WAKE_TWICE_RATE ? 2 : 1;
+    for (let i = 0; i < deliveries; i++) setTimeout(() => this.start(request), this.random() * 100);
+  }
+}
+
+const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
+const distribution = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { count: sorted.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 };
+};
+
+const sleepUntil = (atMs: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, atMs - Date.now())));
+
+/**
+ * The functions as the stack runs them: each its own process (a faulty client, a waker of its own); the poller
+ * and the sweeper started only by the ticks and by wakes, each start an invocation of the handler with
+ * INVOCATION_TIMEOUT_MS remaining; the worker by the poller's asynchronous invokes, some of them lost.
+ */
+function startStack(queue: TestQueue, random: () => number) {
+  const stop = new AbortController();
+  const faultyClients: DynamoClients[] = [];
+  const faultCounts: FaultCounts[] = [];
+  const invocations = new Set<Promise<unknown>>();
+  const seen = { started: { tick: 0, wake: 0 }, pollerWakeRefusedAtMs: [] as number[], tickAtMs: [] as number[], firstClaimAtMs: new Map<string, number>() };
+  const track = (run: Promise<unknown>): void => {
+    invocations.add(run);
+    void run.finally(() => invocations.delete(run));
+  };
+  const processOf = (fn: QueueFunctionName): QueueContext => {
+    const clients = queue.iam.dynamoClientsFor(fn, { endpoint: inject('dynamoEndpoint') });
+    faultyClients.push(clients);
+    faultCounts.push(injectFaults(clients.base, { rate: FAULT_RATE, random }));
+    const base = queue.as(fn);
+    return createQueueContext(clients.db, base.settings, { events: base.events, waker: new LambdaWaker(startWoken, random, seen.pollerWakeRefusedAtMs) });
+  };
+
+  const counter = countingHandler(20);
+  const worker = processOf('worker');
+  const invoker: WorkerInvoker = {
+    async invoke(batch: WorkerBatch) {
+      for (const job of batch.jobs) if (!seen.firstClaimAtMs.has(job.id) && job.claimedAtMs !== undefined) seen.firstClaimAtMs.set(job.id, job.claimedAtMs);
+      if (random() < LOST_INVOKE_RATE) return;
+      track(runWorkerBatch(worker, structuredClone(batch), { registry: { handlers: { count: counter.handler }, retryPolicies: {} }, worker: { id: 'w', host: 'h' } }));
+    },
+  };
+  const pollerHandler = createPollerHandler({ ctx: processOf('poller'), invoker, identity: { id: 'poller', host: 'h' }, signal: stop.signal });
+  const sweeperHandler = createSweeperHandler({ ctx: processOf('sweeper'), registry: { retryPolicies: {} }, signal: stop.signal });
+  function invoke(event: unknown, request: WakeRequest): void {
+    if (stop.signal.aborted) return;
+    const endsAtMs = Date.now() + INVOCATION_TIMEOUT_MS;
+    const handler = request.role === 'poller' ? pollerHandler : sweeperHandler;
+    track(handler(event, { getRemainingTimeInMillis: () => endsAtMs - Date.now() }).catch(() => undefined));
+  }
+  function startWoken(request: WakeRequest): void {
+    seen.started.wake++;
+    invoke(wakeEventOf(request), request);
+  }
+  const { pollerPartitions, shards } = queue.ctx.settings;
+  function tick(): void {
+    seen.tickAtMs.push(Date.now());
+    seen.started.tick++;
+    for (let partition = 0; partition < pollerPartitions; partition++) {
+      const request: WakeRequest = { role: 'poller', shards: shardsOfPartition(partition, pollerPartitions, shards) };
+      invoke({ shards: request.shards }, request);
+      // A wake racing the tick: both start at the same instant.
+      startWoken(request);
+    }
+    invoke({}, { role: 'sweeper' });
+  }
+  const startedAtMs = Date.now();
+  const ticklessFromMs = startedAtMs + FIRST_BURST_AT_MS;
+  const ticks = (async () => {
+    for (let tickAtMs = startedAtMs; !stop.signal.aborted; tickAtMs += TICK_MS) {
+      await sleepUntil(tickAtMs);
+      if (!stop.signal.aborted && (tickAtMs < ticklessFromMs || tickAtMs >= ticklessFromMs + TICKLESS_MS)) tick();
+    }
+  })();
+
+  return {
+    startedAtMs,
+    seen,
+    starts: counter.starts,
+    api: () => processOf('api'),
+    injected: () => faultCounts.reduce((sum, counts) => sum + counts.injected, 0),
+    async stop() {
+      stop.abort();
+      await ticks;
+      while (invocations.size > 0) await Promise.allSettled([...invocations]);
+      for (const clients of faultyClients) clients.base.destroy();
+    },
+  };
+}
+
+/** BURSTS bursts of BURST_JOBS jobs from two api instances, half due on arrival, each sent again while its outcome is unknown. */
+async function enqueueBursts(instances: QueueContext[], types: Map<string, JobType>, random: () => number, fromMs: number) {
+  const accepted: Accepted[] = [];
+  let unanswered = 0;
+  const LANES = 5;
+  await Promise.all(
+    Array.from({ length: LANES }, async (_, lane) => {
+      for (let i = lane; i < JOBS; i += LANES) {
+        const burst = Math.floor(i / BURST_JOBS);
+        await sleepUntil(fromMs + FIRST_BURST_AT_MS + burst * BURST_EVERY_MS + ((i % BURST_JOBS) * BURST_MS) / BURST_JOBS);
+        const type = i % LIMITED_EVERY === 0 ? 'limited' : ['plain', 'once'][i % 2]!;
+        const dueOnArrival = random() < 0.5;
+        const input: JobInput = { data: { i }, priority: 100, weight: 1, ...(dueOnArrival ? {} : { runAfterMs: Date.now() + Math.floor(random() * AHEAD_MS) }) };
+        const sentAtMs = Date.now();
+        for (let send = 1; send <= SEND_TRIES; send++) {
+          try {
+            const { job } = await enqueueJob(instances[lane % instances.length]!, types.get(type)!, `${type}-${i}`, input);
+            accepted.push({ type, id: job.id, dueOnArrival, sentAtMs, answeredAtMs: Date.now(), runAfterMs: job.runAfterMs });
+            break;
+          } catch {
+            if (send === SEND_TRIES) unanswered++;
+          }
+        }
+      }
+    }),
+  );
+  return { accepted, unanswered };
+}
+
+/** Waits until every job is terminal or SETTLE_MS passes; answers how many are not. */
+async function waitUntilTerminal(ctx: QueueContext, jobs: Accepted[]): Promise<number> {
+  const open = new Set(jobs);
+  const sinceMs = Date.now();
+  while (open.size > 0 && Date.now() - sinceMs < SETTLE_MS) {
+    // Oldest first, stopping at the first job still open: each job is read about once.
+    for (const job of open) {
+      const read = await getJob(ctx, job.type, job.id);
+      if (!read || !isTerminal(read.status)) break;
+      open.delete(job);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return open.size;
+}
+
+/**
+ * How late each job was claimed, from when it was due and written, and which jobs due on arrival broke the
+ * promise: onTimeMs, or, with a poller's wake refused while it was enqueued, the first tick after it and onTimeMs.
+ */
+function judgeLateness(accepted: Accepted[], seen: ReturnType<typeof startStack>['seen'], onTimeMs: number) {
+  const lateness = (job: Accepted): number => Math.max(0, (seen.firstClaimAtMs.get(job.id) ?? Infinity) - Math.max(job.runAfterMs, job.answeredAtMs));
+  const wakeRefusedAround = (job: Accepted): boolean =>
+    seen.pollerWakeRefusedAtMs.some((atMs) => atMs >= job.sentAtMs - WAKE_WINDOW_MS && atMs <= job.answeredAtMs);
+  const firstTickAfter = (atMs: number): number => seen.tickAtMs.find((tickMs) => tickMs >= atMs) ?? Infinity;
+  // The limited type's jobs wait for a slot as well as for a poller; only the others measure the wakes.
+  const measured = accepted.filter((job) => job.type !== 'limited');
+  const dueNow = measured.filter((job) => job.dueOnArrival);
+  const late = dueNow.filter((job) => lateness(job) > onTimeMs);
+  return {
+    dueNowMs: distribution(dueNow.map(lateness)),
+    dueLaterMs: distribution(measured.filter((job) => !job.dueOnArrival).map(lateness)),
+    late: late.map((job) => ({ id: job.id, lateMs: lateness(job), wakeRefused: wakeRefusedAround(job) })),
+    broken: late.flatMap((job) => {
+      const promisedMs = wakeRefusedAround(job) ? firstTickAfter(job.answeredAtMs) - job.answeredAtMs + onTimeMs : onTimeMs;
+      return lateness(job) <= promisedMs ? [] : [`${job.id}: claimed ${lateness(job)} ms after its enqueue answered, promised within ${promisedMs} ms`];
+    }),
+  };
+}
+
+async function defineTypes(ctx: QueueContext): Promise<Map<string, JobType>> {
+  const body = { target: { kind: 'handler', name: 'count' }, attempts: 10, retry: { kind: 'fixed', delay_s: 1 }, visibility_timeout_s: 2 };
+  const types = new Map<string, JobType>();
+  for (const [name, extra] of [
+    ['plain', {}],
+    ['once', { delivery_strategy: 'at_most_once', attempts: 1 }],
+    ['limited', { concurrency: LIMITED_CONCURRENCY }],
+  ] as const) {
+    types.set(name, (await putJobType(ctx, name, jobTypeInputSchema.parse({ ...body, ...extra }))).jobType);
+  }
+  return types;
+}
+
+function runScenario(indexLagMs: number, seed: number) {
+  let queue: TestQueue;
+  beforeAll(async () => {
+    queue = await createTestQueue({
+      clock: realClock,
+      ...(indexLagMs > 0 ? { indexLagMs } : {}),
+      settings: { bucketMs: 5_000, pollerPartitions: 2, pollIntervalMs: 100, sweepIntervalMs: 500 },
+    });
+  });
+  afterAll(() => queue.drop());
+
+  test(`every accepted job ends terminal, no at_most_once job starts twice, and jobs due on arrival are claimed within the protocol's promise (index lag ${indexLagMs} ms)`, async () => {
+    const random = seededRandom(seed);
+    const types = await defineTypes(queue.ctx);
+    const stack = startStack(queue, random);
+    const { accepted, unanswered } = await enqueueBursts([stack.api(), stack.api()], types, random, stack.startedAtMs);
+    const open = await waitUntilTerminal(queue.ctx, accepted);
+    await stack.stop();
+
+    const audit = await auditJobs(queue.ctx, accepted, stack.starts, types);
+    const lateness = judgeLateness(accepted, stack.seen, onTimeMsOf(indexLagMs));
+    console.info('sleeping pollers under faults', {
+      indexLagMs,
+      jobs: accepted.length,
+      unanswered,
+      open,
+      injected: stack.injected(),
+      pollerWakesRefused: stack.seen.pollerWakeRefusedAtMs.length,
+      invocations: stack.seen.started,
+      byStatus: audit.byStatus,
+      openByType: Object.fromEntries([...types.keys()].map((type) => [type, audit.findings.filter((finding) => finding.id.startsWith(`${type}-`)).length])),
+      latenessDueNowMs: lateness.dueNowMs,
+      latenessDueLaterMs: lateness.dueLaterMs,
+      lateDueNow: lateness.late,
+    });
+
+    expect(stack.injected()).toBeGreaterThan(0);
+    expect(stack.seen.started.tick).toBeGreaterThan(0);
+    expect(stack.seen.started.wake).toBeGreaterThan(0);
+    expect(open).toBe(0);
+    expect(audit.findings).toEqual([]);
+    expect(lateness.broken).toEqual([]);
+  }, TEST_TIMEOUT_MS);
+}
+
+describe(`${JOBS} jobs enqueued while pollers and sweepers sleep between ticks and wakes, under ${FAULT_RATE * 100} % injected faults`, () => {
+  // The handlers log every invocation; the run prints its own summary.
+  beforeAll(() => {
+    vi.spyOn(console, 'log').mockImplementation(() => undefined);
+    vi.spyOn(console, 'error').mockImplementation(() => undefined);
+  });
+  afterAll(() => vi.restoreAllMocks());
+
+  // The normal suite runs the lagging index alone, to stay short; the soak runs both.
+  if (FULL) describe('the index current', () => runScenario(0, 30));
+  describe('the index lagging', () => runScenario(1_000, 31));
+});
