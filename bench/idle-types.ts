@@ -8,11 +8,14 @@
  * only it runs the poller and sweeper as the runtime's invocations, at their Lambda timeouts, with report lines.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { JOB_TYPES_REFRESH_MS } from '../lib/queue/job-types.js';
 import type { HttpStorage } from './args.js';
 import { lambdaDollarsPerMonth, perHour } from './cost.js';
 import { fmt } from './stats.js';
-import { startHttpSystem, type CallCounts, type LoggedReport } from './http-system.js';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BACKSTOP_SWEEP_EVERY_MS } from '../lib/queue/sweeper-awake.js';
+import { wakeKey } from '../lib/store/keys.js';
+import { startHttpSystem, type CallCounts, type HttpSystem, type LoggedReport } from './http-system.js';
 
 /** The job type counts measured: one, and the ten of the target. */
 export const IDLE_TYPE_COUNTS = [1, 10] as const;
@@ -59,7 +62,30 @@ export interface IdleTypesResult {
   scheduledLambdaDollarsPerMonth: number;
   /** Report lines of the poller and sweeper the window overlapped. */
   reportLines: number;
+  /**
+   * What one whole sweep (the backstop and the counters, which an idle sweeper makes every BACKSTOP_SWEEP_EVERY_MS)
+   * adds to a tick's window, and that amortized over an hour: the main window holds none, being shorter.
+   */
+  backstop: { calls: number; billedSeconds: number; callsPerHour: number; billedSecondsPerHour: number };
 }
+
+/** Past the first minute tick after the types were defined, and the invocation it started. */
+const AFTER_TYPES_CHANGED_MS = 70_000;
+
+/** A window holding one sweeper tick, at least, and the poller's. */
+const BACKSTOP_WINDOW_MS = 65_000;
+
+/** Asks for a whole sweep at the next sweeper tick, as if the last were a backstop period old; not through the proxy. */
+async function dueBackstop(system: HttpSystem): Promise<void> {
+  const db = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: system.dynamo.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } }));
+  try {
+    await db.send(new UpdateCommand({ TableName: 'jobs', Key: wakeKey('sweeper', 0), UpdateExpression: 'SET sweptAtMs = :long', ExpressionAttributeValues: { ':long': 0 } }));
+  } finally {
+    db.destroy();
+  }
+}
+
+const sum = (values: number[]): number => values.reduce((total, value) => total + value, 0);
 
 function callsBetween(start: CallCounts, end: CallCounts): Record<string, number> {
   const calls: Record<string, number> = {};
@@ -78,16 +104,25 @@ export async function runIdleTypes(jobTypes: number, windowMs: number, storage: 
   let endCalls: CallCounts;
   let fromMs: number;
   let toMs: number;
+  let backstopFromMs: number;
+  let backstopToMs: number;
+  let backstopCalls: CallCounts;
   try {
     for (let index = 0; index < jobTypes; index++) await system.client.defineType(`idle-${index}`, { target: { kind: 'handler', name: 'echo' } });
-    // Until every poller has listed the new types, its polls read fewer lanes than the steady state's.
-    await sleep(JOB_TYPES_REFRESH_MS + 1_000);
+    // A type change makes the next tick read every lane's cursors once, where the ticks after read where the walks
+    // stood: the window starts past that tick, at the steady state of an idle queue.
+    await sleep(AFTER_TYPES_CHANGED_MS);
     log(`idle-types with ${jobTypes} type(s): counting for ${windowMs / 1_000} s`);
     startCalls = { ...calls };
     fromMs = Date.now();
     await sleep(windowMs);
     endCalls = { ...calls };
     toMs = Date.now();
+    await dueBackstop(system);
+    backstopFromMs = Date.now();
+    await sleep(BACKSTOP_WINDOW_MS);
+    backstopCalls = { ...calls };
+    backstopToMs = Date.now();
   } finally {
     // Stopping ends the invocations under way, so their report lines are logged and the window's share of them counted.
     await system.stop();
@@ -97,7 +132,20 @@ export async function runIdleTypes(jobTypes: number, windowMs: number, storage: 
   const elapsedMs = toMs - fromMs;
   const billedSecondsPerHour = Object.fromEntries(SCHEDULED_FUNCTIONS.map((fn) => [fn, perHour(billed[fn].billedMs / 1_000, elapsedMs)])) as Record<ScheduledFunction, number>;
   const gbSecondsPerHour = perHour(billed.poller.gbSeconds + billed.sweeper.gbSeconds, elapsedMs);
+  const callsInWindow = Object.values(made).reduce((sum, count) => sum + count, 0);
+  const backstopWindowMs = backstopToMs - backstopFromMs;
+  // Beyond what the main window's ticks make in as long a time: the whole sweep's share.
+  const backstopCallsMade = sum(Object.values(callsBetween(endCalls, backstopCalls))) - (callsInWindow * backstopWindowMs) / elapsedMs;
+  const billedIn = (from: number, to: number) => SCHEDULED_FUNCTIONS.reduce((total, fn) => total + billedWithin(system.reports, fn, from, to).billedMs / 1_000, 0);
+  const backstopBilledS = billedIn(backstopFromMs, backstopToMs) - (billedIn(fromMs, toMs) * backstopWindowMs) / elapsedMs;
+  const backstopsPerHour = 3_600_000 / BACKSTOP_SWEEP_EVERY_MS;
   return {
+    backstop: {
+      calls: backstopCallsMade,
+      billedSeconds: backstopBilledS,
+      callsPerHour: backstopCallsMade * backstopsPerHour,
+      billedSecondsPerHour: backstopBilledS * backstopsPerHour,
+    },
     jobTypes,
     windowMs: elapsedMs,
     callsPerHourByOperation: Object.fromEntries(Object.entries(made).map(([operation, count]) => [operation, perHour(count, elapsedMs)])),
@@ -114,7 +162,7 @@ export function idleTypesTable(results: readonly IdleTypesResult[], table: (head
   const operations = [...new Set(results.flatMap((idle) => Object.keys(idle.callsPerHourByOperation)))].sort();
   const heading = `idle npm start at its defaults, per hour (counted over ${fmt((results[0]?.windowMs ?? 0) / 1_000)} s each): DynamoDB calls through a proxy, billed s from the report lines`;
   return `${heading}\n${table(
-    ['job types', 'calls', ...operations, 'poller billed s', 'sweeper billed s', 'both billed s', 'Lambda $/month'],
+    ['job types', 'calls', ...operations, 'poller billed s', 'sweeper billed s', 'both billed s', 'Lambda $/month', 'backstop calls (each, /hour)', 'backstop billed s (each, /hour)'],
     results.map((idle) => [
       String(idle.jobTypes),
       fmt(idle.callsPerHour),
@@ -123,6 +171,8 @@ export function idleTypesTable(results: readonly IdleTypesResult[], table: (head
       fmt(idle.billedSecondsPerHour.sweeper),
       fmt(idle.scheduledBilledSecondsPerHour),
       fmt(idle.scheduledLambdaDollarsPerMonth, 2),
+      `${fmt(idle.backstop.calls)}, ${fmt(idle.backstop.callsPerHour)}`,
+      `${fmt(idle.backstop.billedSeconds, 1)}, ${fmt(idle.backstop.billedSecondsPerHour, 1)}`,
     ]),
   )}`;
 }

@@ -16,6 +16,11 @@ export const RENEW_BELOW_MS = 2_000;
 /** No work for this long, and the holder looks whether anything is in reach; again this often while something is. */
 export const IDLE_BEFORE_LOOK_MS = 2_000;
 /**
+ * A holder stops only on two looks this far apart that both found nothing in reach: a writer whose entry a lease
+ * covered asks for no hold, and its write may still be on its way when the first look reads the index.
+ */
+export const SETTLE_MS = 2_000;
+/**
  * Between renewals the holder reads its wake item this often (after a round of work), so a job type made while it
  * is awake is polled within about a poll interval: a lease covers the new type's first job, so no wake comes for it.
  */
@@ -108,6 +113,8 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
   let typesChangedAtMs = taken.typesChangedAtMs;
   let stopping = false;
   let nextLookAtMs = ctx.nowMs() + (options.firstLookAfterMs ?? lookEveryMs);
+  /** When a look first found nothing in reach, since the last work; undefined while work goes on. */
+  let quietSinceMs: number | undefined;
   let lastReadAtMs = ctx.nowMs();
   const round = (): AwakeRound => ({ untilMs: stopping ? leaseUntilMs : endsAtMs, typesChangedAtMs });
 
@@ -127,7 +134,15 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
       nextLookAtMs = state.holdUntilMs;
       return;
     }
-    if (await work.inReach(lookedAtMs + REACH_MS, 'close')) return;
+    if (await work.inReach(lookedAtMs + REACH_MS, 'close')) {
+      quietSinceMs = undefined;
+      return;
+    }
+    if (quietSinceMs === undefined || lookedAtMs - quietSinceMs < SETTLE_MS) {
+      quietSinceMs ??= lookedAtMs;
+      nextLookAtMs = quietSinceMs + SETTLE_MS;
+      return;
+    }
     const stopped = await writeWake(ctx, stopLeaseParams(key, ownerId, lookedAtMs, work.walkedFromBucket()));
     if (stopped.ok) stopping = true;
     // Refused: a writer asked for a hold since the look began, and the next look comes as it ends.
@@ -158,7 +173,10 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
     },
     async afterRound(busy: boolean): Promise<AwakeRound> {
       const nowMs = ctx.nowMs();
-      if (busy) nextLookAtMs = Math.max(nextLookAtMs, nowMs + lookEveryMs);
+      if (busy) {
+        nextLookAtMs = Math.max(nextLookAtMs, nowMs + lookEveryMs);
+        quietSinceMs = undefined;
+      }
       if (!stopping && nowMs >= nextLookAtMs) await lookAndMaybeStop();
       if (!stopping && leaseUntilMs - ctx.nowMs() < RENEW_BELOW_MS && leaseUntilMs < endsAtMs) await renew();
       // Stopping too: a writer that judged the lease just before it stopped may have a job of a type made since.

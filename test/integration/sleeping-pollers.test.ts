@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { HOLD_MS, TICK_COVER_MS, WAKE_WINDOW_MS, ensureAwake, pollerPartitionOf } from '../../lib/queue/wake.js';
-import { LEASE_MS, startAwake, TYPES_CHECK_MS, type AwakeWork } from '../../lib/queue/awake.js';
+import { LEASE_MS, SETTLE_MS, startAwake, TYPES_CHECK_MS, type AwakeWork } from '../../lib/queue/awake.js';
 import { startPollerAwake } from '../../lib/queue/poller-awake.js';
 import { runPollerLoop } from '../../lib/queue/poller.js';
 import { setJobTypePaused } from '../../lib/queue/job-types.js';
@@ -212,8 +212,8 @@ describe('a holder about to stop', () => {
       inReach: async (_untilMs, how) => {
         if (how === 'coarse') return true;
         looks++;
-        // A writer asks for someone awake while the holder looks.
-        if (looks === 1) await writeWake(ctx, holdParams(wakeKey('poller', 0), ctx.nowMs() + HOLD_MS));
+        // A writer asks for someone awake while the holder takes the look it would stop on.
+        if (looks === 2) await writeWake(ctx, holdParams(wakeKey('poller', 0), ctx.nowMs() + HOLD_MS));
         return false;
       },
       walkedFromBucket: () => undefined,
@@ -223,7 +223,9 @@ describe('a holder about to stop', () => {
     if (!start.awake) throw new Error('expected to stay');
     clock.advance(2_000);
     await start.keeper.afterRound(false);
-    expect(looks).toBe(1);
+    clock.advance(SETTLE_MS);
+    await start.keeper.afterRound(false);
+    expect(looks).toBe(2);
     expect(start.keeper.stopping).toBe(false);
     // Past the hold, nothing in reach: it stops.
     clock.advance(HOLD_MS + 2_000);
@@ -238,11 +240,33 @@ describe('a holder about to stop', () => {
     const start = await startAwake(ctx, { role: 'poller', partition: 0, ownerId: 'me', endsAtMs: T0 + 55_000, kind: 'tick', work, state });
     if (!start.awake) throw new Error('expected to stay');
     clock.advance(2_000);
+    await start.keeper.afterRound(false);
+    clock.advance(SETTLE_MS);
     const before = (await start.keeper.afterRound(false)).typesChangedAtMs;
     expect(start.keeper.stopping).toBe(true);
     await defineType(queue().as('api'), 'made-while-stopping');
     clock.advance(TYPES_CHECK_MS);
     expect((await start.keeper.afterRound(false)).typesChangedAtMs).not.toBe(before);
+  });
+
+  test(`stops only on a second look ${SETTLE_MS} ms after a first that found nothing: an entry whose write was on its way when the first looked keeps it awake`, async () => {
+    const { ctx, clock } = queue();
+    const closeLooks: boolean[] = [false, true];
+    const work: AwakeWork = { inReach: async (_untilMs, how) => how === 'coarse' || (closeLooks.shift() ?? false), walkedFromBucket: () => undefined };
+    const state = await readWakeState(ctx, 'poller', 0);
+    const start = await startAwake(ctx, { role: 'poller', partition: 0, ownerId: 'me', endsAtMs: T0 + 55_000, kind: 'tick', work, state });
+    if (!start.awake) throw new Error('expected to stay');
+    clock.advance(2_000);
+    await start.keeper.afterRound(false);
+    clock.advance(SETTLE_MS);
+    await start.keeper.afterRound(false);
+    expect(start.keeper.stopping).toBe(false);
+    // Two quiet looks in a row, SETTLE_MS apart: it stops.
+    clock.advance(2_000);
+    await start.keeper.afterRound(false);
+    clock.advance(SETTLE_MS);
+    await start.keeper.afterRound(false);
+    expect(start.keeper.stopping).toBe(true);
   });
 
   test('lists job types again once a type changed while it was awake', async () => {
