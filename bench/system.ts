@@ -270,13 +270,14 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const start = (): void => {
     if (started) return;
     started = true;
-    const pollLoop = (shards: number[] | undefined, runForMs: number, afterRound?: PollerLoopOptions['afterRound']) =>
+    const pollLoop = (shards: number[] | undefined, runForMs: number, afterRound?: PollerLoopOptions['afterRound'], typesChangedAtMs?: number) =>
       runPollerLoop(pollerCtx, {
         invoker,
         runForMs,
         signal: shutdown.signal,
         ...(shards ? { shards } : {}),
         ...(afterRound ? { afterRound } : {}),
+        ...(typesChangedAtMs !== undefined ? { typesChangedAtMs } : {}),
         onPoll: (result) => {
           counts.polls++;
           counts.claimed += result.claimed;
@@ -290,7 +291,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       const invocation = async (kind: 'tick' | 'wake') => {
         const endsAtMs = Date.now() + settings.pollerRunMs;
         const awake = await startPollerAwake(pollerCtx, { shards: allShards, endsAtMs, kind });
-        if (awake.stays) await pollLoop(undefined, settings.pollerRunMs, awake.afterRound);
+        if (awake.stays) await pollLoop(undefined, settings.pollerRunMs, awake.afterRound, awake.typesChangedAtMs);
       };
       loops.push(pollerRole.run(invocation, shutdown.signal));
     } else {

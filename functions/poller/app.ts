@@ -126,6 +126,7 @@ export function createPollerHandler(deps: PollerDeps) {
         ...(shards ? { shards } : {}),
         ...(deps.signal ? { signal: deps.signal } : {}),
         ...(awake.afterRound ? { afterRound: awake.afterRound } : {}),
+        ...(awake.typesChangedAtMs !== undefined ? { typesChangedAtMs: awake.typesChangedAtMs } : {}),
         onPoll: (result) => {
           roster.beat();
           history.flushIfDue();

@@ -108,7 +108,12 @@ export function startKindOf(event: unknown): StartKind {
 
 export type PollerAwake =
   | { stays: false; reason: 'covered' | 'idle' }
-  | { stays: true; afterRound: ((round: PollRound) => Promise<{ untilMs: number; typesChangedAtMs: number }>) | undefined };
+  | {
+      stays: true;
+      afterRound: ((round: PollRound) => Promise<{ untilMs: number; typesChangedAtMs: number }>) | undefined;
+      /** When job types last changed as the lease found it, before the loop lists them. */
+      typesChangedAtMs?: number;
+    };
 
 /**
  * Whether a poller invocation of `shards` stays, and how its loop keeps its lease. When the wake item cannot be
@@ -128,6 +133,7 @@ export async function startPollerAwake(ctx: QueueContext, options: { shards: num
     let typesKnownChangedAtMs = start.state.typesChangedAtMs;
     return {
       stays: true,
+      typesChangedAtMs: typesKnownChangedAtMs,
       afterRound: async (round) => {
         const listedUnderMs = view !== undefined && view.jobTypes === round.jobTypes ? view.typesChangedAtMs : typesKnownChangedAtMs;
         view = { ...round, typesChangedAtMs: listedUnderMs };

@@ -39,6 +39,8 @@ export interface PollerLoopOptions {
    * job types last changed, so the loop lists them again at once (queue/awake.ts keeps a lease so).
    */
   afterRound?: (round: PollRound) => Promise<{ untilMs: number; typesChangedAtMs: number }>;
+  /** When job types last changed as `afterRound`'s keeper knew it before the loop first listed them. */
+  typesChangedAtMs?: number;
 }
 
 export interface PollRound {
@@ -128,7 +130,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   const refreshMs = options.jobTypesRefreshMs ?? JOB_TYPES_REFRESH_MS;
   const deadlineMs = ctx.nowMs() + (options.runForMs ?? ctx.settings.pollerRunMs);
   let untilMs = deadlineMs;
-  let typesChangedAtMs: number | undefined;
+  let typesChangedAtMs = options.typesChangedAtMs;
   let typesChanged = false;
   const cursors: CursorCache = new Map();
   const rateBuckets: RateBucketCache = new Map();

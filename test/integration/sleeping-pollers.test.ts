@@ -179,10 +179,14 @@ describe('a writer', () => {
     await setJobTypePaused(two, 'resumed', true);
     waker.requests.length = 0;
     await setJobTypePaused(two, 'resumed', false);
-    expect(waker.requests).toEqual([
-      { role: 'poller', shards: [0, 2] },
-      { role: 'poller', shards: [1, 3] },
-    ]);
+    // Both partitions are woken side by side, in either order.
+    expect(waker.requests).toHaveLength(2);
+    expect(waker.requests).toEqual(
+      expect.arrayContaining([
+        { role: 'poller', shards: [0, 2] },
+        { role: 'poller', shards: [1, 3] },
+      ]),
+    );
   });
 });
 
