@@ -6,9 +6,10 @@
  * says it will not renew (refused if a writer asked for a hold since the look began), works on until the lease
  * runs out, and ends. The minute tick finds out in a few reads whether anything falls due before the next one.
  */
-import { wakeKey, type WakeRole } from '../store/keys.js';
+import { shardsOfPartition, wakeKey, type WakeRole } from '../store/keys.js';
 import { readWakeState, recordWalkedParams, renewLeaseParams, stopLeaseParams, takeLeaseParams, writeWake, type Walked, type WakeState } from '../store/wake.js';
 import type { QueueContext } from './context.js';
+import type { WakeRequest } from './wake-invoker.js';
 
 /** How long a lease promises work; renewed once less than RENEW_BELOW_MS of it is left, so about every second. */
 export const LEASE_MS = 3_000;
@@ -25,6 +26,12 @@ export const SETTLE_MS = 2_000;
  * is awake is polled within about a poll interval: a lease covers the new type's first job, so no wake comes for it.
  */
 export const TYPES_CHECK_MS = 250;
+/**
+ * This long before its invocation ends, a holder with work still in reach wakes its successor, which takes the
+ * lease over: the next tick may be seconds away (runs end before the minute does), and jobs due meanwhile would
+ * wait for it.
+ */
+export const HANDOVER_MS = 1_500;
 /**
  * How far ahead a look reaches: past the next minute tick (60 s, plus up to 10 s of EventBridge's delay, see
  * wake.ts's TICK_COVER_MS) and the lease, so whatever falls due before a later tick sees it is claimed on time.
@@ -116,6 +123,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
   /** When a look first found nothing in reach, since the last work; undefined while work goes on. */
   let quietSinceMs: number | undefined;
   let lastReadAtMs = ctx.nowMs();
+  let handedOver = false;
   const round = (): AwakeRound => ({ untilMs: stopping ? leaseUntilMs : endsAtMs, typesChangedAtMs });
 
   /** Nothing in reach on a look begun after every hold asked for: stops renewing, unless a hold came since. */
@@ -162,6 +170,14 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
     typesChangedAtMs = renewed.state.typesChangedAtMs;
   }
 
+  /** Still awake at its end, the holder starts its successor; a wake that fails leaves the gap to the next tick. */
+  async function handOver(): Promise<void> {
+    handedOver = true;
+    const { role, partition } = options;
+    const request: WakeRequest = role === 'poller' ? { role, shards: shardsOfPartition(partition, ctx.settings.pollerPartitions, ctx.settings.shards) } : { role };
+    await ctx.waker?.wake(request).catch(() => undefined);
+  }
+
   async function readTypesChanged(): Promise<void> {
     lastReadAtMs = ctx.nowMs();
     typesChangedAtMs = (await readWakeState(ctx, options.role, options.partition)).typesChangedAtMs;
@@ -178,6 +194,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
         quietSinceMs = undefined;
       }
       if (!stopping && nowMs >= nextLookAtMs) await lookAndMaybeStop();
+      if (!stopping && !handedOver && endsAtMs - ctx.nowMs() <= HANDOVER_MS) await handOver();
       if (!stopping && leaseUntilMs - ctx.nowMs() < RENEW_BELOW_MS && leaseUntilMs < endsAtMs) await renew();
       // Stopping too: a writer that judged the lease just before it stopped may have a job of a type made since.
       else if (options.role === 'poller' && ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readTypesChanged();

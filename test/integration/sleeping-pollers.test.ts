@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { HOLD_MS, TICK_COVER_MS, WAKE_WINDOW_MS, ensureAwake, pollerPartitionOf } from '../../lib/queue/wake.js';
-import { LEASE_MS, SETTLE_MS, startAwake, TYPES_CHECK_MS, type AwakeWork } from '../../lib/queue/awake.js';
+import { HANDOVER_MS, LEASE_MS, SETTLE_MS, startAwake, TYPES_CHECK_MS, type AwakeWork } from '../../lib/queue/awake.js';
 import { startPollerAwake } from '../../lib/queue/poller-awake.js';
 import { runPollerLoop } from '../../lib/queue/poller.js';
 import { setJobTypePaused } from '../../lib/queue/job-types.js';
@@ -271,6 +271,22 @@ describe('a holder about to stop', () => {
     clock.advance(SETTLE_MS);
     await start.keeper.afterRound(false);
     expect(start.keeper.stopping).toBe(true);
+  });
+
+  test(`still busy ${HANDOVER_MS} ms before its invocation ends, wakes its successor once: the next tick may be seconds away`, async () => {
+    const { ctx, clock, as } = queue();
+    waker.requests.length = 0;
+    const work: AwakeWork = { inReach: async () => true, walkedFromBucket: () => undefined };
+    const state = await readWakeState(ctx, 'poller', 0);
+    const start = await startAwake(as('poller'), { role: 'poller', partition: 0, ownerId: 'me', endsAtMs: T0 + 10_000, kind: 'tick', work, state });
+    if (!start.awake) throw new Error('expected to stay');
+    clock.advance(10_000 - HANDOVER_MS - 100);
+    await start.keeper.afterRound(true);
+    expect(waker.requests).toEqual([]);
+    clock.advance(200);
+    await start.keeper.afterRound(true);
+    await start.keeper.afterRound(true);
+    expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
   });
 
   test('lists job types again once a type changed while it was awake', async () => {
