@@ -14,7 +14,7 @@ import type { JobInput, WorkerIdentity } from '../../lib/domain/job.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/poll-once.js';
-import type { WakeInvoker } from '../../lib/queue/wake-invoker.js';
+import type { WakeInvoker, WakeRequest } from '../../lib/queue/wake-invoker.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
 import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
 import { runWorkerBatch } from '../../lib/queue/worker.js';
@@ -72,6 +72,14 @@ export async function readItem(queue: TestQueue, type: string, id: string): Prom
 }
 
 /** Records every batch and runs nothing: the worker never reports, as if it died. */
+/** Records every wake a function asks for, and starts nothing: a test invokes the poller and sweeper itself. */
+export class RecordingWaker implements WakeInvoker {
+  readonly requests: WakeRequest[] = [];
+  async wake(request: WakeRequest): Promise<void> {
+    this.requests.push(request);
+  }
+}
+
 export class RecordingInvoker implements WorkerInvoker {
   readonly batches: WorkerBatch[] = [];
   async invoke(batch: WorkerBatch): Promise<void> {

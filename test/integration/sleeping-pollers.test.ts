@@ -11,20 +11,12 @@ import { HANDOVER_MS, LEASE_MS, SETTLE_MS, startAwake, TYPES_CHECK_MS, type Awak
 import { startPollerAwake } from '../../lib/queue/poller-awake.js';
 import { runPollerLoop } from '../../lib/queue/poller.js';
 import { setJobTypePaused } from '../../lib/queue/job-types.js';
-import type { WakeRequest } from '../../lib/queue/wake-invoker.js';
 import { wakeKey } from '../../lib/store/keys.js';
 import { holdParams, readWakeState, recordSweptParams, stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
 import { countQueries } from '../support/sdk-calls.js';
 import { startBulkOperation } from '../../lib/queue/bulk.js';
 import { BACKSTOP_SWEEP_EVERY_MS, startSweeperAwake } from '../../lib/queue/sweeper-awake.js';
-import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
-
-class RecordingWaker {
-  readonly requests: WakeRequest[] = [];
-  async wake(request: WakeRequest): Promise<void> {
-    this.requests.push(request);
-  }
-}
+import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll, RecordingWaker } from './lib-fixtures.js';
 
 const waker = new RecordingWaker();
 const queue = freshQueuePerTest({ waker });

@@ -11,18 +11,10 @@ import { LEASE_MS, startAwake } from '../../lib/queue/awake.js';
 import { setJobTypePaused } from '../../lib/queue/job-types.js';
 import { pollerWork, startPollerAwake, type PollerView } from '../../lib/queue/poller-awake.js';
 import { HOLD_MS, ensureAwake } from '../../lib/queue/wake.js';
-import type { WakeRequest } from '../../lib/queue/wake-invoker.js';
 import { bucketOf, wakeKey } from '../../lib/store/keys.js';
 import { holdParams, readWakeState, stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
 import { faultError } from '../support/faults.js';
-import { T0, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
-
-class RecordingWaker {
-  readonly requests: WakeRequest[] = [];
-  async wake(request: WakeRequest): Promise<void> {
-    this.requests.push(request);
-  }
-}
+import { T0, defineType, enqueue, freshQueuePerTest, RecordingWaker } from './lib-fixtures.js';
 
 const waker = new RecordingWaker();
 const queue = freshQueuePerTest({ waker });
