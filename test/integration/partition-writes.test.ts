@@ -1,5 +1,5 @@
 /**
- * The throughput ceiling, by arithmetic from measured writes (issue 30). A mix of three job types runs from
+ * The throughput ceiling, by arithmetic from measured writes. A mix of three job types runs from
  * enqueue through claim to success, with a retry, and every write is attributed to the partitions it lands in
  * (test/support/partition-writes.ts). DynamoDB serves at most 1 000 write units a second per partition
  * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html) and, by
