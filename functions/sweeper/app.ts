@@ -8,7 +8,7 @@ import { abortableSleep } from '../../lib/domain/sleep.js';
 import { runBulkOperations } from '../../lib/queue/bulk.js';
 import { emptySweepResult, sweepOnce, type SweepResult } from '../../lib/queue/sweeper.js';
 import type { WorkerRegistry } from '../../lib/queue/worker.js';
-import { startKindOf } from '../../lib/queue/poller-awake.js';
+import { startKindOf } from '../../lib/queue/wake-invoker.js';
 import { startSweeperAwake, type SweeperAwake } from '../../lib/queue/sweeper-awake.js';
 import { log } from '../shared/log.js';
 import { countTotals, noMetrics, type QueueMetrics } from '../shared/metrics.js';

@@ -6,10 +6,10 @@
  * says it will not renew (refused if a writer asked for a hold since the look began), works on until the lease
  * runs out, and ends. The minute tick finds out in a few reads whether anything falls due before the next one.
  */
-import { shardsOfPartition, wakeKey, type WakeRole } from '../store/keys.js';
+import { wakeKey, type WakeRole } from '../store/keys.js';
 import { readWakeState, recordWalkedParams, renewLeaseParams, stopLeaseParams, takeLeaseParams, writeWake, type Walked, type WakeState } from '../store/wake.js';
 import type { QueueContext } from './context.js';
-import type { WakeRequest } from './wake-invoker.js';
+import { wakeRequestFor, type StartKind } from './wake-invoker.js';
 
 /** How long a lease promises work; renewed once less than RENEW_BELOW_MS of it is left, so about every second. */
 export const LEASE_MS = 3_000;
@@ -38,7 +38,6 @@ export const HANDOVER_MS = 1_500;
  */
 export const REACH_MS = 90_000;
 
-export type StartKind = 'tick' | 'wake';
 
 /** What an invocation of a role looks for: coarsely at a tick (the directory), closely before it sleeps (the index). */
 export interface AwakeWork {
@@ -173,9 +172,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
   /** Still awake at its end, the holder starts its successor; a wake that fails leaves the gap to the next tick. */
   async function handOver(): Promise<void> {
     handedOver = true;
-    const { role, partition } = options;
-    const request: WakeRequest = role === 'poller' ? { role, shards: shardsOfPartition(partition, ctx.settings.pollerPartitions, ctx.settings.shards) } : { role };
-    await ctx.waker?.wake(request).catch(() => undefined);
+    await ctx.waker?.wake(wakeRequestFor(ctx.settings, options.role, options.partition)).catch(() => undefined);
   }
 
   async function readTypesChanged(): Promise<void> {

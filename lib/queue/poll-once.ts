@@ -47,6 +47,9 @@ export interface PollResult {
 /** Cursors this poller has read or moved, so a steady loop does not re-read them every poll. */
 export type CursorCache = Map<string, number | undefined>;
 
+/** A lane shard's key in a CursorCache (and the caches kept beside it). */
+export const cursorCacheKey = (type: string, shard: number): string => `${type}#${shard}`;
+
 /** Where the bucket directory is complete from, by the cursor's cache key, as read with the cursor (lanes.ts). */
 export type DirectoryFromBuckets = Map<string, number>;
 
@@ -173,7 +176,7 @@ async function scanShard(
   const { ctx, options, result } = poll;
   const { settings } = ctx;
   const lane: Lane = { kind: 'queued', type: jobType.name };
-  const cacheKey = `${jobType.name}#${shard}`;
+  const cacheKey = cursorCacheKey(jobType.name, shard);
   let cursor: number | undefined;
   let directoryFromBucket = options.directoryFromBuckets?.get(cacheKey);
   if (options.cursors.has(cacheKey)) cursor = options.cursors.get(cacheKey);

@@ -9,11 +9,12 @@ import { readLaneCursor } from '../store/due-index.js';
 import { bucketOf, type Lane } from '../store/keys.js';
 import { dueScheduleNames } from '../store/schedules.js';
 import { readWakeState, type Walked, type WakeState } from '../store/wake.js';
-import { startAwake, type AwakeWork, type StartKind } from './awake.js';
+import { startAwake, type AwakeWork } from './awake.js';
 import type { QueueContext } from './context.js';
 import { listJobTypes } from './job-types.js';
-import type { CursorCache } from './poll-once.js';
+import { cursorCacheKey, type CursorCache } from './poll-once.js';
 import type { PollRound } from './poller.js';
+import type { StartKind } from './wake-invoker.js';
 import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './reach.js';
 
 /** What the poll loop last knew: the types it polls and where their walks stand. */
@@ -68,7 +69,7 @@ export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): Awake
       lane: laneOf(jobType),
       shards,
       fromBucketOf: (shard: number) => {
-        const key = `${jobType.name}#${shard}`;
+        const key = cursorCacheKey(jobType.name, shard);
         const known = view.cursors.has(key) ? view.cursors.get(key) : state.walkedFromBucket;
         return Math.max(known ?? -Infinity, startBucketOf(jobType));
       },
@@ -91,7 +92,7 @@ export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): Awake
       let walked = Infinity;
       for (const jobType of view.jobTypes.filter(claimsJobs)) {
         for (const shard of shards) {
-          const key = `${jobType.name}#${shard}`;
+          const key = cursorCacheKey(jobType.name, shard);
           if (!view.cursors.has(key)) return undefined;
           walked = Math.min(walked, view.cursors.get(key) ?? startBucketOf(jobType));
         }
@@ -99,11 +100,6 @@ export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): Awake
       return Number.isFinite(walked) ? { bucket: walked, typesChangedAtMs: view.typesChangedAtMs } : undefined;
     },
   };
-}
-
-/** A minute tick's event, or a wake's (queue/wake-invoker.ts). */
-export function startKindOf(event: unknown): StartKind {
-  return typeof event === 'object' && event !== null && (event as { wake?: unknown }).wake === true ? 'wake' : 'tick';
 }
 
 export type PollerAwake =

@@ -10,7 +10,8 @@ import { laneShards, wakeKey, type Lane } from '../store/keys.js';
 import { runningOperationIds } from '../store/operations.js';
 import { updateItem } from '../store/send.js';
 import { readWakeState, recordSweptParams, type Walked, type WakeState } from '../store/wake.js';
-import { RENEW_BELOW_MS, startAwake, type AwakeKeeper, type AwakeWork, type StartKind } from './awake.js';
+import { RENEW_BELOW_MS, startAwake, type AwakeKeeper, type AwakeWork } from './awake.js';
+import type { StartKind } from './wake-invoker.js';
 import type { QueueContext } from './context.js';
 import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './reach.js';
 

@@ -4,6 +4,8 @@
  * Lambda's asynchronous invoke does deployed and the local runtime's invocations do locally.
  */
 
+import { shardsOfPartition, type WakeRole } from '../store/keys.js';
+
 /** What a wake starts: the poller of the partition owning `shards`, or the sweeper. */
 export type WakeRequest = { role: 'poller'; shards: number[] } | { role: 'sweeper' };
 
@@ -17,4 +19,17 @@ export interface WakeInvoker {
 
 export function wakeEventOf(request: WakeRequest): WakeEvent {
   return request.role === 'poller' ? { wake: true, shards: request.shards } : { wake: true };
+}
+
+/** The wake of `role`'s function: for a poller, of its partition's shards. */
+export function wakeRequestFor(settings: { pollerPartitions: number; shards: number }, role: WakeRole, partition: number): WakeRequest {
+  return role === 'poller' ? { role, shards: shardsOfPartition(partition, settings.pollerPartitions, settings.shards) } : { role };
+}
+
+/** What started an invocation: its minute tick, or a wake. */
+export type StartKind = 'tick' | 'wake';
+
+/** A minute tick's event (`{ shards }` or `{}`), or a wake's (wakeEventOf). */
+export function startKindOf(event: unknown): StartKind {
+  return typeof event === 'object' && event !== null && (event as { wake?: unknown }).wake === true ? 'wake' : 'tick';
 }

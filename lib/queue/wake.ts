@@ -6,12 +6,12 @@
  * holder will still be there then, wakes the function: at most once per WAKE_WINDOW_MS per process, since the
  * hold asked for covers every entry written within the window.
  */
-import { shardOf, shardsOfPartition, wakeKey, type WakeRole } from '../store/keys.js';
+import { shardOf, wakeKey, type WakeRole } from '../store/keys.js';
 import { updateItem } from '../store/send.js';
 import { holdParams, readWakeState, typesChangedParams, writeWake, type WakeState } from '../store/wake.js';
 import type { QueueContext } from './context.js';
 import { RENEW_BELOW_MS } from './awake.js';
-import type { WakeInvoker, WakeRequest } from './wake-invoker.js';
+import { wakeRequestFor, type WakeInvoker } from './wake-invoker.js';
 
 /** EventBridge's minute, plus the few seconds its rules may start late: a tick comes within this of any time. */
 export const TICK_COVER_MS = 70_000;
@@ -91,8 +91,7 @@ export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: 
     // Written or refused, the item as the hold met it: the holder may have stopped since the read above.
     if (held.state) entry.state = held.state;
     if (holderStaysFor(entry.state, holdUntilMs, ctx.nowMs())) return;
-    const request: WakeRequest = role === 'poller' ? { role, shards: shardsOfPartition(partition, ctx.settings.pollerPartitions, ctx.settings.shards) } : { role };
-    await waker.wake(request);
+    await waker.wake(wakeRequestFor(ctx.settings, role, partition));
   } catch {
     // The next minute tick finds the entry: its bucket was recorded before it was written.
   }
