@@ -77,20 +77,24 @@ export interface LoggedSuccess {
   seenAtMs: number;
 }
 
-/** Reads `npm start`'s log as it comes, keeping each job.succeeded event by type and id: a check that costs the runtime nothing. */
-function watchSuccesses(started: Started): Map<string, Map<string, LoggedSuccess[]>> {
-  const byType = new Map<string, Map<string, LoggedSuccess[]>>();
+/** Calls `onLine` with each whole line of `npm start`'s log that holds `marker`, as the log comes. */
+function watchLines(started: Started, marker: string, onLine: (line: string) => void): void {
   let partial = '';
   started.child.stdout?.on('data', (chunk: Buffer) => {
     const lines = (partial + chunk.toString()).split('\n');
     partial = lines.pop() ?? '';
-    for (const line of lines) {
-      if (!line.includes('"message":"job.succeeded"')) continue;
-      const event = JSON.parse(line) as { type: string; id: string; attempt: number };
-      const ofType = byType.get(event.type) ?? new Map<string, LoggedSuccess[]>();
-      byType.set(event.type, ofType);
-      ofType.set(event.id, [...(ofType.get(event.id) ?? []), { attempt: event.attempt, seenAtMs: Date.now() }]);
-    }
+    for (const line of lines) if (line.includes(marker)) onLine(line);
+  });
+}
+
+/** Reads `npm start`'s log as it comes, keeping each job.succeeded event by type and id: a check that costs the runtime nothing. */
+function watchSuccesses(started: Started): Map<string, Map<string, LoggedSuccess[]>> {
+  const byType = new Map<string, Map<string, LoggedSuccess[]>>();
+  watchLines(started, '"message":"job.succeeded"', (line) => {
+    const event = JSON.parse(line) as { type: string; id: string; attempt: number };
+    const ofType = byType.get(event.type) ?? new Map<string, LoggedSuccess[]>();
+    byType.set(event.type, ofType);
+    ofType.set(event.id, [...(ofType.get(event.id) ?? []), { attempt: event.attempt, seenAtMs: Date.now() }]);
   });
   return byType;
 }
@@ -108,21 +112,15 @@ export interface LoggedReport {
 /** Reads `npm start`'s log as it comes, keeping every per-invocation report line. */
 function watchReports(started: Started): LoggedReport[] {
   const reports: LoggedReport[] = [];
-  let partial = '';
-  started.child.stdout?.on('data', (chunk: Buffer) => {
-    const lines = (partial + chunk.toString()).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) {
-      if (!line.includes('"message":"REPORT"')) continue;
-      const report = JSON.parse(line) as { function: string; duration_ms: number; billed_duration_ms: number; memory_size_mb?: number; timestamp: string };
-      reports.push({
-        function: report.function,
-        durationMs: report.duration_ms,
-        billedDurationMs: report.billed_duration_ms,
-        memorySizeMb: report.memory_size_mb,
-        endedAtMs: Date.parse(report.timestamp),
-      });
-    }
+  watchLines(started, '"message":"REPORT"', (line) => {
+    const report = JSON.parse(line) as { function: string; duration_ms: number; billed_duration_ms: number; memory_size_mb?: number; timestamp: string };
+    reports.push({
+      function: report.function,
+      durationMs: report.duration_ms,
+      billedDurationMs: report.billed_duration_ms,
+      memorySizeMb: report.memory_size_mb,
+      endedAtMs: Date.parse(report.timestamp),
+    });
   });
   return reports;
 }

@@ -11,8 +11,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { HttpStorage } from './args.js';
 import { lambdaDollarsPerMonth, perHour } from './cost.js';
 import { fmt } from './stats.js';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { createDynamoClients } from '../lib/store/client.js';
 import { BACKSTOP_SWEEP_EVERY_MS } from '../lib/queue/sweeper-awake.js';
 import { wakeKey } from '../lib/store/keys.js';
 import { startHttpSystem, type CallCounts, type HttpSystem, type LoggedReport } from './http-system.js';
@@ -77,11 +77,11 @@ const BACKSTOP_WINDOW_MS = 65_000;
 
 /** Asks for a whole sweep at the next sweeper tick, as if the last were a backstop period old; not through the proxy. */
 async function dueBackstop(system: HttpSystem): Promise<void> {
-  const db = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: system.dynamo.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } }));
+  const { base, db } = createDynamoClients({ endpoint: system.dynamo.endpoint });
   try {
     await db.send(new UpdateCommand({ TableName: 'jobs', Key: wakeKey('sweeper', 0), UpdateExpression: 'SET sweptAtMs = :long', ExpressionAttributeValues: { ':long': 0 } }));
   } finally {
-    db.destroy();
+    base.destroy();
   }
 }
 

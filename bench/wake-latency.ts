@@ -6,8 +6,8 @@
  * began; the lag is the attempt's start (started_at) minus the job's run_after, both from the runtime's clock.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { createDynamoClients } from '../lib/store/client.js';
 import type { Job } from '../lib/client/types.js';
 import { wakeKey } from '../lib/store/keys.js';
 import type { HttpStorage } from './args.js';
@@ -32,14 +32,14 @@ const TRY_TIMEOUT_MS = 120_000;
 const ASLEEP_TIMEOUT_MS = 180_000;
 
 function wakeItemReader(system: HttpSystem) {
-  const db = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: system.dynamo.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' } }));
+  const { base, db } = createDynamoClients({ endpoint: system.dynamo.endpoint });
   return {
     /** A poller holds a lease now. */
     async awake(): Promise<boolean> {
       const { Item } = await db.send(new GetCommand({ TableName: 'jobs', Key: wakeKey('poller', 0), ConsistentRead: true }));
       return typeof Item?.awakeUntilMs === 'number' && Item.awakeUntilMs > Date.now();
     },
-    destroy: () => db.destroy(),
+    destroy: () => base.destroy(),
   };
 }
 
