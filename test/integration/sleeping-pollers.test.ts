@@ -200,6 +200,14 @@ describe('a woken invocation', () => {
   });
 });
 
+/** A poller partition's holder after a tick that stayed, looking with `work`, its invocation ending at `endsAtMs`. */
+async function holderAt(ctx: QueueContext, work: AwakeWork, endsAtMs = T0 + 55_000) {
+  const state = await readWakeState(ctx, 'poller', 0);
+  const start = await startAwake(ctx, { role: 'poller', partition: 0, ownerId: 'me', endsAtMs, kind: 'tick', work, state });
+  if (!start.awake) throw new Error('expected to stay');
+  return start;
+}
+
 describe('a holder about to stop', () => {
   test('does not stop when a writer asked for a hold after its look began: the look may have missed that entry', async () => {
     const { ctx, clock } = queue();
@@ -214,9 +222,7 @@ describe('a holder about to stop', () => {
       },
       walkedFromBucket: () => undefined,
     };
-    const state = await readWakeState(ctx, 'poller', 0);
-    const start = await startAwake(ctx, { role: 'poller', partition: 0, ownerId: 'me', endsAtMs: T0 + 55_000, kind: 'tick', work, state });
-    if (!start.awake) throw new Error('expected to stay');
+    const start = await holderAt(ctx, work);
     clock.advance(2_000);
     await start.keeper.afterRound(false);
     clock.advance(SETTLE_MS);
@@ -232,9 +238,7 @@ describe('a holder about to stop', () => {
   test('lists job types again after it stopped renewing: its lease may cover the first job of a type made since', async () => {
     const { ctx, clock } = queue();
     const work: AwakeWork = { inReach: async (_untilMs, how) => how === 'coarse', walkedFromBucket: () => undefined };
-    const state = await readWakeState(ctx, 'poller', 0);
-    const start = await startAwake(ctx, { role: 'poller', partition: 0, ownerId: 'me', endsAtMs: T0 + 55_000, kind: 'tick', work, state });
-    if (!start.awake) throw new Error('expected to stay');
+    const start = await holderAt(ctx, work);
     clock.advance(2_000);
     await start.keeper.afterRound(false);
     clock.advance(SETTLE_MS);
@@ -249,9 +253,7 @@ describe('a holder about to stop', () => {
     const { ctx, clock } = queue();
     const closeLooks: boolean[] = [false, true];
     const work: AwakeWork = { inReach: async (_untilMs, how) => how === 'coarse' || (closeLooks.shift() ?? false), walkedFromBucket: () => undefined };
-    const state = await readWakeState(ctx, 'poller', 0);
-    const start = await startAwake(ctx, { role: 'poller', partition: 0, ownerId: 'me', endsAtMs: T0 + 55_000, kind: 'tick', work, state });
-    if (!start.awake) throw new Error('expected to stay');
+    const start = await holderAt(ctx, work);
     clock.advance(2_000);
     await start.keeper.afterRound(false);
     clock.advance(SETTLE_MS);
@@ -266,12 +268,10 @@ describe('a holder about to stop', () => {
   });
 
   test(`still busy ${HANDOVER_MS} ms before its invocation ends, wakes its successor once: the next tick may be seconds away`, async () => {
-    const { ctx, clock, as } = queue();
+    const { clock, as } = queue();
     waker.requests.length = 0;
     const work: AwakeWork = { inReach: async () => true, walkedFromBucket: () => undefined };
-    const state = await readWakeState(ctx, 'poller', 0);
-    const start = await startAwake(as('poller'), { role: 'poller', partition: 0, ownerId: 'me', endsAtMs: T0 + 10_000, kind: 'tick', work, state });
-    if (!start.awake) throw new Error('expected to stay');
+    const start = await holderAt(as('poller'), work, T0 + 10_000);
     clock.advance(10_000 - HANDOVER_MS - 100);
     await start.keeper.afterRound(true);
     expect(waker.requests).toEqual([]);
@@ -284,9 +284,7 @@ describe('a holder about to stop', () => {
   test('lists job types again once a type changed while it was awake', async () => {
     const { ctx, clock } = queue();
     const work: AwakeWork = { inReach: async () => true, walkedFromBucket: () => undefined };
-    const state = await readWakeState(ctx, 'poller', 0);
-    const start = await startAwake(ctx, { role: 'poller', partition: 0, ownerId: 'me', endsAtMs: T0 + 55_000, kind: 'tick', work, state });
-    if (!start.awake) throw new Error('expected to stay');
+    const start = await holderAt(ctx, work);
     const before = (await start.keeper.afterRound(true)).typesChangedAtMs;
     await defineType(queue().as('api'), 'new-type');
     // Well before its lease needs renewing: a type's first job is due now, and a lease covers it, so no wake comes.
@@ -297,6 +295,12 @@ describe('a holder about to stop', () => {
 
 describe('a sweeper', () => {
   const sweeperTick = (ctx: QueueContext, kind: 'tick' | 'wake' = 'tick') => startSweeperAwake(ctx, { endsAtMs: ctx.nowMs() + 55_000, kind });
+  /** Whether a sweeper's tick stays; one that stays is stopped again at once. */
+  const sweeperStays = async (ctx: QueueContext): Promise<boolean> => {
+    const awake = await sweeperTick(ctx);
+    if (awake.stays) await awake.stop();
+    return awake.stays;
+  };
 
   test('with no claim outstanding and no bulk operation, ends at its tick', async () => {
     const { ctx, as } = queue();
@@ -309,9 +313,7 @@ describe('a sweeper', () => {
     const { ctx, clock, as } = queue();
     await writeWake(ctx, recordSweptParams(wakeKey('sweeper', 0), T0));
     clock.advance(BACKSTOP_SWEEP_EVERY_MS);
-    const awake = await sweeperTick(as('sweeper'));
-    expect(awake.stays).toBe(true);
-    if (awake.stays) await awake.stop();
+    expect(await sweeperStays(as('sweeper'))).toBe(true);
   });
 
   test('is woken by the claim of a poller when none is awake, and stays while the claim is outstanding', async () => {
@@ -321,9 +323,7 @@ describe('a sweeper', () => {
     waker.requests.length = 0;
     expect(await poll(ctx, [jobType], new RecordingInvoker())).toMatchObject({ claimed: 1 });
     expect(waker.requests).toContainEqual({ role: 'sweeper' });
-    const awake = await sweeperTick(as('sweeper'));
-    expect(awake.stays).toBe(true);
-    if (awake.stays) await awake.stop();
+    expect(await sweeperStays(as('sweeper'))).toBe(true);
   });
 
   test('is woken by a bulk operation, and stays while it runs', async () => {
@@ -332,8 +332,6 @@ describe('a sweeper', () => {
     waker.requests.length = 0;
     await startBulkOperation(as('api'), jobType, { action: 'cancel', status: 'queued' }, 'operator');
     expect(waker.requests).toEqual([{ role: 'sweeper' }]);
-    const awake = await sweeperTick(as('sweeper'));
-    expect(awake.stays).toBe(true);
-    if (awake.stays) await awake.stop();
+    expect(await sweeperStays(as('sweeper'))).toBe(true);
   });
 });
