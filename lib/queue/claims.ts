@@ -38,15 +38,15 @@ import {
 import { claimIndexKeys, finishedIndexKeys, purgeAtS, queuedIndexKeys } from '../store/keys.js';
 import type { UpdateParams } from '../store/send.js';
 import type { QueueContext } from './context.js';
-import { recordLaneBucket } from './directory.js';
+import { writeLaneEntry } from './directory.js';
 import { claimSeatOf, claimTokenOf, createSeatAllocator, type ClaimSeat } from '../domain/claim-seats.js';
 import { handBackSeats, markSeatCancelled, recordStarts, seatStart } from '../store/start-records.js';
 import { recordSpan, SpanKind } from '../domain/spans.js';
 
 /** A job update, its lane bucket recorded first when it lies ahead (see directory.ts). */
-async function writeJob(ctx: QueueContext, params: UpdateParams): Promise<JobWriteResult> {
-  await recordLaneBucket(ctx, params.ExpressionAttributeValues?.[':gsi1pk'], params.ExpressionAttributeValues?.[':gsi1sk']);
-  return updateJob(ctx, params);
+function writeJob(ctx: QueueContext, params: UpdateParams): Promise<JobWriteResult> {
+  const values = params.ExpressionAttributeValues;
+  return writeLaneEntry(ctx, values?.[':gsi1pk'], values?.[':gsi1sk'], () => updateJob(ctx, params));
 }
 
 export type ClaimResult =

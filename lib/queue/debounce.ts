@@ -19,7 +19,7 @@ import { getItem, transactWrite, type Item } from '../store/send.js';
 import { assertJobFitsTarget } from '../targets/eventbridge.js';
 import type { QueueContext } from './context.js';
 import { pointerOf } from './correlation.js';
-import { movedQueuedEntry } from './job-changes.js';
+import { writeMovingQueuedJob } from './job-changes.js';
 import { getJob, sameJobOrConflict } from './jobs.js';
 import { writeTagEntries } from './tags.js';
 
@@ -41,8 +41,9 @@ async function foldInto(ctx: QueueContext, jobType: JobType, debounced: Job, job
   assertJobFitsTarget(jobType, { ...debounced, data: job.data });
   const nowMs = ctx.nowMs();
   const runAfterMs = debouncedRunAfterMs(debounced, jobType, delayS, nowMs);
-  const index = await movedQueuedEntry(ctx, debounced, runAfterMs, nowMs);
-  const result = await updateJob(ctx, foldIntoDebouncedJobParams(debounced, { nowMs, dataJson: dataToJson(job.data), runAfterMs, index }));
+  const result = await writeMovingQueuedJob(ctx, debounced, runAfterMs, nowMs, (index) =>
+    updateJob(ctx, foldIntoDebouncedJobParams(debounced, { nowMs, dataJson: dataToJson(job.data), runAfterMs, index })),
+  );
   return result.ok ? result.job : undefined;
 }
 

@@ -13,7 +13,7 @@ import { bucketOf, bucketStartMs, laneBucketOf, laneShards, sortKeyTimeMs, type 
 import { advanceCursor, readLaneCursor, type LaneCursor } from '../store/due-index.js';
 import { putDirectoryEntry, recordedBuckets } from '../store/listing.js';
 import type { QueueContext } from './context.js';
-import { ensureAwake } from './wake.js';
+import { ensureAwake, type AfterEntryWritten } from './wake.js';
 
 /**
  * How long after a cursor first advances with this release the directory's records are trusted: writes begun by
@@ -96,18 +96,23 @@ const MAX_REMEMBERED = 10_000;
 const recording = new Map<string, Promise<void>>();
 
 /**
- * Records the bucket of `partition`, a lane's, and makes sure someone awake finds the entry under `sortKey` in
- * time (queue/wake.ts): the poller of its shard for a queued job, the sweeper for a claim. Call before writing the
- * entry, which must not be written if this fails.
+ * Writes a lane entry with `write`: records the bucket of `partition`, a lane's, first (if that fails, nothing is
+ * written), and makes sure someone awake finds the entry under `sortKey` in time (queue/wake.ts), the poller of its
+ * shard for a queued job, the sweeper for a claim, checking once it is written that a write slower than the margin
+ * did not outlast what covered it. Writes that put no lane entry (`partition` undefined) are just written.
  */
-export async function recordLaneBucket(ctx: QueueContext, partition: unknown, sortKey: unknown): Promise<void> {
-  if (typeof partition !== 'string') return;
-  const found = laneBucketOf(partition);
-  if (!found) return;
-  await Promise.all([recordBucket(ctx, found), typeof sortKey === 'string' ? ensureAwakeFor(ctx, found, sortKeyTimeMs(sortKey)) : undefined]);
+export async function writeLaneEntry<T>(ctx: QueueContext, partition: unknown, sortKey: unknown, write: () => Promise<T>): Promise<T> {
+  const found = typeof partition === 'string' ? laneBucketOf(partition) : undefined;
+  if (!found) return write();
+  const [, afterWritten] = await Promise.all([recordBucket(ctx, found), typeof sortKey === 'string' ? ensureAwakeFor(ctx, found, sortKeyTimeMs(sortKey)) : undefined]);
+  try {
+    return await write();
+  } finally {
+    await afterWritten?.();
+  }
 }
 
-function ensureAwakeFor(ctx: QueueContext, { lane, shard }: { lane: Lane; shard: number }, dueAtMs: number): Promise<void> {
+function ensureAwakeFor(ctx: QueueContext, { lane, shard }: { lane: Lane; shard: number }, dueAtMs: number): Promise<AfterEntryWritten> {
   return lane.kind === 'queued' ? ensureAwake(ctx, 'poller', shard % ctx.settings.pollerPartitions, dueAtMs) : ensureAwake(ctx, 'sweeper', 0, dueAtMs);
 }
 

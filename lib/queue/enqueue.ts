@@ -11,7 +11,7 @@ import { enqueueCorrelatedJob } from './correlation.js';
 import { enqueueDebouncedJob } from './debounce.js';
 import { enqueueDedupedJob } from './dedup.js';
 import { assertDedupWindowFits } from '../domain/dedup-debounce.js';
-import { recordLaneBucket } from './directory.js';
+import { writeLaneEntry } from './directory.js';
 import { requireJob, sameJobOrConflict } from './jobs.js';
 import { inSpan, SpanKind } from '../domain/spans.js';
 import { writeTagEntries } from './tags.js';
@@ -41,12 +41,13 @@ async function writeNewJob(ctx: QueueContext, jobType: JobType, id: string, inpu
   // knows it makes a job, since one that folds keeps none of its tags.
   if (job.tags !== undefined && !job.debounce) await writeTagEntries(ctx, job);
   const item = { ...jobKey(job.type, id), ...queuedIndexKeys(ctx.settings, job, job.runAfterMs, nowMs), ...jobToItem(job) };
-  await recordLaneBucket(ctx, item.gsi1pk, item.gsi1sk);
-  if (job.correlationKey !== undefined) return enqueueCorrelatedJob(ctx, job, item, job.correlationKey);
-  if (job.dedup) return enqueueDedupedJob(ctx, job, item, job.dedup);
-  if (job.debounce) return enqueueDebouncedJob(ctx, jobType, job, item, job.debounce);
-  const written = await putNewJob(ctx, item);
-  return written.ok ? { job, created: true } : sameJobOrConflict(ctx, job, written.existing);
+  return writeLaneEntry(ctx, item.gsi1pk, item.gsi1sk, async () => {
+    if (job.correlationKey !== undefined) return enqueueCorrelatedJob(ctx, job, item, job.correlationKey);
+    if (job.dedup) return enqueueDedupedJob(ctx, job, item, job.dedup);
+    if (job.debounce) return enqueueDebouncedJob(ctx, jobType, job, item, job.debounce);
+    const written = await putNewJob(ctx, item);
+    return written.ok ? { job, created: true } : sameJobOrConflict(ctx, job, written.existing);
+  });
 }
 
 /** What a replay of `original` is enqueued with: its data, priority, weight, throttle key, time windows and tags, due now. */

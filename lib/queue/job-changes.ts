@@ -9,7 +9,7 @@ import { itemToJob } from '../store/items.js';
 import { jobKey, queuedIndexKeys, type IndexKey } from '../store/keys.js';
 import { getItem } from '../store/send.js';
 import type { QueueContext } from './context.js';
-import { recordLaneBucket } from './directory.js';
+import { writeLaneEntry } from './directory.js';
 
 /** A change that keeps meeting other writes to the job while it stays queued is tried this often. */
 const CHANGE_TRIES = 5;
@@ -28,14 +28,14 @@ async function readQueuedJob(ctx: QueueContext, type: string, id: string) {
 }
 
 /**
- * The due-index entry a queued job takes when it moves to `runAfterMs`, its lane bucket recorded first so a
- * poller walks there; undefined when the job stays where it is. A `PATCH` and a debounced enqueue move jobs so.
+ * Writes a queued job with `write`, given the due-index entry it takes when it moves to `runAfterMs` (undefined
+ * when it stays where it is), that entry's lane bucket recorded first so a poller walks there (directory.ts). A
+ * `PATCH` and a debounced enqueue move jobs so.
  */
-export async function movedQueuedEntry(ctx: QueueContext, job: Job, runAfterMs: number, nowMs: number): Promise<IndexKey | undefined> {
-  if (runAfterMs === job.runAfterMs) return undefined;
+export function writeMovingQueuedJob<T>(ctx: QueueContext, job: Job, runAfterMs: number, nowMs: number, write: (index: IndexKey | undefined) => Promise<T>): Promise<T> {
+  if (runAfterMs === job.runAfterMs) return write(undefined);
   const index = queuedIndexKeys(ctx.settings, job, runAfterMs, nowMs);
-  await recordLaneBucket(ctx, index.gsi1pk, index.gsi1sk);
-  return index;
+  return writeLaneEntry(ctx, index.gsi1pk, index.gsi1sk, () => write(index));
 }
 
 /**
@@ -51,10 +51,8 @@ export async function changeQueuedJob(ctx: QueueContext, jobType: JobType, id: s
     const nowMs = ctx.nowMs();
     const planned = planJobChange(seen.job, jobType, input, by, nowMs);
     if (!planned) return seen.job;
-    const index = await movedQueuedEntry(ctx, seen.job, planned.runAfterMs, nowMs);
-    const result = await updateJob(
-      ctx,
-      changeQueuedJobParams(seen, { nowMs, ...planned, index, changes: appendChange(seen.job, planned.record) }),
+    const result = await writeMovingQueuedJob(ctx, seen.job, planned.runAfterMs, nowMs, (index) =>
+      updateJob(ctx, changeQueuedJobParams(seen, { nowMs, ...planned, index, changes: appendChange(seen.job, planned.record) })),
     );
     if (result.ok) return result.job;
     queuedJob(result.current, jobType.name, id);

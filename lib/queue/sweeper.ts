@@ -13,7 +13,7 @@ import { bucketOf, laneShards, parseClaimSortKey, parseJobPk, queuedIndexKeys, s
 import { updateItem } from '../store/send.js';
 import { readCursor, type DueEntry } from '../store/due-index.js';
 import { scanBehindCursor, scanLane } from './lanes.js';
-import { advanceLaneCursor, readWalkCursor, recordLaneBucket } from './directory.js';
+import { advanceLaneCursor, readWalkCursor, writeLaneEntry } from './directory.js';
 import { reconcileCounters } from './reconcile.js';
 import type { JobType } from '../domain/job-type.js';
 import type { CustomRetryPolicies } from '../domain/retry.js';
@@ -124,8 +124,8 @@ async function requeueStraggler(ctx: QueueContext, entry: DueEntry, result: Swee
   const ref = parseJobPk(entry.pk);
   const nowMs = ctx.nowMs();
   const index = queuedIndexKeys(ctx.settings, ref, sortKeyTimeMs(entry.gsi1sk), nowMs);
-  await recordLaneBucket(ctx, index.gsi1pk, index.gsi1sk);
-  if ((await updateItem(ctx, requeueStragglerParams(ref, entry.gsi1pk, index))).ok) result.stragglers++;
+  const requeued = await writeLaneEntry(ctx, index.gsi1pk, index.gsi1sk, () => updateItem(ctx, requeueStragglerParams(ref, entry.gsi1pk, index)));
+  if (requeued.ok) result.stragglers++;
 }
 
 export async function sweepOnce(ctx: QueueContext, options: SweepOptions): Promise<SweepResult> {

@@ -57,24 +57,54 @@ const holderStaysFor = (state: WakeState | undefined, holdUntilMs: number, nowMs
   state !== undefined && state.ownerId !== undefined && state.awakeUntilMs > nowMs && !state.stopping && state.ownerEndsAtMs >= holdUntilMs + RENEW_BELOW_MS;
 
 /**
- * Makes sure someone of `role` (the poller of `partition`, or the sweeper) works at `dueAtMs`. Never throws: a
- * wake that fails leaves the entry to the next minute tick, late but never lost. `typesChanged`: the work is a
- * type's that no holder polled, and a lease alone does not cover it, since a holder that will not renew never
- * lists the types again; a hold makes one that renews list them.
+ * Called once the entry is written, whether or not the write succeeded. What covered the entry when it was judged
+ * (a tick, a lease, a hold) must still cover it as written: a write slower than the margin may land after a
+ * stopping holder's last poll, after its hold, or too close to its due time for a tick. Then the writer asks again,
+ * skipping the window and its memo; this costs a read only after such a slow write.
  */
-export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: number, dueAtMs: number, options: { typesChanged?: boolean } = {}): Promise<void> {
+export type AfterEntryWritten = () => Promise<void>;
+
+const nothingToCheck: AfterEntryWritten = async () => undefined;
+
+/** The entry, written by `nowMs`, is found in time by a tick, the lease's holder, or whoever looks after the hold. */
+function coversWritten(state: WakeState | undefined, dueAtMs: number, nowMs: number, typesChanged: boolean): boolean {
+  if (dueAtMs >= nowMs + TICK_COVER_MS) return true;
+  if (!typesChanged && leaseOutlasts(state, dueAtMs, nowMs)) return true;
+  return state !== undefined && state.holdUntilMs > nowMs + COVER_MARGIN_MS;
+}
+
+interface EnsureAwakeOptions {
+  /** The work is a type's that no holder polled (see ensureAwake). */
+  typesChanged?: boolean;
+  /** Asking again after a slow write: read the item now, whatever this process saw or asked within the window. */
+  again?: boolean;
+}
+
+/**
+ * Makes sure someone of `role` (the poller of `partition`, or the sweeper) works at `dueAtMs`; call what it answers
+ * once the entry is written. Never throws: a wake that fails leaves the entry to the next minute tick, late but never
+ * lost. `typesChanged`: the work is a type's that no holder polled, and a lease alone does not cover it, since a
+ * holder that will not renew never lists the types again; a hold makes one that renews list them.
+ */
+export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: number, dueAtMs: number, options: EnsureAwakeOptions = {}): Promise<AfterEntryWritten> {
   const { waker } = ctx;
-  if (!waker) return;
+  if (!waker) return nothingToCheck;
+  const typesChanged = options.typesChanged === true;
   const nowMs = ctx.nowMs();
-  if (dueAtMs >= nowMs + TICK_COVER_MS) return;
   const seen = seenOf(waker);
   const memo = `${ctx.settings.tableName}\u0000${role}\u0000${partition}`;
-  const last = seen.get(memo);
-  const coveredByLease = (state: WakeState | undefined, untilMs: number, atMs: number): boolean => !options.typesChanged && leaseOutlasts(state, untilMs, atMs);
-  if (coveredByLease(last?.state, dueAtMs, nowMs)) return;
+  const afterWritten: AfterEntryWritten = options.again
+    ? nothingToCheck
+    : async () => {
+        if (!coversWritten(seen.get(memo)?.state, dueAtMs, ctx.nowMs(), typesChanged)) await ensureAwake(ctx, role, partition, dueAtMs, { typesChanged, again: true });
+      };
+  if (dueAtMs >= nowMs + TICK_COVER_MS) return afterWritten;
+  const last = options.again ? undefined : seen.get(memo);
+  const coveredByLease = (state: WakeState | undefined, untilMs: number, atMs: number): boolean => !typesChanged && leaseOutlasts(state, untilMs, atMs);
+  if (coveredByLease(last?.state, dueAtMs, nowMs)) return afterWritten;
   if (last && nowMs - last.askedAtMs < WAKE_WINDOW_MS) {
     last.latestDueAtMs = Math.max(last.latestDueAtMs, dueAtMs);
-    return;
+    return afterWritten;
   }
   if (seen.size >= MAX_SEEN) seen.clear();
   const entry: Seen = { state: last?.state, askedAtMs: nowMs, latestDueAtMs: dueAtMs };
@@ -84,17 +114,17 @@ export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: 
     if (coveredByLease(entry.state, entry.latestDueAtMs, ctx.nowMs())) {
       // Nothing asked: a writer within the window asks for its own entry, which the lease may not cover.
       entry.askedAtMs = -Infinity;
-      return;
+      return afterWritten;
     }
     const holdUntilMs = ctx.nowMs() + HOLD_MS;
     const held = await writeWake(ctx, holdParams(wakeKey(role, partition), holdUntilMs));
     // Written or refused, the item as the hold met it: the holder may have stopped since the read above.
     if (held.state) entry.state = held.state;
-    if (holderStaysFor(entry.state, holdUntilMs, ctx.nowMs())) return;
-    await waker.wake(wakeRequestFor(ctx.settings, role, partition));
+    if (!holderStaysFor(entry.state, holdUntilMs, ctx.nowMs())) await waker.wake(wakeRequestFor(ctx.settings, role, partition));
   } catch {
     // The next minute tick finds the entry: its bucket was recorded before it was written.
   }
+  return afterWritten;
 }
 
 /** The poller partition owning the shard of job `id`. */

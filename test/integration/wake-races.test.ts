@@ -80,6 +80,45 @@ describe('a writer of a job due now while the holder will not renew its lease', 
   });
 });
 
+describe('a writer whose entry a renewing lease covered when it checked', () => {
+  const slowWrite = (clientsOf: ReturnType<typeof queue>['clientsOf'], whileWriting: () => Promise<void>) =>
+    clientsOf('api').base.middlewareStack.addRelativeTo(
+      (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
+        if (!('Item' in args.input) || !JSON.stringify(args.input).includes('JOB#')) return next(args);
+        await whileWriting();
+        return next(args);
+      },
+      { relation: 'after', toMiddleware: 'retryMiddleware', name: 'slowJobWrite' },
+    );
+
+  test('wakes a poller when its write landed after the lease it relied on ended: the holder stopped meanwhile', async () => {
+    const { ctx, clock, as, clientsOf } = queue();
+    const key = wakeKey('poller', 0);
+    await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
+    const jobType = await defineType(ctx, 'slow-write');
+    slowWrite(clientsOf, async () => {
+      // The holder's last looks found nothing, it stopped renewing, and its lease ran out before the write landed.
+      await writeWake(ctx, stopLeaseParams(key, 'holder', clock.nowMs(), undefined));
+      clock.advance(LEASE_MS);
+    });
+    waker.requests.length = 0;
+    await enqueue(as('api'), jobType, 'j1');
+    expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
+    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + LEASE_MS + HOLD_MS);
+  });
+
+  test('asks nothing when its write landed while the lease still outlasts the entry', async () => {
+    const { ctx, clock, as, clientsOf } = queue();
+    await writeWake(ctx, takeLeaseParams(wakeKey('poller', 0), { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
+    const jobType = await defineType(ctx, 'quick-write');
+    slowWrite(clientsOf, async () => clock.advance(100));
+    waker.requests.length = 0;
+    await enqueue(as('api'), jobType, 'j1');
+    expect(waker.requests).toEqual([]);
+    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(0);
+  });
+});
+
 describe('a type resumed while a holder renews its lease', () => {
   test('asks for a hold though the lease outlasts the jobs due now: the holder must not stop on a look at the types it listed before', async () => {
     const { ctx, as } = queue();
