@@ -109,6 +109,8 @@ export function createPollerHandler(deps: PollerDeps) {
       log('info', 'poller not needed', { reason: awake.reason, shards });
       return emptyPollResult();
     }
+    // Polling the whole run costs what every run did before pollers slept; a brownout of one item should show.
+    if (awake.wakeItemError !== undefined) log('warn', 'could not read or write the wake item: polling the whole run', { error: awake.wakeItemError, shards });
     // Every invocation says which shards it polls: the partitions' rules share the function's containers.
     roster.refresh({ shards: shards ?? allShards });
     const unreported = emptyPollResult();

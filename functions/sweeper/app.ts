@@ -45,6 +45,7 @@ export function createSweeperHandler(deps: SweeperDeps) {
       log('info', 'sweeper not needed', { reason: awake.reason });
       return totals;
     }
+    if (awake.wakeItemError !== undefined) log('warn', 'could not read or write the wake item: sweeping the whole run', { error: awake.wakeItemError });
     try {
       await sweepWhileAwake(deps, totals, awake);
     } finally {

@@ -49,11 +49,8 @@ export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): Awake
       jobTypes.map(async (jobType) => {
         const lane = laneOf(jobType);
         const walked = state.walkedFromBucket;
-        const fromBuckets = new Map<number, number>();
-        for (const shard of shards) {
-          const cursor = walked === undefined ? (await readLaneCursor(ctx, lane, shard)).bucket : walked;
-          fromBuckets.set(shard, Math.max(cursor ?? -Infinity, startBucketOf(jobType)));
-        }
+        const cursors = await Promise.all(shards.map(async (shard) => (walked === undefined ? (await readLaneCursor(ctx, lane, shard)).bucket : walked)));
+        const fromBuckets = new Map(shards.map((shard, at) => [shard, Math.max(cursors[at] ?? -Infinity, startBucketOf(jobType))]));
         return { lane, shards, fromBucketOf: (shard: number) => fromBuckets.get(shard) ?? startBucketOf(jobType) };
       }),
     );
@@ -109,6 +106,8 @@ export type PollerAwake =
       afterRound: ((round: PollRound) => Promise<{ untilMs: number; typesChangedAtMs: number }>) | undefined;
       /** When job types last changed as the lease found it, before the loop lists them. */
       typesChangedAtMs?: number;
+      /** Why the wake item could not be read or written, when the invocation polls its whole run for that. */
+      wakeItemError?: unknown;
     };
 
 /**
@@ -138,7 +137,7 @@ export async function startPollerAwake(ctx: QueueContext, options: { shards: num
         return next;
       },
     };
-  } catch {
-    return { stays: true, afterRound: undefined };
+  } catch (error) {
+    return { stays: true, afterRound: undefined, wakeItemError: error };
   }
 }

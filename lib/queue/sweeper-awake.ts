@@ -63,6 +63,8 @@ export type SweeperAwake =
       swept: () => Promise<void>;
       /** Ends the lease's timer. */
       stop: () => Promise<void>;
+      /** Why the wake item could not be read or written, when the invocation sweeps its whole run for that. */
+      wakeItemError?: unknown;
     };
 
 /** Renews and looks from a timer, about as often as a lease is renewed, until stopped or the lease ends. */
@@ -109,7 +111,6 @@ const LEASE_RENEW_EVERY_MS = RENEW_BELOW_MS / 2;
  */
 export async function startSweeperAwake(ctx: QueueContext, options: { endsAtMs: number; kind: StartKind }): Promise<SweeperAwake> {
   const { endsAtMs } = options;
-  const always: SweeperAwake = { stays: true, untilMs: () => endsAtMs, markBusy: () => undefined, swept: async () => undefined, stop: async () => undefined };
   try {
     const state = await readWakeState(ctx, 'sweeper', 0);
     const work = sweeperWork(ctx, state);
@@ -126,7 +127,7 @@ export async function startSweeperAwake(ctx: QueueContext, options: { endsAtMs: 
       firstLookAfterMs: LEASE_RENEW_EVERY_MS,
     });
     return start.awake ? keepFromTimer(ctx, start.keeper, endsAtMs, state.sweptAtMs) : { stays: false, reason: start.reason };
-  } catch {
-    return always;
+  } catch (error) {
+    return { stays: true, untilMs: () => endsAtMs, markBusy: () => undefined, swept: async () => undefined, stop: async () => undefined, wakeItemError: error };
   }
 }
