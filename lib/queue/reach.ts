@@ -16,17 +16,17 @@ export interface LaneInReach {
   fromBucketOf: (shard: number) => number;
 }
 
-/** The buckets of `lane` recorded from its earliest walk on, up to the bucket of `untilMs`. */
-async function bucketsInReach(ctx: QueueContext, lane: LaneInReach, untilMs: number): Promise<number[]> {
+/** The buckets of `lane` recorded from its earliest walk on, up to the bucket of `untilMs`; the first `limit` only, when given. */
+async function bucketsInReach(ctx: QueueContext, lane: LaneInReach, untilMs: number, limit?: number): Promise<number[]> {
   const fromBucket = Math.min(...lane.shards.map(lane.fromBucketOf));
   const untilBucket = bucketOf(untilMs, ctx.settings.bucketMs);
   if (fromBucket > untilBucket) return [];
-  return recordedBuckets(ctx, lane.lane, fromBucket, { untilBucket, consistentRead: true });
+  return recordedBuckets(ctx, lane.lane, fromBucket, { untilBucket, consistentRead: true, ...(limit !== undefined ? { limit } : {}) });
 }
 
-/** Some lane has a bucket recorded within reach of `untilMs`, at or past where its walk stands. */
+/** Some lane has a bucket recorded within reach of `untilMs`, at or past where its walk stands: one record answers. */
 export async function anyLaneRecordedBy(ctx: QueueContext, lanes: readonly LaneInReach[], untilMs: number): Promise<boolean> {
-  const found = await Promise.all(lanes.map((lane) => bucketsInReach(ctx, lane, untilMs)));
+  const found = await Promise.all(lanes.map((lane) => bucketsInReach(ctx, lane, untilMs, 1)));
   return found.some((buckets) => buckets.length > 0);
 }
 

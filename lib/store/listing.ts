@@ -23,23 +23,28 @@ export async function putDirectoryEntry(ctx: StoreContext, lane: Lane, bucket: n
 }
 
 /**
- * The recorded buckets of a lane from `fromBucket` on (up to `untilBucket`, included, when given), ascending.
- * Read consistently with `consistentRead`: a walk that goes past the buckets not listed must see every record.
+ * The recorded buckets of a lane from `fromBucket` on (up to `untilBucket`, included, when given), ascending; the
+ * first `limit` of them only, when given. Read consistently with `consistentRead`: a walk that goes past the buckets
+ * not listed must see every record.
  */
 export async function recordedBuckets(
   ctx: StoreContext,
   lane: Lane,
   fromBucket: number,
-  options: { untilBucket?: number; consistentRead?: boolean } = {},
+  options: { untilBucket?: number; consistentRead?: boolean; limit?: number } = {},
 ): Promise<number[]> {
-  const { untilBucket, consistentRead } = options;
+  const { untilBucket, consistentRead, limit } = options;
   const buckets: number[] = [];
   const pk = directoryKey(lane, 0).pk;
   const pages = queryPages(ctx, {
     KeyConditionExpression: untilBucket === undefined ? 'pk = :pk AND sk >= :from' : 'pk = :pk AND sk BETWEEN :from AND :until',
     ExpressionAttributeValues: { ':pk': pk, ':from': padEpochMs(fromBucket), ...(untilBucket === undefined ? {} : { ':until': padEpochMs(untilBucket) }) },
     ...(consistentRead ? { ConsistentRead: true } : {}),
+    ...(limit !== undefined ? { Limit: limit } : {}),
   });
-  for await (const page of pages) for (const item of page.Items ?? []) if (typeof item.bucket === 'number') buckets.push(item.bucket);
+  for await (const page of pages) {
+    for (const item of page.Items ?? []) if (typeof item.bucket === 'number') buckets.push(item.bucket);
+    if (limit !== undefined && buckets.length >= limit) return buckets.slice(0, limit);
+  }
   return buckets;
 }

@@ -13,7 +13,7 @@ import { runPollerLoop } from '../../lib/queue/poller.js';
 import { setJobTypePaused } from '../../lib/queue/job-types.js';
 import { wakeKey } from '../../lib/store/keys.js';
 import { holdParams, readWakeState, recordSweptParams, stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
-import { countQueries } from '../support/sdk-calls.js';
+import { countQueries, recordQueryItemCounts } from '../support/sdk-calls.js';
 import { startBulkOperation } from '../../lib/queue/bulk.js';
 import { BACKSTOP_SWEEP_EVERY_MS, startSweeperAwake } from '../../lib/queue/sweeper-awake.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll, RecordingWaker } from './lib-fixtures.js';
@@ -52,6 +52,16 @@ describe('a minute tick', () => {
     // The schedules due, the types' listing, and one look at each type's bucket directory.
     expect(queries.count).toBe(1 + 1 + 3);
     expect((await readWakeState(ctx, 'poller', 0)).ownerId).toBeUndefined();
+  });
+
+  test('with work recorded in several buckets within reach, reads one record of the type\'s bucket directory', async () => {
+    const { ctx, clientsOf, as } = queue();
+    const jobType = await defineType(ctx, 'spread');
+    for (const [at, dueInMs] of [0, ctx.settings.bucketMs, 2 * ctx.settings.bucketMs].entries()) await enqueue(ctx, jobType, `j${at}`, { runAfterMs: T0 + Math.min(dueInMs, 80_000) });
+    const directoryAnswers = recordQueryItemCounts(clientsOf('poller').base, 'DIR#');
+    const awake = await startPollerAwake(as('poller'), { shards: [0, 1, 2, 3], endsAtMs: T0 + 55_000, kind: 'tick' });
+    expect(awake.stays).toBe(true);
+    expect(directoryAnswers).toEqual([1]);
   });
 
   test('with a job due two hours from now, sleeps: a later tick finds it', async () => {

@@ -35,3 +35,20 @@ export function withLatency(client: DynamoDBClient, clock: TestClock, latencyMs:
     { step: 'initialize' },
   );
 }
+
+/** The number of items each query of a partition starting with `pkPrefix` answered, from now on, in order. */
+export function recordQueryItemCounts(client: DynamoDBClient, pkPrefix: string): number[] {
+  const counts: number[] = [];
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      // Marshalled or not, as the document client's middleware may or may not have run yet.
+      const pk: unknown = (args.input as { ExpressionAttributeValues?: Record<string, unknown> }).ExpressionAttributeValues?.[':pk'];
+      const pkText = typeof pk === 'string' ? pk : (pk as { S?: string } | undefined)?.S;
+      if (context.commandName === 'QueryCommand' && pkText?.startsWith(pkPrefix)) counts.push(((result.output as { Items?: unknown[] }).Items ?? []).length);
+      return result;
+    },
+    { step: 'initialize' },
+  );
+  return counts;
+}
