@@ -60,7 +60,9 @@ export const USAGE = `npm run bench -- [options]
                              with 10 job types and nothing due: DynamoDB calls an hour through a counting proxy,
                              billed poller and sweeper seconds an hour from its report lines), wake-latency
                              (npm start: how late a job due on arrival starts with the pollers asleep, and the
-                             first job of a type made a moment ago, asleep and awake; 20 tries each), and over HTTP
+                             first job of a type made a moment ago, asleep and awake; 20 tries each), write-designs
+                             (write units per job of three designs of the claim, and what reading past running
+                             jobs costs a poll), and over HTTP
                              through npm start: put-ceiling, disk-ceiling, HTTP-W1-immediate, HTTP-W1-batch,
                              HTTP-W1-http, HTTP-W2-steady, HTTP-due-on-arrival, HTTP-overload (1x, 2x, 5x the
                              knee, open-loop), HTTP-burst (1 000 PUTs at once), HTTP-calls; and the reference on the same DynamoDB Local: naive-W1,

@@ -15,6 +15,7 @@ import { HTTP_WORKLOADS, httpTables, runHttpBench, summariseHttp, type HttpBench
 import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';
 import { IDLE_TYPE_COUNTS, idleTypesTable, runIdleTypes, type IdleTypesResult } from './idle-types.js';
 import { runWakeLatency, wakeLatencyTable, type WakeLatencyResult } from './wake-latency.js';
+import { runWriteDesigns, writeDesignsTables } from './write-designs.js';
 import { fmt, lagAndOutcomeCells, median, type WorkloadSummary } from './stats.js';
 import { benchTableName, PHASES } from './system.js';
 import { runMix, type MixResult } from './mix.js';
@@ -179,6 +180,7 @@ async function main(): Promise<number> {
   const idles: IdleResult[] = [];
   const mixes: MixResult[] = [];
   const scale: Record<string, WorkloadResult[]> = {};
+  let writeDesigns: Awaited<ReturnType<typeof runWriteDesigns>> | undefined;
   try {
     // DynamoDB Local is a JVM: its first thousands of calls run slower while the JIT compiles them.
     if (inProcess) await runCeiling(config, Math.min(args.n, 3_000), benchTableName('warmup'), 'warm-up');
@@ -233,6 +235,8 @@ async function main(): Promise<number> {
         }
       }
     }
+    // Capacity units, not time: one run says it all, and a busy machine changes nothing.
+    if (wants('write-designs')) writeDesigns = await runWriteDesigns(dynamo.endpoint, settings);
   } finally {
     await dynamo.stop();
   }
@@ -372,6 +376,7 @@ async function main(): Promise<number> {
   }
   if (idleTypes.length > 0) console.log(`\n${idleTypesTable(idleTypes, table)}`);
   if (wakeLatency.length > 0) console.log(`\n${wakeLatencyTable(wakeLatency, table)}`);
+  if (writeDesigns) console.log(`\n${writeDesignsTables(writeDesigns, table)}`);
   const scaleSummaries = Object.values(scale).map(summarise);
   if (scaleSummaries.length > 0) {
     console.log('\nscale curve (W1-immediate, medians)');
@@ -392,7 +397,7 @@ async function main(): Promise<number> {
   const outFile = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   await writeFile(
     outFile,
-    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, idleTypes, wakeLatency, mixes, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
+    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, idleTypes, wakeLatency, writeDesigns, mixes, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
   );
   console.log(`\nwrote ${outFile}`);
   if (failures.length > 0) {
