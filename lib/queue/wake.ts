@@ -26,6 +26,12 @@ interface Seen {
   askedAtMs: number;
   /** The latest due time of the entries written within this ask's window: its hold must cover them all. */
   latestDueAtMs: number;
+  /**
+   * The ask under way (read, hold, wake), until it ends. A writer asking again waits for it and judges its written
+   * entry by what it found: the joiners of a burst, whose entries the state from before the ask does not cover, and
+   * the slow writes of a brownout would otherwise each read, hold and wake.
+   */
+  asking?: Promise<void>;
 }
 
 /**
@@ -60,16 +66,19 @@ const holderStaysFor = (state: WakeState | undefined, holdUntilMs: number, nowMs
  * Called once the entry is written, whether or not the write succeeded. What covered the entry when it was judged
  * (a tick, a lease, a hold) must still cover it as written: a write slower than the margin may land after a
  * stopping holder's last poll, after its hold, or too close to its due time for a tick. Then the writer asks again,
- * skipping the window and its memo; this costs a read only after such a slow write.
+ * skipping the window's shortcut; it reads the item only when the cover it knows of ran out during its write.
  */
 export type AfterEntryWritten = () => Promise<void>;
 
 const nothingToCheck: AfterEntryWritten = async () => undefined;
 
-/** The entry, written by `nowMs`, is found in time by a tick, the lease's holder, or whoever looks after the hold. */
+/**
+ * The written entry is found in time: by a tick; by the lease's holder, which polls until its lease ends whether
+ * or not it renews (it is written, so no later write can miss its last poll); or by whoever looks after the hold.
+ */
 function coversWritten(state: WakeState | undefined, dueAtMs: number, nowMs: number, typesChanged: boolean): boolean {
   if (dueAtMs >= nowMs + TICK_COVER_MS) return true;
-  if (!typesChanged && leaseOutlasts(state, dueAtMs, nowMs)) return true;
+  if (!typesChanged && state?.ownerId !== undefined && Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs) return true;
   return state !== undefined && state.holdUntilMs > nowMs + COVER_MARGIN_MS;
 }
 
@@ -90,7 +99,6 @@ export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: 
   const { waker } = ctx;
   if (!waker) return nothingToCheck;
   const typesChanged = options.typesChanged === true;
-  const nowMs = ctx.nowMs();
   const seen = seenOf(waker);
   const memo = `${ctx.settings.tableName}\u0000${role}\u0000${partition}`;
   const afterWritten: AfterEntryWritten = options.again
@@ -98,8 +106,15 @@ export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: 
     : async () => {
         if (!coversWritten(seen.get(memo)?.state, dueAtMs, ctx.nowMs(), typesChanged)) await ensureAwake(ctx, role, partition, dueAtMs, { typesChanged, again: true });
       };
-  if (dueAtMs >= nowMs + TICK_COVER_MS) return afterWritten;
-  const last = options.again ? undefined : seen.get(memo);
+  if (dueAtMs >= ctx.nowMs() + TICK_COVER_MS) return afterWritten;
+  // Asking again, first wait for any ask under way: its hold, or the lease it found, may cover this entry.
+  for (let inFlight = seen.get(memo)?.asking; options.again && inFlight; inFlight = seen.get(memo)?.asking) {
+    await inFlight;
+    if (coversWritten(seen.get(memo)?.state, dueAtMs, ctx.nowMs(), typesChanged)) return nothingToCheck;
+  }
+  const nowMs = ctx.nowMs();
+  const cached = seen.get(memo);
+  const last = options.again ? undefined : cached;
   const coveredByLease = (state: WakeState | undefined, untilMs: number, atMs: number): boolean => !typesChanged && leaseOutlasts(state, untilMs, atMs);
   if (coveredByLease(last?.state, dueAtMs, nowMs)) return afterWritten;
   if (last && nowMs - last.askedAtMs < WAKE_WINDOW_MS) {
@@ -107,24 +122,39 @@ export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: 
     return afterWritten;
   }
   if (seen.size >= MAX_SEEN) seen.clear();
-  const entry: Seen = { state: last?.state, askedAtMs: nowMs, latestDueAtMs: dueAtMs };
+  // What this process knew stays until the ask's read replaces it.
+  const entry: Seen = { state: cached?.state, askedAtMs: nowMs, latestDueAtMs: dueAtMs };
   seen.set(memo, entry);
+  const asking = askFor(ctx, waker, entry, { role, partition, coveredByLease }).finally(() => {
+    if (entry.asking === asking) delete entry.asking;
+  });
+  entry.asking = asking;
+  await asking;
+  return afterWritten;
+}
+
+/** Reads the wake item and, unless its lease covers every entry of the window, asks for a hold and wakes `role`. */
+async function askFor(
+  ctx: QueueContext,
+  waker: WakeInvoker,
+  entry: Seen,
+  ask: { role: WakeRole; partition: number; coveredByLease: (state: WakeState | undefined, untilMs: number, atMs: number) => boolean },
+): Promise<void> {
   try {
-    entry.state = await readWakeState(ctx, role, partition);
-    if (coveredByLease(entry.state, entry.latestDueAtMs, ctx.nowMs())) {
+    entry.state = await readWakeState(ctx, ask.role, ask.partition);
+    if (ask.coveredByLease(entry.state, entry.latestDueAtMs, ctx.nowMs())) {
       // Nothing asked: a writer within the window asks for its own entry, which the lease may not cover.
       entry.askedAtMs = -Infinity;
-      return afterWritten;
+      return;
     }
     const holdUntilMs = ctx.nowMs() + HOLD_MS;
-    const held = await writeWake(ctx, holdParams(wakeKey(role, partition), holdUntilMs));
+    const held = await writeWake(ctx, holdParams(wakeKey(ask.role, ask.partition), holdUntilMs));
     // Written or refused, the item as the hold met it: the holder may have stopped since the read above.
     if (held.state) entry.state = held.state;
-    if (!holderStaysFor(entry.state, holdUntilMs, ctx.nowMs())) await waker.wake(wakeRequestFor(ctx.settings, role, partition));
+    if (!holderStaysFor(entry.state, holdUntilMs, ctx.nowMs())) await waker.wake(wakeRequestFor(ctx.settings, ask.role, ask.partition));
   } catch {
     // The next minute tick finds the entry: its bucket was recorded before it was written.
   }
-  return afterWritten;
 }
 
 /** The poller partition owning the shard of job `id`. */

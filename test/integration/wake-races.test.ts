@@ -14,6 +14,7 @@ import { HOLD_MS, ensureAwake } from '../../lib/queue/wake.js';
 import { bucketOf, wakeKey } from '../../lib/store/keys.js';
 import { holdParams, readWakeState, stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
 import { faultError } from '../support/faults.js';
+import { recordGetKeys } from '../support/sdk-calls.js';
 import { T0, defineType, enqueue, freshQueuePerTest, RecordingWaker } from './lib-fixtures.js';
 
 const waker = new RecordingWaker();
@@ -116,6 +117,47 @@ describe('a writer whose entry a renewing lease covered when it checked', () => 
     await enqueue(as('api'), jobType, 'j1');
     expect(waker.requests).toEqual([]);
     expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(0);
+  });
+});
+
+describe('writers of a burst in one process', () => {
+  const BURST = 12;
+  const wakeReads = (keys: string[]) => keys.filter((key) => key.includes('WAKE#')).length;
+
+  test('after an idle spell, read the wake item and wake a poller once: those within the window wait for the ask under way', async () => {
+    const { ctx, as, clientsOf } = queue();
+    const jobType = await defineType(ctx, 'burst');
+    const reads = recordGetKeys(clientsOf('api').base);
+    waker.requests.length = 0;
+    await Promise.all(Array.from({ length: BURST }, (_, at) => enqueue(as('api'), jobType, `j${at}`)));
+    expect(wakeReads(reads)).toBe(1);
+    expect(waker.requests).toHaveLength(1);
+  });
+
+  test('whose writes all outlasted the lease they relied on, ask again about once between them', async () => {
+    const { ctx, clock, as, clientsOf } = queue();
+    const key = wakeKey('poller', 0);
+    await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
+    const jobType = await defineType(ctx, 'brownout');
+    let landed: Promise<void> | undefined;
+    clientsOf('api').base.middlewareStack.addRelativeTo(
+      (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
+        if (!('Item' in args.input) || !JSON.stringify(args.input).includes('JOB#')) return next(args);
+        // Every write waits out the same brownout, in which the holder stops and its lease runs out.
+        landed ??= (async () => {
+          await writeWake(ctx, stopLeaseParams(key, 'holder', clock.nowMs(), undefined));
+          clock.advance(LEASE_MS);
+        })();
+        await landed;
+        return next(args);
+      },
+      { relation: 'after', toMiddleware: 'retryMiddleware', name: 'brownout' },
+    );
+    const reads = recordGetKeys(clientsOf('api').base);
+    waker.requests.length = 0;
+    await Promise.all(Array.from({ length: BURST }, (_, at) => enqueue(as('api'), jobType, `j${at}`)));
+    expect(wakeReads(reads)).toBe(2);
+    expect(waker.requests).toHaveLength(1);
   });
 });
 
