@@ -4,11 +4,13 @@
  * the poller or sweeper handler with a Lambda-like remaining time, started as Lambda's asynchronous invoke
  * starts it: a little late, sometimes twice, sometimes refused. Two api instances enqueue jobs due now and up to
  * AHEAD_MS ahead, of an at_least_once type, an at_most_once type and a type limited to two at a time, while every
- * function's client fails a share of its calls and some worker invokes are lost. Every accepted job ends
+ * function's client fails a share of its calls, some of the api's job writes are slow, and some worker invokes
+ * are lost. Every accepted job ends
  * terminal, none starts twice where its type forbids it, and each job due on arrival is claimed within the
  * protocol's promise: a few seconds after its enqueue answered, or, when a wake was refused around its enqueue,
  * by the first tick after it.
  */
+import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest';
 import { createPollerHandler } from '../../functions/poller/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
@@ -63,6 +65,13 @@ const WAKE_REFUSAL_RATE = 0.25;
 const WAKE_TWICE_RATE = 0.1;
 /** Asynchronous invokes of the worker lost on the way: their claims lapse and the sweeper hands them back. */
 const LOST_INVOKE_RATE = 0.05;
+/**
+ * Job writes of the api that take this long (a DynamoDB brownout, the SDK's backoff): past the lease's cover
+ * margin and a holder's two looks, so a holder that covered the write when it was judged may have stopped before
+ * it lands, and the writer must find that out once it has written.
+ */
+const SLOW_WRITE_RATE = 0.05;
+const SLOW_WRITE_MS = 2_500;
 const SEND_TRIES = 6;
 const LIMITED_CONCURRENCY = 2;
 /** One job in this many is of the limited type, few enough that two at a time drain them within the run. */
@@ -115,6 +124,21 @@ const distribution = (values: number[]) => {
   return { count: sorted.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 };
 };
 
+/** A share of the job items' writes through `clients` wait SLOW_WRITE_MS before they are sent. */
+function slowJobWrites(clients: DynamoClients, random: () => number, counted: () => void): void {
+  clients.base.middlewareStack.addRelativeTo(
+    (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
+      const item = (args.input as { Item?: { pk?: unknown } }).Item;
+      if (item !== undefined && JSON.stringify(item.pk).includes('"JOB#') && random() < SLOW_WRITE_RATE) {
+        counted();
+        await new Promise((resolve) => setTimeout(resolve, SLOW_WRITE_MS));
+      }
+      return next(args);
+    },
+    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'slowJobWrites' },
+  );
+}
+
 const sleepUntil = (atMs: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, atMs - Date.now())));
 
 /**
@@ -127,7 +151,7 @@ function startStack(queue: TestQueue, random: () => number) {
   const faultyClients: DynamoClients[] = [];
   const faultCounts: FaultCounts[] = [];
   const invocations = new Set<Promise<unknown>>();
-  const seen = { started: { tick: 0, wake: 0 }, pollerWakeRefusedAtMs: [] as number[], tickAtMs: [] as number[], firstClaimAtMs: new Map<string, number>() };
+  const seen = { started: { tick: 0, wake: 0 }, pollerWakeRefusedAtMs: [] as number[], tickAtMs: [] as number[], firstClaimAtMs: new Map<string, number>(), slowWrites: 0 };
   const track = (run: Promise<unknown>): void => {
     invocations.add(run);
     void run.finally(() => invocations.delete(run));
@@ -136,6 +160,7 @@ function startStack(queue: TestQueue, random: () => number) {
     const clients = queue.iam.dynamoClientsFor(fn, { endpoint: inject('dynamoEndpoint') });
     faultyClients.push(clients);
     faultCounts.push(injectFaults(clients.base, { rate: FAULT_RATE, random }));
+    if (fn === 'api') slowJobWrites(clients, random, () => seen.slowWrites++);
     const base = queue.as(fn);
     return createQueueContext(clients.db, base.settings, { events: base.events, waker: new LambdaWaker(startWoken, random, seen.pollerWakeRefusedAtMs) });
   };
@@ -307,6 +332,7 @@ function runScenario(indexLagMs: number, seed: number) {
       open,
       injected: stack.injected(),
       pollerWakesRefused: stack.seen.pollerWakeRefusedAtMs.length,
+      slowJobWrites: stack.seen.slowWrites,
       invocations: stack.seen.started,
       byStatus: audit.byStatus,
       openByType: Object.fromEntries([...types.keys()].map((type) => [type, audit.findings.filter((finding) => finding.id.startsWith(`${type}-`)).length])),
@@ -318,6 +344,7 @@ function runScenario(indexLagMs: number, seed: number) {
     expect(stack.injected()).toBeGreaterThan(0);
     expect(stack.seen.started.tick).toBeGreaterThan(0);
     expect(stack.seen.started.wake).toBeGreaterThan(0);
+    expect(stack.seen.slowWrites).toBeGreaterThan(0);
     expect(open).toBe(0);
     expect(audit.findings).toEqual([]);
     expect(lateness.broken).toEqual([]);
