@@ -270,14 +270,15 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const start = (): void => {
     if (started) return;
     started = true;
-    const pollLoop = (shards: number[] | undefined, runForMs: number, afterRound?: PollerLoopOptions['afterRound'], typesChangedAtMs?: number) =>
+    const pollLoop = (shards: number[] | undefined, runForMs: number, awake?: Pick<PollerLoopOptions, 'afterRound' | 'typesChangedAtMs' | 'typesChangedAtMsNow'>) =>
       runPollerLoop(pollerCtx, {
         invoker,
         runForMs,
         signal: shutdown.signal,
         ...(shards ? { shards } : {}),
-        ...(afterRound ? { afterRound } : {}),
-        ...(typesChangedAtMs !== undefined ? { typesChangedAtMs } : {}),
+        ...(awake?.afterRound ? { afterRound: awake.afterRound } : {}),
+        ...(awake?.typesChangedAtMs !== undefined ? { typesChangedAtMs: awake.typesChangedAtMs } : {}),
+        ...(awake?.typesChangedAtMsNow ? { typesChangedAtMsNow: awake.typesChangedAtMsNow } : {}),
         onPoll: (result) => {
           counts.polls++;
           counts.claimed += result.claimed;
@@ -291,7 +292,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       const invocation = async (kind: 'tick' | 'wake') => {
         const endsAtMs = Date.now() + settings.pollerRunMs;
         const awake = await startPollerAwake(pollerCtx, { shards: allShards, endsAtMs, kind });
-        if (awake.stays) await pollLoop(undefined, settings.pollerRunMs, awake.afterRound, awake.typesChangedAtMs);
+        if (awake.stays) await pollLoop(undefined, settings.pollerRunMs, awake);
       };
       loops.push(pollerRole.run(invocation, shutdown.signal));
     } else {

@@ -130,6 +130,7 @@ export function createPollerHandler(deps: PollerDeps) {
         ...(deps.signal ? { signal: deps.signal } : {}),
         ...(awake.afterRound ? { afterRound: awake.afterRound } : {}),
         ...(awake.typesChangedAtMs !== undefined ? { typesChangedAtMs: awake.typesChangedAtMs } : {}),
+        ...(awake.typesChangedAtMsNow ? { typesChangedAtMsNow: awake.typesChangedAtMsNow } : {}),
         onPoll: (result) => {
           roster.beat();
           history.flushIfDue();

@@ -59,6 +59,11 @@ export interface AwakeRound {
 export interface AwakeKeeper {
   /** After each round of work (`busy` when it did some): renews, looks and stops as due. */
   afterRound(busy: boolean): Promise<AwakeRound>;
+  /**
+   * While the loop waits between rounds: when job types last changed, read again once TYPES_CHECK_MS has passed
+   * since the last read, so a type made meanwhile is polled without waiting out the poll interval.
+   */
+  typesChangedAtMs(): Promise<number>;
   readonly stopping: boolean;
 }
 
@@ -183,6 +188,10 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
   return {
     get stopping() {
       return stopping;
+    },
+    async typesChangedAtMs(): Promise<number> {
+      if (ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readTypesChanged();
+      return typesChangedAtMs;
     },
     async afterRound(busy: boolean): Promise<AwakeRound> {
       const nowMs = ctx.nowMs();

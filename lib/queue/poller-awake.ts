@@ -106,6 +106,8 @@ export type PollerAwake =
       afterRound: ((round: PollRound) => Promise<{ untilMs: number; typesChangedAtMs: number }>) | undefined;
       /** When job types last changed as the lease found it, before the loop lists them. */
       typesChangedAtMs?: number;
+      /** While the loop waits between polls: when job types last changed, as the wake item says now. */
+      typesChangedAtMsNow?: () => Promise<number>;
       /** Why the wake item could not be read or written, when the invocation polls its whole run for that. */
       wakeItemError?: unknown;
     };
@@ -135,6 +137,10 @@ export async function startPollerAwake(ctx: QueueContext, options: { shards: num
         const next = await keeper.afterRound(round.busy);
         typesKnownChangedAtMs = next.typesChangedAtMs;
         return next;
+      },
+      typesChangedAtMsNow: async () => {
+        typesKnownChangedAtMs = await keeper.typesChangedAtMs();
+        return typesKnownChangedAtMs;
       },
     };
   } catch (error) {

@@ -7,6 +7,7 @@
 import type { JobType } from '../domain/job-type.js';
 import type { QueueSettings } from './context.js';
 import { abortableSleep } from '../domain/sleep.js';
+import { TYPES_CHECK_MS } from './awake.js';
 import type { WorkerInvoker } from './batcher.js';
 import type { QueueContext } from './context.js';
 import { fireDueSchedules, type FireResult } from './fire-schedules.js';
@@ -41,6 +42,11 @@ export interface PollerLoopOptions {
   afterRound?: (round: PollRound) => Promise<{ untilMs: number; typesChangedAtMs: number }>;
   /** When job types last changed as `afterRound`'s keeper knew it before the loop first listed them. */
   typesChangedAtMs?: number;
+  /**
+   * Read every TYPES_CHECK_MS while the loop waits between polls: when job types last changed. A change ends the
+   * wait, as a type made a moment ago may have a job due now that a lease covered, so no wake comes for it.
+   */
+  typesChangedAtMsNow?: () => Promise<number>;
 }
 
 export interface PollRound {
@@ -124,6 +130,42 @@ function pollsAgainAtOnce(result: PollResult): boolean {
   return result.saturated || result.behind;
 }
 
+/** Adds a poll's counts to a run's totals; saturation is each poll's own. */
+function addPollResult(totals: PollResult, result: PollResult): void {
+  totals.claimed += result.claimed;
+  totals.lostRaces += result.lostRaces;
+  totals.expired += result.expired;
+  totals.dispatched += result.dispatched;
+  totals.released += result.released;
+  totals.arrivals += result.arrivals;
+  totals.oldestDueLagMs = Math.max(totals.oldestDueLagMs, result.oldestDueLagMs);
+  totals.behind ||= result.behind;
+}
+
+/**
+ * Waits `ms`, in slices of TYPES_CHECK_MS when the loop can read when job types last changed: answers that time
+ * once it differs from `knownAtMs`, ending the wait, and undefined when the wait ran out first.
+ */
+async function sleepUnlessTypesChange(
+  ms: number,
+  sleep: NonNullable<PollerLoopOptions['sleep']>,
+  options: Pick<PollerLoopOptions, 'signal' | 'typesChangedAtMsNow'>,
+  knownAtMs: number | undefined,
+): Promise<number | undefined> {
+  const readTypesChangedAtMs = options.typesChangedAtMsNow;
+  if (!readTypesChangedAtMs || knownAtMs === undefined) {
+    await sleep(ms, options.signal);
+    return undefined;
+  }
+  for (let sleptMs = 0; sleptMs < ms && !options.signal?.aborted; sleptMs += TYPES_CHECK_MS) {
+    await sleep(Math.min(TYPES_CHECK_MS, ms - sleptMs), options.signal);
+    // A read that fails waits for the next slice, or for the next round's.
+    const latestAtMs: number = await readTypesChangedAtMs().catch((): number => knownAtMs);
+    if (latestAtMs !== knownAtMs) return latestAtMs;
+  }
+  return undefined;
+}
+
 /** Polls until the run time is over: at once again while a lane is saturated, otherwise one poll interval after the last poll began. */
 export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOptions): Promise<PollResult> {
   const sleep = options.sleep ?? abortableSleep;
@@ -178,14 +220,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.shards ? { shards: options.shards } : {}),
       });
-      totals.claimed += result.claimed;
-      totals.lostRaces += result.lostRaces;
-      totals.expired += result.expired;
-      totals.dispatched += result.dispatched;
-      totals.released += result.released;
-      totals.arrivals += result.arrivals;
-      totals.oldestDueLagMs = Math.max(totals.oldestDueLagMs, result.oldestDueLagMs);
-      totals.behind ||= result.behind;
+      addPollResult(totals, result);
       options.onPoll?.(result);
       if (options.afterRound) {
         const busy = fired > 0 || result.claimed + result.expired + result.lostRaces > 0 || pollsAgainAtOnce(result);
@@ -196,8 +231,9 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         typesChangedAtMs = next.typesChangedAtMs;
       }
       const waitMs = pacer.waitAfter(result, pollStartedAtMs, ctx.nowMs(), claimAheadMs);
-      // A type made a moment ago is polled at once: its first job may be due now.
-      if (!pollsAgainAtOnce(result) && !typesChanged) await sleep(waitMs, options.signal);
+      // A type made a moment ago, or while waiting, is polled at once: its first job may be due now.
+      const changedAtMs = pollsAgainAtOnce(result) || typesChanged ? undefined : await sleepUnlessTypesChange(waitMs, sleep, options, typesChangedAtMs);
+      if (changedAtMs !== undefined) [typesChangedAtMs, jobTypesReadAtMs] = [changedAtMs, -Infinity];
     } catch (error) {
       options.onError?.(error);
       cursors.clear();

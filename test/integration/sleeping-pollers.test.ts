@@ -22,8 +22,8 @@ const waker = new RecordingWaker();
 const queue = freshQueuePerTest({ waker });
 const MINUTE = 60_000;
 
-/** The poller's context, whose clock moves with every sleep of its loop. */
-function pollerLoop(ctx: QueueContext, advance: (ms: number) => void, runForMs = 55_000) {
+/** The poller's context, whose clock moves with every sleep of its loop; `onSleep` runs before each sleep. */
+function pollerLoop(ctx: QueueContext, advance: (ms: number) => void, runForMs = 55_000, onSleep: () => Promise<void> = async () => undefined) {
   const invoker = new RecordingInvoker();
   return {
     invoker,
@@ -34,8 +34,13 @@ function pollerLoop(ctx: QueueContext, advance: (ms: number) => void, runForMs =
       const totals = await runPollerLoop(ctx, {
         invoker,
         runForMs,
-        sleep: async (ms) => advance(Math.max(ms, 10)),
+        sleep: async (ms) => {
+          await onSleep();
+          advance(Math.max(ms, 10));
+        },
         ...(awake.afterRound ? { afterRound: awake.afterRound } : {}),
+        ...(awake.typesChangedAtMs !== undefined ? { typesChangedAtMs: awake.typesChangedAtMs } : {}),
+        ...(awake.typesChangedAtMsNow ? { typesChangedAtMsNow: awake.typesChangedAtMsNow } : {}),
       });
       return { stayed: true as const, totals, ranForMs: ctx.nowMs() - startedAtMs };
     },
@@ -189,6 +194,27 @@ describe('a writer', () => {
         { role: 'poller', shards: [1, 3] },
       ]),
     );
+  });
+});
+
+describe('an awake poller waiting between polls', () => {
+  test('polls a type made meanwhile within a quarter of a second, not a poll interval later', async () => {
+    const { ctx, clock, as } = queue();
+    // A job due later keeps the poller awake, with nothing to claim for a while.
+    await enqueue(ctx, await defineType(ctx, 'later'), 'in-20s', { runAfterMs: T0 + 20_000 });
+    let enqueuedAtMs: number | undefined;
+    waker.requests.length = 0;
+    const loop = pollerLoop(as('poller'), clock.advance, 55_000, async () => {
+      if (enqueuedAtMs !== undefined || clock.nowMs() < T0 + 2_000) return;
+      // Made while the poller waits: its lease covers the job, so no wake comes for it.
+      await enqueue(as('api'), await defineType(as('api'), 'fresh'), 'first');
+      enqueuedAtMs = clock.nowMs();
+    });
+    await loop.run();
+    const first = loop.invoker.jobs.find((job) => job.id === 'first');
+    expect(first?.claimedAtMs).toBeDefined();
+    expect(first!.claimedAtMs! - enqueuedAtMs!).toBeLessThanOrEqual(TYPES_CHECK_MS);
+    expect(waker.requests.filter((request) => request.role === 'poller')).toEqual([]);
   });
 });
 
