@@ -147,6 +147,7 @@ function addPollResult(totals: PollResult, result: PollResult): void {
  * once it differs from `knownAtMs`, ending the wait, and undefined when the wait ran out first.
  */
 async function sleepUnlessTypesChange(
+  ctx: QueueContext,
   ms: number,
   sleep: NonNullable<PollerLoopOptions['sleep']>,
   options: Pick<PollerLoopOptions, 'signal' | 'typesChangedAtMsNow'>,
@@ -157,8 +158,15 @@ async function sleepUnlessTypesChange(
     await sleep(ms, options.signal);
     return undefined;
   }
-  for (let sleptMs = 0; sleptMs < ms && !options.signal?.aborted; sleptMs += TYPES_CHECK_MS) {
-    await sleep(Math.min(TYPES_CHECK_MS, ms - sleptMs), options.signal);
+  // The wait ends when it would have without the reads, which take time of their own: the poll it leads to claims
+  // what falls due before the next one, and must not start late.
+  const endsAtMs = ctx.nowMs() + ms;
+  for (let slices = Math.ceil(ms / TYPES_CHECK_MS); slices > 0 && !options.signal?.aborted; slices--) {
+    const sliceMs = Math.min(TYPES_CHECK_MS, endsAtMs - ctx.nowMs());
+    if (sliceMs <= 0) break;
+    await sleep(sliceMs, options.signal);
+    // The poll comes next, and the round after it reads the change.
+    if (ctx.nowMs() >= endsAtMs) break;
     // A read that fails waits for the next slice, or for the next round's.
     const latestAtMs: number = await readTypesChangedAtMs().catch((): number => knownAtMs);
     if (latestAtMs !== knownAtMs) return latestAtMs;
@@ -232,7 +240,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
       }
       const waitMs = pacer.waitAfter(result, pollStartedAtMs, ctx.nowMs(), claimAheadMs);
       // A type made a moment ago, or while waiting, is polled at once: its first job may be due now.
-      const changedAtMs = pollsAgainAtOnce(result) || typesChanged ? undefined : await sleepUnlessTypesChange(waitMs, sleep, options, typesChangedAtMs);
+      const changedAtMs = pollsAgainAtOnce(result) || typesChanged ? undefined : await sleepUnlessTypesChange(ctx, waitMs, sleep, options, typesChangedAtMs);
       if (changedAtMs !== undefined) [typesChangedAtMs, jobTypesReadAtMs] = [changedAtMs, -Infinity];
     } catch (error) {
       options.onError?.(error);
