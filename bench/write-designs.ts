@@ -17,15 +17,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BatchGetCommand, DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { ConsumedCapacity } from '@aws-sdk/client-dynamodb';
 import { createQueueContext, type QueueSettings } from '../lib/queue/context.js';
 import { enqueueJob } from '../lib/queue/enqueue.js';
 import { putJobType } from '../lib/queue/job-types.js';
 import { createDynamoClients } from '../lib/store/client.js';
 import { claimParams } from '../lib/store/job-writes.js';
 import { claimIndexKeys, DUE_INDEX, jobKey, queuedIndexKeys, startRecordKey } from '../lib/store/keys.js';
+import type { UpdateParams } from '../lib/store/send.js';
 import { ensureTable } from '../lib/store/table.js';
 import { jobTypeInputSchema } from '../lib/wire/job-types.js';
+import { trackConsumedCapacity, type CapacityTotals } from '../test/support/capacity.js';
 import { fmt } from './stats.js';
 
 export const WRITE_DESIGNS = ['move', 'in place', 'group'] as const;
@@ -54,11 +55,11 @@ export interface ReadsPastRunning {
   pages: number;
 }
 
-type Send = (command: PutCommand | UpdateCommand | DeleteCommand | BatchGetCommand | QueryCommand) => Promise<{ ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }>;
-
-function unitsOf(capacity: ConsumedCapacity | ConsumedCapacity[] | undefined): number {
-  const all = Array.isArray(capacity) ? capacity : capacity ? [capacity] : [];
-  return all.reduce((sum, entry) => sum + (entry.CapacityUnits ?? 0), 0);
+/** What the calls inside `run` consumed, from the client's running totals. */
+async function consumedBy(totals: CapacityTotals, run: () => Promise<unknown>): Promise<{ writeUnits: number; readUnits: number }> {
+  const before = { writeUnits: totals.writeUnits, readUnits: totals.readUnits };
+  await run();
+  return { writeUnits: totals.writeUnits - before.writeUnits, readUnits: totals.readUnits - before.readUnits };
 }
 
 async function freshTable(endpoint: string, settings: Omit<QueueSettings, 'tableName'>) {
@@ -67,8 +68,9 @@ async function freshTable(endpoint: string, settings: Omit<QueueSettings, 'table
   await ensureTable(clients.base, tableName);
   const ctx = createQueueContext(clients.db, { ...settings, tableName });
   const { jobType } = await putJobType(ctx, TYPE, jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'bench_noop' } }));
-  const send: Send = (command) => clients.db.send(command as never) as Promise<{ ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }>;
-  return { tableName, ctx, jobType, send, clients };
+  const totals = trackConsumedCapacity(clients.base);
+  const send = (command: PutCommand | UpdateCommand | DeleteCommand | BatchGetCommand | QueryCommand) => clients.db.send(command as never);
+  return { tableName, ctx, jobType, send, clients, totals };
 }
 
 const historyEntry = (nowMs: number) => ({ attempt: 1, startedAtMs: nowMs, endedAtMs: nowMs + 5, outcome: 'succeeded', worker: { id: 'worker-1', host: 'localhost' } });
@@ -82,63 +84,68 @@ function finishCommand(tableName: string, id: string, nowMs: number, removeEntry
     UpdateExpression: `SET #status = :done, finishedAtMs = :now, updatedAtMs = :now, purgeAtS = :purge, history = list_append(if_not_exists(history, :empty), :entry)${removeEntry ? ' REMOVE gsi1pk, gsi1sk' : ''}`,
     ExpressionAttributeNames: { '#status': 'status' },
     ExpressionAttributeValues: { ':running': 'running', ':done': 'succeeded', ':now': nowMs, ':purge': Math.floor(nowMs / 1000) + 86_400, ':empty': [], ':entry': [historyEntry(nowMs)] },
-    ReturnConsumedCapacity: 'TOTAL',
   });
 }
 
 /** Runs GROUPS_PER_RUN groups of `group` jobs through `design`'s writes, on a table of their own. */
 export async function measureWriteDesign(endpoint: string, settings: Omit<QueueSettings, 'tableName'>, design: WriteDesign, group: number): Promise<WriteDesignResult> {
-  const { tableName, ctx, jobType, send, clients } = await freshTable(endpoint, settings);
+  const { tableName, ctx, jobType, send, clients, totals } = await freshTable(endpoint, settings);
   const units = { enqueue: 0, claim: 0, start: 0, finish: 0, sweep: 0 };
   let readUnits = 0;
-  const counted = trackUnits(clients.base, (wru) => (units.enqueue += wru));
   for (let g = 0; g < GROUPS_PER_RUN; g++) {
     const ids = Array.from({ length: group }, (_, at) => `job-${g}-${at}`);
-    counted.on = true;
     const runAfterMsOf = new Map<string, number>();
-    for (const id of ids) runAfterMsOf.set(id, (await enqueueJob(ctx, jobType, id, { data: { orderId: id, amountCents: 1234 }, priority: 0, weight: 1 })).job.runAfterMs);
-    counted.on = false;
+    units.enqueue += (
+      await consumedBy(totals, async () => {
+        for (const id of ids) runAfterMsOf.set(id, (await enqueueJob(ctx, jobType, id, { data: { orderId: id, amountCents: 1234 }, priority: 0, weight: 1 })).job.runAfterMs);
+      })
+    ).writeUnits;
     const nowMs = Date.now();
     const claimedUntilMs = nowMs + VISIBILITY_TIMEOUT_MS;
     const groupId = randomUUID();
-    if (design === 'group') {
-      const put = await send(new PutCommand({
-        TableName: tableName,
-        Item: { ...startRecordKey(groupId), gsi1pk: `G#${Math.floor(claimedUntilMs / settings.bucketMs)}#0`, gsi1sk: `${claimedUntilMs}#${groupId}`, members: ids.map((id) => `${TYPE}#${id}`) },
-        ReturnConsumedCapacity: 'TOTAL',
-      }));
-      units.claim += unitsOf(put.ConsumedCapacity);
-    }
     // 'in place' keeps the entry where the enqueue put it; 'group' drops it below.
     const indexAfterClaim = (id: string) => {
       const runAfterMs = runAfterMsOf.get(id) ?? nowMs;
       return design === 'move' ? claimIndexKeys(settings, { type: TYPE, id }, claimedUntilMs) : queuedIndexKeys(settings, { type: TYPE, id }, runAfterMs, runAfterMs);
     };
-    for (const [seat, id] of ids.entries()) {
-      const params = claimParams({ type: TYPE, id }, { claimToken: `${groupId}.${seat}`, nowMs, claimedUntilMs, index: indexAfterClaim(id) });
-      const update = design === 'group' ? { ...params, UpdateExpression: (params.UpdateExpression ?? '').replace(', gsi1pk = :gsi1pk, gsi1sk = :gsi1sk', '').replace('REMOVE ', 'REMOVE gsi1pk, gsi1sk, ') } : params;
-      if (design === 'group') {
-        const values = { ...update.ExpressionAttributeValues };
-        delete values[':gsi1pk'];
-        delete values[':gsi1sk'];
-        update.ExpressionAttributeValues = values;
-      }
-      units.claim += unitsOf((await send(new UpdateCommand({ ...update, TableName: tableName, ReturnConsumedCapacity: 'TOTAL' }))).ConsumedCapacity);
-    }
+    units.claim += (
+      await consumedBy(totals, async () => {
+        if (design === 'group') {
+          await send(new PutCommand({
+            TableName: tableName,
+            Item: { ...startRecordKey(groupId), gsi1pk: `G#${Math.floor(claimedUntilMs / settings.bucketMs)}#0`, gsi1sk: `${claimedUntilMs}#${groupId}`, members: ids.map((id) => `${TYPE}#${id}`) },
+          }));
+        }
+        for (const [seat, id] of ids.entries()) {
+          const params = claimParams({ type: TYPE, id }, { claimToken: `${groupId}.${seat}`, nowMs, claimedUntilMs, index: indexAfterClaim(id) });
+          await send(new UpdateCommand({ ...(design === 'group' ? withoutIndexEntry(params) : params), TableName: tableName }));
+        }
+      })
+    ).writeUnits;
     const seats = Object.fromEntries(ids.map((_, seat) => [`:s${seat}`, 'w1']));
-    units.start += unitsOf((await send(new UpdateCommand({
-      TableName: tableName,
-      Key: startRecordKey(groupId),
-      UpdateExpression: `SET ${ids.map((_, seat) => `s${seat} = :s${seat}`).join(', ')}, w1 = :worker`,
-      ExpressionAttributeValues: { ...seats, ':worker': { atMs: nowMs, worker: 'worker-1' } },
-      ReturnConsumedCapacity: 'TOTAL',
-    }))).ConsumedCapacity);
-    for (const id of ids) units.finish += unitsOf((await send(finishCommand(tableName, id, nowMs + 5, design !== 'group'))).ConsumedCapacity);
+    units.start += (
+      await consumedBy(totals, () =>
+        send(new UpdateCommand({
+          TableName: tableName,
+          Key: startRecordKey(groupId),
+          UpdateExpression: `SET ${ids.map((_, seat) => `s${seat} = :s${seat}`).join(', ')}, w1 = :worker`,
+          ExpressionAttributeValues: { ...seats, ':worker': { atMs: nowMs, worker: 'worker-1' } },
+        })),
+      )
+    ).writeUnits;
+    units.finish += (
+      await consumedBy(totals, async () => {
+        for (const id of ids) await send(finishCommand(tableName, id, nowMs + 5, design !== 'group'));
+      })
+    ).writeUnits;
     if (design === 'group') {
       // The group's claims lapsed: the sweeper reads its jobs (all finished, as nearly always) and drops the record.
-      const read = await send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: ids.map((id) => jobKey(TYPE, id)), ProjectionExpression: 'pk, #status, claimToken', ExpressionAttributeNames: { '#status': 'status' } } }, ReturnConsumedCapacity: 'TOTAL' }));
-      readUnits += unitsOf(read.ConsumedCapacity);
-      units.sweep += unitsOf((await send(new DeleteCommand({ TableName: tableName, Key: startRecordKey(groupId), ReturnConsumedCapacity: 'TOTAL' }))).ConsumedCapacity);
+      const swept = await consumedBy(totals, async () => {
+        await send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: ids.map((id) => jobKey(TYPE, id)), ProjectionExpression: 'pk, #status, claimToken', ExpressionAttributeNames: { '#status': 'status' } } } }));
+        await send(new DeleteCommand({ TableName: tableName, Key: startRecordKey(groupId) }));
+      });
+      readUnits += swept.readUnits;
+      units.sweep += swept.writeUnits;
     }
   }
   clients.base.destroy();
@@ -148,25 +155,16 @@ export async function measureWriteDesign(endpoint: string, settings: Omit<QueueS
   return { design, group, jobs, writeUnits: { ...perJob, total }, readUnits: readUnits / jobs };
 }
 
-/** Adds the write units of the enqueue's calls, while `on`. */
-function trackUnits(client: ReturnType<typeof createDynamoClients>['base'], add: (units: number) => void): { on: boolean } {
-  const state = { on: false };
-  client.middlewareStack.add(
-    (next) => async (args) => {
-      const input = args.input as { ReturnConsumedCapacity?: string };
-      if (state.on) input.ReturnConsumedCapacity = 'TOTAL';
-      const result = await next(args);
-      if (state.on) add(unitsOf((result.output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] }).ConsumedCapacity));
-      return result;
-    },
-    { step: 'initialize', name: 'countEnqueueUnits' },
-  );
-  return state;
+/** The queue's claim, except that it removes the job's index entry instead of moving it (the `group` design). */
+function withoutIndexEntry(params: UpdateParams): UpdateParams {
+  const { ':gsi1pk': _pk, ':gsi1sk': _sk, ...values } = params.ExpressionAttributeValues ?? {};
+  const update = (params.UpdateExpression ?? '').replace(', gsi1pk = :gsi1pk, gsi1sk = :gsi1sk', '').replace('REMOVE ', 'REMOVE gsi1pk, gsi1sk, ');
+  return { ...params, UpdateExpression: update, ExpressionAttributeValues: values };
 }
 
 /** One walk of a lane partition holding `running` claimed entries and nothing queued, as a poll of it would read. */
 export async function measureReadsPastRunning(endpoint: string, settings: Omit<QueueSettings, 'tableName'>, running: number): Promise<ReadsPastRunning> {
-  const { tableName, send, clients } = await freshTable(endpoint, settings);
+  const { tableName, send, clients, totals } = await freshTable(endpoint, settings);
   const nowMs = Date.now();
   const partition = queuedIndexKeys(settings, { type: TYPE, id: 'x' }, nowMs, nowMs).gsi1pk;
   const puts: Promise<unknown>[] = [];
@@ -176,27 +174,26 @@ export async function measureReadsPastRunning(endpoint: string, settings: Omit<Q
     if (puts.length >= 50) await Promise.all(puts.splice(0));
   }
   await Promise.all(puts);
-  let readUnits = 0;
   let pages = 0;
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await clients.db.send(new QueryCommand({
-      TableName: tableName,
-      IndexName: DUE_INDEX,
-      KeyConditionExpression: 'gsi1pk = :pk AND gsi1sk <= :now',
-      FilterExpression: '#status = :queued',
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: { ':pk': partition, ':now': `${nowMs}#~`, ':queued': 'queued' },
-      Limit: settings.claimPageSize,
-      ReturnConsumedCapacity: 'TOTAL',
-      ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-    }));
-    readUnits += unitsOf(page.ConsumedCapacity);
-    pages++;
-    startKey = page.LastEvaluatedKey;
-  } while (startKey);
+  const walk = await consumedBy(totals, async () => {
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await clients.db.send(new QueryCommand({
+        TableName: tableName,
+        IndexName: DUE_INDEX,
+        KeyConditionExpression: 'gsi1pk = :pk AND gsi1sk <= :now',
+        FilterExpression: '#status = :queued',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':pk': partition, ':now': `${nowMs}#~`, ':queued': 'queued' },
+        Limit: settings.claimPageSize,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      }));
+      pages++;
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+  });
   clients.base.destroy();
-  return { running, readUnitsPerWalk: readUnits, pages };
+  return { running, readUnitsPerWalk: walk.readUnits, pages };
 }
 
 export async function runWriteDesigns(endpoint: string, settings: Omit<QueueSettings, 'tableName'>): Promise<{ designs: WriteDesignResult[]; readsPastRunning: ReadsPastRunning[] }> {
