@@ -41,6 +41,8 @@ interface Seen {
 const seenByWaker = new WeakMap<WakeInvoker, Map<string, Seen>>();
 const MAX_SEEN = 1_000;
 
+const memoKey = (ctx: QueueContext, role: WakeRole, partition: number): string => `${ctx.settings.tableName}\u0000${role}\u0000${partition}`;
+
 function seenOf(waker: WakeInvoker): Map<string, Seen> {
   let seen = seenByWaker.get(waker);
   if (!seen) {
@@ -50,13 +52,16 @@ function seenOf(waker: WakeInvoker): Map<string, Seen> {
   return seen;
 }
 
+/** The lease, renewed or not, ends later than the entry's due time (or now) plus a poll and the index's lag. */
+const leaseEndsPast = (state: WakeState, dueAtMs: number, nowMs: number): boolean => Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs;
+
 /**
  * A lease still renewed outlasts the entry: its holder looks again before it stops. Not one its holder will not
  * renew: the margin covers a poll and the index's lag, not the write that follows this check, which may land
  * after the lease's last poll.
  */
 const leaseOutlasts = (state: WakeState | undefined, dueAtMs: number, nowMs: number): boolean =>
-  state !== undefined && !state.stopping && Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs;
+  state !== undefined && !state.stopping && leaseEndsPast(state, dueAtMs, nowMs);
 
 /** The holder will still be working past the hold, and will honour it: waking another adds nothing. */
 const holderStaysFor = (state: WakeState | undefined, holdUntilMs: number, nowMs: number): boolean =>
@@ -78,7 +83,7 @@ const nothingToCheck: AfterEntryWritten = async () => undefined;
  */
 function coversWritten(state: WakeState | undefined, dueAtMs: number, nowMs: number, typesChanged: boolean): boolean {
   if (dueAtMs >= nowMs + TICK_COVER_MS) return true;
-  if (!typesChanged && state?.ownerId !== undefined && Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs) return true;
+  if (!typesChanged && state?.ownerId !== undefined && leaseEndsPast(state, dueAtMs, nowMs)) return true;
   return state !== undefined && state.holdUntilMs > nowMs + COVER_MARGIN_MS;
 }
 
@@ -100,7 +105,7 @@ export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: 
   if (!waker) return nothingToCheck;
   const typesChanged = options.typesChanged === true;
   const seen = seenOf(waker);
-  const memo = `${ctx.settings.tableName}\u0000${role}\u0000${partition}`;
+  const memo = memoKey(ctx, role, partition);
   const afterWritten: AfterEntryWritten = options.again
     ? nothingToCheck
     : async () => {
@@ -167,7 +172,7 @@ export async function wakeEveryPoller(ctx: QueueContext): Promise<void> {
   const partitions = Array.from({ length: ctx.settings.pollerPartitions }, (_, partition) => partition);
   if (!ctx.waker) return;
   const seen = seenOf(ctx.waker);
-  for (const partition of partitions) seen.delete(`${ctx.settings.tableName}\u0000poller\u0000${partition}`);
+  for (const partition of partitions) seen.delete(memoKey(ctx, 'poller', partition));
   await Promise.all(partitions.map((partition) => ensureAwake(ctx, 'poller', partition, ctx.nowMs(), { typesChanged: true })));
 }
 
