@@ -9,7 +9,7 @@
  */
 import pLimit from 'p-limit';
 import type { Json } from '../lib/client/index.js';
-import { JOB_TYPES_REFRESH_MS } from '../lib/queue/job-types.js';
+import { JOB_TYPES_REFRESH_MS } from '../lib/queue/catalog/job-types.js';
 import { cpuBetween, type HttpSystem, type ProcessCpu } from './http-system.js';
 import { defineTypes, retireTypes, startSink } from './http-workloads.js';
 import { summariseLag, type LagSummary } from './stats.js';

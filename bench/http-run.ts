@@ -6,8 +6,8 @@
  */
 import pLimit from 'p-limit';
 import { createQueueContext } from '../lib/queue/context.js';
-import { enqueueJob } from '../lib/queue/enqueue.js';
-import { putJobType } from '../lib/queue/job-types.js';
+import { enqueueJob } from '../lib/queue/enqueue/enqueue.js';
+import { putJobType } from '../lib/queue/catalog/job-types.js';
 import { createDynamoClients } from '../lib/store/client.js';
 import { ensureTable } from '../lib/store/table.js';
 import { jobTypeInputSchema } from '../lib/wire/job-types.js';

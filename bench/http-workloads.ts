@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import pLimit from 'p-limit';
 import { createDownstream } from '../infra/local/downstream.js';
 import type { Job, Json, QueueClient } from '../lib/client/index.js';
-import { JOB_TYPES_REFRESH_MS } from '../lib/queue/job-types.js';
+import { JOB_TYPES_REFRESH_MS } from '../lib/queue/catalog/job-types.js';
 import { cpuBetween, type HttpSystem, type ProcessCpu } from './http-system.js';
 import { summariseLag, type LagSummary } from './stats.js';
 import { payloadOf, progressLine } from './workloads.js';

@@ -13,7 +13,7 @@ import { lambdaDollarsPerMonth, perHour } from './cost.js';
 import { fmt } from './stats.js';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createDynamoClients } from '../lib/store/client.js';
-import { BACKSTOP_SWEEP_EVERY_MS } from '../lib/queue/sweeper-awake.js';
+import { BACKSTOP_SWEEP_EVERY_MS } from '../lib/queue/wake/sweeper-stays.js';
 import { wakeKey } from '../lib/store/keys.js';
 import { startHttpSystem, type CallCounts, type HttpSystem, type LoggedReport } from './http-system.js';
 

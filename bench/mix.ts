@@ -7,7 +7,7 @@
 import pLimit from 'p-limit';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_PRIORITY } from '../lib/domain/job.js';
-import { enqueueJob } from '../lib/queue/enqueue.js';
+import { enqueueJob } from '../lib/queue/enqueue/enqueue.js';
 import { analyseMix } from './mix-analysis.js';
 import { summariseLag, type LagSummary } from './stats.js';
 import type { MixPayload } from './system.js';

@@ -1,12 +1,12 @@
 /**
  * The in-process system's pollers and sweeper started as the stack starts them: a minute tick or a wake starts
- * an invocation, which stays only while something is in reach (lib/queue/awake.ts); a write that needs one sooner
+ * an invocation, which stays only while something is in reach (lib/queue/wake/lease-keeper.ts); a write that needs one sooner
  * wakes it through the waker each role's context carries. Invocations overlap as Lambda's do, up to the stack's
  * reserved concurrency (2); a start beyond it waits for one to end. So the bench measures the sleeping design,
  * with its leases, holds and wakes, at the rates it runs.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { WakeInvoker } from '../lib/queue/wake-invoker.js';
+import type { WakeInvoker } from '../lib/queue/wake/wake-requests.js';
 
 /** EventBridge's period. */
 export const TICK_MS = 60_000;

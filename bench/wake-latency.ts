@@ -1,5 +1,5 @@
 /**
- * wake-latency: how late a job due on arrival starts when the pollers of `npm start` sleep (lib/queue/awake.ts).
+ * wake-latency: how late a job due on arrival starts when the pollers of `npm start` sleep (lib/queue/wake/lease-keeper.ts).
  * Three cases of TRIES tries each: a job of an existing type enqueued while no poller is awake; the first job of a
  * type made a moment ago while none is awake; and the same while one is (kept awake by a job due later, in reach).
  * Each try reads the poller's wake item straight from DynamoDB Local to say whether a poller was awake when it

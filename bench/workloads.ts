@@ -4,13 +4,13 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pLimit from 'p-limit';
-import { createJobTypeCache } from '../lib/queue/job-type-cache.js';
-import { endAttempt, claimJob } from '../lib/queue/claims.js';
+import { createJobTypeCache } from '../lib/queue/catalog/job-type-cache.js';
+import { endAttempt, claimJob } from '../lib/queue/attempt/claim.js';
 import { createQueueContext, type QueueContext, type QueueSettings } from '../lib/queue/context.js';
 import { createDynamoClients } from '../lib/store/client.js';
-import { enqueueJob } from '../lib/queue/enqueue.js';
-import { replaySpacingMs, startBulkOperation } from '../lib/queue/bulk.js';
-import { setJobTypePaused } from '../lib/queue/job-types.js';
+import { enqueueJob } from '../lib/queue/enqueue/enqueue.js';
+import { replaySpacingMs, startBulkOperation } from '../lib/queue/bulk/run-bulk-operations.js';
+import { setJobTypePaused } from '../lib/queue/catalog/job-types.js';
 import { bucketOf, lanePartition, shardOf } from '../lib/store/keys.js';
 import { queryDue } from '../lib/store/due-index.js';
 import { jobInputFromBody, jobInputSchema } from '../lib/wire/jobs.js';

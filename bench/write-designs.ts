@@ -18,8 +18,8 @@
 import { randomUUID } from 'node:crypto';
 import { BatchGetCommand, DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createQueueContext, type QueueSettings } from '../lib/queue/context.js';
-import { enqueueJob } from '../lib/queue/enqueue.js';
-import { putJobType } from '../lib/queue/job-types.js';
+import { enqueueJob } from '../lib/queue/enqueue/enqueue.js';
+import { putJobType } from '../lib/queue/catalog/job-types.js';
 import { createDynamoClients } from '../lib/store/client.js';
 import { claimParams } from '../lib/store/job-writes.js';
 import { claimIndexKeys, DUE_INDEX, jobKey, queuedIndexKeys, startRecordKey } from '../lib/store/keys.js';

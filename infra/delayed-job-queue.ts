@@ -25,7 +25,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ConfigError } from '../lib/domain/errors.js';
 import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S, WORKER_TIMEOUT_S } from '../lib/domain/limits.js';
-import { FAILURE_DESTINATION_MAX_BYTES } from '../lib/queue/batcher.js';
+import { FAILURE_DESTINATION_MAX_BYTES } from '../lib/queue/poll/worker-batches.js';
 import type { QueueSettings } from '../lib/queue/context.js';
 import { TABLE_SCHEMA } from '../lib/store/table.js';
 import { createQueueAlarms } from './alarms.js';
@@ -93,7 +93,7 @@ export const FUNCTION_MEMORY_SIZES_MB: Record<QueueFunctionName, number> = { api
 
 /**
  * The functions that write what a sleeping poller or sweeper must act on are told their names and may invoke
- * them (lib/queue/wake-invoker.ts), the poller and the sweeper themselves included. Both are named by their
+ * them (lib/queue/wake/wake-requests.ts), the poller and the sweeper themselves included. Both are named by their
  * literal names, never through a reference, which would make the functions depend on each other.
  */
 function allowWakes(wakers: QueueFunction[], woken: { poller: QueueFunction; sweeper: QueueFunction }): void {
@@ -194,7 +194,7 @@ export class DelayedJobQueue extends Construct {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
-      // Set, not left to SQS's default (256 KiB before it became 1 MiB): a failed batch's record must fit (lib/queue/batcher.ts).
+      // Set, not left to SQS's default (256 KiB before it became 1 MiB): a failed batch's record must fit (lib/queue/poll/worker-batches.ts).
       maxMessageSizeBytes: FAILURE_DESTINATION_MAX_BYTES,
     });
     Validations.of(queue).acknowledge({

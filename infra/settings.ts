@@ -130,7 +130,7 @@ const DEPLOYED_POLLER_RUN_MS = 59_000;
 
 /**
  * The names `readQueueSettings` reads, found by letting it read them, so a
- * setting added to lib/queue/context.ts becomes configurable here without a second list.
+ * setting added to lib/queue/settings.ts becomes configurable here without a second list.
  */
 function queueSettingNames(): string[] {
   const names: string[] = [];

@@ -9,7 +9,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { APIGatewayRequestAuthorizerEventV2, APIGatewaySimpleAuthorizerWithContextResult } from 'aws-lambda';
-import { verifyApiKey } from '../../lib/queue/api-keys.js';
+import { verifyApiKey } from '../../lib/queue/catalog/api-keys.js';
 import { verifyCallbackToken } from '../../lib/domain/callback-tokens.js';
 import type { SecretSource } from '../../lib/aws/secrets.js';
 import type { QueueContext } from '../../lib/queue/context.js';

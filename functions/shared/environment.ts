@@ -9,7 +9,7 @@ import { createDynamoClients } from '../../lib/store/client.js';
 import type { DynamoCallLimits } from '../../lib/domain/limits.js';
 import { createEventBridgePublisher } from '../../lib/aws/eventbridge.js';
 import { createLambdaWaker } from '../../lib/aws/lambda.js';
-import type { WakeInvoker } from '../../lib/queue/wake-invoker.js';
+import type { WakeInvoker } from '../../lib/queue/wake/wake-requests.js';
 import { lifecycleEventDetail } from '../../lib/wire/lifecycle-events.js';
 import type { LifecycleEvent, LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
 import type { WorkerIdentity } from '../../lib/domain/job.js';

@@ -5,11 +5,11 @@
 import type { Context } from 'aws-lambda';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { abortableSleep } from '../../lib/domain/sleep.js';
-import { runBulkOperations } from '../../lib/queue/bulk.js';
-import { emptySweepResult, sweepOnce, type SweepResult } from '../../lib/queue/sweeper.js';
-import type { WorkerRegistry } from '../../lib/queue/worker.js';
-import { startKindOf } from '../../lib/queue/wake-invoker.js';
-import { startSweeperAwake, type SweeperAwake } from '../../lib/queue/sweeper-awake.js';
+import { runBulkOperations } from '../../lib/queue/bulk/run-bulk-operations.js';
+import { emptySweepResult, sweepOnce, type SweepResult } from '../../lib/queue/sweep/sweep.js';
+import type { WorkerRegistry } from '../../lib/queue/attempt/run-batch.js';
+import { startKindOf } from '../../lib/queue/wake/wake-requests.js';
+import { startSweeperAwake, type SweeperAwake } from '../../lib/queue/wake/sweeper-stays.js';
 import { log } from '../shared/log.js';
 import { countTotals, noMetrics, type QueueMetrics } from '../shared/metrics.js';
 

@@ -1,14 +1,14 @@
 /** The worker function: runs one batch of claimed jobs. */
 import type { QueueContext } from '../../lib/queue/context.js';
-import { createSigningSecretCache } from '../../lib/queue/job-type-cache.js';
+import { createSigningSecretCache } from '../../lib/queue/catalog/job-type-cache.js';
 import type { WorkerIdentity } from '../../lib/domain/job.js';
-import { createMetricsRecorder } from '../../lib/queue/metrics-history.js';
+import { createMetricsRecorder } from '../../lib/queue/telemetry/metrics-history.js';
 import { finishedOutcomeOf } from '../../lib/domain/metrics.js';
-import type { WorkerBatch } from '../../lib/queue/batcher.js';
-import { createRosterHeartbeat, ROSTER_REFRESH_MS } from '../../lib/queue/roster.js';
+import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import { createRosterHeartbeat, ROSTER_REFRESH_MS } from '../../lib/queue/telemetry/roster.js';
 import type { TargetClients } from '../../lib/targets/index.js';
-import { AWAIT_CALLBACK, type BatchResult, type JobHandler } from '../../lib/queue/worker.js';
-import { runWorkerBatch, type WorkerRegistry } from '../../lib/queue/worker.js';
+import { AWAIT_CALLBACK, type BatchResult, type JobHandler } from '../../lib/queue/attempt/run-batch.js';
+import { runWorkerBatch, type WorkerRegistry } from '../../lib/queue/attempt/run-batch.js';
 import { log } from '../shared/log.js';
 import { countTotals, noMetrics, type QueueMetrics } from '../shared/metrics.js';
 
@@ -69,7 +69,7 @@ export function createWorkerHandler(deps: {
   worker: WorkerIdentity;
   metrics?: QueueMetrics;
   targets?: TargetClients;
-  /** @default CANCEL_WATCH_INTERVAL_MS (lib/queue/cancel-watch.ts) */
+  /** @default CANCEL_WATCH_INTERVAL_MS (lib/queue/attempt/cancel-watch.ts) */
   cancelWatchIntervalMs?: number;
 }) {
   const metrics = deps.metrics ?? noMetrics;

@@ -4,7 +4,7 @@
  *
  * - Lambda's asynchronous invoke refuses a payload over 1 MB (1 048 576 bytes) with `RequestTooLargeException`.
  * - Lambda accepts a payload whose on-failure record would not fit the worker's dead-letter queue, and the
- *   record of its failure is then lost (lib/queue/batcher.ts): refused here, loudly, since it is a sizing bug.
+ *   record of its failure is then lost (lib/queue/poll/worker-batches.ts): refused here, loudly, since it is a sizing bug.
  * - EventBridge refuses a PutEvents request whose entries come to 256 KB (262 144 bytes) or more, counted as it
  *   counts them (Time 14 bytes; Source, DetailType, Detail and each of Resources as UTF-8).
  * - Lambda's async queue hands an event over late (its function throttled: its reserved concurrency or the
@@ -16,7 +16,7 @@
 import { EventBridgeServiceException, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../lib/aws/eventbridge.js';
 import { RequestTooLargeException } from '@aws-sdk/client-lambda';
-import { FAILURE_DESTINATION_MAX_BYTES, maxFailureRecordBytes, type WorkerBatch, type WorkerInvoker } from '../../lib/queue/batcher.js';
+import { FAILURE_DESTINATION_MAX_BYTES, maxFailureRecordBytes, type WorkerBatch, type WorkerInvoker } from '../../lib/queue/poll/worker-batches.js';
 import { integerSetting, type Env } from '../../lib/queue/context.js';
 import { ConfigError } from '../../lib/domain/errors.js';
 import type { SdkClient } from './iam/iam-check.js';

@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import { apiKeyInputSchema, apiKeyToApi } from '../../lib/wire/api-keys.js';
-import { createApiKey, listApiKeys, revokeApiKey } from '../../lib/queue/api-keys.js';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../lib/queue/catalog/api-keys.js';
 import { KEY_ID_PATTERN } from '../../lib/domain/api-key.js';
 import { createQueueContext, readQueueSettings, type Env, type QueueContext } from '../../lib/queue/context.js';
 import { createDynamoClients } from '../../lib/store/client.js';

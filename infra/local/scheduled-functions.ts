@@ -1,14 +1,14 @@
 /**
  * How the poller and the sweeper are started, done locally as the stack does it: EventBridge's rules start each
  * poller partition and the sweeper every minute (rate(1 minute)), whether or not the invocation started a minute
- * before still runs, and the functions that write what they act on wake them (lib/queue/wake-invoker.ts). Both
+ * before still runs, and the functions that write what they act on wake them (lib/queue/wake/wake-requests.ts). Both
  * are Lambda asynchronous invokes: accepted at once, run within the executions the stack reserves, throttled and
  * retried beyond them (./aws-limits.ts). Locally the first tick comes at start rather than up to a minute later.
  */
 import { log } from '../../functions/shared/log.js';
 import { ConfigError } from '../../lib/domain/errors.js';
 import type { QueueSettings } from '../../lib/queue/context.js';
-import { wakeEventOf, type WakeInvoker } from '../../lib/queue/wake-invoker.js';
+import { wakeEventOf, type WakeInvoker } from '../../lib/queue/wake/wake-requests.js';
 import { shardsOfPartition } from '../../lib/store/keys.js';
 import { scheduledConcurrency } from '../delayed-job-queue.js';
 import { createLocalAsyncStarts, type LocalAsyncStarts } from './aws-limits.js';

@@ -1,7 +1,7 @@
 /** Lambda: how the poller hands batches to workers in AWS, how writers wake the poller and the sweeper, and how a `lambda` target invokes its function. */
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
-import type { WorkerBatch, WorkerInvoker } from '../queue/batcher.js';
-import { wakeEventOf, type WakeInvoker, type WakeRequest } from '../queue/wake-invoker.js';
+import type { WorkerBatch, WorkerInvoker } from '../queue/poll/worker-batches.js';
+import { wakeEventOf, type WakeInvoker, type WakeRequest } from '../queue/wake/wake-requests.js';
 
 export type { LambdaClient };
 

@@ -191,7 +191,7 @@ export type JobRunOutcome =
   | 'claim_lapsed'
   /** A job this claim already started (a duplicate delivery). */
   | 'already_started'
-  /** A cancel was asked while it was claimed or ran: it ended cancelled (queue/cancel.ts). */
+  /** A cancel was asked while it was claimed or ran: it ended cancelled (queue/attempt/cancel.ts). */
   | 'cancelled'
   /** The outcome could not be recorded: another worker, callback or sweep got there first. */
   | 'stale';

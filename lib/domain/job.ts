@@ -25,7 +25,7 @@ export interface HeldSlots {
   key?: string;
   /**
    * The epoch of the type's counter the weight was reserved in, and of the key's: its return lowers that epoch's
-   * part of the counter (queue/reconcile.ts). Absent on claims made before epochs were recorded.
+   * part of the counter (queue/limits/counter-reconcile.ts). Absent on claims made before epochs were recorded.
    */
   typeEpoch?: number;
   keyEpoch?: number;
@@ -107,9 +107,9 @@ interface JobChoices {
   traceparent?: string;
   /** Its tags, as given at enqueue and never changed after; each has an entry in its (type, tag) partition (domain/tags.ts). */
   tags?: string[];
-  /** Enqueues of its type with the key within the window answer this job (queue/dedup.ts); a `DEDUP#` item points at it. */
+  /** Enqueues of its type with the key within the window answer this job (queue/enqueue/dedup.ts); a `DEDUP#` item points at it. */
   dedup?: JobDedup;
-  /** Enqueues of its type with the key while it waits unstarted fold into it (queue/debounce.ts); a `DEBOUNCE#` item points at it. */
+  /** Enqueues of its type with the key while it waits unstarted fold into it (queue/enqueue/debounce.ts); a `DEBOUNCE#` item points at it. */
   debounce?: JobDebounce;
 }
 
@@ -158,7 +158,7 @@ export interface Job extends JobChoices {
   debounceCount?: number;
   /**
    * When a cancel of the running attempt was asked: from then on the attempt can only end cancelled
-   * (queue/cancel.ts). Absent on every job no one cancelled while it ran.
+   * (queue/attempt/cancel.ts). Absent on every job no one cancelled while it ran.
    */
   cancelRequestedAtMs?: number;
 }

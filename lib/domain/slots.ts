@@ -6,7 +6,7 @@
  * claimed is given back in one write. An attempt's end gives its weight back
  * after the job's write. So a counter is never below what its jobs hold: a
  * process that dies between two of these writes leaves it above, never below,
- * and the sweeper brings it back to what the jobs hold (queue/reconcile.ts).
+ * and the sweeper brings it back to what the jobs hold (queue/limits/counter-reconcile.ts).
  */
 import { OTHER_THROTTLE_KEYS, type JobType, type ThrottleLimit } from './job-type.js';
 import type { HeldSlots, Job } from './job.js';
@@ -78,7 +78,7 @@ export interface CounterState {
   epochInFlight: number;
   /** The epoch whose earlier part was last settled to what its jobs hold. */
   settledEpoch: number;
-  /** A settlement of the earlier part, proposed at `atMs` (queue/reconcile.ts). */
+  /** A settlement of the earlier part, proposed at `atMs` (queue/limits/counter-reconcile.ts). */
   proposal?: { olderInFlight: number; atMs: number };
 }
 

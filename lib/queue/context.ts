@@ -7,7 +7,7 @@ import type { Db } from '../store/send.js';
 import { ConfigError } from '../domain/errors.js';
 import { discardLifecycleEvents, type LifecyclePublisher } from '../domain/lifecycle-events.js';
 import type { Job } from '../domain/job.js';
-import type { WakeInvoker } from './wake-invoker.js';
+import type { WakeInvoker } from './wake/wake-requests.js';
 
 export interface QueueSettings {
   tableName: string;
@@ -110,7 +110,7 @@ export function readQueueSettings(env: Env): QueueSettings {
   };
 }
 
-/** Collects the slots of attempts ending close together into one write per counter (queue/slot-returns.ts). */
+/** Collects the slots of attempts ending close together into one write per counter (queue/limits/slot-returns.ts). */
 export interface SlotReturnQueue {
   add(job: Pick<Job, 'type' | 'heldSlots'>): Promise<void>;
 }
@@ -127,7 +127,7 @@ export interface QueueContext {
   random: () => number;
   /** Where ended attempts give their slots back; without one, each gives them back on its own. */
   slotReturns?: SlotReturnQueue;
-  /** Starts a sleeping poller or sweeper (queue/wake.ts); without one, nothing is woken and the minute ticks alone start them. */
+  /** Starts a sleeping poller or sweeper (queue/wake/ensure-awake.ts); without one, nothing is woken and the minute ticks alone start them. */
   waker?: WakeInvoker;
 }
 

@@ -8,7 +8,7 @@
  * An in-flight counter is split by epoch: `inFlight` is all it holds, and
  * `epochInFlight` the part reserved since it was last handed over, so the part
  * of earlier epochs can be settled to what its jobs hold while the current one
- * keeps moving (queue/reconcile.ts). A write that lowers a counter names the
+ * keeps moving (queue/limits/counter-reconcile.ts). A write that lowers a counter names the
  * epoch its weight was reserved in: it lowers that epoch's part.
  *
  * Every write of an in-flight counter is a transaction, even of one item: the

@@ -21,7 +21,7 @@ export interface DueEntry {
  * Buckets of a lane shard, from `fromBucket` up to (not including) `untilBucket`, found empty after they settled
  * while the cursor could not pass them (an earlier bucket held entries, a blocked backlog say). No write lands in
  * a settled bucket, so scans go past them unread for as long as something still holds the cursor; once nothing
- * does, they are read again as the cursor passes them, which is what lets it pass (queue/lanes.ts).
+ * does, they are read again as the cursor passes them, which is what lets it pass (queue/lanes/lane-walk.ts).
  */
 export interface SettledGap {
   fromBucket: number;
@@ -34,7 +34,7 @@ export interface LaneCursor {
   gap: SettledGap | undefined;
   /**
    * The first bucket from which every write into the lane shard recorded its bucket in the bucket directory
-   * first (queue/directory.ts), set by the cursor's first advance: a walk reads only the recorded buckets from
+   * first (queue/lanes/bucket-directory.ts), set by the cursor's first advance: a walk reads only the recorded buckets from
    * there on.
    */
   directoryFromBucket: number | undefined;

@@ -266,19 +266,19 @@ export function untypedCorrelationItemKey(correlationKey: string): ItemKey {
 }
 
 /**
- * Points at the job of `type` whose dedup window for `key` is open (queue/dedup.ts). A partition of its own per
+ * Points at the job of `type` whose dedup window for `key` is open (queue/enqueue/dedup.ts). A partition of its own per
  * type and key: a burst of enqueues with one key meets only its own item, and other types' keys stay apart.
  */
 export function dedupItemKey(type: string, key: string): ItemKey {
   return { pk: `${PARTITION_PREFIX.dedup}${type}#${key}`, sk: 'DEDUP' };
 }
 
-/** Points at the job of `type` that enqueues with the debounce `key` fold into while it waits (queue/debounce.ts). */
+/** Points at the job of `type` that enqueues with the debounce `key` fold into while it waits (queue/enqueue/debounce.ts). */
 export function debounceItemKey(type: string, key: string): ItemKey {
   return { pk: `${PARTITION_PREFIX.debounce}${type}#${key}`, sk: 'DEBOUNCE' };
 }
 
-/** Where the bucket directory records a lane's buckets ahead of now (see queue/directory.ts). */
+/** Where the bucket directory records a lane's buckets ahead of now (see queue/lanes/bucket-directory.ts). */
 export function directoryKey(lane: Lane, bucket: number): ItemKey {
   return { pk: `${PARTITION_PREFIX.directory}${laneName(lane)}`, sk: padEpochMs(bucket) };
 }

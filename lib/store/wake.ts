@@ -1,8 +1,8 @@
 /**
  * The wake item of a poller partition or of the sweeper (`WAKE#<role>#<partition>`): who is awake, until when it
  * promised to keep working (its lease), whether it will renew it, until when a writer asked it to stay, how far
- * every lane it owns was walked when it last looked, and when job types last changed. queue/awake.ts keeps it;
- * queue/wake.ts reads it before waking anyone.
+ * every lane it owns was walked when it last looked, and when job types last changed. queue/wake/lease-keeper.ts keeps it;
+ * queue/wake/ensure-awake.ts reads it before waking anyone.
  */
 import { wakeKey, type ItemKey, type WakeRole } from './keys.js';
 import { getItem, updateItem, type Item, type StoreContext, type UpdateParams } from './send.js';

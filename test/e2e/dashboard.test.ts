@@ -51,7 +51,7 @@ afterEach(async () => {
 });
 
 /** Opens the URL npm start printed and signs in with `key`. */
-/** How often the local runtime's poller re-reads job types (lib/queue/job-types.ts JOB_TYPES_REFRESH_MS). */
+/** How often the local runtime's poller re-reads job types (lib/queue/catalog/job-types.ts JOB_TYPES_REFRESH_MS). */
 const JOB_TYPES_REFRESH_MS = 5_000;
 
 async function signIn(key: string): Promise<void> {

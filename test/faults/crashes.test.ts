@@ -4,9 +4,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
-import { putJobType } from '../../lib/queue/job-types.js';
-import { enqueueJob } from '../../lib/queue/enqueue.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
+import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';

@@ -6,12 +6,12 @@
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createLocalAsyncInvoker } from '../../infra/local/aws-limits.js';
-import { putJobType } from '../../lib/queue/job-types.js';
-import { enqueueJob } from '../../lib/queue/enqueue.js';
-import { getJob } from '../../lib/queue/jobs.js';
-import { runPollerLoop } from '../../lib/queue/poller.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
-import { runWorkerBatch, type BatchResult } from '../../lib/queue/worker.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
+import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
+import { runWorkerBatch, type BatchResult } from '../../lib/queue/attempt/run-batch.js';
 import { abortableSleep } from '../../lib/domain/sleep.js';
 import { isTerminal } from '../../lib/domain/job.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';

@@ -4,8 +4,8 @@
  */
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
-import { putJobType } from '../../lib/queue/job-types.js';
-import { enqueueJob } from '../../lib/queue/enqueue.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
+import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';

@@ -1,5 +1,5 @@
 /**
- * Sleeping pollers and sweepers (lib/queue/awake.ts, wake.ts) run only as the stack runs them: a tick every
+ * Sleeping pollers and sweepers (lib/queue/wake/lease-keeper.ts, wake.ts) run only as the stack runs them: a tick every
  * TICK_MS (with one tick-less stretch longer than a lease and an idle look) and wakes, each an invocation of
  * the poller or sweeper handler with a Lambda-like remaining time, started as Lambda's asynchronous invoke
  * starts it: a little late, sometimes twice, sometimes refused. Two api instances enqueue jobs due now and up to
@@ -18,14 +18,14 @@ import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js'
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { JobInput } from '../../lib/domain/job.js';
 import { isTerminal } from '../../lib/domain/job.js';
-import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
+import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/poll/worker-batches.js';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
-import { enqueueJob } from '../../lib/queue/enqueue.js';
-import { putJobType } from '../../lib/queue/job-types.js';
-import { getJob } from '../../lib/queue/jobs.js';
-import { HOLD_MS, WAKE_WINDOW_MS } from '../../lib/queue/wake.js';
-import { wakeEventOf, type WakeInvoker, type WakeRequest } from '../../lib/queue/wake-invoker.js';
-import { runWorkerBatch } from '../../lib/queue/worker.js';
+import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { HOLD_MS, WAKE_WINDOW_MS } from '../../lib/queue/wake/ensure-awake.js';
+import { wakeEventOf, type WakeInvoker, type WakeRequest } from '../../lib/queue/wake/wake-requests.js';
+import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import type { DynamoClients } from '../../lib/store/client.js';
 import { shardsOfPartition } from '../../lib/store/keys.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';

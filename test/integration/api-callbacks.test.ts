@@ -1,11 +1,11 @@
 /** docs/reference/http-api.md: status callbacks and heartbeats, each guarded by the attempt number (invariant 3). */
 import { beforeEach, describe, expect, test } from 'vitest';
 import { registry } from '../../functions/worker/handlers/index.js';
-import { claimJob } from '../../lib/queue/claims.js';
-import { listJobTypes, requireJobType } from '../../lib/queue/job-types.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
+import { listJobTypes, requireJobType } from '../../lib/queue/catalog/job-types.js';
 import type { Job } from '../../lib/domain/job.js';
-import { pollOnce } from '../../lib/queue/poll-once.js';
-import { runClaimedJob, runWorkerBatch } from '../../lib/queue/worker.js';
+import { pollOnce } from '../../lib/queue/poll/poll.js';
+import { runClaimedJob, runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 import { asFunction } from '../support/queue.js';
 

@@ -1,7 +1,7 @@
 /** docs/reference/http-api.md: PUT/GET /v1/job-types, validated field by field against the worker's registry. */
 import { describe, expect, test } from 'vitest';
 import { MAX_WORKER_ATTEMPT_S } from '../../lib/domain/limits.js';
-import { JOB_TYPES_REFRESH_MS, putJobType } from '../../lib/queue/job-types.js';
+import { JOB_TYPES_REFRESH_MS, putJobType } from '../../lib/queue/catalog/job-types.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { trackConsumedCapacity } from '../support/capacity.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';

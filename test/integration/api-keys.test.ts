@@ -1,9 +1,9 @@
 /** The key store on DynamoDB Local: secrets shown once and kept only as hashes, revocation, expiry, last use. */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { createApiKey, LAST_USED_RESOLUTION_MS, listApiKeys, revokeApiKey, verifyApiKey } from '../../lib/queue/api-keys.js';
+import { createApiKey, LAST_USED_RESOLUTION_MS, listApiKeys, revokeApiKey, verifyApiKey } from '../../lib/queue/catalog/api-keys.js';
 import { NotFoundError } from '../../lib/domain/errors.js';
 import { ValidationError } from '../../lib/domain/errors.js';
-import { putJobType } from '../../lib/queue/job-types.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { apiKeyKey } from '../../lib/store/keys.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { itemsWithPk, tableItems } from '../support/api.js';

@@ -8,11 +8,11 @@ import { beforeEach, expect, test, vi } from 'vitest';
 import { openApiDocument } from '../../functions/api/openapi.js';
 import { OPERATIONS, type Operation, type RouteName } from '../../functions/api/operations.js';
 import { registry } from '../../functions/worker/handlers/index.js';
-import { claimJob } from '../../lib/queue/claims.js';
-import { fireDueSchedules } from '../../lib/queue/fire-schedules.js';
-import { listJobTypes, requireJobType } from '../../lib/queue/job-types.js';
-import { recordRosterEntry } from '../../lib/queue/roster.js';
-import { runClaimedJob } from '../../lib/queue/worker.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
+import { fireDueSchedules } from '../../lib/queue/schedules/fire-schedules.js';
+import { listJobTypes, requireJobType } from '../../lib/queue/catalog/job-types.js';
+import { recordRosterEntry } from '../../lib/queue/telemetry/roster.js';
+import { runClaimedJob } from '../../lib/queue/attempt/run-batch.js';
 import { createApiClient, createTestApi, freshApiPerTest, type ApiResponse } from '../support/api.js';
 import { documentedAnswers } from '../support/documented-answers.js';
 

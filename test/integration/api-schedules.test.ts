@@ -1,7 +1,7 @@
 /** `/v1/schedules` through the authorizer and the api: define, read, list, pause, resume, delete, scopes, bad input. */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { fireDueSchedules } from '../../lib/queue/fire-schedules.js';
-import { listJobTypes } from '../../lib/queue/job-types.js';
+import { fireDueSchedules } from '../../lib/queue/schedules/fire-schedules.js';
+import { listJobTypes } from '../../lib/queue/catalog/job-types.js';
 import { createApiClient, createTestApi, tableItems, type ApiClient } from '../support/api.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 

@@ -8,8 +8,8 @@ import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { createCallbackToken } from '../../lib/domain/callback-tokens.js';
 import { toAuthorizerEvent } from '../../infra/local/gateway.js';
 import { KEY_AUTHORIZER_CACHE_TTL_S } from '../../infra/api-gateway.js';
-import { claimJob } from '../../lib/queue/claims.js';
-import { requireJobType } from '../../lib/queue/job-types.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
+import { requireJobType } from '../../lib/queue/catalog/job-types.js';
 import { ADMIN_TOKEN, buildHttpApiEvent, createApiClient, createTestApi, tableItems, type ApiClient } from '../support/api.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 

@@ -5,11 +5,11 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { expect, test } from 'vitest';
-import type { BlockedRuns } from '../../lib/queue/blocked-runs.js';
+import type { BlockedRuns } from '../../lib/queue/poll/blocked-runs.js';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { pollOnce, type CursorCache, type SettledGaps } from '../../lib/queue/poll-once.js';
+import { pollOnce, type CursorCache, type SettledGaps } from '../../lib/queue/poll/poll.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { runWorkerBatch } from '../../lib/queue/worker.js';
+import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { asFunction } from '../support/queue.js';
 import { defineType, enqueue, freshQueuePerTest, RecordingInvoker, T0, WORKER } from './lib-fixtures.js';
 

@@ -6,11 +6,11 @@
 import { beforeEach, expect, test } from 'vitest';
 import { registry } from '../../functions/worker/handlers/index.js';
 import type { Job } from '../../lib/domain/job.js';
-import { claimJob } from '../../lib/queue/claims.js';
-import { requireJobType } from '../../lib/queue/job-types.js';
-import { getJob } from '../../lib/queue/jobs.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
-import { runClaimedJob } from '../../lib/queue/worker.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
+import { requireJobType } from '../../lib/queue/catalog/job-types.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
+import { runClaimedJob } from '../../lib/queue/attempt/run-batch.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 import { runToEnd, seedQueued } from './bulk-fixtures.js';
 

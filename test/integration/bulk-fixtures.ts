@@ -6,9 +6,9 @@ import { BatchWriteCommand, type BatchWriteCommandOutput } from '@aws-sdk/lib-dy
 import type { JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { newJob } from '../../lib/domain/new-job.js';
-import { getOperation, runOperationPage } from '../../lib/queue/bulk.js';
+import { getOperation, runOperationPage } from '../../lib/queue/bulk/run-bulk-operations.js';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { enqueueBatch } from '../../lib/queue/batch-enqueue.js';
+import { enqueueBatch } from '../../lib/queue/enqueue/enqueue-batch.js';
 import { jobToItem } from '../../lib/store/items.js';
 import { finishedIndexKeys, jobKey } from '../../lib/store/keys.js';
 import type { TestQueue } from '../support/queue.js';

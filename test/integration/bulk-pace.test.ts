@@ -4,9 +4,9 @@
  */
 import { expect, test } from 'vitest';
 import { BULK_PAGE_SIZE, replayIdOf } from '../../lib/domain/bulk.js';
-import { getOperation, runBulkOperations, startBulkOperation } from '../../lib/queue/bulk.js';
-import { requireJobType } from '../../lib/queue/job-types.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { getOperation, runBulkOperations, startBulkOperation } from '../../lib/queue/bulk/run-bulk-operations.js';
+import { requireJobType } from '../../lib/queue/catalog/job-types.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { realClock } from '../support/queue.js';
 import { seedFinished } from './bulk-fixtures.js';
 import { defineType, freshQueuePerTest } from './lib-fixtures.js';

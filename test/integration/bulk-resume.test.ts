@@ -6,10 +6,10 @@
 import { PutCommand, ScanCommand, UpdateCommand, type ScanCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { BULK_PAGE_SIZE, MAX_PAGE_RUNS, replayIdOf, type BulkRequest } from '../../lib/domain/bulk.js';
-import { getOperation, runOperationPage, startBulkOperation } from '../../lib/queue/bulk.js';
+import { getOperation, runOperationPage, startBulkOperation } from '../../lib/queue/bulk/run-bulk-operations.js';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { requireJobType } from '../../lib/queue/job-types.js';
-import { cancelJob, getJob } from '../../lib/queue/jobs.js';
+import { requireJobType } from '../../lib/queue/catalog/job-types.js';
+import { cancelJob, getJob } from '../../lib/queue/read-job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { TestQueue } from '../support/queue.js';
 import { runToEnd, seedFinished, seedQueued } from './bulk-fixtures.js';

@@ -7,8 +7,8 @@ import { beforeEach, describe, expect, test } from 'vitest';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
 import { BULK_PAGE_SIZE } from '../../lib/domain/bulk.js';
-import { runOperationPage } from '../../lib/queue/bulk.js';
-import { requireJobType } from '../../lib/queue/job-types.js';
+import { runOperationPage } from '../../lib/queue/bulk/run-bulk-operations.js';
+import { requireJobType } from '../../lib/queue/catalog/job-types.js';
 import { createApiClient, freshApiPerTest, tableItems, type ApiClient } from '../support/api.js';
 import { runToEnd, seedFinished, seedQueued } from './bulk-fixtures.js';
 

@@ -1,5 +1,5 @@
 /**
- * Cancelling a job that has started (queue/jobs.ts cancelJob, queue/claims.ts requestCancel): a running job's
+ * Cancelling a job that has started (queue/attempt/cancel.ts cancelJob, queue/attempt/cancel.ts requestCancel): a running job's
  * worker sees the cancel on its batch's start record and aborts the attempt; a job awaiting its callback ends at
  * once; a cancel racing the job's own end has one outcome; a worker that died leaves the job to the sweeper,
  * which ends it cancelled, never queued again; slots go back once.
@@ -12,13 +12,13 @@ import { fixedSecret } from '../../lib/aws/secrets.js';
 import { ConflictError } from '../../lib/domain/errors.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
-import { completeFromCallback } from '../../lib/queue/callbacks.js';
-import { endAttempt } from '../../lib/queue/claims.js';
+import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/poll/worker-batches.js';
+import { completeFromCallback } from '../../lib/queue/attempt/callbacks.js';
+import { endAttempt } from '../../lib/queue/attempt/claim.js';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { cancelJob, getJob } from '../../lib/queue/jobs.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
-import { AWAIT_CALLBACK, JobCancelledError, runWorkerBatch, type BatchResult, type JobHandler, type WorkerOptions } from '../../lib/queue/worker.js';
+import { cancelJob, getJob } from '../../lib/queue/read-job.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
+import { AWAIT_CALLBACK, JobCancelledError, runWorkerBatch, type BatchResult, type JobHandler, type WorkerOptions } from '../../lib/queue/attempt/run-batch.js';
 import { readInFlight } from '../../lib/store/counters.js';
 import { asFunction } from '../support/queue.js';
 import { defineType, DyingInvoker, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';

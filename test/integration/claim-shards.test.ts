@@ -3,11 +3,11 @@
  * and everything that reads the claim lane (the sweeper, stats, listings) reads all of them.
  */
 import { describe, expect, test } from 'vitest';
-import { getJob } from '../../lib/queue/jobs.js';
-import { listJobs } from '../../lib/queue/job-listing.js';
-import { statsOfType } from '../../lib/queue/stats.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
-import { claimJob } from '../../lib/queue/claims.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { listJobs } from '../../lib/queue/read/list-jobs.js';
+import { statsOfType } from '../../lib/queue/read/type-stats.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
 import { bucketOf, lanePartition, shardOf } from '../../lib/store/keys.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -74,7 +74,7 @@ const MINUTE = 60_000;
 
 /**
  * A queue of one type at SHARDS=1 whose cursors have moved and adopted the bucket directory (an hour after their
- * first advance, queue/directory.ts), as in any deployment older than an hour.
+ * first advance, queue/lanes/bucket-directory.ts), as in any deployment older than an hour.
  */
 async function settledQueue(claimShards: number) {
   const q = await createTestQueue({ settings: { shards: 1, claimShards, bucketMs: MINUTE, cursorSafetyMarginMs: MINUTE } });

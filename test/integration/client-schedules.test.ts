@@ -1,8 +1,8 @@
 /** The typed client's schedule methods against the real api over HTTP, on DynamoDB Local. */
 import { afterAll, beforeAll, expect, test, vi } from 'vitest';
 import { createClient, InvalidRequestError, NotFoundError, type QueueClient } from '../../lib/client/index.js';
-import { fireDueSchedules } from '../../lib/queue/fire-schedules.js';
-import { listJobTypes } from '../../lib/queue/job-types.js';
+import { fireDueSchedules } from '../../lib/queue/schedules/fire-schedules.js';
+import { listJobTypes } from '../../lib/queue/catalog/job-types.js';
 import { serveTestApi, type HttpTestApi } from '../support/http-api.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 

@@ -20,9 +20,9 @@ import {
   type ClientOptions,
   type QueueClient,
 } from '../../lib/client/index.js';
-import { claimJob } from '../../lib/queue/claims.js';
-import { requireJobType } from '../../lib/queue/job-types.js';
-import { runClaimedJob } from '../../lib/queue/worker.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
+import { requireJobType } from '../../lib/queue/catalog/job-types.js';
+import { runClaimedJob } from '../../lib/queue/attempt/run-batch.js';
 import { serveTestApi, type HttpTestApi } from '../support/http-api.js';
 import { asFunction, createTestQueue, manualClock, type TestQueue } from '../support/queue.js';
 import { tableItems } from '../support/api.js';

@@ -4,12 +4,12 @@
  * way an attempt ends gives its slots back.
  */
 import { describe, expect, test } from 'vitest';
-import { putJobType } from '../../lib/queue/job-types.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { readInFlight } from '../../lib/store/counters.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
-import { runWorkerBatch } from '../../lib/queue/worker.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
+import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { watchInFlight, sleepMs } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import { auditJobs, contextWith, runUntilSettled } from '../support/scenario.js';

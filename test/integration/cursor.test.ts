@@ -5,11 +5,11 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { bucketOf, lanePartition } from '../../lib/store/keys.js';
 import { readCursor } from '../../lib/store/due-index.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
 import { DyingInvoker, FailingInvoker, RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
 import { asFunction } from '../support/queue.js';
 

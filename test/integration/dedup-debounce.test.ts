@@ -6,9 +6,9 @@
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { describe, expect, inject, test } from 'vitest';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { claimJob } from '../../lib/queue/claims.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { debounceItemKey, dedupItemKey } from '../../lib/store/keys.js';
 import type { Job, JobInput } from '../../lib/domain/job.js';
 import { MAX_DATA_BYTES } from '../../lib/domain/job.js';

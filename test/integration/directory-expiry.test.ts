@@ -6,8 +6,8 @@
  */
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test } from 'vitest';
-import { DIRECTORY_RECORD_LIFETIME_MS, directoryPurgeAtS, firstUnexpiredDirectoryBucket } from '../../lib/queue/directory.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { DIRECTORY_RECORD_LIFETIME_MS, directoryPurgeAtS, firstUnexpiredDirectoryBucket } from '../../lib/queue/lanes/bucket-directory.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { readLaneCursor } from '../../lib/store/due-index.js';
 import { bucketOf, bucketStartMs, directoryKey, TTL_ATTRIBUTE, type Lane } from '../../lib/store/keys.js';
 import type { TestQueue } from '../support/queue.js';

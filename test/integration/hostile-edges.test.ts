@@ -23,7 +23,7 @@ import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.
 import { fixedSecret } from '../../lib/aws/secrets.js';
 import { ConfigError } from '../../lib/domain/errors.js';
 import { createQueueContext, readQueueSettings, type QueueContext } from '../../lib/queue/context.js';
-import { putJobType } from '../../lib/queue/job-types.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { createDynamoClients, type DynamoClients } from '../../lib/store/client.js';
 import { runHttpTarget } from '../../lib/targets/http.js';
 import type { TargetRun } from '../../lib/targets/target.js';

@@ -6,8 +6,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { requireJobType } from '../../lib/queue/job-types.js';
-import type { JobHandler } from '../../lib/queue/worker.js';
+import { requireJobType } from '../../lib/queue/catalog/job-types.js';
+import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { freshApiPerTest, type ApiClient } from '../support/api.js';
 import { hostileName } from '../support/hostile-names.js';

@@ -12,7 +12,7 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { freePort } from '../../infra/local/dynamodb-local.js';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
-import { createApiKey } from '../../lib/queue/api-keys.js';
+import { createApiKey } from '../../lib/queue/catalog/api-keys.js';
 import { createQueueContext, readQueueSettings } from '../../lib/queue/context.js';
 import { createDynamoClients, type DynamoClients } from '../../lib/store/client.js';
 import { leaksInternals } from '../support/api.js';

@@ -6,13 +6,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { registry } from '../../functions/worker/handlers/index.js';
-import { claimJob } from '../../lib/queue/claims.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
 import { ForbiddenError, NotFoundError } from '../../lib/domain/errors.js';
-import { enqueueJob } from '../../lib/queue/enqueue.js';
-import { fireDueSchedules } from '../../lib/queue/fire-schedules.js';
-import { putJobType, requireJobType } from '../../lib/queue/job-types.js';
-import { deleteSchedule, putSchedule, setSchedulePaused } from '../../lib/queue/schedules.js';
-import { runClaimedJob } from '../../lib/queue/worker.js';
+import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
+import { fireDueSchedules } from '../../lib/queue/schedules/fire-schedules.js';
+import { putJobType, requireJobType } from '../../lib/queue/catalog/job-types.js';
+import { deleteSchedule, putSchedule, setSchedulePaused } from '../../lib/queue/schedules/manage-schedules.js';
+import { runClaimedJob } from '../../lib/queue/attempt/run-batch.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import { scheduleDefinitionFromInput, scheduleInputSchema } from '../../lib/wire/schedules.js';

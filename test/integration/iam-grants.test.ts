@@ -17,9 +17,9 @@ import { AccessDeniedException, type IamDecision } from '../../infra/local/iam/i
 import { getSecretValueRequests, lambdaInvokeRequests } from '../../infra/local/iam/requests.js';
 import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { PARTITION_PREFIX } from '../../lib/store/keys.js';
-import type { WorkerBatch } from '../../lib/queue/batcher.js';
+import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
-import { recordBatchStarts } from '../../lib/queue/claims.js';
+import { recordBatchStarts } from '../../lib/queue/attempt/claim.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
 import { takeDeniedCalls } from '../support/iam.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';

@@ -9,13 +9,13 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { emptyPollResult, pollOnce, type PollResult, type RecentClaims } from '../../lib/queue/poll-once.js';
-import type { BlockedRuns } from '../../lib/queue/blocked-runs.js';
+import { emptyPollResult, pollOnce, type PollResult, type RecentClaims } from '../../lib/queue/poll/poll.js';
+import type { BlockedRuns } from '../../lib/queue/poll/blocked-runs.js';
 import { readInFlight } from '../../lib/store/counters.js';
 import { typeCounterKey } from '../../lib/store/keys.js';
 import { refuseCalls, writesTo } from '../support/faults.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
 import { defineType, enqueue, FailingInvoker, RecordingInvoker, RunningInvoker } from './lib-fixtures.js';
 
 const LAG_MS = 30_000;

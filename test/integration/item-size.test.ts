@@ -5,12 +5,12 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { claimJob } from '../../lib/queue/claims.js';
-import { changeQueuedJob } from '../../lib/queue/job-changes.js';
-import { listJobs } from '../../lib/queue/job-listing.js';
-import { cancelJob, getJob } from '../../lib/queue/jobs.js';
-import { AWAIT_CALLBACK, runClaimedJob, type JobHandler } from '../../lib/queue/worker.js';
-import { completeFromCallback } from '../../lib/queue/callbacks.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
+import { changeQueuedJob } from '../../lib/queue/enqueue/change-waiting-job.js';
+import { listJobs } from '../../lib/queue/read/list-jobs.js';
+import { cancelJob, getJob } from '../../lib/queue/read-job.js';
+import { AWAIT_CALLBACK, runClaimedJob, type JobHandler } from '../../lib/queue/attempt/run-batch.js';
+import { completeFromCallback } from '../../lib/queue/attempt/callbacks.js';
 import { MAX_DATA_BYTES, MAX_ERROR_MESSAGE_BYTES, MAX_RESULT_BYTES, MAX_TRACE_BYTES } from '../../lib/domain/job.js';
 import type { Job, JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';

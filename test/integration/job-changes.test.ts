@@ -5,10 +5,10 @@
  */
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { beforeEach, describe, expect, test } from 'vitest';
-import { claimJob } from '../../lib/queue/claims.js';
-import { changeQueuedJob } from '../../lib/queue/job-changes.js';
-import { requireJobType } from '../../lib/queue/job-types.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
+import { changeQueuedJob } from '../../lib/queue/enqueue/change-waiting-job.js';
+import { requireJobType } from '../../lib/queue/catalog/job-types.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { ConflictError } from '../../lib/domain/errors.js';
 import { queuedIndexKeys } from '../../lib/store/keys.js';
 import { createApiClient, freshApiPerTest, tableItems, type ApiClient } from '../support/api.js';

@@ -5,12 +5,12 @@
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { directoryKey } from '../../lib/store/keys.js';
-import { listJobs } from '../../lib/queue/job-listing.js';
-import { cancelJob } from '../../lib/queue/jobs.js';
+import { listJobs } from '../../lib/queue/read/list-jobs.js';
+import { cancelJob } from '../../lib/queue/read-job.js';
 import type { JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { AWAIT_CALLBACK } from '../../lib/queue/worker.js';
-import { runWorkerBatch } from '../../lib/queue/worker.js';
+import { AWAIT_CALLBACK } from '../../lib/queue/attempt/run-batch.js';
+import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
 import { asFunction } from '../support/queue.js';

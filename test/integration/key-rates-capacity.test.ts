@@ -6,11 +6,11 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { JobType } from '../../lib/domain/job-type.js';
-import type { WorkerBatch } from '../../lib/queue/batcher.js';
-import { enqueueJob } from '../../lib/queue/enqueue.js';
-import { getJob } from '../../lib/queue/jobs.js';
-import { pollOnce } from '../../lib/queue/poll-once.js';
-import { runWorkerBatch } from '../../lib/queue/worker.js';
+import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { pollOnce } from '../../lib/queue/poll/poll.js';
+import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 import { defineType } from './lib-fixtures.js';

@@ -6,10 +6,10 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test } from 'vitest';
 import type { JobType } from '../../lib/domain/job-type.js';
-import type { BlockedRuns } from '../../lib/queue/blocked-runs.js';
+import type { BlockedRuns } from '../../lib/queue/poll/blocked-runs.js';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { pollOnce, type CursorCache, type PollResult, type SettledGaps } from '../../lib/queue/poll-once.js';
-import type { RateBucketCache } from '../../lib/queue/rate-limit.js';
+import { pollOnce, type CursorCache, type PollResult, type SettledGaps } from '../../lib/queue/poll/poll.js';
+import type { RateBucketCache } from '../../lib/queue/limits/rate-tokens.js';
 import { keyRateBucketKey } from '../../lib/store/keys.js';
 import { asFunction, type TestQueue } from '../support/queue.js';
 import { defineType, enqueue, freshQueuePerTest, RecordingInvoker, T0 } from './lib-fixtures.js';

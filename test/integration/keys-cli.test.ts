@@ -2,7 +2,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, inject, test, vi } from 'vitest';
-import { verifyApiKey } from '../../lib/queue/api-keys.js';
+import { verifyApiKey } from '../../lib/queue/catalog/api-keys.js';
 import { main, runKeysCommand, UsageError } from '../../infra/local/keys-cli.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 

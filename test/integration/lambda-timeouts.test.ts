@@ -13,9 +13,9 @@ import { functionTimeoutsS } from '../../infra/queue-stack.js';
 import { freePort } from '../../infra/local/dynamodb-local.js';
 import { invokeWithTimeout, LambdaTimeoutError } from '../../infra/local/lambda-timeout.js';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
-import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
-import { getJob } from '../../lib/queue/jobs.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
+import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/poll/worker-batches.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { defineType, enqueue } from './lib-fixtures.js';
 

@@ -8,11 +8,11 @@
 import { describe, expect, test } from 'vitest';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { getJob } from '../../lib/queue/jobs.js';
-import { MAX_QUERIES_PER_SCAN } from '../../lib/queue/lanes.js';
-import { pollOnce } from '../../lib/queue/poll-once.js';
-import { runPollerLoop } from '../../lib/queue/poller.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { MAX_QUERIES_PER_SCAN } from '../../lib/queue/lanes/lane-walk.js';
+import { pollOnce } from '../../lib/queue/poll/poll.js';
+import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
 import { readCursor } from '../../lib/store/due-index.js';
 import { bucketOf, type Lane } from '../../lib/store/keys.js';
 import { createPollerHandler } from '../../functions/poller/app.js';

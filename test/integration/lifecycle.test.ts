@@ -4,12 +4,12 @@
  */
 import { QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test, vi } from 'vitest';
-import { claimJob, endAttempt } from '../../lib/queue/claims.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { claimJob, endAttempt } from '../../lib/queue/attempt/claim.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { shardOf } from '../../lib/store/keys.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
-import { AWAIT_CALLBACK } from '../../lib/queue/worker.js';
-import { runWorkerBatch } from '../../lib/queue/worker.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
+import { AWAIT_CALLBACK } from '../../lib/queue/attempt/run-batch.js';
+import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import {
   DyingInvoker,
   FailingInvoker,
@@ -23,7 +23,7 @@ import {
   poll,
   readItem,
 } from './lib-fixtures.js';
-import { pollOnce } from '../../lib/queue/poll-once.js';
+import { pollOnce } from '../../lib/queue/poll/poll.js';
 import { asFunction } from '../support/queue.js';
 
 const RETENTION_DAYS = 7;

@@ -1,17 +1,17 @@
 /** Size limits that keep a job item inside DynamoDB's 400 KB, whatever a handler or callback sends. */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { completeFromCallback } from '../../lib/queue/callbacks.js';
-import { claimJob } from '../../lib/queue/claims.js';
+import { completeFromCallback } from '../../lib/queue/attempt/callbacks.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
 import { PayloadTooLargeError } from '../../lib/domain/errors.js';
-import { putJobType } from '../../lib/queue/job-types.js';
-import { enqueueJob } from '../../lib/queue/enqueue.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
+import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { MAX_DATA_BYTES } from '../../lib/domain/job.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { AWAIT_CALLBACK } from '../../lib/queue/worker.js';
-import { runClaimedJob } from '../../lib/queue/worker.js';
+import { AWAIT_CALLBACK } from '../../lib/queue/attempt/run-batch.js';
+import { runClaimedJob } from '../../lib/queue/attempt/run-batch.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 
 let queue: TestQueue;

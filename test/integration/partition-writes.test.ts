@@ -11,15 +11,15 @@
  * No wall clock is involved: DynamoDB Local does not throttle, and the figures are units per job.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { putJobType } from '../../lib/queue/job-types.js';
-import { enqueueJob } from '../../lib/queue/enqueue.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
+import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { pollOnce } from '../../lib/queue/poll-once.js';
-import type { WorkerBatch } from '../../lib/queue/batcher.js';
-import { runWorkerBatch } from '../../lib/queue/worker.js';
-import type { JobHandler } from '../../lib/queue/worker.js';
+import { pollOnce } from '../../lib/queue/poll/poll.js';
+import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
+import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 import { recordPartitionWrites, type PartitionWrite } from '../support/partition-writes.js';
 

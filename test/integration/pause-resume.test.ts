@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi, type MockInstance } from 'vitest';
 import { createPollerHandler } from '../../functions/poller/app.js';
-import { requireJobType } from '../../lib/queue/job-types.js';
+import { requireJobType } from '../../lib/queue/catalog/job-types.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
 import { createTestQueue, manualClock, type TestQueue } from '../support/queue.js';
 import { RecordingInvoker } from './lib-fixtures.js';

@@ -3,9 +3,9 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { getJob } from '../../lib/queue/jobs.js';
-import { runPollerLoop } from '../../lib/queue/poller.js';
-import type { PollResult } from '../../lib/queue/poll-once.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';
+import type { PollResult } from '../../lib/queue/poll/poll.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
 import { asFunction } from '../support/queue.js';
 

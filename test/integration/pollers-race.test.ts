@@ -5,9 +5,9 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import { expect, test } from 'vitest';
-import { getJob } from '../../lib/queue/jobs.js';
-import { pollOnce, type CursorCache } from '../../lib/queue/poll-once.js';
-import type { JobHandler } from '../../lib/queue/worker.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { pollOnce, type CursorCache } from '../../lib/queue/poll/poll.js';
+import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import { asFunction, type TestClock } from '../support/queue.js';
 import { RunningInvoker, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
 

@@ -4,10 +4,10 @@
  * says whether ready time or priority comes first.
  */
 import { describe, expect, test } from 'vitest';
-import { putJobType } from '../../lib/queue/job-types.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { runWorkerBatch } from '../../lib/queue/worker.js';
+import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { sleepMs, watchInFlight } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import type { QueueContext } from '../../lib/queue/context.js';

@@ -3,9 +3,9 @@
  * bounded in size; the job keeps the latest, and GET returns it.
  */
 import { beforeEach, describe, expect, test } from 'vitest';
-import { claimJob } from '../../lib/queue/claims.js';
-import { requireJobType } from '../../lib/queue/job-types.js';
-import { runClaimedJob, type JobHandler } from '../../lib/queue/worker.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
+import { requireJobType } from '../../lib/queue/catalog/job-types.js';
+import { runClaimedJob, type JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import type { Job } from '../../lib/domain/job.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 import { asFunction } from '../support/queue.js';

@@ -3,9 +3,9 @@
  * pollers together claim no faster than the type's rate.
  */
 import { describe, expect, test } from 'vitest';
-import { putJobType } from '../../lib/queue/job-types.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
-import { pollOnce } from '../../lib/queue/poll-once.js';
+import { pollOnce } from '../../lib/queue/poll/poll.js';
 import { watchInFlight } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import { contextWith, runUntilSettled } from '../support/scenario.js';

@@ -3,11 +3,11 @@ import { describe, expect, test, vi } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { NonRetryableError, RetryAfterError } from '../../lib/domain/errors.js';
 import { MAX_WORKER_ATTEMPT_S } from '../../lib/domain/limits.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { WorkerIdentity } from '../../lib/domain/job.js';
 import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
-import type { JobHandler } from '../../lib/queue/worker.js';
+import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import { RunningInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest();

@@ -1,21 +1,21 @@
 /**
- * Pollers that sleep (lib/queue/awake.ts, poller-awake.ts) and writers that wake them (lib/queue/wake.ts): a
+ * Pollers that sleep (lib/queue/wake/lease-keeper.ts, poller-awake.ts) and writers that wake them (lib/queue/wake/ensure-awake.ts): a
  * tick with nothing in reach ends in a few reads; one with work stays, keeps a lease, and ends once nothing is
  * in reach; a write due soon that no lease covers asks for a hold and wakes the poller of its partition, once per
  * window; a woken invocation ends at once when the holder will outlast the hold.
  */
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { HOLD_MS, TICK_COVER_MS, WAKE_WINDOW_MS, ensureAwake, pollerPartitionOf } from '../../lib/queue/wake.js';
-import { HANDOVER_MS, LEASE_MS, SETTLE_MS, startAwake, TYPES_CHECK_MS, type AwakeWork } from '../../lib/queue/awake.js';
-import { startPollerAwake } from '../../lib/queue/poller-awake.js';
-import { runPollerLoop } from '../../lib/queue/poller.js';
-import { setJobTypePaused } from '../../lib/queue/job-types.js';
+import { HOLD_MS, TICK_COVER_MS, WAKE_WINDOW_MS, ensureAwake, pollerPartitionOf } from '../../lib/queue/wake/ensure-awake.js';
+import { HANDOVER_MS, LEASE_MS, SETTLE_MS, startAwake, TYPES_CHECK_MS, type AwakeWork } from '../../lib/queue/wake/lease-keeper.js';
+import { startPollerAwake } from '../../lib/queue/wake/poller-stays.js';
+import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';
+import { setJobTypePaused } from '../../lib/queue/catalog/job-types.js';
 import { wakeKey } from '../../lib/store/keys.js';
 import { holdParams, readWakeState, recordSweptParams, stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
 import { countQueries, recordQueryItemCounts } from '../support/sdk-calls.js';
-import { startBulkOperation } from '../../lib/queue/bulk.js';
-import { BACKSTOP_SWEEP_EVERY_MS, startSweeperAwake } from '../../lib/queue/sweeper-awake.js';
+import { startBulkOperation } from '../../lib/queue/bulk/run-bulk-operations.js';
+import { BACKSTOP_SWEEP_EVERY_MS, startSweeperAwake } from '../../lib/queue/wake/sweeper-stays.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll, RecordingWaker } from './lib-fixtures.js';
 
 const waker = new RecordingWaker();

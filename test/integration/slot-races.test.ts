@@ -8,11 +8,11 @@
 import { expect, test } from 'vitest';
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { MAX_DYNAMODB_CALL_MS } from '../../lib/domain/limits.js';
-import { RESERVATION_MS } from '../../lib/queue/claim-due.js';
-import { endAttempt } from '../../lib/queue/claims.js';
-import { getJob } from '../../lib/queue/jobs.js';
-import { reconcileCounters, settleWaitMs } from '../../lib/queue/reconcile.js';
-import { createSlotReturnQueue } from '../../lib/queue/slot-returns.js';
+import { RESERVATION_MS } from '../../lib/queue/poll/claim-due-entries.js';
+import { endAttempt } from '../../lib/queue/attempt/claim.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { reconcileCounters, settleWaitMs } from '../../lib/queue/limits/counter-reconcile.js';
+import { createSlotReturnQueue } from '../../lib/queue/limits/slot-returns.js';
 import { readInFlight, reserveItems } from '../../lib/store/counters.js';
 import { transactWrite } from '../../lib/store/send.js';
 import { jobKey } from '../../lib/store/keys.js';

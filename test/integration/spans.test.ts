@@ -7,7 +7,7 @@ import { trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import { parseTraceparent } from '../../lib/domain/trace-context.js';
-import type { JobContext } from '../../lib/queue/worker.js';
+import type { JobContext } from '../../lib/queue/attempt/run-batch.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RunningInvoker } from './lib-fixtures.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';

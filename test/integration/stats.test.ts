@@ -6,8 +6,8 @@ import { describe, expect, test } from 'vitest';
 import { trackConsumedCapacity } from '../support/capacity.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { statsOfType, statsOfTypes } from '../../lib/queue/stats.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
+import { statsOfType, statsOfTypes } from '../../lib/queue/read/type-stats.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 import { asFunction } from '../support/queue.js';
 

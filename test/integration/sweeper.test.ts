@@ -3,14 +3,14 @@
  * visibility timeouts, at_most_once, duplicate deliveries, heartbeats.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { extendClaim, markStarted } from '../../lib/queue/claims.js';
+import { extendClaim, markStarted } from '../../lib/queue/attempt/claim.js';
 import { guardOf } from '../../lib/domain/attempts.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { jobKey, shardOf } from '../../lib/store/keys.js';
-import type { WorkerBatch } from '../../lib/queue/batcher.js';
-import { sweepOnce, type SweepFailure } from '../../lib/queue/sweeper.js';
-import { runWorkerBatch } from '../../lib/queue/worker.js';
-import type { JobHandler } from '../../lib/queue/worker.js';
+import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import { sweepOnce, type SweepFailure } from '../../lib/queue/sweep/sweep.js';
+import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
+import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import { refuseCalls, writesTo, type DynamoCall } from '../support/faults.js';
 import { asFunction, createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { DyingInvoker, RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
@@ -298,7 +298,7 @@ describe('heartbeat', () => {
 });
 
 describe('a live worker', () => {
-  // LIB BUG, reported: the defaults give an attempt timeout_s = 60 s to run (lib/queue/worker.ts runAttempt)
+  // LIB BUG, reported: the defaults give an attempt timeout_s = 60 s to run (lib/queue/attempt/run-batch.ts runAttempt)
   // but its claim lapses after visibility_timeout_s = 30 s (lib/store/job-writes.ts claimParams), and nothing
   // keeps the claim alive while the handler runs. The sweeper then ends a live at_most_once attempt as
   // failed/VisibilityTimeoutError and the handler's real success is dropped as stale (for at_least_once

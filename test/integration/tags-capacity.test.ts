@@ -6,12 +6,12 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { MAX_TAGS } from '../../lib/domain/tags.js';
-import type { WorkerBatch } from '../../lib/queue/batcher.js';
-import { enqueueJob } from '../../lib/queue/enqueue.js';
-import { putJobType } from '../../lib/queue/job-types.js';
-import { getJob } from '../../lib/queue/jobs.js';
-import { pollOnce } from '../../lib/queue/poll-once.js';
-import { runWorkerBatch } from '../../lib/queue/worker.js';
+import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
+import { putJobType } from '../../lib/queue/catalog/job-types.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { pollOnce } from '../../lib/queue/poll/poll.js';
+import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';

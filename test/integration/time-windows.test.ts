@@ -6,11 +6,11 @@
  */
 import { describe, expect, test, vi } from 'vitest';
 import { trackConsumedCapacity } from '../support/capacity.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/poll-once.js';
-import { runWorkerBatch } from '../../lib/queue/worker.js';
-import type { JobHandler } from '../../lib/queue/worker.js';
+import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/poll/poll.js';
+import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
+import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import type { TimeWindow } from '../../lib/domain/windows.js';
 import { createTestApi, tableItems } from '../support/api.js';
 import { manualClock, type TestQueue } from '../support/queue.js';

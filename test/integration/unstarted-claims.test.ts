@@ -4,15 +4,15 @@
  * each job once, whatever the delivery strategy.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { extendClaim, markStarted, releaseClaim } from '../../lib/queue/claims.js';
+import { extendClaim, markStarted, releaseClaim } from '../../lib/queue/attempt/claim.js';
 import { claimSeatOf } from '../../lib/domain/claim-seats.js';
 import { PARTITION_PREFIX } from '../../lib/store/keys.js';
 import { loseAnswers } from '../support/faults.js';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { readInFlight } from '../../lib/store/counters.js';
-import { getJob } from '../../lib/queue/jobs.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
-import { runWorkerBatch, type JobHandler } from '../../lib/queue/worker.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
+import { runWorkerBatch, type JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import { asFunction } from '../support/queue.js';
 import { DyingInvoker, FailingInvoker, RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 

@@ -1,6 +1,6 @@
 /**
  * A poller or sweeper whose wake item cannot be read works its whole run, as every invocation did before they
- * slept (lib/queue/poller-awake.ts, lib/queue/sweeper-awake.ts), and says so: a brownout of one item costs a full
+ * slept (lib/queue/wake/poller-stays.ts, lib/queue/wake/sweeper-stays.ts), and says so: a brownout of one item costs a full
  * run per tick and per wake, which an operator should see in the logs.
  */
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';

@@ -1,5 +1,5 @@
 /**
- * Writers and type changes racing a holder of the wake item (lib/queue/wake.ts, lib/queue/awake.ts): a writer
+ * Writers and type changes racing a holder of the wake item (lib/queue/wake/ensure-awake.ts, lib/queue/wake/lease-keeper.ts): a writer
  * whose hold's answer went missing decides from the wake item as its hold left it, never from an older read; a
  * writer left to another's ask within the window is held for; a lease its holder will not renew covers nothing;
  * a resumed type is held for whatever the lease; a holder that renews with a view of the types from before a
@@ -7,10 +7,10 @@
  */
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { describe, expect, test } from 'vitest';
-import { LEASE_MS, startAwake } from '../../lib/queue/awake.js';
-import { setJobTypePaused } from '../../lib/queue/job-types.js';
-import { pollerWork, startPollerAwake, type PollerView } from '../../lib/queue/poller-awake.js';
-import { HOLD_MS, ensureAwake } from '../../lib/queue/wake.js';
+import { LEASE_MS, startAwake } from '../../lib/queue/wake/lease-keeper.js';
+import { setJobTypePaused } from '../../lib/queue/catalog/job-types.js';
+import { pollerWork, startPollerAwake, type PollerView } from '../../lib/queue/wake/poller-stays.js';
+import { HOLD_MS, ensureAwake } from '../../lib/queue/wake/ensure-awake.js';
 import { bucketOf, wakeKey } from '../../lib/store/keys.js';
 import { holdParams, readWakeState, stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
 import { faultError } from '../support/faults.js';

@@ -7,9 +7,9 @@ import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { expect, test } from 'vitest';
 import { createLambdaInvoker } from '../../lib/aws/lambda.js';
-import { listJobTypes } from '../../lib/queue/job-types.js';
-import { getJob } from '../../lib/queue/jobs.js';
-import type { CursorCache } from '../../lib/queue/poll-once.js';
+import { listJobTypes } from '../../lib/queue/catalog/job-types.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import type { CursorCache } from '../../lib/queue/poll/poll.js';
 import { RecordingInvoker, RunningInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest({ settings: { workerBatchSize: 10, workerConcurrency: 4 } });

@@ -15,7 +15,7 @@ import { httpApiEvent, lambdaContext } from '../../infra/local/http-server.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
 import type { QueueSettings } from '../../lib/queue/context.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
-import type { WorkerRegistry } from '../../lib/queue/worker.js';
+import type { WorkerRegistry } from '../../lib/queue/attempt/run-batch.js';
 import { createTestQueue, type FunctionContexts, type TestQueue } from './queue.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';

@@ -3,7 +3,7 @@
  * throttle key too, and the order and times jobs start in. A handler runs only
  * while its claim holds its slots, so what it sees bounds what the counters allowed.
  */
-import type { JobHandler } from '../../lib/queue/worker.js';
+import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 
 export interface InFlightWatch {
   handler: JobHandler;

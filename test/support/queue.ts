@@ -1,6 +1,6 @@
 /** A queue on its own fresh table in the shared DynamoDB Local, with a clock the test moves. */
 import { randomUUID } from 'node:crypto';
-import type { WakeInvoker } from '../../lib/queue/wake-invoker.js';
+import type { WakeInvoker } from '../../lib/queue/wake/wake-requests.js';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { createQueueContext, readQueueSettings, type QueueContext, type QueueSettings } from '../../lib/queue/context.js';

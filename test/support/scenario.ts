@@ -5,16 +5,16 @@
  * delivery strategy.
  */
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
-import { getJob } from '../../lib/queue/jobs.js';
+import { getJob } from '../../lib/queue/read-job.js';
 import { isTerminal } from '../../lib/domain/job.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { runPollerLoop } from '../../lib/queue/poller.js';
-import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/batcher.js';
+import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';
+import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/poll/worker-batches.js';
 import { abortableSleep } from '../../lib/domain/sleep.js';
-import { sweepOnce } from '../../lib/queue/sweeper.js';
-import { runWorkerBatch, type WorkerRegistry } from '../../lib/queue/worker.js';
-import type { JobHandler } from '../../lib/queue/worker.js';
+import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
+import { runWorkerBatch, type WorkerRegistry } from '../../lib/queue/attempt/run-batch.js';
+import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 export interface ScenarioComponents {

@@ -1,4 +1,4 @@
-/** Sleeping pollers and sweepers (lib/queue/awake.ts) in tests that need one to stay whatever is due. */
+/** Sleeping pollers and sweepers (lib/queue/wake/lease-keeper.ts) in tests that need one to stay whatever is due. */
 import type { QueueContext } from '../../lib/queue/context.js';
 import { wakeKey, type WakeRole } from '../../lib/store/keys.js';
 import { holdParams, writeWake } from '../../lib/store/wake.js';

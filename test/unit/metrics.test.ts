@@ -3,8 +3,8 @@ import { countScheduleFires, shardsFromEvent } from '../../functions/poller/app.
 import { createEmfMetrics, noMetrics, type MetricDimensions, type QueueMetrics } from '../../functions/shared/metrics.js';
 import { measuredRegistry } from '../../functions/worker/app.js';
 import { ConfigError } from '../../lib/domain/errors.js';
-import type { FireResult } from '../../lib/queue/fire-schedules.js';
-import { AWAIT_CALLBACK, type JobContext, type JobHandler } from '../../lib/queue/worker.js';
+import type { FireResult } from '../../lib/queue/schedules/fire-schedules.js';
+import { AWAIT_CALLBACK, type JobContext, type JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import { runningJob } from '../support/jobs.js';
 
 afterEach(() => {

@@ -1,6 +1,6 @@
 /** How long the poller waits between rounds of polls: the poll interval, shortened while jobs arrive due. */
 import { expect, test } from 'vitest';
-import { nextPollIntervalMs } from '../../lib/queue/poller.js';
+import { nextPollIntervalMs } from '../../lib/queue/poll/poller-loop.js';
 
 const settings = { pollIntervalMs: 500, minPollIntervalMs: 50 };
 

@@ -1,9 +1,9 @@
 /**
- * Where a key held back by its rate is read from in a blocked run (queue/blocked-runs.ts): just before its
+ * Where a key held back by its rate is read from in a blocked run (queue/poll/blocked-runs.ts): just before its
  * oldest job not yet claimed, so it is never read behind another key's backlog.
  */
 import { expect, test } from 'vitest';
-import { extendBlockedRun, nextPlaceOfKey, placesToRead } from '../../lib/queue/blocked-runs.js';
+import { extendBlockedRun, nextPlaceOfKey, placesToRead } from '../../lib/queue/poll/blocked-runs.js';
 import type { DueEntry } from '../../lib/store/due-index.js';
 import { jobKey, lanePartition, queuedSortKey } from '../../lib/store/keys.js';
 import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';

@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'vitest';
 import type { DueEntry } from '../../lib/store/due-index.js';
 import { padEpochMs } from '../../lib/store/keys.js';
-import { orderDueEntries } from '../../lib/queue/poll-once.js';
+import { orderDueEntries } from '../../lib/queue/poll/poll.js';
 import { availableTokens } from '../../lib/domain/rate.js';
 import { slotsFor, throttleKeyLimit } from '../../lib/domain/slots.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { appendHistory } from '../../lib/domain/attempts.js';
 import { NonRetryableError, RetryAfterError } from '../../lib/domain/errors.js';
 import { HISTORY_LIMIT, type AttemptRecord } from '../../lib/domain/job.js';
-import { failureFromError } from '../../lib/queue/worker.js';
+import { failureFromError } from '../../lib/queue/attempt/run-batch.js';
 import { T0 } from '../support/jobs.js';
 
 const record = (attempt: number): AttemptRecord => ({

@@ -1,9 +1,9 @@
 /** Status callbacks and heartbeats: a downstream reports on the attempt it was handed. */
-import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, heartbeatJob } from '../../../lib/queue/callbacks.js';
+import { completeCorrelatedJob, completeFromCallback, findActiveCorrelatedJob, heartbeatJob } from '../../../lib/queue/attempt/callbacks.js';
 import { NotFoundError } from '../../../lib/domain/errors.js';
 import { CORRELATION_KEY_PATTERN, type Job } from '../../../lib/domain/job.js';
 import { parseWith } from '../../../lib/wire/parse.js';
-import { createMetricsRecorder } from '../../../lib/queue/metrics-history.js';
+import { createMetricsRecorder } from '../../../lib/queue/telemetry/metrics-history.js';
 import { finishedOutcomeOfStatus } from '../../../lib/domain/metrics.js';
 import { callbackInputOf, callbackSchema, correlationCallbackSchema, heartbeatSchema } from '../../../lib/wire/api-requests.js';
 import { json, type HttpResponse } from '../../shared/http.js';

@@ -7,7 +7,7 @@ import { callbackRoutes } from './callbacks.js';
 import { jobTypeRoutes } from './job-types.js';
 import { jobRoutes } from './jobs.js';
 import { keyRoutes } from './keys.js';
-import { createJobTypeCache } from '../../../lib/queue/job-type-cache.js';
+import { createJobTypeCache } from '../../../lib/queue/catalog/job-type-cache.js';
 import type { ApiDeps, Route } from './route.js';
 import { scheduleRoutes } from './schedules.js';
 import { statsRoutes } from './stats.js';

@@ -1,6 +1,6 @@
 /** `/v1/keys`: create, list and revoke API keys. */
 import { apiKeyInputSchema, apiKeyToApi } from '../../../lib/wire/api-keys.js';
-import { createApiKey, listApiKeys, revokeApiKey } from '../../../lib/queue/api-keys.js';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../../lib/queue/catalog/api-keys.js';
 import { KEY_ID_PATTERN } from '../../../lib/domain/api-key.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import { json } from '../../shared/http.js';

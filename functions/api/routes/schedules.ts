@@ -5,7 +5,7 @@
 import type { ScopeAction } from '../../../lib/domain/api-key.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../../lib/domain/errors.js';
 import { SCHEDULE_NAME_PATTERN, type Schedule } from '../../../lib/domain/schedule.js';
-import { deleteSchedule, getSchedule, lastJobStatuses, listSchedules, putSchedule, setSchedulePaused } from '../../../lib/queue/schedules.js';
+import { deleteSchedule, getSchedule, lastJobStatuses, listSchedules, putSchedule, setSchedulePaused } from '../../../lib/queue/schedules/manage-schedules.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import {
   listSchedulesQuerySchema,

@@ -1,9 +1,9 @@
 /** `/v1/stats` and `/v1/metrics`: the queue's state now and over the last hours, for the types the caller may read. */
-import { listRoster } from '../../../lib/queue/roster.js';
+import { listRoster } from '../../../lib/queue/telemetry/roster.js';
 import { rosterEntryToApi } from '../../../lib/wire/roster.js';
 import { metricsHistoryToApi } from '../../../lib/wire/metrics.js';
-import { readMetricsHistory } from '../../../lib/queue/metrics-history.js';
-import { statsOfTypes } from '../../../lib/queue/stats.js';
+import { readMetricsHistory } from '../../../lib/queue/telemetry/metrics-history.js';
+import { statsOfTypes } from '../../../lib/queue/read/type-stats.js';
 import { typeStatsToApi } from '../../../lib/wire/stats.js';
 import { metricsQuerySchema } from '../../../lib/wire/api-requests.js';
 import { parseWith } from '../../../lib/wire/parse.js';

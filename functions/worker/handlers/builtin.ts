@@ -5,7 +5,7 @@
 import { NonRetryableError } from '../../../lib/domain/errors.js';
 import { ownEntry } from '../../../lib/domain/own.js';
 import type { CustomRetryPolicies, CustomRetryPolicy } from '../../../lib/domain/retry.js';
-import { AWAIT_CALLBACK, type JobHandler } from '../../../lib/queue/worker.js';
+import { AWAIT_CALLBACK, type JobHandler } from '../../../lib/queue/attempt/run-batch.js';
 
 const field = (data: unknown, name: string): unknown =>
   typeof data === 'object' && data !== null ? ownEntry(data as Record<string, unknown>, name) : undefined;

@@ -4,7 +4,7 @@
  */
 import * as handlerModule from '#handler-module';
 import { ConfigError } from '../../../lib/domain/errors.js';
-import type { JobHandler, WorkerRegistry } from '../../../lib/queue/worker.js';
+import type { JobHandler, WorkerRegistry } from '../../../lib/queue/attempt/run-batch.js';
 import type { CustomRetryPolicies, CustomRetryPolicy } from '../../../lib/domain/retry.js';
 
 /** The own enumerable entries of `value`, which must all be functions. */
