@@ -9,7 +9,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local.js';
-import { readQueueSettings } from '../lib/queue/context.js';
+import { readQueueSettings } from '../lib/queue/settings.js';
 import { parseBenchArgs, USAGE, type BenchArgs } from './args.js';
 import { HTTP_WORKLOADS, httpTables, runHttpBench, summariseHttp, type HttpBenchResults } from './http-run.js';
 import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';

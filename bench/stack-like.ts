@@ -6,7 +6,7 @@
  * with its leases, holds and wakes, at the rates it runs.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { WakeInvoker } from '../lib/queue/wake/wake-requests.js';
+import type { WakeInvoker } from '../lib/domain/invocations.js';
 
 /** EventBridge's period. */
 export const TICK_MS = 60_000;

@@ -5,11 +5,14 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pLimit from 'p-limit';
 import { createJobTypeCache } from '../lib/queue/catalog/job-type-cache.js';
-import { endAttempt, claimJob } from '../lib/queue/attempt/claim.js';
-import { createQueueContext, type QueueContext, type QueueSettings } from '../lib/queue/context.js';
+import { claimJob } from '../lib/queue/attempt/claim.js';
+import { endAttempt } from '../lib/queue/attempt/end-attempt.js';
+import { createQueueContext, type QueueContext } from '../lib/queue/context.js';
+import { type QueueSettings } from '../lib/queue/settings.js';
 import { createDynamoClients } from '../lib/store/client.js';
 import { enqueueJob } from '../lib/queue/enqueue/enqueue.js';
-import { replaySpacingMs, startBulkOperation } from '../lib/queue/bulk/run-bulk-operations.js';
+import { replaySpacingMs } from '../lib/queue/bulk/run-bulk-operations.js';
+import { startBulkOperation } from '../lib/queue/bulk/start-bulk-operation.js';
 import { setJobTypePaused } from '../lib/queue/catalog/job-types.js';
 import { bucketOf, lanePartition, shardOf } from '../lib/store/keys.js';
 import { queryDue } from '../lib/store/due-index.js';

@@ -17,7 +17,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BatchGetCommand, DeleteCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { createQueueContext, type QueueSettings } from '../lib/queue/context.js';
+import { createQueueContext } from '../lib/queue/context.js';
+import { type QueueSettings } from '../lib/queue/settings.js';
 import { enqueueJob } from '../lib/queue/enqueue/enqueue.js';
 import { putJobType } from '../lib/queue/catalog/job-types.js';
 import { createDynamoClients } from '../lib/store/client.js';

@@ -26,7 +26,7 @@ import { Construct } from 'constructs';
 import { ConfigError } from '../lib/domain/errors.js';
 import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S, WORKER_TIMEOUT_S } from '../lib/domain/limits.js';
 import { FAILURE_DESTINATION_MAX_BYTES } from '../lib/queue/poll/worker-batches.js';
-import type { QueueSettings } from '../lib/queue/context.js';
+import type { QueueSettings } from '../lib/queue/settings.js';
 import { TABLE_SCHEMA } from '../lib/store/table.js';
 import { createQueueAlarms } from './alarms.js';
 import { checkFixedSettings, SETTINGS_RECORD_FILE } from './fixed-settings.js';

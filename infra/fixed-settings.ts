@@ -8,7 +8,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { ConfigError } from '../lib/domain/errors.js';
-import type { QueueSettings } from '../lib/queue/context.js';
+import type { QueueSettings } from '../lib/queue/settings.js';
 
 /** The recorded values of one queue, by the names the settings have. */
 export interface FixedSettings {

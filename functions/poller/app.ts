@@ -8,8 +8,8 @@ import { createMetricsRecorder, type MetricsRecorder } from '../../lib/queue/tel
 import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';
 import { emptyPollResult, type PollResult } from '../../lib/queue/poll/poll.js';
 import { startPollerAwake } from '../../lib/queue/wake/poller-stays.js';
-import { startKindOf } from '../../lib/queue/wake/wake-requests.js';
-import type { WorkerInvoker } from '../../lib/queue/poll/worker-batches.js';
+import { startKindOf } from '../../lib/domain/invocations.js';
+import type { WorkerInvoker } from '../../lib/domain/invocations.js';
 import { createRosterHeartbeat } from '../../lib/queue/telemetry/roster.js';
 import { log } from '../shared/log.js';
 import { countTotals, noMetrics, type QueueMetrics } from '../shared/metrics.js';

@@ -1,4 +1,4 @@
-import { requiredSetting } from '../../lib/queue/context.js';
+import { requiredSetting } from '../../lib/queue/settings.js';
 import { createLambdaInvoker } from '../../lib/aws/lambda.js';
 import { lambdaClient, processIdentity, queueFromEnvironment, wakerFromEnvironment } from '../shared/environment.js';
 import { createEmfMetrics } from '../shared/metrics.js';

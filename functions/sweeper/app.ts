@@ -8,7 +8,7 @@ import { abortableSleep } from '../../lib/domain/sleep.js';
 import { runBulkOperations } from '../../lib/queue/bulk/run-bulk-operations.js';
 import { emptySweepResult, sweepOnce, type SweepResult } from '../../lib/queue/sweep/sweep.js';
 import type { WorkerRegistry } from '../../lib/queue/attempt/run-batch.js';
-import { startKindOf } from '../../lib/queue/wake/wake-requests.js';
+import { startKindOf } from '../../lib/domain/invocations.js';
 import { startSweeperAwake, type SweeperAwake } from '../../lib/queue/wake/sweeper-stays.js';
 import { log } from '../shared/log.js';
 import { countTotals, noMetrics, type QueueMetrics } from '../shared/metrics.js';

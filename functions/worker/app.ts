@@ -4,7 +4,7 @@ import { createSigningSecretCache } from '../../lib/queue/catalog/job-type-cache
 import type { WorkerIdentity } from '../../lib/domain/job.js';
 import { createMetricsRecorder } from '../../lib/queue/telemetry/metrics-history.js';
 import { finishedOutcomeOf } from '../../lib/domain/metrics.js';
-import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { createRosterHeartbeat, ROSTER_REFRESH_MS } from '../../lib/queue/telemetry/roster.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import { AWAIT_CALLBACK, type BatchResult, type JobHandler } from '../../lib/queue/attempt/run-batch.js';

@@ -1,6 +1,6 @@
 /** Runs the local runtime in the foreground, as `npm start` and `djq dev` do: says where it is, stops on Ctrl-C. */
 import { log } from '../../functions/shared/log.js';
-import type { Env } from '../../lib/queue/context.js';
+import type { Env } from '../../lib/queue/settings.js';
 import { startLocalRuntime, type LocalRuntimeOptions } from './runtime.js';
 
 export async function serveUntilStopped(env: Env, options: LocalRuntimeOptions = {}): Promise<void> {

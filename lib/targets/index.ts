@@ -6,7 +6,7 @@
  */
 import type { EventBridgeClient } from '../aws/eventbridge.js';
 import type { LambdaClient } from '../aws/lambda.js';
-import type { SigningSecrets } from '../queue/catalog/job-type-cache.js';
+import type { SigningSecrets } from './target.js';
 import type { JobTypeWithoutSecrets } from '../domain/job-type.js';
 import type { AttemptFailure } from '../domain/retry.js';
 import { ownEntry } from '../domain/own.js';

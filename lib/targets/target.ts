@@ -37,3 +37,8 @@ export const failed = (errorClass: string, message: string, extra: Omit<AttemptF
 export function jobEnvelope(job: Readonly<Job>, traceparent?: string): { id: string; type: string; attempt: number; data: unknown; traceparent?: string } {
   return { id: job.id, type: job.type, attempt: job.attempt, data: job.data, ...(traceparent !== undefined ? { traceparent } : {}) };
 }
+
+/** A type's signing secret as its item holds it; undefined when the type or its secret is gone. */
+export interface SigningSecrets {
+  get(type: string): Promise<string | undefined>;
+}

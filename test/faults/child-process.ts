@@ -10,9 +10,10 @@
 import { createLocalIam } from '../../infra/local/iam/local-iam.js';
 import { LOCAL_ACCOUNT_ID } from '../../infra/local/iam/local-policies.js';
 import type { StackPolicies } from '../../infra/local/iam/stack-policies.js';
-import { createQueueContext, readQueueSettings } from '../../lib/queue/context.js';
+import { createQueueContext } from '../../lib/queue/context.js';
+import { readQueueSettings } from '../../lib/queue/settings.js';
 import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';
-import type { WorkerInvoker } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerInvoker } from '../../lib/domain/invocations.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 
 const mode = process.argv[2];

@@ -24,7 +24,7 @@ import { settleWaitMs } from '../../lib/queue/limits/counter-reconcile.js';
 import { DUE_INDEX, jobKey, typeCounterKey } from '../../lib/store/keys.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { loseAnswers, writesTo } from '../support/faults.js';

@@ -18,13 +18,16 @@ import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js'
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { JobInput } from '../../lib/domain/job.js';
 import { isTerminal } from '../../lib/domain/job.js';
-import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerInvoker } from '../../lib/domain/invocations.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { getJob } from '../../lib/queue/read-job.js';
 import { HOLD_MS, WAKE_WINDOW_MS } from '../../lib/queue/wake/ensure-awake.js';
-import { wakeEventOf, type WakeInvoker, type WakeRequest } from '../../lib/queue/wake/wake-requests.js';
+import { wakeEventOf } from '../../lib/domain/invocations.js';
+import { type WakeInvoker } from '../../lib/domain/invocations.js';
+import { type WakeRequest } from '../../lib/domain/invocations.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import type { DynamoClients } from '../../lib/store/client.js';
 import { shardsOfPartition } from '../../lib/store/keys.js';

@@ -8,7 +8,8 @@ import { DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, test, vi, type MockInstance } from 'vitest';
-import { createQueueContext, readQueueSettings } from '../../lib/queue/context.js';
+import { createQueueContext } from '../../lib/queue/context.js';
+import { readQueueSettings } from '../../lib/queue/settings.js';
 import { putJobTypeParams } from '../../lib/store/catalog.js';
 import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { createTestApi, leaksInternals, type ApiClient, type HttpMethod } from '../support/api.js';

@@ -6,7 +6,8 @@ import { BatchWriteCommand, type BatchWriteCommandOutput } from '@aws-sdk/lib-dy
 import type { JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { newJob } from '../../lib/domain/new-job.js';
-import { getOperation, runOperationPage } from '../../lib/queue/bulk/run-bulk-operations.js';
+import { runOperationPage } from '../../lib/queue/bulk/run-bulk-operations.js';
+import { getOperation } from '../../lib/queue/bulk/start-bulk-operation.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { enqueueBatch } from '../../lib/queue/enqueue/enqueue-batch.js';
 import { jobToItem } from '../../lib/store/items.js';

@@ -4,7 +4,9 @@
  */
 import { expect, test } from 'vitest';
 import { BULK_PAGE_SIZE, replayIdOf } from '../../lib/domain/bulk.js';
-import { getOperation, runBulkOperations, startBulkOperation } from '../../lib/queue/bulk/run-bulk-operations.js';
+import { runBulkOperations } from '../../lib/queue/bulk/run-bulk-operations.js';
+import { getOperation } from '../../lib/queue/bulk/start-bulk-operation.js';
+import { startBulkOperation } from '../../lib/queue/bulk/start-bulk-operation.js';
 import { requireJobType } from '../../lib/queue/catalog/job-types.js';
 import { getJob } from '../../lib/queue/read-job.js';
 import { realClock } from '../support/queue.js';

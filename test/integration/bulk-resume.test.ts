@@ -6,10 +6,13 @@
 import { PutCommand, ScanCommand, UpdateCommand, type ScanCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { BULK_PAGE_SIZE, MAX_PAGE_RUNS, replayIdOf, type BulkRequest } from '../../lib/domain/bulk.js';
-import { getOperation, runOperationPage, startBulkOperation } from '../../lib/queue/bulk/run-bulk-operations.js';
+import { runOperationPage } from '../../lib/queue/bulk/run-bulk-operations.js';
+import { getOperation } from '../../lib/queue/bulk/start-bulk-operation.js';
+import { startBulkOperation } from '../../lib/queue/bulk/start-bulk-operation.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { requireJobType } from '../../lib/queue/catalog/job-types.js';
-import { cancelJob, getJob } from '../../lib/queue/read-job.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { cancelJob } from '../../lib/queue/attempt/cancel.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { TestQueue } from '../support/queue.js';
 import { runToEnd, seedFinished, seedQueued } from './bulk-fixtures.js';

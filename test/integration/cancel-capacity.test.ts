@@ -10,11 +10,12 @@ import { beforeEach, afterEach, expect, test } from 'vitest';
 import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
-import { cancelJob, getJob } from '../../lib/queue/read-job.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { cancelJob } from '../../lib/queue/attempt/cancel.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
-import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { runWorkerBatch, type JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 

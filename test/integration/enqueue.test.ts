@@ -1,7 +1,8 @@
 /** The producer's side against DynamoDB Local: idempotent enqueue (§4.4), cancel, replay. */
 import { describe, expect, test, vi } from 'vitest';
 import { ConflictError, NotFoundError } from '../../lib/domain/errors.js';
-import { cancelJob, getJob } from '../../lib/queue/read-job.js';
+import { getJob } from '../../lib/queue/read-job.js';
+import { cancelJob } from '../../lib/queue/attempt/cancel.js';
 import { replayJob } from '../../lib/queue/enqueue/enqueue.js';
 import { padEpochMs } from '../../lib/store/keys.js';
 import { T0, defineType, enqueue, freshQueuePerTest, poll, readItem, RecordingInvoker, RunningInvoker } from './lib-fixtures.js';

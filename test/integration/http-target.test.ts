@@ -17,7 +17,8 @@ import { createHttpServer, type ApiHandler } from '../../infra/local/http-server
 import { verifyCallbackToken } from '../../lib/domain/callback-tokens.js';
 import { createMemoryPublisher } from '../../lib/domain/lifecycle-events.js';
 import { JOB_TYPES_REFRESH_MS, listJobTypes, putJobType } from '../../lib/queue/catalog/job-types.js';
-import { createSigningSecretCache, type SigningSecrets } from '../../lib/queue/catalog/job-type-cache.js';
+import { createSigningSecretCache } from '../../lib/queue/catalog/job-type-cache.js';
+import { type SigningSecrets } from '../../lib/targets/target.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { requireJob } from '../../lib/queue/read-job.js';
 import { jobTypeKey } from '../../lib/store/keys.js';
@@ -26,7 +27,7 @@ import { parseWith } from '../../lib/wire/parse.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
-import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { signatureOf, SIGNATURE_HEADER, TIMESTAMP_HEADER } from '../../lib/domain/signing.js';
 import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
 import { resolveWithSystemDns } from '../../lib/targets/addresses.js';

@@ -17,7 +17,7 @@ import { AccessDeniedException, type IamDecision } from '../../infra/local/iam/i
 import { getSecretValueRequests, lambdaInvokeRequests } from '../../infra/local/iam/requests.js';
 import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { PARTITION_PREFIX } from '../../lib/store/keys.js';
-import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
 import { recordBatchStarts } from '../../lib/queue/attempt/claim.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';

@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { directoryKey } from '../../lib/store/keys.js';
 import { listJobs } from '../../lib/queue/read/list-jobs.js';
-import { cancelJob } from '../../lib/queue/read-job.js';
+import { cancelJob } from '../../lib/queue/attempt/cancel.js';
 import type { JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { AWAIT_CALLBACK } from '../../lib/queue/attempt/run-batch.js';

@@ -4,7 +4,8 @@
  */
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, beforeEach } from 'vitest';
-import type { QueueContext, QueueSettings } from '../../lib/queue/context.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import type { QueueSettings } from '../../lib/queue/settings.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { jobKey } from '../../lib/store/keys.js';
@@ -14,8 +15,10 @@ import type { JobInput, WorkerIdentity } from '../../lib/domain/job.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/poll/poll.js';
-import type { WakeInvoker, WakeRequest } from '../../lib/queue/wake/wake-requests.js';
-import type { WorkerBatch, WorkerInvoker } from '../../lib/queue/poll/worker-batches.js';
+import type { WakeInvoker } from '../../lib/domain/invocations.js';
+import type { WakeRequest } from '../../lib/domain/invocations.js';
+import type { WorkerInvoker } from '../../lib/domain/invocations.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { markStarted, recordBatchStarts } from '../../lib/queue/attempt/claim.js';

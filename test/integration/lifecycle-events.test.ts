@@ -1,9 +1,10 @@
 /** Lifecycle events are published once the write that made them true succeeded, and never for a write that did not. */
 import { beforeEach, afterEach, expect, test } from 'vitest';
-import { claimJob, endAttempt } from '../../lib/queue/attempt/claim.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
+import { endAttempt } from '../../lib/queue/attempt/end-attempt.js';
 import { completeFromCallback } from '../../lib/queue/attempt/callbacks.js';
 import { createMemoryPublisher } from '../../lib/domain/lifecycle-events.js';
-import { cancelJob } from '../../lib/queue/read-job.js';
+import { cancelJob } from '../../lib/queue/attempt/cancel.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { loseAnswers } from '../support/faults.js';

@@ -4,7 +4,8 @@
  */
 import { QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test, vi } from 'vitest';
-import { claimJob, endAttempt } from '../../lib/queue/attempt/claim.js';
+import { claimJob } from '../../lib/queue/attempt/claim.js';
+import { endAttempt } from '../../lib/queue/attempt/end-attempt.js';
 import { getJob } from '../../lib/queue/read-job.js';
 import { shardOf } from '../../lib/store/keys.js';
 import { sweepOnce } from '../../lib/queue/sweep/sweep.js';

@@ -12,7 +12,7 @@ import { registry } from '../../functions/worker/handlers/index.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { createMetricsRecorder } from '../../lib/queue/telemetry/metrics-history.js';
 import { lagBucketOf, lagBucketValueMs, METRICS_FLUSH_INTERVAL_MS, METRICS_RETENTION_S } from '../../lib/domain/metrics.js';
-import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
 import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
 import { createTestQueue, manualClock, type TestQueue } from '../support/queue.js';

@@ -17,7 +17,7 @@ import { getJob } from '../../lib/queue/read-job.js';
 import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
-import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';

@@ -14,7 +14,7 @@ import { setJobTypePaused } from '../../lib/queue/catalog/job-types.js';
 import { wakeKey } from '../../lib/store/keys.js';
 import { holdParams, readWakeState, recordSweptParams, stopLeaseParams, takeLeaseParams, writeWake } from '../../lib/store/wake.js';
 import { countQueries, recordQueryItemCounts } from '../support/sdk-calls.js';
-import { startBulkOperation } from '../../lib/queue/bulk/run-bulk-operations.js';
+import { startBulkOperation } from '../../lib/queue/bulk/start-bulk-operation.js';
 import { BACKSTOP_SWEEP_EVERY_MS, startSweeperAwake } from '../../lib/queue/wake/sweeper-stays.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll, RecordingWaker } from './lib-fixtures.js';
 

@@ -10,7 +10,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { expect, test } from 'vitest';
 import type { Job } from '../../lib/domain/job.js';
 import { AWAIT_CALLBACK } from '../../lib/targets/handler.js';
-import { endAttempt } from '../../lib/queue/attempt/claim.js';
+import { endAttempt } from '../../lib/queue/attempt/end-attempt.js';
 import { getJob } from '../../lib/queue/read-job.js';
 import { lowerCounters } from '../../lib/queue/limits/slot-returns.js';
 import { settleWaitMs } from '../../lib/queue/limits/counter-reconcile.js';

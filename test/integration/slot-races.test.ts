@@ -8,8 +8,8 @@
 import { expect, test } from 'vitest';
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { MAX_DYNAMODB_CALL_MS } from '../../lib/domain/limits.js';
-import { RESERVATION_MS } from '../../lib/queue/poll/claim-due-entries.js';
-import { endAttempt } from '../../lib/queue/attempt/claim.js';
+import { RESERVATION_MS } from '../../lib/queue/limits/slot-reservations.js';
+import { endAttempt } from '../../lib/queue/attempt/end-attempt.js';
 import { getJob } from '../../lib/queue/read-job.js';
 import { reconcileCounters, settleWaitMs } from '../../lib/queue/limits/counter-reconcile.js';
 import { createSlotReturnQueue } from '../../lib/queue/limits/slot-returns.js';

@@ -3,11 +3,12 @@
  * visibility timeouts, at_most_once, duplicate deliveries, heartbeats.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { extendClaim, markStarted } from '../../lib/queue/attempt/claim.js';
+import { markStarted } from '../../lib/queue/attempt/claim.js';
+import { extendClaim } from '../../lib/queue/attempt/renew-claim.js';
 import { guardOf } from '../../lib/domain/attempts.js';
 import { getJob } from '../../lib/queue/read-job.js';
 import { jobKey, shardOf } from '../../lib/store/keys.js';
-import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { sweepOnce, type SweepFailure } from '../../lib/queue/sweep/sweep.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { MAX_TAGS } from '../../lib/domain/tags.js';
-import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { getJob } from '../../lib/queue/read-job.js';

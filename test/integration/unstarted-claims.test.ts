@@ -4,7 +4,9 @@
  * each job once, whatever the delivery strategy.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { extendClaim, markStarted, releaseClaim } from '../../lib/queue/attempt/claim.js';
+import { markStarted } from '../../lib/queue/attempt/claim.js';
+import { releaseClaim } from '../../lib/queue/attempt/end-attempt.js';
+import { extendClaim } from '../../lib/queue/attempt/renew-claim.js';
 import { claimSeatOf } from '../../lib/domain/claim-seats.js';
 import { PARTITION_PREFIX } from '../../lib/store/keys.js';
 import { loseAnswers } from '../support/faults.js';

@@ -13,7 +13,7 @@ import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { createLocalGateway } from '../../infra/local/gateway.js';
 import { httpApiEvent, lambdaContext } from '../../infra/local/http-server.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
-import type { QueueSettings } from '../../lib/queue/context.js';
+import type { QueueSettings } from '../../lib/queue/settings.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
 import type { WorkerRegistry } from '../../lib/queue/attempt/run-batch.js';
 import { createTestQueue, type FunctionContexts, type TestQueue } from './queue.js';

@@ -1,9 +1,11 @@
 /** A queue on its own fresh table in the shared DynamoDB Local, with a clock the test moves. */
 import { randomUUID } from 'node:crypto';
-import type { WakeInvoker } from '../../lib/queue/wake/wake-requests.js';
+import type { WakeInvoker } from '../../lib/domain/invocations.js';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
-import { createQueueContext, readQueueSettings, type QueueContext, type QueueSettings } from '../../lib/queue/context.js';
+import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
+import { readQueueSettings } from '../../lib/queue/settings.js';
+import { type QueueSettings } from '../../lib/queue/settings.js';
 import { createDynamoClients, type DynamoClients } from '../../lib/store/client.js';
 import type { LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
 import { ensureTable } from '../../lib/store/table.js';

@@ -10,7 +10,8 @@ import {
   type WorkerDelivery,
 } from '../../infra/local/aws-limits.js';
 import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../lib/aws/eventbridge.js';
-import { FAILURE_DESTINATION_MAX_BYTES, FAILURE_RECORD_ENVELOPE_BYTES, MAX_WORKER_ERROR_RESPONSE_BYTES, type WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import { FAILURE_DESTINATION_MAX_BYTES, FAILURE_RECORD_ENVELOPE_BYTES, MAX_WORKER_ERROR_RESPONSE_BYTES } from '../../lib/queue/poll/worker-batches.js';
+import { type WorkerBatch } from '../../lib/domain/invocations.js';
 import { runningJob } from '../support/jobs.js';
 
 const batchOfBytes = (bytes: number): WorkerBatch => {

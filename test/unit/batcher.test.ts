@@ -6,7 +6,8 @@ import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.j
 import { parseWith } from '../../lib/wire/parse.js';
 import { MAX_DATA_BYTES, type Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { createBatcher, FAILURE_DESTINATION_MAX_BYTES, maxFailureRecordBytes, MAX_WORKER_ERROR_RESPONSE_BYTES, type WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import { createBatcher, FAILURE_DESTINATION_MAX_BYTES, maxFailureRecordBytes, MAX_WORKER_ERROR_RESPONSE_BYTES } from '../../lib/queue/poll/worker-batches.js';
+import { type WorkerBatch } from '../../lib/domain/invocations.js';
 import { runningJob, T0 } from '../support/jobs.js';
 
 /** An http type, with the signing secret its item holds. */

@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { readQueueSettings } from '../../lib/queue/context.js';
+import { readQueueSettings } from '../../lib/queue/settings.js';
 import { ConfigError } from '../../lib/domain/errors.js';
 
 test('a missing TABLE_NAME is reported by name', () => {

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { queueFromEnvironment } from '../../functions/shared/environment.js';
-import { MIN_CURSOR_SAFETY_MARGIN_MS } from '../../lib/queue/context.js';
+import { MIN_CURSOR_SAFETY_MARGIN_MS } from '../../lib/queue/settings.js';
 import { createDynamoClients } from '../../lib/store/client.js';
 import { MAX_DYNAMODB_CALL_MS, maxDynamoCallMs, REQUEST_PATH_DYNAMODB_CALL_LIMITS, SDK_THROTTLING_BACKOFF_BASE_MS, type DynamoCallLimits } from '../../lib/domain/limits.js';
 import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S } from '../../lib/domain/limits.js';

@@ -4,7 +4,7 @@ import { beforeEach, describe, expect, test } from 'vitest';
 import { createLambdaInvoker, createLambdaWaker } from '../../lib/aws/lambda.js';
 import { wakerFromEnvironment } from '../../functions/shared/environment.js';
 import { ConfigError } from '../../lib/domain/errors.js';
-import type { WorkerBatch } from '../../lib/queue/poll/worker-batches.js';
+import type { WorkerBatch } from '../../lib/domain/invocations.js';
 
 const lambda = mockClient(LambdaClient);
 const batch: WorkerBatch = { jobs: [], jobTypes: {} };

@@ -9,7 +9,7 @@ import { LOCAL_ACCOUNT_ID } from '../../infra/local/iam/local-policies.js';
 import { dynamoDbRequests, lambdaInvokeRequests } from '../../infra/local/iam/requests.js';
 import { QUEUE_FUNCTIONS, readStackPolicies } from '../../infra/local/iam/stack-policies.js';
 import { PARTITION_PREFIX } from '../../lib/store/keys.js';
-import type { WakeRequest } from '../../lib/queue/wake/wake-requests.js';
+import type { WakeRequest } from '../../lib/domain/invocations.js';
 
 const account = { region: 'eu-west-1', accountId: LOCAL_ACCOUNT_ID, tableName: 'jobs' };
 const WAKERS = new Set(['api', 'worker', 'poller', 'sweeper']);

@@ -1,5 +1,6 @@
 /** Outcomes reported from outside the worker: status callbacks and heartbeats of remote workers. */
-import { endAttempt, extendClaim } from './claim.js';
+import { endAttempt } from './end-attempt.js';
+import { extendClaim } from './renew-claim.js';
 import { guardOf, type AttemptEnding, type CallbackInput } from '../../domain/attempts.js';
 import type { QueueContext } from '../context.js';
 import { ConflictError } from '../../domain/errors.js';

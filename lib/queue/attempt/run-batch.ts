@@ -5,18 +5,25 @@
  */
 import pLimit from 'p-limit';
 import type { JobRunOutcome } from '../../domain/attempts.js';
-import { deferAttempt, endAttempt, endCancelled, extendClaim, markStarted, recordBatchStarts, recordProgress, releaseClaim, type StartResult } from './claim.js';
+import { markStarted, recordBatchStarts, type StartResult } from './claim.js';
+import { endCancelled } from './end-attempt.js';
+import { endAttempt } from './end-attempt.js';
+import { releaseClaim } from './end-attempt.js';
+import { deferAttempt } from './end-attempt.js';
+import { recordProgress } from './renew-claim.js';
+import { extendClaim } from './renew-claim.js';
 import { assertProgressFits } from '../../domain/progress.js';
 import { guardOf, type AttemptEnding } from '../../domain/attempts.js';
 import type { QueueContext } from '../context.js';
 import { createSlotReturnQueue } from '../limits/slot-returns.js';
 import { ClaimLostError } from '../../domain/errors.js';
-import { createSigningSecretCache, type SigningSecrets } from '../catalog/job-type-cache.js';
+import { createSigningSecretCache } from '../catalog/job-type-cache.js';
+import { type SigningSecrets } from '../../targets/target.js';
 import { jsonBytes } from '../../domain/json-size.js';
 import { MAX_RESULT_BYTES, type WorkerIdentity } from '../../domain/job.js';
 import type { JobTypeWithoutSecrets } from '../../domain/job-type.js';
 import type { Job } from '../../domain/job.js';
-import type { WorkerBatch } from '../poll/worker-batches.js';
+import type { WorkerBatch } from '../../domain/invocations.js';
 import type { CustomRetryPolicies } from '../../domain/retry.js';
 import { failureFromError, type JobHandler } from '../../targets/handler.js';
 import { prepareTarget, type TargetClients, type TargetRunner } from '../../targets/index.js';

@@ -9,58 +9,30 @@
 import {
   BULK_PAGE_SIZE,
   MAX_PAGE_RUNS,
-  newOperation,
   passedRange,
   replayIdOf,
   selects,
   type BulkOperation,
-  type BulkRequest,
   type PendingPage,
 } from '../../domain/bulk.js';
 import { isTerminal, type Job } from '../../domain/job.js';
 import type { JobType } from '../../domain/job-type.js';
 import { abortableSleep } from '../../domain/sleep.js';
-import { itemToJob, itemToOperation } from '../../store/items.js';
-import { jobKey, operationKey, purgeAtS } from '../../store/keys.js';
-import { countPageParams, newOperationParams, pageFailedParams, runningOperationIds, takePageParams, type PageCounts } from '../../store/operations.js';
-import { batchGetItems, getItem, putItem, updateItem } from '../../store/send.js';
-import { ensureAwake } from '../wake/ensure-awake.js';
-import type { QueueContext, QueueSettings } from '../context.js';
+import { itemToJob } from '../../store/items.js';
+import { jobKey, purgeAtS } from '../../store/keys.js';
+import { countPageParams, pageFailedParams, runningOperationIds, takePageParams, type PageCounts } from '../../store/operations.js';
+import { batchGetItems, updateItem } from '../../store/send.js';
+import type { QueueContext } from '../context.js';
+import type { QueueSettings } from '../settings.js';
 import { enqueueJob, replayInputOf } from '../enqueue/enqueue.js';
 import { cursorFrom, listJobs, type JobPage } from '../read/list-jobs.js';
-import { listJobsByTag, tagCursorAt } from '../enqueue/tag-entries.js';
+import { listJobsByTag } from '../read/list-by-tag.js';
+import { tagCursorAt } from '../read/list-by-tag.js';
 import { requireJobType } from '../catalog/job-types.js';
-import { cancelJob, cancelQueuedJob } from '../read-job.js';
+import { cancelJob } from '../attempt/cancel.js';
+import { cancelQueuedJob } from '../attempt/cancel.js';
 import { ConflictError, NotFoundError } from '../../domain/errors.js';
-
-/**
- * Records a new operation, to be run by the sweepers; the same type and request while its operation is kept
- * (until RETENTION_DAYS after it ended) is that operation again, `created: false`.
- */
-export async function startBulkOperation(
-  ctx: QueueContext,
-  jobType: JobType,
-  request: BulkRequest,
-  by: string,
-): Promise<{ operation: BulkOperation; created: boolean }> {
-  const operation = newOperation(jobType.name, request, by, ctx.nowMs());
-  const written = await putItem(ctx, newOperationParams(operation));
-  // Sweepers run operations: one is awake, or woken, to start it now.
-  if (written.ok) await ensureAwake(ctx, 'sweeper', 0, ctx.nowMs());
-  if (written.ok) return { operation, created: true };
-  return { operation: written.current ? itemToOperation(written.current) : await requireOperation(ctx, operation.id), created: false };
-}
-
-export async function getOperation(ctx: QueueContext, id: string): Promise<BulkOperation | undefined> {
-  const item = await getItem(ctx, operationKey(id), { consistentRead: true });
-  return item ? itemToOperation(item) : undefined;
-}
-
-export async function requireOperation(ctx: QueueContext, id: string): Promise<BulkOperation> {
-  const operation = await getOperation(ctx, id);
-  if (!operation) throw new NotFoundError(`operation "${id}" does not exist`);
-  return operation;
-}
+import { getOperation } from './start-bulk-operation.js';
 
 /** A retry's replays fall due this far apart, on whole milliseconds as every due time is. */
 export function replaySpacingMs(settings: Pick<QueueSettings, 'bulkJobsPerS'>): number {

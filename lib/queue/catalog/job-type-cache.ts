@@ -6,6 +6,7 @@
 import { NotFoundError } from '../../domain/errors.js';
 import { createExpiringMap } from '../../domain/expiring-map.js';
 import type { JobType } from '../../domain/job-type.js';
+import type { SigningSecrets } from '../../targets/target.js';
 import type { QueueContext } from '../context.js';
 import { getJobType, JOB_TYPES_REFRESH_MS } from './job-types.js';
 
@@ -47,11 +48,6 @@ export function createJobTypeCache(ctx: QueueContext): JobTypeCache {
       void put(jobType.name, Promise.resolve(jobType));
     },
   };
-}
-
-/** A type's signing secret as its item holds it; undefined when the type or its secret is gone. */
-export interface SigningSecrets {
-  get(type: string): Promise<string | undefined>;
 }
 
 /** Signing secrets through the type cache: a worker signs with a changed secret within one period. */

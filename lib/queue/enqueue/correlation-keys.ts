@@ -11,7 +11,8 @@ import { correlatedJobItems, correlationPointersQuery, releaseCorrelationParams 
 import { correlationItemKey, untypedCorrelationItemKey, type ItemKey } from '../../store/keys.js';
 import { deleteItem, getItem, queryPage, transactWrite, type Item } from '../../store/send.js';
 import type { QueueContext } from '../context.js';
-import { getJob, sameJobOrConflict } from '../read-job.js';
+import { getJob } from '../read-job.js';
+import { sameJobOrConflict } from './same-job.js';
 
 /**
  * A pointer item: which job holds the key, where the pointer is kept, and a token that changes with every new holder.

@@ -20,7 +20,8 @@ import { assertJobFitsTarget } from '../../targets/eventbridge.js';
 import type { QueueContext } from '../context.js';
 import { pointerOf } from './correlation-keys.js';
 import { writeMovingQueuedJob } from './change-waiting-job.js';
-import { getJob, sameJobOrConflict } from '../read-job.js';
+import { getJob } from '../read-job.js';
+import { sameJobOrConflict } from './same-job.js';
 import { writeTagEntries } from './tag-entries.js';
 
 /** Enqueues meeting a claim or a new job under the key between their read and their write read again this often. */

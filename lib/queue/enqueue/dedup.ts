@@ -13,7 +13,8 @@ import { dedupItemKey } from '../../store/keys.js';
 import { transactWrite, type Item } from '../../store/send.js';
 import type { QueueContext } from '../context.js';
 import { pointerOf } from './correlation-keys.js';
-import { getJob, sameJobOrConflict } from '../read-job.js';
+import { getJob } from '../read-job.js';
+import { sameJobOrConflict } from './same-job.js';
 
 /** Pointers that keep changing under an enqueue are read again this often; conflicts between transactions are retried inside transactWrite. */
 const MAX_DEDUP_TRIES = 5;

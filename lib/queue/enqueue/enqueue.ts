@@ -12,7 +12,8 @@ import { enqueueDebouncedJob } from './debounce.js';
 import { enqueueDedupedJob } from './dedup.js';
 import { assertDedupWindowFits } from '../../domain/dedup-debounce.js';
 import { writeLaneEntry } from '../lanes/bucket-directory.js';
-import { requireJob, sameJobOrConflict } from '../read-job.js';
+import { requireJob } from '../read-job.js';
+import { sameJobOrConflict } from './same-job.js';
 import { inSpan, SpanKind } from '../../domain/spans.js';
 import { writeTagEntries } from './tag-entries.js';
 

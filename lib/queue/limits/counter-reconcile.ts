@@ -28,8 +28,9 @@ import { hasSlotLimits, olderInFlight, type CounterState } from '../../domain/sl
 import { counterId, handOverParams, proposeSettleParams, readCounters, settleParams, weightByCounter, type CounterRef } from '../../store/counters.js';
 import { updateItem } from '../../store/send.js';
 import { MAX_DYNAMODB_CALL_MS } from '../../domain/limits.js';
-import { RESERVATION_MS } from '../poll/claim-due-entries.js';
-import type { QueueContext, QueueSettings } from '../context.js';
+import { RESERVATION_MS } from './slot-reservations.js';
+import type { QueueContext } from '../context.js';
+import type { QueueSettings } from '../settings.js';
 import { listJobs } from '../read/list-jobs.js';
 
 const HOLDING_STATUSES: JobStatus[] = ['running', 'awaiting_callback'];

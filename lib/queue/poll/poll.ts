@@ -8,10 +8,13 @@ import { claimsJobs, type JobType, type PriorityOrder } from '../../domain/job-t
 import { abortableSleep } from '../../domain/sleep.js';
 import { recordGap, type DueEntry, type SettledGap } from '../../store/due-index.js';
 import { bucketOf, jobKey, laneBucketOf, queuedSortKey, sortKeyTimeMs, type Lane } from '../../store/keys.js';
-import { createBatcher, type WorkerBatch, type WorkerInvoker } from './worker-batches.js';
+import { createBatcher } from './worker-batches.js';
+import { type WorkerInvoker } from '../../domain/invocations.js';
+import { type WorkerBatch } from '../../domain/invocations.js';
 import { blockedRunKey, extendBlockedRun, nextPlaceOfKey, placesToRead, stillBlockedRuns, type BlockedRun, type BlockedRuns, type RefilledRun } from './blocked-runs.js';
 import { claimDueEntries, throwFirstRejection, type ClaimSink } from './claim-due-entries.js';
-import { handBackable, releaseClaim, type ClaimResult } from '../attempt/claim.js';
+import { handBackable, type ClaimResult } from '../attempt/claim.js';
+import { releaseClaim } from '../attempt/end-attempt.js';
 import type { QueueContext } from '../context.js';
 import { scanLane, type ScanAfter } from '../lanes/lane-walk.js';
 import { advanceLaneCursor, readWalkCursor } from '../lanes/bucket-directory.js';

@@ -5,10 +5,10 @@
  * The interval shortens while jobs arrive due, so they do not wait a whole one.
  */
 import type { JobType } from '../../domain/job-type.js';
-import type { QueueSettings } from '../context.js';
+import type { QueueSettings } from '../settings.js';
 import { abortableSleep } from '../../domain/sleep.js';
 import { TYPES_CHECK_MS } from '../wake/lease-keeper.js';
-import type { WorkerInvoker } from './worker-batches.js';
+import type { WorkerInvoker } from '../../domain/invocations.js';
 import type { QueueContext } from '../context.js';
 import { fireDueSchedules, type FireResult } from '../schedules/fire-schedules.js';
 import { JOB_TYPES_REFRESH_MS, listJobTypes } from '../catalog/job-types.js';

@@ -5,20 +5,7 @@
 import { jsonBytes } from '../../domain/json-size.js';
 import type { Job } from '../../domain/job.js';
 import { withoutSecrets, type JobType, type JobTypeWithoutSecrets } from '../../domain/job-type.js';
-
-/**
- * What one worker invocation receives: the claimed jobs and the configuration of their types, those types only
- * and without their secrets, since a batch that fails is kept in the dead-letter queue as it was sent.
- */
-export interface WorkerBatch {
-  jobs: Job[];
-  jobTypes: Record<string, JobTypeWithoutSecrets>;
-}
-
-/** Hands a batch to a worker: an async Lambda invoke in AWS, an in-process call locally. */
-export interface WorkerInvoker {
-  invoke(batch: WorkerBatch): Promise<void>;
-}
+import type { WorkerBatch } from '../../domain/invocations.js';
 
 /**
  * The largest message the worker's on-failure destination takes: an SQS queue (infra/queue-stack.ts), whose

@@ -4,7 +4,10 @@
  * poller's cursor back into the current bucket. A job or lane shard that fails
  * is reported and skipped; the rest of the sweep goes on.
  */
-import { attemptStart, endAttempt, endCancelled, releaseClaim } from '../attempt/claim.js';
+import { attemptStart } from '../attempt/claim.js';
+import { endCancelled } from '../attempt/end-attempt.js';
+import { endAttempt } from '../attempt/end-attempt.js';
+import { releaseClaim } from '../attempt/end-attempt.js';
 import type { QueueContext } from '../context.js';
 import { listJobTypes } from '../catalog/job-types.js';
 import { getJob } from '../read-job.js';

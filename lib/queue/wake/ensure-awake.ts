@@ -11,7 +11,8 @@ import { updateItem } from '../../store/send.js';
 import { holdParams, readWakeState, typesChangedParams, writeWake, type WakeState } from '../../store/wake.js';
 import type { QueueContext } from '../context.js';
 import { RENEW_BELOW_MS } from './lease-keeper.js';
-import { wakeRequestFor, type WakeInvoker } from './wake-requests.js';
+import { wakeRequestFor } from './wake-requests.js';
+import { type WakeInvoker } from '../../domain/invocations.js';
 
 /** EventBridge's minute, plus the few seconds its rules may start late: a tick comes within this of any time. */
 export const TICK_COVER_MS = 70_000;

@@ -9,7 +9,8 @@
 import { wakeKey, type WakeRole } from '../../store/keys.js';
 import { readWakeState, recordWalkedParams, renewLeaseParams, stopLeaseParams, takeLeaseParams, writeWake, type Walked, type WakeState } from '../../store/wake.js';
 import type { QueueContext } from '../context.js';
-import { wakeRequestFor, type StartKind } from './wake-requests.js';
+import { wakeRequestFor } from './wake-requests.js';
+import { type StartKind } from '../../domain/invocations.js';
 
 /** How long a lease promises work; renewed once less than RENEW_BELOW_MS of it is left, so about every second. */
 export const LEASE_MS = 3_000;

@@ -14,7 +14,7 @@ import type { QueueContext } from '../context.js';
 import { listJobTypes } from '../catalog/job-types.js';
 import { cursorCacheKey, type CursorCache } from '../poll/poll.js';
 import type { PollRound } from '../poll/poller-loop.js';
-import type { StartKind } from './wake-requests.js';
+import type { StartKind } from '../../domain/invocations.js';
 import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './work-in-reach.js';
 
 /** What the poll loop last knew: the types it polls and where their walks stand. */

@@ -11,7 +11,7 @@ import { runningOperationIds } from '../../store/operations.js';
 import { updateItem } from '../../store/send.js';
 import { readWakeState, recordSweptParams, type Walked, type WakeState } from '../../store/wake.js';
 import { RENEW_BELOW_MS, startAwake, type AwakeKeeper, type AwakeWork } from './lease-keeper.js';
-import type { StartKind } from './wake-requests.js';
+import type { StartKind } from '../../domain/invocations.js';
 import type { QueueContext } from '../context.js';
 import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './work-in-reach.js';
 

@@ -1,0 +1,43 @@
+/**
+ * What one function hands another: a batch of claimed jobs for a worker, a wake for a sleeping poller or sweeper.
+ * The queue makes them; lib/aws delivers them deployed and the local runtime in process.
+ */
+import type { JobTypeWithoutSecrets } from './job-type.js';
+import type { Job } from './job.js';
+
+/**
+ * What one worker invocation receives: the claimed jobs and the configuration of their types, those types only
+ * and without their secrets, since a batch that fails is kept in the dead-letter queue as it was sent.
+ */
+export interface WorkerBatch {
+  jobs: Job[];
+  jobTypes: Record<string, JobTypeWithoutSecrets>;
+}
+
+/** Hands a batch to a worker: an async Lambda invoke in AWS, an in-process call locally. */
+export interface WorkerInvoker {
+  invoke(batch: WorkerBatch): Promise<void>;
+}
+
+/** What a wake starts: the poller of the partition owning `shards`, or the sweeper. */
+export type WakeRequest = { role: 'poller'; shards: number[] } | { role: 'sweeper' };
+
+/** The event a woken function receives: its minute tick's, marked as a wake. */
+export type WakeEvent = { wake: true; shards?: number[] };
+
+export interface WakeInvoker {
+  /** Starts the function asynchronously; resolves once the start was accepted, throws when it was refused. */
+  wake(request: WakeRequest): Promise<void>;
+}
+
+export function wakeEventOf(request: WakeRequest): WakeEvent {
+  return request.role === 'poller' ? { wake: true, shards: request.shards } : { wake: true };
+}
+
+/** What started an invocation: its minute tick, or a wake. */
+export type StartKind = 'tick' | 'wake';
+
+/** A minute tick's event (`{ shards }` or `{}`), or a wake's (wakeEventOf). */
+export function startKindOf(event: unknown): StartKind {
+  return typeof event === 'object' && event !== null && (event as { wake?: unknown }).wake === true ? 'wake' : 'tick';
+}
