@@ -10,7 +10,7 @@ import { enqueueJob } from '../lib/queue/enqueue/enqueue.js';
 import { putJobType } from '../lib/queue/catalog/job-types.js';
 import { createDynamoClients } from '../lib/store/client.js';
 import { ensureTable } from '../lib/store/table.js';
-import { jobTypeInputSchema } from '../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../lib/wire/job-types.js';
 import type { HttpStorage } from './args.js';
 import { cpuBetween, startHttpSystem, storageDescription, type CallCounts, type HttpSystem } from './http-system.js';
 import { runBurst, runOverload, type BurstResult, type OverloadLevel, type OverloadResult } from './http-overload.js';
@@ -66,7 +66,7 @@ async function runPutCeiling(endpoint: string, config: BenchConfig, n: number, c
   const settings = { ...config.settings, tableName: benchTableName('put-ceiling') };
   await ensureTable(clients.base, settings.tableName);
   const ctx = createQueueContext(clients.db, settings);
-  const { jobType } = await putJobType(ctx, 'put-ceiling', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'echo' } }));
+  const { jobType } = await putJobType(ctx, 'put-ceiling', parseJobTypeDefinition({ target: { kind: 'handler', name: 'echo' } }));
   let done = 0;
   const stopProgress = progressLine(() => `${label}: ${done}/${n} job puts`);
   try {

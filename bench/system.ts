@@ -15,7 +15,7 @@ import { createQueueContext, type QueueContext } from '../lib/queue/context.js';
 import { type QueueSettings } from '../lib/queue/settings.js';
 import { createDynamoClients, type DynamoClients } from '../lib/store/client.js';
 import { putJobType, setJobTypePaused } from '../lib/queue/catalog/job-types.js';
-import { jobTypeInputSchema } from '../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../lib/wire/job-types.js';
 import type { DeliveryStrategy, JobType } from '../lib/domain/job-type.js';
 import { runPollerLoop, type PollerLoopOptions } from '../lib/queue/poll/poller-loop.js';
 import { startPollerAwake } from '../lib/queue/wake/poller-stays.js';
@@ -169,7 +169,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const { jobType } = await putJobType(
     adminCtx,
     BENCH_TYPE,
-    jobTypeInputSchema.parse({
+    parseJobTypeDefinition({
       target: { kind: 'handler', name: NOOP_HANDLER },
       delivery_strategy: options.delivery,
       concurrency: options.mix?.concurrency ?? options.typeConcurrency ?? null,
@@ -186,7 +186,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   );
 
   // Paused until a workload that uses it has set up its jobs: the pollers would claim them first.
-  await putJobType(adminCtx, OTHER_TYPE, jobTypeInputSchema.parse({ target: { kind: 'handler', name: OTHER_HANDLER }, attempts: 1 }));
+  await putJobType(adminCtx, OTHER_TYPE, parseJobTypeDefinition({ target: { kind: 'handler', name: OTHER_HANDLER }, attempts: 1 }));
   const otherType = await setJobTypePaused(adminCtx, OTHER_TYPE, true);
 
   // One client per role, as in AWS where each is its own function: capacity is then counted per phase.

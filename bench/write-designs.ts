@@ -26,7 +26,7 @@ import { claimParams } from '../lib/store/job-writes.js';
 import { claimIndexKeys, DUE_INDEX, jobKey, queuedIndexKeys, startRecordKey } from '../lib/store/keys.js';
 import type { UpdateParams } from '../lib/store/send.js';
 import { ensureTable } from '../lib/store/table.js';
-import { jobTypeInputSchema } from '../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../lib/wire/job-types.js';
 import { trackConsumedCapacity, type CapacityTotals } from '../test/support/capacity.js';
 import { fmt } from './stats.js';
 
@@ -68,7 +68,7 @@ async function freshTable(endpoint: string, settings: Omit<QueueSettings, 'table
   const clients = createDynamoClients({ endpoint });
   await ensureTable(clients.base, tableName);
   const ctx = createQueueContext(clients.db, { ...settings, tableName });
-  const { jobType } = await putJobType(ctx, TYPE, jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'bench_noop' } }));
+  const { jobType } = await putJobType(ctx, TYPE, parseJobTypeDefinition({ target: { kind: 'handler', name: 'bench_noop' } }));
   const totals = trackConsumedCapacity(clients.base);
   const send = (command: PutCommand | UpdateCommand | DeleteCommand | BatchGetCommand | QueryCommand) => clients.db.send(command as never);
   return { tableName, ctx, jobType, send, clients, totals };

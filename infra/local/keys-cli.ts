@@ -6,7 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
-import { apiKeyInputSchema, apiKeyToApi } from '../../lib/wire/api-keys.js';
+import { apiKeyInputSchema, apiKeyToApi, newApiKeyOf } from '../../lib/wire/api-keys.js';
 import { createApiKey, listApiKeys, revokeApiKey } from '../../lib/queue/catalog/api-keys.js';
 import { KEY_ID_PATTERN } from '../../lib/domain/api-key.js';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
@@ -44,7 +44,7 @@ export async function runKeysCommand(ctx: QueueContext, args: string[]): Promise
         ...(values.name !== undefined ? { name: values.name } : {}),
         ...(values['expires-at'] !== undefined ? { expires_at: values['expires-at'] } : {}),
       });
-      const { key, presented } = await createApiKey(ctx, input);
+      const { key, presented } = await createApiKey(ctx, newApiKeyOf(input));
       return JSON.stringify({ ...apiKeyToApi(key), key: presented }, null, 2);
     }
     case 'list':

@@ -36,6 +36,13 @@ export function parsePresentedKey(text: string): { id: string; secret: string } 
   return match ? { id: match[1]!, secret: match[2]! } : undefined;
 }
 
+/** What a new key is asked for: its scopes, a name to tell it by, and when it stops working, if ever. */
+export interface NewApiKey {
+  scopes: readonly string[];
+  name?: string | undefined;
+  expiresAtMs?: number | undefined;
+}
+
 export interface ApiKey {
   id: string;
   name: string | null;

@@ -87,6 +87,18 @@ export interface JobType {
   updatedAtMs: number;
 }
 
+/**
+ * What defines a job type, as its producer gives it: everything but its name, the times the queue stamps, and
+ * its secret. `paused` absent keeps the type as it was (a new type runs).
+ */
+export type JobTypeDefinition = Omit<JobType, 'name' | 'paused' | 'signingSecret' | 'createdAtMs' | 'updatedAtMs'> & { paused?: boolean | undefined };
+
+/** The type `definition` defines under `name`, stamped `times`; paused as it was when the definition says nothing. */
+export function jobTypeOf(name: string, definition: JobTypeDefinition, times: { createdAtMs: number; updatedAtMs: number }, pausedBefore = false): JobType {
+  const { paused, ...rest } = definition;
+  return { name, ...rest, paused: paused ?? pausedBefore, ...times };
+}
+
 /** A job type as it may leave the table in a worker batch: the secret stays behind, and the worker reads it from the item. */
 export type JobTypeWithoutSecrets = Omit<JobType, 'signingSecret'>;
 

@@ -1,6 +1,6 @@
 /** API keys on the wire: the body that creates one and the key as the API shows it. */
 import { z } from 'zod';
-import { parseScope, SCOPE_ACTIONS, type ApiKey } from '../domain/api-key.js';
+import { parseScope, SCOPE_ACTIONS, type ApiKey, type NewApiKey } from '../domain/api-key.js';
 import { instantSchema } from './fields.js';
 import { isoOrNull } from './parse.js';
 
@@ -25,6 +25,15 @@ export const apiKeyInputSchema = z.strictObject({
 });
 
 export type ApiKeyInput = z.output<typeof apiKeyInputSchema>;
+
+/** The domain's request for a key from the body the API accepted. */
+export function newApiKeyOf(input: ApiKeyInput): NewApiKey {
+  return {
+    scopes: input.scopes,
+    ...(input.name !== undefined ? { name: input.name } : {}),
+    ...(input.expires_at !== undefined ? { expiresAtMs: Date.parse(input.expires_at) } : {}),
+  };
+}
 
 export const apiKeySchema = z
   .strictObject({

@@ -1,8 +1,8 @@
 /** Job types on the wire: the snake_case body `PUT /v1/job-types/{name}` accepts and the shape the API returns. */
 import { z } from 'zod';
 import { MAX_WORKER_ATTEMPT_S, WORKER_TIMEOUT_S } from '../domain/limits.js';
-import { DEFAULT_EVENT_SOURCE, DEFAULT_RETRY, DELIVERY_STRATEGIES, OTHER_THROTTLE_KEYS, PRIORITY_ORDERS, type JobType, type RetryPolicy, type Target, type ThrottleLimit } from '../domain/job-type.js';
-import { isoOrNull } from './parse.js';
+import { DEFAULT_EVENT_SOURCE, DEFAULT_RETRY, DELIVERY_STRATEGIES, OTHER_THROTTLE_KEYS, PRIORITY_ORDERS, type JobType, type JobTypeDefinition, type RetryPolicy, type Target, type ThrottleLimit } from '../domain/job-type.js';
+import { isoOrNull, parseWith } from './parse.js';
 import { instantSchema, throttleKeySchema, timeWindowSchema, timeWindowsSchema } from './fields.js';
 import { typeStatsSchema } from './stats.js';
 import { urlForReaders, urlWithoutCredentials } from '../domain/url-credentials.js';
@@ -233,19 +233,14 @@ function targetToApi(target: Target, audience: JobTypeAudience): Record<string, 
   }
 }
 
-export function jobTypeFromInput(
-  name: string,
-  input: JobTypeInput,
-  times: { createdAtMs: number; updatedAtMs: number },
-  pausedBefore = false,
-): JobType {
+/** The domain's definition of a type from the body the API accepted. */
+export function jobTypeDefinitionOf(input: JobTypeInput): JobTypeDefinition {
   const atMostOnce = input.delivery_strategy === 'at_most_once';
   return {
-    name,
     deliveryStrategy: input.delivery_strategy,
     attempts: atMostOnce ? 1 : (input.attempts ?? 3),
     concurrency: input.concurrency,
-    paused: input.paused ?? pausedBefore,
+    ...(input.paused !== undefined ? { paused: input.paused } : {}),
     rateLimitPerS: input.rate_limit_per_s,
     priorityOrder: input.priority_order,
     listSucceeded: input.list_succeeded,
@@ -257,8 +252,12 @@ export function jobTypeFromInput(
     retry: retryFromInput(input.retry),
     target: targetFromInput(input.target),
     ...(input.time_windows ? { timeWindows: input.time_windows } : {}),
-    ...times,
   };
+}
+
+/** A body checked against the API's schema (a ValidationError naming each field otherwise), as the domain's definition. */
+export function parseJobTypeDefinition(body: unknown): JobTypeDefinition {
+  return jobTypeDefinitionOf(parseWith(jobTypeInputSchema, body));
 }
 
 function retryToApi(retry: RetryPolicy): Record<string, unknown> {

@@ -6,7 +6,7 @@ import pLimit from 'p-limit';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
@@ -24,7 +24,7 @@ beforeAll(async () => {
 afterAll(() => queue.drop());
 
 test(`${JOBS} jobs due in the same second all run once`, async () => {
-  const { jobType } = await putJobType(queue.ctx, 'burst', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'count' }, delivery_strategy: 'at_most_once' }));
+  const { jobType } = await putJobType(queue.ctx, 'burst', parseJobTypeDefinition({ target: { kind: 'handler', name: 'count' }, delivery_strategy: 'at_most_once' }));
   const types = new Map<string, JobType>([['burst', jobType]]);
   const dueAtMs = Date.now() + 2_000;
   const limit = pLimit(32);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, inject, test } from 'vitest';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { getJob } from '../../lib/queue/read-job.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, countingHandler, runUntilSettled } from '../support/scenario.js';
@@ -24,7 +24,7 @@ beforeAll(async () => {
     ['alo', { target: { kind: 'handler', name: 'count' }, attempts: 3, retry: { kind: 'fixed', delay_s: 0 }, visibility_timeout_s: 2 }],
     ['amo', { target: { kind: 'handler', name: 'count' }, delivery_strategy: 'at_most_once', visibility_timeout_s: 2 }],
   ] as const) {
-    types.set(name, (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType);
+    types.set(name, (await putJobType(queue.ctx, name, parseJobTypeDefinition(body))).jobType);
   }
 });
 afterAll(() => queue.drop());

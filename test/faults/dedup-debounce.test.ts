@@ -21,7 +21,7 @@ import type { Job, JobInput } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { itemToJob } from '../../lib/store/items.js';
 import type { DynamoClients } from '../../lib/store/client.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { tableItems } from '../support/api.js';
 import { injectFaults, seededRandom, type FaultCounts } from '../support/faults.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
@@ -135,7 +135,7 @@ describe(`${ENQUEUES} dedup and debounce enqueues over ${KEYS} keys under ${FAUL
     };
     const body = { target: { kind: 'handler', name: 'count' }, attempts: 10, retry: { kind: 'fixed', delay_s: 0 }, visibility_timeout_s: 1 };
     const types = new Map<string, JobType>();
-    for (const name of ['deduped', 'debounced']) types.set(name, (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType);
+    for (const name of ['deduped', 'debounced']) types.set(name, (await putJobType(queue.ctx, name, parseJobTypeDefinition(body))).jobType);
 
     const counter = countingHandler(5);
     const stop = new AbortController();
@@ -237,7 +237,7 @@ describe('an enqueue that crashes between any two of its calls, then is sent aga
   let jobType: JobType;
   beforeAll(async () => {
     queue = await createTestQueue();
-    jobType = (await putJobType(queue.ctx, 'sync', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'count' } }))).jobType;
+    jobType = (await putJobType(queue.ctx, 'sync', parseJobTypeDefinition({ target: { kind: 'handler', name: 'count' } }))).jobType;
   });
   afterAll(() => queue.drop());
 

@@ -22,7 +22,7 @@ import { createQueueContext, type QueueContext } from '../../lib/queue/context.j
 import { readInFlight } from '../../lib/store/counters.js';
 import { settleWaitMs } from '../../lib/queue/limits/counter-reconcile.js';
 import { DUE_INDEX, jobKey, typeCounterKey } from '../../lib/store/keys.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
@@ -54,7 +54,7 @@ function fastClock(speed: number): TestClock {
 test('a job written within the lag is not seen by a poll until the lag has passed', async () => {
   const queue = await createTestQueue({ indexLagMs: 2_000 });
   try {
-    const type = (await putJobType(queue.ctx, 'alo', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'count' } }))).jobType;
+    const type = (await putJobType(queue.ctx, 'alo', parseJobTypeDefinition({ target: { kind: 'handler', name: 'count' } }))).jobType;
     await enqueueJob(queue.as('api'), type, 'late', { data: {}, priority: 100, weight: 1 });
     const claimed: string[] = [];
     const poll = () =>
@@ -72,7 +72,7 @@ test('a job written within the lag is not seen by a poll until the lag has passe
 test('a query sent in DynamoDB\'s wire form, as a DynamoDBClient sends it, lags alike', async () => {
   const queue = await createTestQueue({ indexLagMs: 2_000 });
   try {
-    const type = (await putJobType(queue.ctx, 'alo', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'count' } }))).jobType;
+    const type = (await putJobType(queue.ctx, 'alo', parseJobTypeDefinition({ target: { kind: 'handler', name: 'count' } }))).jobType;
     await enqueueJob(queue.as('api'), type, 'late', { data: {}, priority: 100, weight: 1 });
     const { Item } = await queue.clients.db.send(new GetCommand({ TableName: queue.tableName, Key: jobKey('alo', 'late'), ConsistentRead: true }));
     const query = new QueryCommand({
@@ -101,7 +101,7 @@ for (const lagMs of [2_000, 30_000]) {
         ['amo', { target: { kind: 'handler', name: 'count' }, delivery_strategy: 'at_most_once', visibility_timeout_s: 30 }],
         ['lim', { target: { kind: 'handler', name: 'count' }, attempts: 3, retry: { kind: 'fixed', delay_s: 1 }, visibility_timeout_s: 30, concurrency: LIMITED_CONCURRENCY }],
       ] as const) {
-        types.set(name, (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType);
+        types.set(name, (await putJobType(queue.ctx, name, parseJobTypeDefinition(body))).jobType);
       }
 
       // Due now, and up to two minutes ahead (several buckets, so cursors move past the margin).

@@ -14,7 +14,7 @@ import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
 import { runWorkerBatch, type BatchResult } from '../../lib/queue/attempt/run-batch.js';
 import { abortableSleep } from '../../lib/domain/sleep.js';
 import { isTerminal } from '../../lib/domain/job.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { seededRandom } from '../support/faults.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
@@ -42,7 +42,7 @@ test(`${JOBS} jobs whose worker batches come twice, ${THROTTLED_PERCENT} % of th
     ['alo', { target: { kind: 'handler', name: 'count' }, attempts: 2, retry: { kind: 'fixed', delay_s: 0 }, visibility_timeout_s: VISIBILITY_TIMEOUT_S }],
     ['amo', { target: { kind: 'handler', name: 'count' }, delivery_strategy: 'at_most_once', visibility_timeout_s: VISIBILITY_TIMEOUT_S }],
   ] as const) {
-    types.set(name, (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType);
+    types.set(name, (await putJobType(queue.ctx, name, parseJobTypeDefinition(body))).jobType);
   }
   const jobs = Array.from({ length: JOBS }, (_, i) => ({ type: i % 2 === 0 ? 'alo' : 'amo', id: `job-${i}` }));
   for (const [i, { type, id }] of jobs.entries()) {

@@ -23,7 +23,7 @@ import { getJob } from '../../lib/queue/read-job.js';
 import { cancelJob } from '../../lib/queue/attempt/cancel.js';
 import { enqueueJob, replayJob } from '../../lib/queue/enqueue/enqueue.js';
 import { isTerminal } from '../../lib/domain/job.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { Job, JobStatus } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
@@ -377,14 +377,14 @@ test('random interleavings of every operation keep the queue invariants', async 
       try {
         const types = {} as Record<TypeName, JobType>;
         const limitedBody = { target: { kind: 'handler', name: 'run' }, visibility_timeout_s: 30, concurrency: LIMITED_CONCURRENCY, attempts: 3, retry: { kind: 'fixed', delay_s: 5 } };
-        types[LIMITED] = (await putJobType(queue.ctx, LIMITED, jobTypeInputSchema.parse(limitedBody))).jobType;
+        types[LIMITED] = (await putJobType(queue.ctx, LIMITED, parseJobTypeDefinition(limitedBody))).jobType;
         for (const name of TYPES) {
           const body = {
             target: { kind: 'handler', name: 'run' },
             visibility_timeout_s: 30,
             ...(name === 'amo' ? { delivery_strategy: 'at_most_once' } : { attempts: 3, retry: { kind: 'fixed', delay_s: 5 } }),
           };
-          types[name] = (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType;
+          types[name] = (await putJobType(queue.ctx, name, parseJobTypeDefinition(body))).jobType;
         }
         const body = scheduleInputSchema.parse({ cron: '* * * * *', job_type: 'alo', catch_up: 'all' });
         await putSchedule(queue.ctx, SCHEDULE, scheduleDefinitionFromInput(body), types.alo);

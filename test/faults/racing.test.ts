@@ -6,7 +6,7 @@ import { afterEach, beforeEach, expect, test } from 'vitest';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
@@ -25,7 +25,7 @@ beforeEach(async () => {
     ['alo', { target: { kind: 'handler', name: 'count' }, attempts: 5, retry: { kind: 'fixed', delay_s: 0 }, visibility_timeout_s: 3 }],
     ['amo', { target: { kind: 'handler', name: 'count' }, delivery_strategy: 'at_most_once', visibility_timeout_s: 3 }],
   ] as const) {
-    types.set(name, (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType);
+    types.set(name, (await putJobType(queue.ctx, name, parseJobTypeDefinition(body))).jobType);
   }
 });
 afterEach(() => queue.drop());

@@ -9,7 +9,7 @@ import type { QueueContext } from '../../lib/queue/context.js';
 import type { DynamoClients } from '../../lib/store/client.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { injectFaults, seededRandom, type FaultCounts } from '../support/faults.js';
 import { localIamFor } from '../support/iam.js';
@@ -50,7 +50,7 @@ test(`${JOBS} jobs under ${FAULT_RATE * 100} % injected faults all end terminal,
     ['alo', { target: { kind: 'handler', name: 'count' }, attempts: 10, retry: { kind: 'fixed', delay_s: 0 }, visibility_timeout_s: 1 }],
     ['amo', { target: { kind: 'handler', name: 'count' }, delivery_strategy: 'at_most_once', visibility_timeout_s: 1 }],
   ] as const) {
-    types.set(name, (await putJobType(queue.ctx, name, jobTypeInputSchema.parse(body))).jobType);
+    types.set(name, (await putJobType(queue.ctx, name, parseJobTypeDefinition(body))).jobType);
   }
 
   const accepted: { type: string; id: string }[] = [];

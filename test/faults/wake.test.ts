@@ -31,7 +31,7 @@ import { type WakeRequest } from '../../lib/domain/invocations.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import type { DynamoClients } from '../../lib/store/client.js';
 import { shardsOfPartition } from '../../lib/store/keys.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { injectFaults, seededRandom, type FaultCounts } from '../support/faults.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, countingHandler } from '../support/scenario.js';
@@ -302,7 +302,7 @@ async function defineTypes(ctx: QueueContext): Promise<Map<string, JobType>> {
     ['once', { delivery_strategy: 'at_most_once', attempts: 1 }],
     ['limited', { concurrency: LIMITED_CONCURRENCY }],
   ] as const) {
-    types.set(name, (await putJobType(ctx, name, jobTypeInputSchema.parse({ ...body, ...extra }))).jobType);
+    types.set(name, (await putJobType(ctx, name, parseJobTypeDefinition({ ...body, ...extra }))).jobType);
   }
   return types;
 }

@@ -5,13 +5,14 @@
  * out, refused) is a 503 with Retry-After instead: try again, not a fault.
  */
 import { DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
+import { jobTypeFromInput } from '../support/job-types.js';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, test, vi, type MockInstance } from 'vitest';
 import { createQueueContext } from '../../lib/queue/context.js';
 import { readQueueSettings } from '../../lib/queue/settings.js';
 import { putJobTypeParams } from '../../lib/store/catalog.js';
-import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { createTestApi, leaksInternals, type ApiClient, type HttpMethod } from '../support/api.js';
 
 const INTERNAL_MESSAGE = 'socket hang up: connect ECONNRESET 10.0.3.17:8000 (table jobs-prod-7f3a, secret=hunter2)';

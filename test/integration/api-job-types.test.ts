@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'vitest';
 import { MAX_WORKER_ATTEMPT_S } from '../../lib/domain/limits.js';
 import { JOB_TYPES_REFRESH_MS, putJobType } from '../../lib/queue/catalog/job-types.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { trackConsumedCapacity } from '../support/capacity.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 
@@ -192,7 +192,7 @@ describe('the job types the api acts on', () => {
     const { api: client, queue } = api();
     await client.put('/v1/job-types/emails', ECHO);
     await client.put('/v1/jobs/emails/j1', { data: 1 });
-    await putJobType(queue.ctx, 'emails', jobTypeInputSchema.parse({ ...ECHO, attempts: 7 }));
+    await putJobType(queue.ctx, 'emails', parseJobTypeDefinition({ ...ECHO, attempts: 7 }));
     queue.clock.advance(JOB_TYPES_REFRESH_MS);
     expect((await client.put('/v1/jobs/emails/j2', { data: 1 })).body.max_attempts).toBe(7);
   });
@@ -200,7 +200,7 @@ describe('the job types the api acts on', () => {
   test('a type made by another process is found at once: a type that did not exist is not remembered', async () => {
     const { api: client, queue } = api();
     expect((await client.put('/v1/jobs/emails/j1', { data: 1 })).status).toBe(404);
-    await putJobType(queue.ctx, 'emails', jobTypeInputSchema.parse(ECHO));
+    await putJobType(queue.ctx, 'emails', parseJobTypeDefinition(ECHO));
     expect((await client.put('/v1/jobs/emails/j1', { data: 1 })).status).toBe(201);
   });
 });

@@ -5,7 +5,7 @@ import { NotFoundError } from '../../lib/domain/errors.js';
 import { ValidationError } from '../../lib/domain/errors.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { apiKeyKey } from '../../lib/store/keys.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { itemsWithPk, tableItems } from '../support/api.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 
@@ -43,8 +43,8 @@ describe('creating a key', () => {
   });
 
   test('an expiry in the past is refused, naming expires_at', async () => {
-    const past = new Date(queue.clock.nowMs() - 1000).toISOString();
-    await expect(createApiKey(queue.ctx, { scopes: ['admin'], expires_at: past })).rejects.toThrow(ValidationError);
+    const past = queue.clock.nowMs() - 1000;
+    await expect(createApiKey(queue.ctx, { scopes: ['admin'], expiresAtMs: past })).rejects.toThrow(ValidationError);
     expect(await tableItems(queue)).toEqual([]);
   });
 });
@@ -65,8 +65,8 @@ describe('verifying a key', () => {
   });
 
   test('a key is refused from its expiry on', async () => {
-    const expiresAt = new Date(queue.clock.nowMs() + 60_000).toISOString();
-    const { presented } = await createApiKey(queue.ctx, { scopes: ['admin'], expires_at: expiresAt });
+    const expiresAtMs = queue.clock.nowMs() + 60_000;
+    const { presented } = await createApiKey(queue.ctx, { scopes: ['admin'], expiresAtMs });
     queue.clock.advance(59_999);
     expect((await verifyApiKey(queue.ctx, presented)).ok).toBe(true);
     queue.clock.advance(1);
@@ -137,7 +137,7 @@ describe('listing keys', () => {
 
   test('lists nothing but keys: job types in the same index stay out', async () => {
     await createApiKey(queue.ctx, { scopes: ['admin'] });
-    await putJobType(queue.ctx, 'emails', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'echo' } }));
+    await putJobType(queue.ctx, 'emails', parseJobTypeDefinition({ target: { kind: 'handler', name: 'echo' } }));
     expect(await listApiKeys(queue.ctx)).toHaveLength(1);
   });
 });

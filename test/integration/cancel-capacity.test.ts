@@ -12,7 +12,7 @@ import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { getJob } from '../../lib/queue/read-job.js';
 import { cancelJob } from '../../lib/queue/attempt/cancel.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';
@@ -27,7 +27,7 @@ beforeEach(async () => {
   queue = await createTestQueue();
   counted.api = trackConsumedCapacity(queue.clientsOf('api').base);
   counted.worker = trackConsumedCapacity(queue.clientsOf('worker').base);
-  jobType = (await putJobType(queue.ctx, 'reports', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'reports' } }))).jobType;
+  jobType = (await putJobType(queue.ctx, 'reports', parseJobTypeDefinition({ target: { kind: 'handler', name: 'reports' } }))).jobType;
 });
 afterEach(() => queue.drop());
 

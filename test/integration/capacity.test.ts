@@ -8,7 +8,7 @@ import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { getJob } from '../../lib/queue/read-job.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';
@@ -53,7 +53,7 @@ async function unitsPerJob(
 }
 
 test(`a job costs 7 write units from enqueue to success and its share of its batch's start record, besides one record per lane bucket (${JOBS} jobs)`, async () => {
-  const { jobType } = await putJobType(queue.ctx, 'echo', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'echo' } }));
+  const { jobType } = await putJobType(queue.ctx, 'echo', parseJobTypeDefinition({ target: { kind: 'handler', name: 'echo' } }));
   const perJob = await unitsPerJob(jobType);
   console.log('capacity per job', { ...perJob, byCommand: capacity.byCommand });
   expect(perJob.writeUnits).toBeGreaterThan(0);
@@ -65,7 +65,7 @@ test(`a job costs 7 write units from enqueue to success and its share of its bat
 
 test(`a job of a type with a concurrency limit costs at most 8 write units and 1.2 read units (${JOBS} jobs)`, async () => {
   const body = { target: { kind: 'handler', name: 'echo' }, concurrency: 1_000 };
-  const { jobType } = await putJobType(queue.ctx, 'limited', jobTypeInputSchema.parse(body));
+  const { jobType } = await putJobType(queue.ctx, 'limited', parseJobTypeDefinition(body));
   const perJob = await unitsPerJob(jobType);
   console.log('capacity per job with a concurrency limit', perJob);
   // What a job without limits costs, plus its share of a poll's reservation and of a batch's slot return: each a
@@ -76,7 +76,7 @@ test(`a job of a type with a concurrency limit costs at most 8 write units and 1
 
 test(`a job of a type with a concurrency limit and limited throttle keys costs at most 8 write units (${JOBS} jobs, two keys)`, async () => {
   const body = { target: { kind: 'handler', name: 'echo' }, concurrency: 1_000, throttle: { limits: { east: { share: 0.5 }, west: { share: 0.5 } } } };
-  const { jobType } = await putJobType(queue.ctx, 'keyed', jobTypeInputSchema.parse(body));
+  const { jobType } = await putJobType(queue.ctx, 'keyed', parseJobTypeDefinition(body));
   const perJob = await unitsPerJob(jobType, (i) => (i % 2 === 0 ? 'east' : 'west'));
   console.log('capacity per job with a concurrency limit and throttle keys', perJob);
   // Each key's counter joins the type's in the poll's reservation and in the batch's return: one more item each.

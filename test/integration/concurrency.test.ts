@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { getJob } from '../../lib/queue/read-job.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { readInFlight } from '../../lib/store/counters.js';
 import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
@@ -39,7 +39,7 @@ test(`two pollers never run more than the concurrency in weight (${JOBS} jobs of
       attempts: 3,
       retry: { kind: 'fixed', delay_s: 0 },
     };
-    const { jobType } = await putJobType(queue.ctx, 'weighed', jobTypeInputSchema.parse(body));
+    const { jobType } = await putJobType(queue.ctx, 'weighed', parseJobTypeDefinition(body));
     const random = seededRandom(7);
     const jobs = [];
     for (let i = 0; i < JOBS; i++) {

@@ -6,6 +6,7 @@
  * checked in-process, on the api and the http target as a Lambda function wires them.
  */
 import { randomUUID } from 'node:crypto';
+import { jobTypeFromInput } from '../support/job-types.js';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
@@ -28,7 +29,7 @@ import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { createDynamoClients, type DynamoClients } from '../../lib/store/client.js';
 import { runHttpTarget } from '../../lib/targets/http.js';
 import type { TargetRun } from '../../lib/targets/target.js';
-import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { jobTypeInputSchema, parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import { ADMIN_TOKEN, createApiClient, type ApiHandler } from '../support/api.js';
 import { runningJob, T0 } from '../support/jobs.js';
@@ -130,7 +131,7 @@ describe('over HTTP, as npm start serves it', () => {
 
     test('a type stored with credentials before the rule shows them hidden to read keys, and its jobs still reach the downstream with them', async () => {
       const url = `${downstream.url.replace('http://', 'http://user:pw@')}/ok?api_key=k-123&region=eu`;
-      await putJobType(ctx, 'legacy', parseWith(jobTypeInputSchema, { target: { kind: 'http', url }, attempts: 1 }));
+      await putJobType(ctx, 'legacy', parseJobTypeDefinition({ target: { kind: 'http', url }, attempts: 1 }));
 
       const listed = JSON.parse((await call('GET', '/v1/job-types', readKey)).text).job_types.find((type: { name: string }) => type.name === 'legacy');
       const one = JSON.parse((await call('GET', '/v1/job-types/legacy', readKey)).text);

@@ -297,7 +297,7 @@ beforeAll(async () => {
   // An admin key that expired a minute ago, made through the store with a clock set back an hour.
   const settings = readQueueSettings({ TABLE_NAME: tableName });
   const pastCtx = createQueueContext(clients.db, settings, { nowMs: () => Date.now() - 3_600_000 });
-  keys.expired = (await createApiKey(pastCtx, { scopes: ['admin'], expires_at: new Date(Date.now() - 60_000).toISOString() })).presented;
+  keys.expired = (await createApiKey(pastCtx, { scopes: ['admin'], expiresAtMs: Date.now() - 60_000 })).presented;
   keys.wrongSecret = `${keys.enqueueAll.slice(0, -43)}${secret43}`;
   keys.unknownId = `djq_0000000000000000_${secret43}`;
 

@@ -13,7 +13,7 @@ import { fireDueSchedules } from '../../lib/queue/schedules/fire-schedules.js';
 import { putJobType, requireJobType } from '../../lib/queue/catalog/job-types.js';
 import { deleteSchedule, putSchedule, setSchedulePaused } from '../../lib/queue/schedules/manage-schedules.js';
 import { runClaimedJob } from '../../lib/queue/attempt/run-batch.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import { scheduleDefinitionFromInput, scheduleInputSchema } from '../../lib/wire/schedules.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
@@ -247,7 +247,7 @@ describe('credentials in target URLs a name list misses', () => {
 
   test('a type stored with a presigned URL and a fragment before they were refused shows neither to a reader nor to the admin', async () => {
     const url = 'https://bucket.s3.amazonaws.com/out?X-Amz-Signature=sig-99&part=2#access_token=frag-77';
-    await putJobType(queue.ctx, 'presigned', parseWith(jobTypeInputSchema, { target: { kind: 'http', url } }));
+    await putJobType(queue.ctx, 'presigned', parseJobTypeDefinition({ target: { kind: 'http', url } }));
     const reader = await clientWith(['read:presigned']);
     expect((await reader.get('/v1/job-types/presigned')).body.target.url).toBe('https://bucket.s3.amazonaws.com/out?X-Amz-Signature=***&part=***#***');
     expect((await admin.get('/v1/job-types/presigned')).body.target.url).toBe('https://bucket.s3.amazonaws.com/out?X-Amz-Signature=***&part=2#***');

@@ -22,8 +22,7 @@ import { type SigningSecrets } from '../../lib/targets/target.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { requireJob } from '../../lib/queue/read-job.js';
 import { jobTypeKey } from '../../lib/store/keys.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
-import { parseWith } from '../../lib/wire/parse.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
@@ -138,8 +137,8 @@ afterEach(async () => {
 });
 
 async function defineHttpType(name: string, body: Record<string, unknown>): Promise<JobType> {
-  const input = parseWith(jobTypeInputSchema, { retry: { kind: 'fixed', delay_s: 1 }, ...body });
-  const { jobType, newSigningSecret } = await putJobType(queue.ctx, name, input);
+  const definition = parseJobTypeDefinition({ retry: { kind: 'fixed', delay_s: 1 }, ...body });
+  const { jobType, newSigningSecret } = await putJobType(queue.ctx, name, definition);
   if (newSigningSecret) example.secret = newSigningSecret;
   return jobType;
 }

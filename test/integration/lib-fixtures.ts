@@ -9,8 +9,7 @@ import type { QueueSettings } from '../../lib/queue/settings.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { jobKey } from '../../lib/store/keys.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
-import { parseWith } from '../../lib/wire/parse.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobInput, WorkerIdentity } from '../../lib/domain/job.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
@@ -53,8 +52,7 @@ export function freshQueuePerTest(
 
 /** Creates a job type from an API-shaped body (defaults applied by the real schema). */
 export async function defineType(ctx: QueueContext, name: string, body: Record<string, unknown> = {}): Promise<JobType> {
-  const input = parseWith(jobTypeInputSchema, { target: { kind: 'handler', name }, ...body });
-  return (await putJobType(ctx, name, input)).jobType;
+  return (await putJobType(ctx, name, parseJobTypeDefinition({ target: { kind: 'handler', name }, ...body }))).jobType;
 }
 
 export async function enqueue(

@@ -6,7 +6,7 @@ import { PayloadTooLargeError } from '../../lib/domain/errors.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { getJob } from '../../lib/queue/read-job.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { MAX_DATA_BYTES } from '../../lib/domain/job.js';
 import type { Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
@@ -31,7 +31,7 @@ async function claimed(jobType: JobType, id: string, data: unknown): Promise<Job
 }
 
 test('data over 256 KiB is refused with the field named, and nothing is stored', async () => {
-  const { jobType } = await putJobType(queue.ctx, 'big-data', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'echo' } }));
+  const { jobType } = await putJobType(queue.ctx, 'big-data', parseJobTypeDefinition({ target: { kind: 'handler', name: 'echo' } }));
   const enqueue = enqueueJob(queue.ctx, jobType, 'too-big', { data: bigText(MAX_DATA_BYTES), priority: 100, weight: 1 });
   await expect(enqueue).rejects.toMatchObject({ name: 'PayloadTooLargeError', field: 'data' });
   expect(await getJob(queue.ctx, 'big-data', 'too-big')).toBeUndefined();
@@ -41,7 +41,7 @@ test('a job with 256 KiB of data and a full history of long errors still fits in
   const { jobType } = await putJobType(
     queue.ctx,
     'heavy',
-    jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'fail' }, attempts: 30, retry: { kind: 'fixed', delay_s: 0 } }),
+    parseJobTypeDefinition({ target: { kind: 'handler', name: 'fail' }, attempts: 30, retry: { kind: 'fixed', delay_s: 0 } }),
   );
   const registry = {
     handlers: {
@@ -65,7 +65,7 @@ test('a job with 256 KiB of data and a full history of long errors still fits in
 });
 
 test('a handler result over 64 KiB fails the attempt without retry instead of breaking the item', async () => {
-  const { jobType } = await putJobType(queue.ctx, 'big-result', jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'big' } }));
+  const { jobType } = await putJobType(queue.ctx, 'big-result', parseJobTypeDefinition({ target: { kind: 'handler', name: 'big' } }));
   const registry = { handlers: { big: () => ({ blob: bigText(70_000) }) }, retryPolicies: {} };
   const job = await claimed(jobType, 'r1', { n: 1 });
   expect(await runClaimedJob(queue.as('worker'), job, jobType, { registry, worker })).toBe('failed');
@@ -78,7 +78,7 @@ test('a callback result over 64 KiB is refused with the field named, and the att
   const { jobType } = await putJobType(
     queue.ctx,
     'callback-result',
-    jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'await_callback' } }),
+    parseJobTypeDefinition({ target: { kind: 'handler', name: 'await_callback' } }),
   );
   const registry = { handlers: { await_callback: () => AWAIT_CALLBACK }, retryPolicies: {} };
   const job = await claimed(jobType, 'c1', {});

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { getJob } from '../../lib/queue/read-job.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';
@@ -68,7 +68,7 @@ beforeAll(async () => {
   for (const fn of ['api', 'poller', 'worker'] as const) recordPartitionWrites(queue.clientsOf(fn).base, queue.clients.base, queue.tableName, writes);
   const jobTypes: JobType[] = [];
   for (const { name, body } of MIX) {
-    jobTypes.push((await putJobType(queue.ctx, name, jobTypeInputSchema.parse({ target: { kind: 'handler', name }, ...body }))).jobType);
+    jobTypes.push((await putJobType(queue.ctx, name, parseJobTypeDefinition({ target: { kind: 'handler', name }, ...body }))).jobType);
   }
   writes.length = 0;
   for (const [t, { name, jobs }] of MIX.entries()) {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { sleepMs, watchInFlight } from '../support/in-flight.js';
@@ -21,7 +21,7 @@ test('under concurrency 1, two pollers start jobs due at the same time in priori
   });
   try {
     const body = { target: { kind: 'handler', name: 'ordered' }, concurrency: 1 };
-    const { jobType } = await putJobType(queue.ctx, 'ordered', jobTypeInputSchema.parse(body));
+    const { jobType } = await putJobType(queue.ctx, 'ordered', parseJobTypeDefinition(body));
     const priorities = Array.from({ length: 30 }, (_, i) => (i * 337) % 1001);
     const dueAtMs = Date.now() - 1_000;
     const jobs = [];

@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
 import { watchInFlight } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';
@@ -21,7 +21,7 @@ test(`two pollers together start ${RATE_PER_S} jobs a second, within 10 % over $
   });
   try {
     const body = { target: { kind: 'handler', name: 'paced' }, rate_limit_per_s: RATE_PER_S };
-    const { jobType } = await putJobType(queue.ctx, 'paced', jobTypeInputSchema.parse(body));
+    const { jobType } = await putJobType(queue.ctx, 'paced', parseJobTypeDefinition(body));
     const jobs = [];
     // More than the window can take, so the pollers always have due jobs to claim.
     for (let i = 0; i < 30 * RATE_PER_S; i++) {

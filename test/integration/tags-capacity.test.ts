@@ -12,7 +12,7 @@ import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { getJob } from '../../lib/queue/read-job.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 
@@ -44,7 +44,7 @@ async function writeUnitsPerJob(jobType: JobType, tags: string[] | undefined): P
 }
 
 const defineEcho = async (name: string): Promise<JobType> =>
-  (await putJobType(queue.ctx, name, jobTypeInputSchema.parse({ target: { kind: 'handler', name: 'echo' } }))).jobType;
+  (await putJobType(queue.ctx, name, parseJobTypeDefinition({ target: { kind: 'handler', name: 'echo' } }))).jobType;
 
 test(`a tag costs one write unit per job, at enqueue: three short tags cost 3 and change nothing after (${JOBS} jobs each)`, async () => {
   const untagged = await writeUnitsPerJob(await defineEcho('untagged'), undefined);

@@ -5,7 +5,7 @@
 import { describe, expect, test } from 'vitest';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { getJob } from '../../lib/queue/read-job.js';
-import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { readInFlight } from '../../lib/store/counters.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { sleepMs, watchInFlight } from '../support/in-flight.js';
@@ -29,7 +29,7 @@ test('shares of 40 / 30 / 30 % and a limit for the rest hold per key under two p
         limits: { east: { share: 0.4 }, north: { share: 0.3 }, west: { share: 0.3 }, '*': { limit: 1 } },
       },
     };
-    const { jobType } = await putJobType(queue.ctx, 'regional', jobTypeInputSchema.parse(body));
+    const { jobType } = await putJobType(queue.ctx, 'regional', parseJobTypeDefinition(body));
     const jobs = [];
     for (const [region, count] of Object.entries(REGIONS)) {
       for (let i = 0; i < count; i++) {
@@ -82,7 +82,7 @@ test('a weighted mix (weights 1 to 5, shares of 40 / 30 / 30 % of 100, 10 % fail
       retry: { kind: 'fixed', delay_s: 0 },
       throttle: { key_field: 'region', limits: Object.fromEntries(Object.entries(shares).map(([key, share]) => [key, { share }])) },
     };
-    const { jobType } = await putJobType(queue.ctx, 'mixed', jobTypeInputSchema.parse(body));
+    const { jobType } = await putJobType(queue.ctx, 'mixed', parseJobTypeDefinition(body));
     // A fixed mix rather than a random one: every weight in every key, one job in ten failing its first attempt.
     const jobs = [];
     const regions = Object.keys(shares);

@@ -1,8 +1,9 @@
 /** The batcher: how a poll's claimed jobs are split into worker invocations, and what each one carries. */
 import fc from 'fast-check';
+import { jobTypeFromInput } from '../support/job-types.js';
 import { expect, test } from 'vitest';
 import { jsonBytes } from '../../lib/domain/json-size.js';
-import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import { MAX_DATA_BYTES, type Job } from '../../lib/domain/job.js';
 import type { JobType } from '../../lib/domain/job-type.js';

@@ -1,5 +1,6 @@
 /** Byte sizes as DynamoDB and EventBridge count them, and the budget that keeps a job item under 400 KB. */
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { jobTypeFromInput } from '../support/job-types.js';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { appendHistory, attemptRecordOf, boundedError, planNextState, type EndAttemptOptions } from '../../lib/domain/attempts.js';
@@ -16,7 +17,7 @@ import { DYNAMODB_ITEM_LIMIT_BYTES, dynamoItemBytes, dynamoValueBytes, truncateU
 import { historyRoomBytes, JOB_ITEM_BUDGET_BYTES } from '../../lib/store/job-writes.js';
 import { PUT_EVENTS_MAX_BYTES } from '../../lib/aws/eventbridge.js';
 import { runEventBridgeTarget } from '../../lib/targets/eventbridge.js';
-import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import { runningJob, T0 } from '../support/jobs.js';
 

@@ -1,10 +1,11 @@
 import { describe, expect, test } from 'vitest';
+import { jobTypeFromInput } from '../support/job-types.js';
 import { ValidationError } from '../../lib/domain/errors.js';
 import type { FieldIssue } from '../../lib/domain/errors.js';
 import { MAX_WORKER_ATTEMPT_S } from '../../lib/domain/limits.js';
 import { DEFAULT_RETRY } from '../../lib/domain/job-type.js';
 import { jobInputFromBody, jobInputSchema, jobToApi } from '../../lib/wire/jobs.js';
-import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import type { Job } from '../../lib/domain/job.js';
 

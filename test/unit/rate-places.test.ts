@@ -3,10 +3,11 @@
  * oldest job not yet claimed, so it is never read behind another key's backlog.
  */
 import { expect, test } from 'vitest';
+import { jobTypeFromInput } from '../support/job-types.js';
 import { extendBlockedRun, nextPlaceOfKey, placesToRead } from '../../lib/queue/poll/blocked-runs.js';
 import type { DueEntry } from '../../lib/store/due-index.js';
 import { jobKey, lanePartition, queuedSortKey } from '../../lib/store/keys.js';
-import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 
 const BUCKET = 100;
 

@@ -1,5 +1,6 @@
 /** Recurring schedules: fire times of cron in a zone, across daylight-saving changes, and what a late poll fires. */
 import fc from 'fast-check';
+import { jobTypeFromInput } from '../support/job-types.js';
 import { IANAZone } from 'luxon';
 import { describe, expect, test } from 'vitest';
 import { fireTimesAfter, latestFireTimes, type CronSpec } from '../../lib/domain/cron.js';
@@ -7,7 +8,7 @@ import { ValidationError, type FieldIssue } from '../../lib/domain/errors.js';
 import { eventForUnstartedJob } from '../../lib/domain/lifecycle-events.js';
 import { newJob } from '../../lib/domain/new-job.js';
 import { dueFires, firstFireOf, scheduledJobId, type Schedule, type ScheduleDefinition } from '../../lib/domain/schedule.js';
-import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { lifecycleEventDetail } from '../../lib/wire/lifecycle-events.js';
 import { parseWith } from '../../lib/wire/parse.js';
 

@@ -1,6 +1,7 @@
 import { expect, test } from 'vitest';
+import { jobTypeFromInput } from '../support/job-types.js';
 import { ValidationError } from '../../lib/domain/errors.js';
-import { jobTypeFromInput, jobTypeInputSchema, jobTypeToApi } from '../../lib/wire/job-types.js';
+import { jobTypeInputSchema, jobTypeToApi } from '../../lib/wire/job-types.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import { T0 } from '../support/jobs.js';
 

@@ -1,8 +1,9 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
+import { jobTypeFromInput } from '../support/job-types.js';
 import { InvokeCommand, LambdaClient, type InvokeCommandOutput } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, test } from 'vitest';
-import { jobTypeFromInput, jobTypeInputSchema } from '../../lib/wire/job-types.js';
+import { jobTypeInputSchema } from '../../lib/wire/job-types.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { runEventBridgeTarget } from '../../lib/targets/eventbridge.js';

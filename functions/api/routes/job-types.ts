@@ -1,7 +1,7 @@
 /** `/v1/job-types`: define, read, pause and resume job types. */
 import { ValidationError } from '../../../lib/domain/errors.js';
 import type { JobType } from '../../../lib/domain/job-type.js';
-import { jobTypeInputSchema, jobTypeToApi, type JobTypeAudience, type JobTypeInput } from '../../../lib/wire/job-types.js';
+import { jobTypeDefinitionOf, jobTypeInputSchema, jobTypeToApi, type JobTypeAudience, type JobTypeInput } from '../../../lib/wire/job-types.js';
 import type { Principal } from '../../shared/principal.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import { putJobType, requireJobType, setJobTypePaused } from '../../../lib/queue/catalog/job-types.js';
@@ -44,7 +44,7 @@ export function jobTypeRoutes({ ctx, registry, jobTypes, targetAddressPolicy = L
       const name = typeName(event, 'name');
       const input = parseWith(jobTypeInputSchema, parseJsonBody(event));
       assertRunnable(input, registry, targetAddressPolicy);
-      const { jobType, created, newSigningSecret } = await putJobType(ctx, name, input);
+      const { jobType, created, newSigningSecret } = await putJobType(ctx, name, jobTypeDefinitionOf(input));
       kept(jobType);
       // The only time the secret leaves the store: the caller keeps it for the downstream to verify requests.
       const body = newSigningSecret !== undefined ? { ...jobTypeToApi(jobType, 'admin'), signing_secret: newSigningSecret } : jobTypeToApi(jobType, 'admin');

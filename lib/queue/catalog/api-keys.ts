@@ -3,13 +3,12 @@
  * (see domain/api-key.ts for what a presented key is and why a fast hash is safe).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { parsePresentedKey, type ApiKey, type Scope } from '../../domain/api-key.js';
+import { parsePresentedKey, type ApiKey, type NewApiKey, type Scope } from '../../domain/api-key.js';
 import { NotFoundError, ValidationError } from '../../domain/errors.js';
 import { putApiKeyParams, revokeApiKeyParams, touchApiKeyParams } from '../../store/catalog.js';
 import { API_KEYS_PARTITION, apiKeyKey, purgeAtS } from '../../store/keys.js';
 import { listIndexedItems } from '../../store/listing.js';
 import { getItem, putItem, updateItem, type Item } from '../../store/send.js';
-import type { ApiKeyInput } from '../../wire/api-keys.js';
 import type { QueueContext } from '../context.js';
 import { ownEntry } from '../../domain/own.js';
 
@@ -32,9 +31,9 @@ function itemToApiKey(item: Item): ApiKey {
 const MAX_KEY_LIFETIME_MS = 10 * 366 * 24 * 3600 * 1000;
 
 /** Creates a key; the returned `presented` key is the only time its secret exists outside the caller. */
-export async function createApiKey(ctx: QueueContext, input: ApiKeyInput): Promise<{ key: ApiKey; presented: string }> {
+export async function createApiKey(ctx: QueueContext, input: NewApiKey): Promise<{ key: ApiKey; presented: string }> {
   const nowMs = ctx.nowMs();
-  const expiresAtMs = input.expires_at === undefined ? undefined : Date.parse(input.expires_at);
+  const { expiresAtMs } = input;
   if (expiresAtMs !== undefined && (expiresAtMs <= nowMs || expiresAtMs > nowMs + MAX_KEY_LIFETIME_MS)) {
     throw new ValidationError([{ field: 'expires_at', message: 'must be in the future and within 10 years' }]);
   }

@@ -6,8 +6,7 @@ import { itemToJobType } from '../../store/items.js';
 import { getItem, putItem, updateItem } from '../../store/send.js';
 import { listIndexedItems } from '../../store/listing.js';
 import { JOB_TYPES_PARTITION, jobTypeKey } from '../../store/keys.js';
-import { jobTypeFromInput, type JobTypeInput } from '../../wire/job-types.js';
-import { claimsJobs, type JobType } from '../../domain/job-type.js';
+import { claimsJobs, jobTypeOf, type JobType, type JobTypeDefinition } from '../../domain/job-type.js';
 import { newSigningSecret } from '../../domain/signing.js';
 import { beforeJobTypesChange, wakeEveryPoller } from '../wake/ensure-awake.js';
 
@@ -41,14 +40,14 @@ const PUT_JOB_TYPE_TRIES = 5;
 export async function putJobType(
   ctx: QueueContext,
   name: string,
-  input: JobTypeInput,
+  definition: JobTypeDefinition,
 ): Promise<{ jobType: JobType; created: boolean; newSigningSecret?: string }> {
   for (let tries = 1; ; tries++) {
     const nowMs = ctx.nowMs();
     const existing = await getJobType(ctx, name);
-    const jobType = jobTypeFromInput(
+    const jobType = jobTypeOf(
       name,
-      input,
+      definition,
       { createdAtMs: existing?.createdAtMs ?? nowMs, updatedAtMs: nowMs },
       existing?.paused ?? false,
     );
