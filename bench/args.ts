@@ -1,5 +1,5 @@
 /** The bench's command line: `--name value` or `--name=value` pairs and bare boolean flags. */
-import { readDiskSync } from '../infra/local/dynamodb-local.js';
+import { readDiskSync } from '../infra/local/aws/dynamodb-local.js';
 
 /**
  * Where the HTTP workloads' DynamoDB Local keeps its data: on disk with a flush per write

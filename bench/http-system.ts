@@ -9,9 +9,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, startDynamoDbLocal, type DynamoDbLocal } from '../infra/local/dynamodb-local.js';
+import { freePort, startDynamoDbLocal, type DynamoDbLocal } from '../infra/local/aws/dynamodb-local.js';
 import { createClient, type QueueClient } from '../lib/client/index.js';
-import { npmStart, stop, type Started } from '../test/support/npm-start.js';
+import { npmStart, stop, type Started } from '../infra/local/npm-start.js';
 import type { HttpStorage } from './args.js';
 import { processCpuMs } from './cpu.js';
 
@@ -99,7 +99,7 @@ function watchSuccesses(started: Started): Map<string, Map<string, LoggedSuccess
   return byType;
 }
 
-/** An invocation's Lambda-style report line, as `npm start` logged it (infra/local/invocation-report.ts). */
+/** An invocation's Lambda-style report line, as `npm start` logged it (infra/local/aws/invocation-report.ts). */
 export interface LoggedReport {
   function: string;
   durationMs: number;

@@ -2,7 +2,7 @@
  * idle-types: what `npm start` at its defaults costs while nothing is due:
  * job types defined and no jobs, DynamoDB calls counted by operation through a proxy in front of DynamoDB
  * Local, and the poller's and sweeper's billed Lambda time added up from the runtime's report lines
- * (infra/local/invocation-report.ts), over a window of idle time, scaled to an hour.
+ * (infra/local/aws/invocation-report.ts), over a window of idle time, scaled to an hour.
  *
  * It runs `npm start` itself rather than the bench's in-process system: that is what the target names, and
  * only it runs the poller and sweeper as the runtime's invocations, at their Lambda timeouts, with report lines.

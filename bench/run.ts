@@ -8,7 +8,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startDynamoDbLocal } from '../infra/local/dynamodb-local.js';
+import { startDynamoDbLocal } from '../infra/local/aws/dynamodb-local.js';
 import { readQueueSettings } from '../lib/queue/settings.js';
 import { parseBenchArgs, USAGE, type BenchArgs } from './args.js';
 import { HTTP_WORKLOADS, httpTables, runHttpBench, summariseHttp, type HttpBenchResults } from './http-run.js';

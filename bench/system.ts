@@ -10,7 +10,7 @@ import { createSweeperHandler } from '../functions/sweeper/app.js';
 import { createJobGate } from './job-gate.js';
 import type { AttemptSpan } from './mix-analysis.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { trackConsumedCapacity, type CapacityTotals } from '../test/support/capacity.js';
+import { trackConsumedCapacity, type CapacityTotals } from '../infra/local/aws/capacity-meter.js';
 import { createQueueContext, type QueueContext } from '../lib/queue/context.js';
 import { type QueueSettings } from '../lib/queue/settings.js';
 import { createDynamoClients, type DynamoClients } from '../lib/store/client.js';

@@ -27,7 +27,7 @@ import { claimIndexKeys, DUE_INDEX, jobKey, queuedIndexKeys, startRecordKey } fr
 import type { UpdateParams } from '../lib/store/send.js';
 import { ensureTable } from '../lib/store/table.js';
 import { parseJobTypeDefinition } from '../lib/wire/job-types.js';
-import { trackConsumedCapacity, type CapacityTotals } from '../test/support/capacity.js';
+import { trackConsumedCapacity, type CapacityTotals } from '../infra/local/aws/capacity-meter.js';
 import { fmt } from './stats.js';
 
 export const WRITE_DESIGNS = ['move', 'in place', 'group'] as const;

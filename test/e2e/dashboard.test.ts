@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, test } from 'vitest';
-import { freePort } from '../../infra/local/dynamodb-local.js';
-import { call, npmStart, stop, waitForStatus, type Started } from '../support/npm-start.js';
+import { freePort } from '../../infra/local/aws/dynamodb-local.js';
+import { call, npmStart, stop, waitForStatus, type Started } from '../../infra/local/npm-start.js';
 
 /** CI installs Debian's chromium there (.ci/run); elsewhere point CHROMIUM_PATH at a Chromium or Chrome. */
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { freePort } from '../../infra/local/dynamodb-local.js';
+import { freePort } from '../../infra/local/aws/dynamodb-local.js';
 import { createClient } from '../../lib/client/index.js';
-import { call, npmStart, stop, waitForStatus, type Started } from '../support/npm-start.js';
+import { call, npmStart, stop, waitForStatus, type Started } from '../../infra/local/npm-start.js';
 
 let dataDir: string;
 let env: Record<string, string>;

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { freePort } from '../../infra/local/dynamodb-local.js';
-import { call, stop, waitForStatus, type Started } from '../support/npm-start.js';
+import { freePort } from '../../infra/local/aws/dynamodb-local.js';
+import { call, stop, waitForStatus, type Started } from '../../infra/local/npm-start.js';
 
 const run = promisify(execFile);
 const EXAMPLE = resolve('examples/team-app');

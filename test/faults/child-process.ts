@@ -7,9 +7,9 @@
  * Each runs under its role in the stack (STACK_POLICIES, from the test run); a
  * denied call ends the process with a message, so the test cannot pass.
  */
-import { createLocalIam } from '../../infra/local/iam/local-iam.js';
-import { LOCAL_ACCOUNT_ID } from '../../infra/local/iam/local-policies.js';
-import type { StackPolicies } from '../../infra/local/iam/stack-policies.js';
+import { createLocalIam } from '../../infra/local/aws/iam/local-iam.js';
+import { LOCAL_ACCOUNT_ID } from '../../infra/local/aws/iam/local-policies.js';
+import type { StackPolicies } from '../../infra/local/aws/iam/stack-policies.js';
 import { createQueueContext } from '../../lib/queue/context.js';
 import { readQueueSettings } from '../../lib/queue/settings.js';
 import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';

@@ -7,7 +7,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import type { WorkerInvoker } from '../../lib/domain/invocations.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import type { QueueContext } from '../../lib/queue/context.js';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, expect, test } from 'vitest';
-import { NO_SYNC_LIBRARY_PATHS, startDynamoDbLocal, type DynamoDbLocal } from '../../infra/local/dynamodb-local.js';
+import { NO_SYNC_LIBRARY_PATHS, startDynamoDbLocal, type DynamoDbLocal } from '../../infra/local/aws/dynamodb-local.js';
 import { createDynamoClients } from '../../lib/store/client.js';
 
 const installed = NO_SYNC_LIBRARY_PATHS.some((path) => existsSync(path));

@@ -26,7 +26,7 @@ import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
-import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import { loseAnswers, writesTo } from '../support/faults.js';
 import { createTestQueue, type TestClock } from '../support/queue.js';
 import { auditJobs, runUntilSettled } from '../support/scenario.js';

@@ -5,7 +5,7 @@
  * its handler having run.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { createLocalAsyncInvoker } from '../../infra/local/aws-limits.js';
+import { createLocalAsyncInvoker } from '../../infra/local/aws/limits.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { getJob } from '../../lib/queue/read-job.js';

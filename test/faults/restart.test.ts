@@ -9,8 +9,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { freePort } from '../../infra/local/dynamodb-local.js';
-import { call, npmStart, stop, waitForStatus, type Started } from '../support/npm-start.js';
+import { freePort } from '../../infra/local/aws/dynamodb-local.js';
+import { call, npmStart, stop, waitForStatus, type Started } from '../../infra/local/npm-start.js';
 
 let dataDir: string | undefined;
 let runtime: Started | undefined;

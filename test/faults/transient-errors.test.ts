@@ -4,7 +4,7 @@
  * producers, pollers, workers and sweepers: nothing is lost, nothing finishes twice.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import type { DynamoClients } from '../../lib/store/client.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';

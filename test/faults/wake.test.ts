@@ -14,7 +14,7 @@ import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '
 import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest';
 import { createPollerHandler } from '../../functions/poller/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
-import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { JobInput } from '../../lib/domain/job.js';
 import { isTerminal } from '../../lib/domain/job.js';

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'vitest';
 import { MAX_WORKER_ATTEMPT_S } from '../../lib/domain/limits.js';
 import { JOB_TYPES_REFRESH_MS, putJobType } from '../../lib/queue/catalog/job-types.js';
 import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
-import { trackConsumedCapacity } from '../support/capacity.js';
+import { trackConsumedCapacity } from '../../infra/local/aws/capacity-meter.js';
 import { freshApiPerTest, tableItems } from '../support/api.js';
 
 const api = freshApiPerTest();

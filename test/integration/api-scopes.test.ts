@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { createCallbackToken } from '../../lib/domain/callback-tokens.js';
-import { toAuthorizerEvent } from '../../infra/local/gateway.js';
+import { toAuthorizerEvent } from '../../infra/local/aws/gateway.js';
 import { KEY_AUTHORIZER_CACHE_TTL_S } from '../../infra/api-gateway.js';
 import { claimJob } from '../../lib/queue/attempt/claim.js';
 import { requireJobType } from '../../lib/queue/catalog/job-types.js';

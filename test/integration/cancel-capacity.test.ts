@@ -7,7 +7,7 @@
  * running job's DELETE tries first is 1 WRU more there (README, Cancelling a running job).
  */
 import { beforeEach, afterEach, expect, test } from 'vitest';
-import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.js';
+import { trackConsumedCapacity, type CapacityTotals } from '../../infra/local/aws/capacity-meter.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { getJob } from '../../lib/queue/read-job.js';

@@ -4,7 +4,7 @@
  * of its jobs runs (one for the jobs claimed together, so a throttled or late worker invoke costs them no attempt).
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.js';
+import { trackConsumedCapacity, type CapacityTotals } from '../../infra/local/aws/capacity-meter.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { getJob } from '../../lib/queue/read-job.js';

@@ -8,7 +8,7 @@ import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { registry } from '../../functions/worker/handlers/index.js';
-import { trackConsumedCapacity } from '../support/capacity.js';
+import { trackConsumedCapacity } from '../../infra/local/aws/capacity-meter.js';
 import { createCallbackToken } from '../../lib/domain/callback-tokens.js';
 import { claimJob } from '../../lib/queue/attempt/claim.js';
 import { completeCorrelatedJob, findActiveCorrelatedJob } from '../../lib/queue/attempt/callbacks.js';

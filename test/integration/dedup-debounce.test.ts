@@ -14,7 +14,7 @@ import type { Job, JobInput } from '../../lib/domain/job.js';
 import { MAX_DATA_BYTES } from '../../lib/domain/job.js';
 import { jsonBytes, utf8Bytes } from '../../lib/domain/json-size.js';
 import { PUT_EVENTS_MAX_BYTES } from '../../lib/aws/eventbridge.js';
-import { trackConsumedCapacity } from '../support/capacity.js';
+import { trackConsumedCapacity } from '../../infra/local/aws/capacity-meter.js';
 import { freshApiPerTest, itemsWithPk, tableItems } from '../support/api.js';
 import type { TestQueue } from '../support/queue.js';
 import { createClient } from '../../lib/client/index.js';

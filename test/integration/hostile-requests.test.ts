@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { freePort } from '../../infra/local/dynamodb-local.js';
+import { freePort } from '../../infra/local/aws/dynamodb-local.js';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { createApiKey } from '../../lib/queue/catalog/api-keys.js';
 import { createQueueContext } from '../../lib/queue/context.js';

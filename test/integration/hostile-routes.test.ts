@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import type { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { freePort } from '../../infra/local/dynamodb-local.js';
+import { freePort } from '../../infra/local/aws/dynamodb-local.js';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { OPERATIONS } from '../../functions/api/operations.js';
 import { DASHBOARD_PATHS } from '../../functions/shared/public-paths.js';

@@ -12,7 +12,7 @@ import { createApiHandler } from '../../functions/api/app.js';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { registry } from '../../functions/worker/handlers/index.js';
 import { createDownstream, type DownstreamJob } from '../../infra/local/downstream.js';
-import { createLocalGateway } from '../../infra/local/gateway.js';
+import { createLocalGateway } from '../../infra/local/aws/gateway.js';
 import { createHttpServer, type ApiHandler } from '../../infra/local/http-server.js';
 import { verifyCallbackToken } from '../../lib/domain/callback-tokens.js';
 import { createMemoryPublisher } from '../../lib/domain/lifecycle-events.js';

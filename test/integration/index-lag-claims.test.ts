@@ -1,5 +1,5 @@
 /**
- * A type with a concurrency limit under a lagging `due` index (infra/local/index-lag.ts): an entry whose job a
+ * A type with a concurrency limit under a lagging `due` index (infra/local/aws/index-lag.ts): an entry whose job a
  * poller claimed still shows in the index for up to the lag. Such a stale entry must not cost a reservation
  * and a lost race on every poll, nor hold the type's room or a page of the lane, so the jobs due behind it
  * are claimed as soon as the index shows them rather than once the stale entries leave it.

@@ -1,9 +1,9 @@
-/** `npm start`'s runtime logs a Lambda-style report line per invocation (infra/local/invocation-report.ts). */
+/** `npm start`'s runtime logs a Lambda-style report line per invocation (infra/local/aws/invocation-report.ts). */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, inject, test, vi } from 'vitest';
-import { freePort } from '../../infra/local/dynamodb-local.js';
+import { freePort } from '../../infra/local/aws/dynamodb-local.js';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

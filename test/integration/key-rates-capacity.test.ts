@@ -11,7 +11,7 @@ import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { getJob } from '../../lib/queue/read-job.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
-import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.js';
+import { trackConsumedCapacity, type CapacityTotals } from '../../infra/local/aws/capacity-meter.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 import { defineType } from './lib-fixtures.js';
 

@@ -1,5 +1,5 @@
 /**
- * Invocations cut at their Lambda timeout, as AWS cuts them (infra/local/lambda-timeout.ts): nothing an
+ * Invocations cut at their Lambda timeout, as AWS cuts them (infra/local/aws/lambda-timeout.ts): nothing an
  * invocation does past its timeout lands, and no job is lost for it; the sweeper takes back what the cut
  * invocation held, as it would after a function AWS ended.
  */
@@ -10,8 +10,8 @@ import { afterEach, describe, expect, inject, test, vi } from 'vitest';
 import { createPollerHandler } from '../../functions/poller/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import { functionTimeoutsS } from '../../infra/queue-stack.js';
-import { freePort } from '../../infra/local/dynamodb-local.js';
-import { invokeWithTimeout, LambdaTimeoutError } from '../../infra/local/lambda-timeout.js';
+import { freePort } from '../../infra/local/aws/dynamodb-local.js';
+import { invokeWithTimeout, LambdaTimeoutError } from '../../infra/local/aws/lambda-timeout.js';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import type { WorkerInvoker } from '../../lib/domain/invocations.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, expect, inject, test } from 'vitest';
-import { freePort } from '../../infra/local/dynamodb-local.js';
+import { freePort } from '../../infra/local/aws/dynamodb-local.js';
 import { startLocalRuntime, type LocalRuntime } from '../../infra/local/runtime.js';
 import { MAX_RESULT_BYTES } from '../../lib/domain/job.js';
 import { createDynamoClients } from '../../lib/store/client.js';

@@ -4,10 +4,10 @@
  * Lambda timeout and its REPORT line, as Lambda's asynchronous invoke starts them deployed.
  */
 import { afterEach, expect, test } from 'vitest';
-import { AccessDeniedException } from '../../infra/local/iam/iam-check.js';
-import { createInvocationReporter, type InvocationReport } from '../../infra/local/invocation-report.js';
-import { invokeWithTimeout, type InvocationContext } from '../../infra/local/lambda-timeout.js';
-import { createScheduledFunctions, type ScheduledFunction } from '../../infra/local/scheduled-functions.js';
+import { AccessDeniedException } from '../../infra/local/aws/iam/iam-check.js';
+import { createInvocationReporter, type InvocationReport } from '../../infra/local/aws/invocation-report.js';
+import { invokeWithTimeout, type InvocationContext } from '../../infra/local/aws/lambda-timeout.js';
+import { createScheduledFunctions, type ScheduledFunction } from '../../infra/local/aws/scheduled-functions.js';
 import { localIamFor, takeDeniedCalls } from '../support/iam.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

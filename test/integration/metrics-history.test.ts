@@ -14,7 +14,7 @@ import { createMetricsRecorder } from '../../lib/queue/telemetry/metrics-history
 import { lagBucketOf, lagBucketValueMs, METRICS_FLUSH_INTERVAL_MS, METRICS_RETENTION_S } from '../../lib/domain/metrics.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { createApiClient, createTestApi, type ApiClient } from '../support/api.js';
-import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import { createTestQueue, manualClock, type TestQueue } from '../support/queue.js';
 import { RecordingInvoker } from './lib-fixtures.js';
 

@@ -13,7 +13,7 @@ import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';
 import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
 import { readCursor, readLaneCursor } from '../../lib/store/due-index.js';
 import { bucketOf, shardOf, type Lane } from '../../lib/store/keys.js';
-import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import { asFunction, type TestClock } from '../support/queue.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 import { countQueries, withLatency } from '../support/sdk-calls.js';

@@ -13,7 +13,7 @@ import { getJob } from '../../lib/queue/read-job.js';
 import { rosterEntryName, rosterKey } from '../../lib/store/keys.js';
 import type { WorkerIdentity } from '../../lib/domain/job.js';
 import { createRosterHeartbeat, listRoster, ROSTER_PURGE_AFTER_S, ROSTER_REFRESH_MS, ROSTER_STALE_AFTER_MS } from '../../lib/queue/telemetry/roster.js';
-import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import { asFunction, manualClock } from '../support/queue.js';
 import { holdAwake } from '../support/wake.js';
 import { RecordingInvoker, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';

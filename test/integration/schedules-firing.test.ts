@@ -15,7 +15,7 @@ import { PARTITION_PREFIX } from '../../lib/store/keys.js';
 import { parseWith } from '../../lib/wire/parse.js';
 import { scheduleDefinitionFromInput, scheduleInputSchema } from '../../lib/wire/schedules.js';
 import { tableItems } from '../support/api.js';
-import { trackConsumedCapacity } from '../support/capacity.js';
+import { trackConsumedCapacity } from '../../infra/local/aws/capacity-meter.js';
 import { asFunction, type TestQueue } from '../support/queue.js';
 import { defineType, freshQueuePerTest, RecordingInvoker, T0 } from './lib-fixtures.js';
 

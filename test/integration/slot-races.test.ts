@@ -168,7 +168,7 @@ test('returns of one counter reserved in two epochs, ending together, are both g
   await enqueue(ctx, limited, 'after');
   await poll(ctx, [limited], invoker);
   expect(invoker.jobs.map((job) => job.heldSlots?.typeEpoch)).toEqual([0, 1]);
-  // One transaction writing the counter twice would be refused, as AWS refuses it (infra/local/dynamodb-rules.ts).
+  // One transaction writing the counter twice would be refused, as AWS refuses it (infra/local/aws/dynamodb-rules.ts).
   const workerCtx = asFunction(ctx, 'worker');
   const batchCtx = { ...workerCtx, slotReturns: createSlotReturnQueue(workerCtx, 25) };
   await Promise.all(invoker.jobs.map((job) => endAttempt(batchCtx, job, { ending: { outcome: 'succeeded' }, jobType: limited, customPolicies: {} })));

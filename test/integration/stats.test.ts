@@ -3,7 +3,7 @@
  * many queued jobs are due and how long the oldest has waited.
  */
 import { describe, expect, test } from 'vitest';
-import { trackConsumedCapacity } from '../support/capacity.js';
+import { trackConsumedCapacity } from '../../infra/local/aws/capacity-meter.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { statsOfType, statsOfTypes } from '../../lib/queue/read/type-stats.js';

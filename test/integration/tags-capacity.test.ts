@@ -13,7 +13,7 @@ import { getJob } from '../../lib/queue/read-job.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
-import { trackConsumedCapacity, type CapacityTotals } from '../support/capacity.js';
+import { trackConsumedCapacity, type CapacityTotals } from '../../infra/local/aws/capacity-meter.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 
 const JOBS = 50;

@@ -5,7 +5,7 @@
  * reaches the worker after its window closed goes back to wait for the next.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { trackConsumedCapacity } from '../support/capacity.js';
+import { trackConsumedCapacity } from '../../infra/local/aws/capacity-meter.js';
 import { getJob } from '../../lib/queue/read-job.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce, type CursorCache, type PollResult } from '../../lib/queue/poll/poll.js';

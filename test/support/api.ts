@@ -10,7 +10,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { afterEach, beforeEach } from 'vitest';
 import { createApiHandler } from '../../functions/api/app.js';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
-import { createLocalGateway } from '../../infra/local/gateway.js';
+import { createLocalGateway } from '../../infra/local/aws/gateway.js';
 import { httpApiEvent, lambdaContext } from '../../infra/local/http-server.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
 import type { QueueSettings } from '../../lib/queue/settings.js';

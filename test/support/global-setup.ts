@@ -3,8 +3,8 @@
  * stack's IAM policies once, so every test file checks its functions' calls against them.
  */
 import type { TestProject } from 'vitest/node';
-import { startDynamoDbLocal } from '../../infra/local/dynamodb-local.js';
-import { readStackPolicies, type StackPolicies } from '../../infra/local/iam/stack-policies.js';
+import { startDynamoDbLocal } from '../../infra/local/aws/dynamodb-local.js';
+import { readStackPolicies, type StackPolicies } from '../../infra/local/aws/iam/stack-policies.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

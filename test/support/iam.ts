@@ -5,15 +5,15 @@
  * it, even where the code under test swallows the error.
  */
 import { inject } from 'vitest';
-import type { IamDecision } from '../../infra/local/iam/iam-check.js';
-import { createLocalIam, type LocalIam } from '../../infra/local/iam/local-iam.js';
-import { LOCAL_ACCOUNT_ID } from '../../infra/local/iam/local-policies.js';
+import type { IamDecision } from '../../infra/local/aws/iam/iam-check.js';
+import { createLocalIam, type LocalIam } from '../../infra/local/aws/iam/local-iam.js';
+import { LOCAL_ACCOUNT_ID } from '../../infra/local/aws/iam/local-policies.js';
 
 const deniedCalls: IamDecision[] = [];
 
 export const TEST_REGION = 'us-east-1';
 
-/** `options.indexLagMs`: how far the `due` index lags for these functions' queries (infra/local/index-lag.ts), on `indexLagClock`; none by default. */
+/** `options.indexLagMs`: how far the `due` index lags for these functions' queries (infra/local/aws/index-lag.ts), on `indexLagClock`; none by default. */
 export function localIamFor(
   tableName: string,
   onDecision?: (decision: IamDecision) => void,

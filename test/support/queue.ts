@@ -9,9 +9,9 @@ import { type QueueSettings } from '../../lib/queue/settings.js';
 import { createDynamoClients, type DynamoClients } from '../../lib/store/client.js';
 import type { LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
 import { ensureTable } from '../../lib/store/table.js';
-import type { IamDecision } from '../../infra/local/iam/iam-check.js';
-import type { LocalIam } from '../../infra/local/iam/local-iam.js';
-import type { QueueFunctionName } from '../../infra/local/iam/stack-policies.js';
+import type { IamDecision } from '../../infra/local/aws/iam/iam-check.js';
+import type { LocalIam } from '../../infra/local/aws/iam/local-iam.js';
+import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import { localIamFor } from './iam.js';
 
 export interface TestClock {

@@ -1,7 +1,7 @@
 /** The local api's admission: at most `concurrency` requests served at once, a bounded queue, 429 past it. */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { describe, expect, test } from 'vitest';
-import { admitted } from '../../infra/local/admission.js';
+import { admitted } from '../../infra/local/aws/admission.js';
 
 const event = (path: string) => ({ rawPath: path }) as APIGatewayProxyEventV2;
 const context = {} as Context;

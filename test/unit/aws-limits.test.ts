@@ -1,4 +1,4 @@
-/** AWS's limits and async delivery, as the local runtime enforces and imitates them (infra/local/aws-limits.ts). */
+/** AWS's limits and async delivery, as the local runtime enforces and imitates them (infra/local/aws/limits.ts). */
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { describe, expect, test, vi } from 'vitest';
 import {
@@ -8,7 +8,7 @@ import {
   LAMBDA_ASYNC_PAYLOAD_BYTES,
   workerDeliveryFrom,
   type WorkerDelivery,
-} from '../../infra/local/aws-limits.js';
+} from '../../infra/local/aws/limits.js';
 import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../lib/aws/eventbridge.js';
 import { FAILURE_DESTINATION_MAX_BYTES, FAILURE_RECORD_ENVELOPE_BYTES, MAX_WORKER_ERROR_RESPONSE_BYTES } from '../../lib/queue/poll/worker-batches.js';
 import { type WorkerBatch } from '../../lib/domain/invocations.js';

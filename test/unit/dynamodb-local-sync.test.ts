@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { javaEnvironment, readDiskSync } from '../../infra/local/dynamodb-local.js';
+import { javaEnvironment, readDiskSync } from '../../infra/local/aws/dynamodb-local.js';
 import { ConfigError } from '../../lib/domain/errors.js';
 
 /** A stand-in for libeatmydata: only its presence is read. */

@@ -1,7 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test } from 'vitest';
-import { enforceAwsRules, itemWrittenTwice } from '../../infra/local/dynamodb-rules.js';
+import { enforceAwsRules, itemWrittenTwice } from '../../infra/local/aws/dynamodb-rules.js';
 
 const KEY = ['pk', 'sk'] as const;
 const update = (pk: string, sk: string, table = 't') => ({ Update: { TableName: table, Key: { pk, sk }, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': 1 } } });

@@ -2,10 +2,10 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test, vi } from 'vitest';
-import { AccessDeniedException, checkCallsOf, createIamCheck, type IamDecision } from '../../infra/local/iam/iam-check.js';
-import type { LocalPolicies } from '../../infra/local/iam/local-policies.js';
-import { dynamoDbRequests } from '../../infra/local/iam/requests.js';
-import type { PolicyDocument } from '../../infra/local/iam/stack-policies.js';
+import { AccessDeniedException, checkCallsOf, createIamCheck, type IamDecision } from '../../infra/local/aws/iam/iam-check.js';
+import type { LocalPolicies } from '../../infra/local/aws/iam/local-policies.js';
+import { dynamoDbRequests } from '../../infra/local/aws/iam/requests.js';
+import type { PolicyDocument } from '../../infra/local/aws/iam/stack-policies.js';
 
 const account = { region: 'eu-west-1', accountId: '000000000000', tableName: 'jobs' };
 const TABLE = 'arn:aws:dynamodb:eu-west-1:000000000000:table/jobs';

@@ -5,9 +5,9 @@
  * that view. DynamoDB Local is stood in for by a table in memory.
  */
 import { describe, expect, test } from 'vitest';
-import { IndexJournal, type IndexQueryPage } from '../../infra/local/index-journal.js';
-import { compareEntries, indexEntryOf, keyConditionOf, type IndexQuery, type Item } from '../../infra/local/index-expressions.js';
-import { writtenKeys } from '../../infra/local/index-lag.js';
+import { IndexJournal, type IndexQueryPage } from '../../infra/local/aws/index-journal.js';
+import { compareEntries, indexEntryOf, keyConditionOf, type IndexQuery, type Item } from '../../infra/local/aws/index-expressions.js';
+import { writtenKeys } from '../../infra/local/aws/index-lag.js';
 
 const LAG_MS = 2_000;
 

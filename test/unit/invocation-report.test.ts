@@ -1,7 +1,7 @@
-/** Lambda's REPORT line as the local runtime logs it (infra/local/invocation-report.ts), one per invocation. */
+/** Lambda's REPORT line as the local runtime logs it (infra/local/aws/invocation-report.ts), one per invocation. */
 import { describe, expect, test } from 'vitest';
-import { billedDurationMs, createInvocationReporter, REPORT_MESSAGE, REPORT_SUMMARY_MESSAGE, type InvocationReport, type InvocationSummary } from '../../infra/local/invocation-report.js';
-import { invokeWithTimeout } from '../../infra/local/lambda-timeout.js';
+import { billedDurationMs, createInvocationReporter, REPORT_MESSAGE, REPORT_SUMMARY_MESSAGE, type InvocationReport, type InvocationSummary } from '../../infra/local/aws/invocation-report.js';
+import { invokeWithTimeout } from '../../infra/local/aws/lambda-timeout.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -1,9 +1,9 @@
-/** Lambda's timeout as the local runtime emulates it (infra/local/lambda-timeout.ts): an invocation past it reaches no AWS service. */
+/** Lambda's timeout as the local runtime emulates it (infra/local/aws/lambda-timeout.ts): an invocation past it reaches no AWS service. */
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { describe, expect, test } from 'vitest';
-import { createLocalGateway } from '../../infra/local/gateway.js';
+import { createLocalGateway } from '../../infra/local/aws/gateway.js';
 import { lambdaContext } from '../../infra/local/http-server.js';
-import { cutAtLambdaTimeout, invokeWithTimeout, LambdaTimeoutError } from '../../infra/local/lambda-timeout.js';
+import { cutAtLambdaTimeout, invokeWithTimeout, LambdaTimeoutError } from '../../infra/local/aws/lambda-timeout.js';
 import { buildHttpApiEvent } from '../support/api.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

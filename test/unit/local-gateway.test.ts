@@ -7,7 +7,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import type { Authorizer } from '../../functions/authorizer/app.js';
 import { AUTHORIZED_ROUTES, authorizerOf, KEY_AUTHORIZER_CACHE_TTL_S } from '../../infra/api-gateway.js';
-import { createLocalGateway, LAMBDA_SYNC_REQUEST_MAX_BYTES, LAMBDA_SYNC_RESPONSE_MAX_BYTES } from '../../infra/local/gateway.js';
+import { createLocalGateway, LAMBDA_SYNC_REQUEST_MAX_BYTES, LAMBDA_SYNC_RESPONSE_MAX_BYTES } from '../../infra/local/aws/gateway.js';
 import { lambdaContext, type ApiHandler } from '../../infra/local/http-server.js';
 import { buildHttpApiEvent, type HttpMethod, type RequestOptions } from '../support/api.js';
 

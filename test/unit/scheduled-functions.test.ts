@@ -1,7 +1,7 @@
-/** How the local runtime starts the poller and the sweeper: minute ticks as the stack's rules, and wakes (infra/local/scheduled-functions.ts). */
+/** How the local runtime starts the poller and the sweeper: minute ticks as the stack's rules, and wakes (infra/local/aws/scheduled-functions.ts). */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { createScheduledFunctions, startMinuteTicks, tickEventsOf, TICK_PERIOD_MS, type ScheduledFunction } from '../../infra/local/scheduled-functions.js';
-import type { LocalIam } from '../../infra/local/iam/local-iam.js';
+import { createScheduledFunctions, startMinuteTicks, tickEventsOf, TICK_PERIOD_MS, type ScheduledFunction } from '../../infra/local/aws/scheduled-functions.js';
+import type { LocalIam } from '../../infra/local/aws/iam/local-iam.js';
 import { ConfigError } from '../../lib/domain/errors.js';
 
 describe('the events of a tick', () => {

@@ -3,11 +3,11 @@
  * policies read from the synthesized stack, made concrete for a local table (infra/local/iam).
  */
 import { beforeAll, describe, expect, test } from 'vitest';
-import { AccessDeniedException } from '../../infra/local/iam/iam-check.js';
-import { createLocalIam, type LocalIam } from '../../infra/local/iam/local-iam.js';
-import { LOCAL_ACCOUNT_ID } from '../../infra/local/iam/local-policies.js';
-import { dynamoDbRequests, lambdaInvokeRequests } from '../../infra/local/iam/requests.js';
-import { QUEUE_FUNCTIONS, readStackPolicies } from '../../infra/local/iam/stack-policies.js';
+import { AccessDeniedException } from '../../infra/local/aws/iam/iam-check.js';
+import { createLocalIam, type LocalIam } from '../../infra/local/aws/iam/local-iam.js';
+import { LOCAL_ACCOUNT_ID } from '../../infra/local/aws/iam/local-policies.js';
+import { dynamoDbRequests, lambdaInvokeRequests } from '../../infra/local/aws/iam/requests.js';
+import { QUEUE_FUNCTIONS, readStackPolicies } from '../../infra/local/aws/iam/stack-policies.js';
 import { PARTITION_PREFIX } from '../../lib/store/keys.js';
 import type { WakeRequest } from '../../lib/domain/invocations.js';
 

@@ -27,7 +27,7 @@
  */
 import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { DUE_INDEX } from '../../lib/store/keys.js';
+import { DUE_INDEX } from '../../../lib/store/keys.js';
 import type { SdkClient } from './iam/iam-check.js';
 import { ENTRY_ATTRIBUTES, itemId, tableKeyOf, type IndexQuery, type Item } from './index-expressions.js';
 import type { IndexJournal, IndexQueryPage, ItemReader } from './index-journal.js';

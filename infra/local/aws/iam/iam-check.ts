@@ -77,7 +77,7 @@ function leadingKeyClasses(policy: PolicyDocument): (key: string) => string {
 function assertCheckable(fn: QueueFunctionName, policy: PolicyDocument): void {
   for (const { key } of conditionsOf(policy)) {
     if (!SUPPLIED_CONDITION_KEYS.includes(key)) {
-      throw new Error(`the ${fn} role is conditioned on ${key}, which the local IAM check does not supply; teach infra/local/iam/requests.ts`);
+      throw new Error(`the ${fn} role is conditioned on ${key}, which the local IAM check does not supply; teach infra/local/aws/iam/requests.ts`);
     }
   }
 }

@@ -9,11 +9,11 @@
  * `due` index also answer as AWS's eventually consistent index may (../index-lag.ts).
  * Every one of them is refused to an invocation past its Lambda timeout (../lambda-timeout.ts).
  */
-import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../lib/store/client.js';
-import type { LifecyclePublisher } from '../../../lib/domain/lifecycle-events.js';
-import type { WorkerInvoker } from '../../../lib/domain/invocations.js';
-import type { WakeInvoker } from '../../../lib/domain/invocations.js';
-import { TABLE_SCHEMA } from '../../../lib/store/table.js';
+import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../../lib/store/client.js';
+import type { LifecyclePublisher } from '../../../../lib/domain/lifecycle-events.js';
+import type { WorkerInvoker } from '../../../../lib/domain/invocations.js';
+import type { WakeInvoker } from '../../../../lib/domain/invocations.js';
+import { TABLE_SCHEMA } from '../../../../lib/store/table.js';
 import { enforceAwsRules } from '../dynamodb-rules.js';
 import { IndexJournal } from '../index-journal.js';
 import { consistentReader, lagIndexOf } from '../index-lag.js';

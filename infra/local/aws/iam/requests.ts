@@ -4,7 +4,7 @@
  * item as the item's own action (DynamoDB has no TransactWriteItems action);
  * a batch as the batch action on each table, with every key it touches.
  */
-import { TABLE_SCHEMA } from '../../../lib/store/table.js';
+import { TABLE_SCHEMA } from '../../../../lib/store/table.js';
 import { arnOf, type LocalAccount } from './local-policies.js';
 
 export interface IamRequest {
@@ -115,5 +115,5 @@ export function requestsOfCommand(service: string, operation: string, input: Inp
       if (operation === 'GetSecretValue') return getSecretValueRequests(String(input.SecretId), account);
       break;
   }
-  throw new Error(`the local IAM check does not know what ${service} ${operation} asks of IAM; teach infra/local/iam/requests.ts`);
+  throw new Error(`the local IAM check does not know what ${service} ${operation} asks of IAM; teach infra/local/aws/iam/requests.ts`);
 }

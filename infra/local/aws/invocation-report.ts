@@ -6,7 +6,7 @@
  * Lambda's line also carries "Max Memory Used"; locally every function shares one process, whose RSS says
  * nothing about one function's use, so it is left out rather than reported wrong.
  */
-import { log } from '../../functions/shared/log.js';
+import { log } from '../../../functions/shared/log.js';
 
 /** The message every report line carries, so a reader of the log can pick them out. */
 export const REPORT_MESSAGE = 'REPORT';

@@ -4,7 +4,7 @@
  * entries DynamoDB Local no longer holds. Only what the queue's queries use is
  * understood; anything else fails loudly rather than answer wrong.
  */
-import { TABLE_SCHEMA } from '../../lib/store/table.js';
+import { TABLE_SCHEMA } from '../../../lib/store/table.js';
 
 export type Item = Record<string, unknown>;
 
@@ -56,7 +56,7 @@ export function compareEntries(a: Item, b: Item): number {
 
 class UnsupportedExpression extends Error {
   constructor(kind: string, expression: string) {
-    super(`the local index-lag emulation cannot evaluate the ${kind} '${expression}'; teach infra/local/index-lag.ts`);
+    super(`the local index-lag emulation cannot evaluate the ${kind} '${expression}'; teach infra/local/aws/index-lag.ts`);
   }
 }
 

@@ -13,8 +13,8 @@
  * `Retry-After`, having changed nothing.
  */
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { json } from '../../functions/shared/http.js';
-import type { ApiHandler } from './http-server.js';
+import { json } from '../../../functions/shared/http.js';
+import type { ApiHandler } from '../http-server.js';
 
 export interface AdmissionLimits {
   /** Requests served at once. */

@@ -11,13 +11,13 @@
  * authorizer's key read only once per key and period.
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import type { Authorizer, AuthorizerEvent, AuthorizerResult } from '../../functions/authorizer/app.js';
-import { PUBLIC_PATHS } from '../../functions/shared/public-paths.js';
-import { createExpiringMap } from '../../lib/domain/expiring-map.js';
-import { log } from '../../functions/shared/log.js';
-import { API_TIMEOUT_S } from '../../lib/domain/limits.js';
-import { AUTHORIZER_TIMEOUT_MS, gatewayAnswer, identitySourceOf, KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
-import type { ApiHandler } from './http-server.js';
+import type { Authorizer, AuthorizerEvent, AuthorizerResult } from '../../../functions/authorizer/app.js';
+import { PUBLIC_PATHS } from '../../../functions/shared/public-paths.js';
+import { createExpiringMap } from '../../../lib/domain/expiring-map.js';
+import { log } from '../../../functions/shared/log.js';
+import { API_TIMEOUT_S } from '../../../lib/domain/limits.js';
+import { AUTHORIZER_TIMEOUT_MS, gatewayAnswer, identitySourceOf, KEY_AUTHORIZER_CACHE_TTL_S } from '../../api-gateway.js';
+import type { ApiHandler } from '../http-server.js';
 import type { InvocationReporter } from './invocation-report.js';
 import { invokeWithTimeout, LambdaTimeoutError } from './lambda-timeout.js';
 

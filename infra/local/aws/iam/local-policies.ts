@@ -62,7 +62,7 @@ function identityOf(type: string, logicalId: string, account: LocalAccount, func
       return { ref: secretArn, arn: secretArn };
     }
     default:
-      throw new Error(`the local IAM check cannot stand in for a ${type} (${logicalId}); teach infra/local/iam/local-policies.ts its ARN`);
+      throw new Error(`the local IAM check cannot stand in for a ${type} (${logicalId}); teach infra/local/aws/iam/local-policies.ts its ARN`);
   }
 }
 
@@ -89,7 +89,7 @@ function resolveValue(value: unknown, lookup: (logicalId: string) => ResourceIde
     return parts.map((part) => String(resolveValue(part, lookup, account))).join(separator);
   }
   if (entries.length === 1 && intrinsic?.startsWith('Fn::')) {
-    throw new Error(`the local IAM check cannot resolve ${intrinsic}; teach infra/local/iam/local-policies.ts`);
+    throw new Error(`the local IAM check cannot resolve ${intrinsic}; teach infra/local/aws/iam/local-policies.ts`);
   }
   return Object.fromEntries(entries.map(([key, item]) => [key, resolveValue(item, lookup, account)]));
 }

@@ -9,8 +9,8 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { createDynamoClients } from '../../lib/store/client.js';
-import { ConfigError } from '../../lib/domain/errors.js';
+import { createDynamoClients } from '../../../lib/store/client.js';
+import { ConfigError } from '../../../lib/domain/errors.js';
 
 export interface DynamoDbLocal {
   endpoint: string;

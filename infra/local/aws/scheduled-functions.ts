@@ -5,14 +5,14 @@
  * are Lambda asynchronous invokes: accepted at once, run within the executions the stack reserves, throttled and
  * retried beyond them (./aws-limits.ts). Locally the first tick comes at start rather than up to a minute later.
  */
-import { log } from '../../functions/shared/log.js';
-import { ConfigError } from '../../lib/domain/errors.js';
-import type { QueueSettings } from '../../lib/queue/settings.js';
-import { wakeEventOf } from '../../lib/domain/invocations.js';
-import { type WakeInvoker } from '../../lib/domain/invocations.js';
-import { shardsOfPartition } from '../../lib/store/keys.js';
-import { scheduledConcurrency } from '../delayed-job-queue.js';
-import { createLocalAsyncStarts, type LocalAsyncStarts } from './aws-limits.js';
+import { log } from '../../../functions/shared/log.js';
+import { ConfigError } from '../../../lib/domain/errors.js';
+import type { QueueSettings } from '../../../lib/queue/settings.js';
+import { wakeEventOf } from '../../../lib/domain/invocations.js';
+import { type WakeInvoker } from '../../../lib/domain/invocations.js';
+import { shardsOfPartition } from '../../../lib/store/keys.js';
+import { scheduledConcurrency } from '../../delayed-job-queue.js';
+import { createLocalAsyncStarts, type LocalAsyncStarts } from './limits.js';
 import type { LocalIam } from './iam/local-iam.js';
 import type { QueueFunctionName } from './iam/stack-policies.js';
 

@@ -11,9 +11,9 @@
 import { CfnElement, CfnResource, type Stack } from 'aws-cdk-lib';
 import { CfnPolicy, CfnRole } from 'aws-cdk-lib/aws-iam';
 import { CfnFunction } from 'aws-cdk-lib/aws-lambda';
-import { createQueueApp } from '../../queue-app.js';
-import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../queue-function.js';
-import type { QueueStack } from '../../queue-stack.js';
+import { createQueueApp } from '../../../queue-app.js';
+import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../../queue-function.js';
+import type { QueueStack } from '../../../queue-stack.js';
 
 export { QUEUE_FUNCTIONS, type QueueFunctionName };
 
