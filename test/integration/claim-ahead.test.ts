@@ -3,7 +3,9 @@
  * never before, so a job enqueued ahead starts on time whatever the poll interval. Waits move the manual clock.
  */
 import { describe, expect, test } from 'vitest';
-import { pollOnce, CLAIM_AHEAD_SLICE_MS, type PollOptions, type RecentClaims } from '../../lib/queue/poll/poll.js';
+import { pollOnce, CLAIM_AHEAD_SLICE_MS } from '../../lib/queue/poll/poll.js';
+import { type RecentClaims } from '../../lib/queue/poll/poll-state.js';
+import { type PollOptions } from '../../lib/queue/poll/poll-state.js';
 import { readInFlight } from '../../lib/store/counters.js';
 import { jobKey, queuedSortKey } from '../../lib/store/keys.js';
 import type { JobType } from '../../lib/domain/job-type.js';

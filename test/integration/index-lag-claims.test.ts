@@ -9,7 +9,10 @@
  */
 import { describe, expect, test } from 'vitest';
 import type { JobType } from '../../lib/domain/job-type.js';
-import { emptyPollResult, pollOnce, type PollResult, type RecentClaims } from '../../lib/queue/poll/poll.js';
+import { pollOnce } from '../../lib/queue/poll/poll.js';
+import { emptyPollResult } from '../../lib/queue/poll/poll-state.js';
+import { type RecentClaims } from '../../lib/queue/poll/poll-state.js';
+import { type PollResult } from '../../lib/queue/poll/poll-state.js';
 import type { BlockedRuns } from '../../lib/queue/poll/blocked-runs.js';
 import { readInFlight } from '../../lib/store/counters.js';
 import { typeCounterKey } from '../../lib/store/keys.js';

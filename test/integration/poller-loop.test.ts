@@ -5,7 +5,7 @@ import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { getJob } from '../../lib/queue/read-job.js';
 import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';
-import type { PollResult } from '../../lib/queue/poll/poll.js';
+import type { PollResult } from '../../lib/queue/poll/poll-state.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest } from './lib-fixtures.js';
 import { asFunction } from '../support/queue.js';
 

@@ -9,7 +9,7 @@ import { expect, test } from 'vitest';
 import { createLambdaInvoker } from '../../lib/aws/lambda.js';
 import { listJobTypes } from '../../lib/queue/catalog/job-types.js';
 import { getJob } from '../../lib/queue/read-job.js';
-import type { CursorCache } from '../../lib/queue/poll/poll.js';
+import type { CursorCache } from '../../lib/queue/poll/poll-state.js';
 import { RecordingInvoker, RunningInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest({ settings: { workerBatchSize: 10, workerConcurrency: 4 } });

@@ -13,7 +13,13 @@ import type { QueueContext } from '../context.js';
 import { fireDueSchedules, type FireResult } from '../schedules/fire-schedules.js';
 import { JOB_TYPES_REFRESH_MS, listJobTypes } from '../catalog/job-types.js';
 import type { BlockedRuns } from './blocked-runs.js';
-import { emptyPollResult, pollOnce, type CursorCache, type DirectoryFromBuckets, type PollResult, type RecentClaims, type SettledGaps } from './poll.js';
+import { pollOnce } from './poll.js';
+import { emptyPollResult } from './poll-state.js';
+import { type RecentClaims } from './poll-state.js';
+import { type SettledGaps } from './poll-state.js';
+import { type DirectoryFromBuckets } from './poll-state.js';
+import { type CursorCache } from './poll-state.js';
+import { type PollResult } from './poll-state.js';
 import type { RateBucketCache } from '../limits/rate-tokens.js';
 
 export interface PollerLoopOptions {
