@@ -17,8 +17,8 @@ import { createDynamoClients, type DynamoClients } from '../lib/store/client.js'
 import { putJobType, setJobTypePaused } from '../lib/queue/catalog/job-types.js';
 import { parseJobTypeDefinition } from '../lib/wire/job-types.js';
 import type { DeliveryStrategy, JobType } from '../lib/domain/job-type.js';
-import { runPollerLoop, type PollerLoopOptions } from '../lib/queue/poll/poller-loop.js';
-import { startPollerAwake } from '../lib/queue/wake/poller-stays.js';
+import { runPollerLoop } from '../lib/queue/poll/poller-loop.js';
+import { leaseLoopOptions, startPollerAwake, type PollerAwake } from '../lib/queue/wake/poller-stays.js';
 import type { WakeInvoker } from '../lib/domain/invocations.js';
 import { scheduledRole } from './stack-like.js';
 import type { WorkerInvoker } from '../lib/domain/invocations.js';
@@ -272,15 +272,13 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   const start = (): void => {
     if (started) return;
     started = true;
-    const pollLoop = (shards: number[] | undefined, runForMs: number, awake?: Pick<PollerLoopOptions, 'afterRound' | 'typesChangedAtMs' | 'typesChangedAtMsNow'>) =>
+    const pollLoop = (shards: number[] | undefined, runForMs: number, awake?: Extract<PollerAwake, { stays: true }>) =>
       runPollerLoop(pollerCtx, {
         invoker,
         runForMs,
         signal: shutdown.signal,
         ...(shards ? { shards } : {}),
-        ...(awake?.afterRound ? { afterRound: awake.afterRound } : {}),
-        ...(awake?.typesChangedAtMs !== undefined ? { typesChangedAtMs: awake.typesChangedAtMs } : {}),
-        ...(awake?.typesChangedAtMsNow ? { typesChangedAtMsNow: awake.typesChangedAtMsNow } : {}),
+        ...(awake ? leaseLoopOptions(awake) : {}),
         onPoll: (result) => {
           counts.polls++;
           counts.claimed += result.claimed;

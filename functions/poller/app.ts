@@ -8,7 +8,7 @@ import { createMetricsRecorder, type MetricsRecorder } from '../../lib/queue/tel
 import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';
 import { emptyPollResult } from '../../lib/queue/poll/poll-state.js';
 import { type PollResult } from '../../lib/queue/poll/poll-state.js';
-import { startPollerAwake } from '../../lib/queue/wake/poller-stays.js';
+import { leaseLoopOptions, startPollerAwake } from '../../lib/queue/wake/poller-stays.js';
 import { startKindOf } from '../../lib/domain/invocations.js';
 import type { WorkerInvoker } from '../../lib/domain/invocations.js';
 import { createRosterHeartbeat } from '../../lib/queue/telemetry/roster.js';
@@ -129,9 +129,7 @@ export function createPollerHandler(deps: PollerDeps) {
         runForMs,
         ...(shards ? { shards } : {}),
         ...(deps.signal ? { signal: deps.signal } : {}),
-        ...(awake.afterRound ? { afterRound: awake.afterRound } : {}),
-        ...(awake.typesChangedAtMs !== undefined ? { typesChangedAtMs: awake.typesChangedAtMs } : {}),
-        ...(awake.typesChangedAtMsNow ? { typesChangedAtMsNow: awake.typesChangedAtMsNow } : {}),
+        ...leaseLoopOptions(awake),
         onPoll: (result) => {
           roster.beat();
           history.flushIfDue();

@@ -1,12 +1,11 @@
 /**
- * The sweeper function: sweeps every `sweepIntervalMs` for about a minute, so a dead worker's claim comes back soon
- * after it lapses; between sweeps it runs bulk operations' pages, paced, rather than pausing.
+ * The sweeper function: wires the sweeper's loop (lib/queue/sweep/sweeper-loop.ts) to its lease, its logs and its
+ * metrics, for about a minute an invocation while work is in reach.
  */
 import type { Context } from 'aws-lambda';
 import type { QueueContext } from '../../lib/queue/context.js';
-import { abortableSleep } from '../../lib/domain/sleep.js';
-import { runBulkOperations } from '../../lib/queue/bulk/run-bulk-operations.js';
-import { emptySweepResult, sweepOnce, type SweepResult } from '../../lib/queue/sweep/sweep.js';
+import { runSweeperLoop } from '../../lib/queue/sweep/sweeper-loop.js';
+import { emptySweepResult, type SweepResult } from '../../lib/queue/sweep/sweep.js';
 import type { WorkerRegistry } from '../../lib/queue/attempt/run-batch.js';
 import { startKindOf } from '../../lib/domain/invocations.js';
 import { startSweeperAwake, type SweeperAwake } from '../../lib/queue/wake/sweeper-stays.js';
@@ -39,15 +38,15 @@ export function createSweeperHandler(deps: SweeperDeps) {
   return async (event: unknown, context: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepResult> => {
     const { ctx } = deps;
     const deadlineMs = ctx.nowMs() + Math.min(ctx.settings.pollerRunMs, context.getRemainingTimeInMillis() - INVOCATION_HEADROOM_MS);
-    const totals = emptySweepResult();
     const awake = await startSweeperAwake(ctx, { endsAtMs: deadlineMs, kind: startKindOf(event) });
     if (!awake.stays) {
       log('info', 'sweeper not needed', { reason: awake.reason });
-      return totals;
+      return emptySweepResult();
     }
     if (awake.wakeItemError !== undefined) log('warn', 'could not read or write the wake item: sweeping the whole run', { error: awake.wakeItemError });
+    let totals: SweepResult;
     try {
-      await sweepWhileAwake(deps, totals, awake);
+      totals = await sweepWhileAwake(deps, awake);
     } finally {
       await awake.stop();
     }
@@ -57,48 +56,25 @@ export function createSweeperHandler(deps: SweeperDeps) {
   };
 }
 
-/** Sweeps every SWEEP_INTERVAL_MS, running bulk operations' pages in between, while the lease says to go on. */
-async function sweepWhileAwake(deps: SweeperDeps, totals: SweepResult, awake: Extract<SweeperAwake, { stays: true }>): Promise<void> {
-  const { ctx } = deps;
+/** The loop with what the function does of its reports: logs, and counts for the alarms. */
+function sweepWhileAwake(deps: SweeperDeps, awake: Extract<SweeperAwake, { stays: true }>): Promise<SweepResult> {
   const metrics = deps.metrics ?? noMetrics;
-  do {
-    try {
-      const result = await sweepOnce(ctx, {
-        customPolicies: deps.registry.retryPolicies,
-        onError: (failure, error) => log('error', failure.id === undefined ? 'sweep skipped a lane' : 'sweep skipped a job', { ...failure, error }),
-      });
-      for (const key of Object.keys(totals) as (keyof SweepResult)[]) totals[key] += result[key];
-      // Recorded for the next ticks: a failure only brings the next backstop sweep sooner.
-      await awake.swept().catch((error: unknown) => log('warn', 'could not record the sweep', { error }));
-      if (result.requeued + result.ended + result.stragglers + result.released + result.reconciled > 0) {
-        awake.markBusy();
-        log('info', 'sweep', { ...result });
-      }
-    } catch (error) {
+  return runSweeperLoop(deps.ctx, {
+    lease: awake,
+    customPolicies: deps.registry.retryPolicies,
+    ...(deps.signal ? { signal: deps.signal } : {}),
+    onSweep: (result) => log('info', 'sweep', { ...result }),
+    onSkipped: (failure, error) => log('error', failure.id === undefined ? 'sweep skipped a lane' : 'sweep skipped a job', { ...failure, error }),
+    onSweepError: (error) => {
       metrics.count('SweepErrors', 1);
       log('error', 'sweep failed', { error });
-    }
-    // Never past the deadline: the Lambda timeout allows for one last sweep, not for a last pause too.
-    const nextSweepAtMs = Math.min(ctx.nowMs() + ctx.settings.sweepIntervalMs, awake.untilMs());
-    try {
-      const jobs = await runBulkOperations(ctx, {
-        untilMs: nextSweepAtMs,
-        ...(deps.signal ? { signal: deps.signal } : {}),
-        onError: (operation, error) => log('error', 'bulk operation page failed', { operation, error }),
-      });
-      if (jobs > 0) {
-        awake.markBusy();
-        metrics.count('BulkJobs', jobs);
-      }
-    } catch (error) {
+    },
+    onRecordError: (error) => log('warn', 'could not record the sweep', { error }),
+    onBulkJobs: (jobs) => metrics.count('BulkJobs', jobs),
+    onBulkPageError: (operation, error) => log('error', 'bulk operation page failed', { operation, error }),
+    onBulkError: (error) => {
       metrics.count('BulkErrors', 1);
       log('error', 'bulk operations failed', { error });
-    }
-    // In steps, so a lease that stops renewing ends the wait with it.
-    while (ctx.nowMs() < Math.min(nextSweepAtMs, awake.untilMs()) && !deps.signal?.aborted) {
-      await abortableSleep(Math.min(SLEEP_STEP_MS, Math.min(nextSweepAtMs, awake.untilMs()) - ctx.nowMs()), deps.signal);
-    }
-  } while (ctx.nowMs() < awake.untilMs() && !deps.signal?.aborted);
+    },
+  });
 }
-
-const SLEEP_STEP_MS = 500;

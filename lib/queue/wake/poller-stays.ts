@@ -14,7 +14,7 @@ import type { QueueContext } from '../context.js';
 import { listJobTypes } from '../catalog/job-types.js';
 import { cursorCacheKey } from '../poll/poll-state.js';
 import { type CursorCache } from '../poll/poll-state.js';
-import type { PollRound } from '../poll/poller-loop.js';
+import type { PollerLoopOptions, PollRound } from '../poll/poller-loop.js';
 import type { StartKind } from '../../domain/invocations.js';
 import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './work-in-reach.js';
 
@@ -147,4 +147,13 @@ export async function startPollerAwake(ctx: QueueContext, options: { shards: num
   } catch (error) {
     return { stays: true, afterRound: undefined, wakeItemError: error };
   }
+}
+
+/** The poll loop's options that keep a staying invocation's lease: the one place a lease is wired to the loop. */
+export function leaseLoopOptions(awake: Extract<PollerAwake, { stays: true }>): Pick<PollerLoopOptions, 'afterRound' | 'typesChangedAtMs' | 'typesChangedAtMsNow'> {
+  return {
+    ...(awake.afterRound ? { afterRound: awake.afterRound } : {}),
+    ...(awake.typesChangedAtMs !== undefined ? { typesChangedAtMs: awake.typesChangedAtMs } : {}),
+    ...(awake.typesChangedAtMsNow ? { typesChangedAtMsNow: awake.typesChangedAtMsNow } : {}),
+  };
 }
