@@ -10,8 +10,7 @@ import { DEFAULT_PRIORITY } from '../lib/domain/job.js';
 import { enqueueJob } from '../lib/queue/enqueue/enqueue.js';
 import { analyseMix } from './mix-analysis.js';
 import { summariseLag, type LagSummary } from './stats.js';
-import type { MixPayload } from './system.js';
-import { startSystem } from './system.js';
+import { type MixPayload, startSystem } from './system.js';
 import { progressLine, systemOptions, type BenchConfig } from './workloads.js';
 
 export const MIX_CONCURRENCY = 100;

@@ -19,13 +19,10 @@ import { parseJobTypeDefinition } from '../lib/wire/job-types.js';
 import type { DeliveryStrategy, JobType } from '../lib/domain/job-type.js';
 import { runPollerLoop } from '../lib/queue/poll/poller-loop.js';
 import { leaseLoopOptions, startPollerAwake, type PollerAwake } from '../lib/queue/wake/poller-stays.js';
-import type { WakeInvoker } from '../lib/domain/invocations.js';
+import type { WakeInvoker, WorkerInvoker, WorkerBatch } from '../lib/domain/invocations.js';
 import { scheduledRole } from './stack-like.js';
-import type { WorkerInvoker } from '../lib/domain/invocations.js';
-import type { WorkerBatch } from '../lib/domain/invocations.js';
 import { ensureTable } from '../lib/store/table.js';
-import { runWorkerBatch, type WorkerRegistry } from '../lib/queue/attempt/run-batch.js';
-import type { BatchResult, JobHandler } from '../lib/queue/attempt/run-batch.js';
+import { runWorkerBatch, type WorkerRegistry, type BatchResult, type JobHandler } from '../lib/queue/attempt/run-batch.js';
 
 export const PHASES = ['enqueue', 'poll', 'claim', 'finish', 'sweep'] as const;
 export type Phase = (typeof PHASES)[number];

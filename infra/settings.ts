@@ -6,9 +6,7 @@
  * function would give at cold start.
  */
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { readQueueSettings } from '../lib/queue/settings.js';
-import { type Env } from '../lib/queue/settings.js';
-import { type QueueSettings } from '../lib/queue/settings.js';
+import { readQueueSettings, type Env, type QueueSettings } from '../lib/queue/settings.js';
 import { ConfigError } from '../lib/domain/errors.js';
 import { PRIVATE_ADDRESS_CHOICES, type PrivateAddressChoice } from '../lib/targets/addresses.js';
 

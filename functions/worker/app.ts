@@ -7,8 +7,7 @@ import { finishedOutcomeOf } from '../../lib/domain/metrics.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { createRosterHeartbeat, ROSTER_REFRESH_MS } from '../../lib/queue/telemetry/roster.js';
 import type { TargetClients } from '../../lib/targets/index.js';
-import { AWAIT_CALLBACK, type BatchResult, type JobHandler } from '../../lib/queue/attempt/run-batch.js';
-import { runWorkerBatch, type WorkerRegistry } from '../../lib/queue/attempt/run-batch.js';
+import { AWAIT_CALLBACK, type BatchResult, type JobHandler, runWorkerBatch, type WorkerRegistry } from '../../lib/queue/attempt/run-batch.js';
 import { log } from '../shared/log.js';
 import { countTotals, noMetrics, type QueueMetrics } from '../shared/metrics.js';
 

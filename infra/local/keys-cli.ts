@@ -10,8 +10,7 @@ import { apiKeyInputSchema, apiKeyToApi, newApiKeyOf } from '../../lib/wire/api-
 import { createApiKey, listApiKeys, revokeApiKey } from '../../lib/queue/catalog/api-keys.js';
 import { KEY_ID_PATTERN } from '../../lib/domain/api-key.js';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
-import { readQueueSettings } from '../../lib/queue/settings.js';
-import { type Env } from '../../lib/queue/settings.js';
+import { readQueueSettings, type Env } from '../../lib/queue/settings.js';
 import { createDynamoClients } from '../../lib/store/client.js';
 import { ValidationError } from '../../lib/domain/errors.js';
 import { parseWith } from '../../lib/wire/parse.js';

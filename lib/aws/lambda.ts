@@ -1,10 +1,6 @@
 /** Lambda: how the poller hands batches to workers in AWS, how writers wake the poller and the sweeper, and how a `lambda` target invokes its function. */
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
-import type { WorkerInvoker } from '../domain/invocations.js';
-import type { WorkerBatch } from '../domain/invocations.js';
-import { wakeEventOf } from '../domain/invocations.js';
-import { type WakeInvoker } from '../domain/invocations.js';
-import { type WakeRequest } from '../domain/invocations.js';
+import { type WorkerInvoker, type WorkerBatch, wakeEventOf, type WakeInvoker, type WakeRequest } from '../domain/invocations.js';
 
 export type { LambdaClient };
 

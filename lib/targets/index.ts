@@ -6,7 +6,7 @@
  */
 import type { EventBridgeClient } from '../aws/eventbridge.js';
 import type { LambdaClient } from '../aws/lambda.js';
-import type { SigningSecrets } from './target.js';
+import type { SigningSecrets, TargetOutcome, TargetRun } from './target.js';
 import type { JobTypeWithoutSecrets } from '../domain/job-type.js';
 import type { AttemptFailure } from '../domain/retry.js';
 import { ownEntry } from '../domain/own.js';
@@ -14,7 +14,6 @@ import { runEventBridgeTarget, type EventBridgeTargetOptions } from './eventbrid
 import { runHandlerTarget, type JobHandler } from './handler.js';
 import { runHttpTarget, type HttpTargetDeps } from './http.js';
 import { runLambdaTarget } from './lambda.js';
-import type { TargetOutcome, TargetRun } from './target.js';
 
 export type { TargetOutcome, TargetRun } from './target.js';
 

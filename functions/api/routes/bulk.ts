@@ -1,8 +1,7 @@
 /** Bulk operations: start one on a type's jobs, and read how far it got. */
 import { OPERATION_ID_PATTERN } from '../../../lib/domain/bulk.js';
 import { ForbiddenError, NotFoundError } from '../../../lib/domain/errors.js';
-import { getOperation } from '../../../lib/queue/bulk/start-bulk-operation.js';
-import { startBulkOperation } from '../../../lib/queue/bulk/start-bulk-operation.js';
+import { getOperation, startBulkOperation } from '../../../lib/queue/bulk/start-bulk-operation.js';
 import { bulkRequestFromBody, bulkRequestSchema, operationToApi } from '../../../lib/wire/bulk.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import { json } from '../../shared/http.js';

@@ -1,6 +1,6 @@
 /** `/v1/jobs` and `/jobber/queue`: enqueue (one job or a batch), read, list, cancel and replay jobs. */
 import { enqueueBatch } from '../../../lib/queue/enqueue/enqueue-batch.js';
-import type { BatchJob, Job } from '../../../lib/domain/job.js';
+import { type BatchJob, type Job, MAX_DATA_BYTES } from '../../../lib/domain/job.js';
 import { ForbiddenError, ValidationError, type FieldIssue } from '../../../lib/domain/errors.js';
 import { listJobs, MAX_PAGE_BYTES } from '../../../lib/queue/read/list-jobs.js';
 import { listJobsByTag } from '../../../lib/queue/read/list-by-tag.js';
@@ -9,7 +9,6 @@ import { requireJob } from '../../../lib/queue/read-job.js';
 import { cancelJob } from '../../../lib/queue/attempt/cancel.js';
 import { enqueueJob, replayJob } from '../../../lib/queue/enqueue/enqueue.js';
 import { newJobId } from '../../../lib/domain/new-job.js';
-import { MAX_DATA_BYTES } from '../../../lib/domain/job.js';
 import { jobChangeFromBody, jobInputFromBody, jobInputSchema, jobPatchSchema, jobToApi } from '../../../lib/wire/jobs.js';
 import { changeQueuedJob } from '../../../lib/queue/enqueue/change-waiting-job.js';
 import { parseWith } from '../../../lib/wire/parse.js';

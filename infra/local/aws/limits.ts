@@ -17,10 +17,8 @@ import { EventBridgeServiceException, type PutEventsRequestEntry } from '@aws-sd
 import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../../lib/aws/eventbridge.js';
 import { RequestTooLargeException } from '@aws-sdk/client-lambda';
 import { FAILURE_DESTINATION_MAX_BYTES, maxFailureRecordBytes } from '../../../lib/queue/poll/worker-batches.js';
-import { type WorkerInvoker } from '../../../lib/domain/invocations.js';
-import { type WorkerBatch } from '../../../lib/domain/invocations.js';
-import { integerSetting } from '../../../lib/queue/settings.js';
-import { type Env } from '../../../lib/queue/settings.js';
+import type { WorkerInvoker, WorkerBatch } from '../../../lib/domain/invocations.js';
+import { integerSetting, type Env } from '../../../lib/queue/settings.js';
 import { ConfigError } from '../../../lib/domain/errors.js';
 import type { SdkClient } from './iam/iam-check.js';
 

@@ -8,8 +8,7 @@
 import { log } from '../../../functions/shared/log.js';
 import { ConfigError } from '../../../lib/domain/errors.js';
 import type { QueueSettings } from '../../../lib/queue/settings.js';
-import { wakeEventOf } from '../../../lib/domain/invocations.js';
-import { type WakeInvoker } from '../../../lib/domain/invocations.js';
+import { wakeEventOf, type WakeInvoker } from '../../../lib/domain/invocations.js';
 import { shardsOfPartition } from '../../../lib/store/keys.js';
 import { scheduledConcurrency } from '../../delayed-job-queue.js';
 import { createLocalAsyncStarts, type LocalAsyncStarts } from './limits.js';

@@ -5,11 +5,9 @@ import { guardOf, type AttemptEnding, type CallbackInput } from '../../domain/at
 import type { QueueContext } from '../context.js';
 import { ConflictError } from '../../domain/errors.js';
 import { assertJsonSize } from '../../domain/json-size.js';
-import { activeHolder, correlationPointers, type CorrelationPointer } from '../enqueue/correlation-keys.js';
+import { activeHolder, correlationPointers, type CorrelationPointer, releaseCorrelationKey } from '../enqueue/correlation-keys.js';
 import { requireJob } from '../read-job.js';
-import { releaseCorrelationKey } from '../enqueue/correlation-keys.js';
-import { isTerminal, MAX_RESULT_BYTES } from '../../domain/job.js';
-import type { Job } from '../../domain/job.js';
+import { isTerminal, MAX_RESULT_BYTES, type Job } from '../../domain/job.js';
 import type { JobType } from '../../domain/job-type.js';
 import type { CustomRetryPolicies } from '../../domain/retry.js';
 import { assertProgressFits, type ProgressReport } from '../../domain/progress.js';

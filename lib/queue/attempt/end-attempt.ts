@@ -5,9 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { guardOf, type EndAttemptOptions, planNextState, type NextState, jobAfterEnd, boundedEnding, attemptRecordOf, appendHistory } from '../../domain/attempts.js';
 import type { JobType } from '../../domain/job-type.js';
-import type { WorkerIdentity } from '../../domain/job.js';
+import type { WorkerIdentity, Job } from '../../domain/job.js';
 import { eventsForEndedAttempt } from '../../domain/lifecycle-events.js';
-import type { Job } from '../../domain/job.js';
 import { deferParams, historyRoomBytes, endAttemptParams, releaseClaimParams } from '../../store/job-writes.js';
 import { claimIndexKeys, purgeAtS, finishedIndexKeys, queuedIndexKeys } from '../../store/keys.js';
 import type { QueueContext } from '../context.js';

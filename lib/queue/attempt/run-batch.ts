@@ -4,30 +4,23 @@
  * One job's failure, timeout or crash ends that job's attempt only.
  */
 import pLimit from 'p-limit';
-import type { JobRunOutcome } from '../../domain/attempts.js';
+import { type JobRunOutcome, guardOf, type AttemptEnding } from '../../domain/attempts.js';
 import { markStarted, recordBatchStarts, type StartResult } from './claim.js';
-import { endCancelled } from './end-attempt.js';
-import { endAttempt } from './end-attempt.js';
-import { releaseClaim } from './end-attempt.js';
-import { deferAttempt } from './end-attempt.js';
-import { recordProgress } from './renew-claim.js';
-import { extendClaim } from './renew-claim.js';
+import { endCancelled, endAttempt, releaseClaim, deferAttempt } from './end-attempt.js';
+import { recordProgress, extendClaim } from './renew-claim.js';
 import { assertProgressFits } from '../../domain/progress.js';
-import { guardOf, type AttemptEnding } from '../../domain/attempts.js';
 import type { QueueContext } from '../context.js';
 import { createSlotReturnQueue } from '../limits/slot-returns.js';
 import { ClaimLostError } from '../../domain/errors.js';
 import { createSigningSecretCache } from '../catalog/job-type-cache.js';
 import { type SigningSecrets } from '../../targets/target.js';
 import { jsonBytes } from '../../domain/json-size.js';
-import { MAX_RESULT_BYTES, type WorkerIdentity } from '../../domain/job.js';
+import { MAX_RESULT_BYTES, type WorkerIdentity, type Job } from '../../domain/job.js';
 import type { JobTypeWithoutSecrets } from '../../domain/job-type.js';
-import type { Job } from '../../domain/job.js';
 import type { WorkerBatch } from '../../domain/invocations.js';
 import type { CustomRetryPolicies } from '../../domain/retry.js';
 import { failureFromError, type JobHandler } from '../../targets/handler.js';
-import { prepareTarget, type TargetClients, type TargetRunner } from '../../targets/index.js';
-import type { TargetOutcome, TargetRun } from '../../targets/index.js';
+import { prepareTarget, type TargetClients, type TargetRunner, type TargetOutcome, type TargetRun } from '../../targets/index.js';
 import { effectiveWindows, firstInstantInWindows } from '../../domain/windows.js';
 import { ownEntry } from '../../domain/own.js';
 import { MAX_WORKER_ATTEMPT_S } from '../../domain/limits.js';

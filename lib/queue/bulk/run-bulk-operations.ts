@@ -26,11 +26,9 @@ import type { QueueContext } from '../context.js';
 import type { QueueSettings } from '../settings.js';
 import { enqueueJob, replayInputOf } from '../enqueue/enqueue.js';
 import { cursorFrom, listJobs, type JobPage } from '../read/list-jobs.js';
-import { listJobsByTag } from '../read/list-by-tag.js';
-import { tagCursorAt } from '../read/list-by-tag.js';
+import { listJobsByTag, tagCursorAt } from '../read/list-by-tag.js';
 import { requireJobType } from '../catalog/job-types.js';
-import { cancelJob } from '../attempt/cancel.js';
-import { cancelQueuedJob } from '../attempt/cancel.js';
+import { cancelJob, cancelQueuedJob } from '../attempt/cancel.js';
 import { ConflictError, NotFoundError } from '../../domain/errors.js';
 import { getOperation } from './start-bulk-operation.js';
 

@@ -2,9 +2,8 @@
 import pLimit from 'p-limit';
 import type { QueueContext } from '../context.js';
 import { enqueueJob } from './enqueue.js';
-import type { Job } from '../../domain/job.js';
+import type { Job, BatchJob } from '../../domain/job.js';
 import type { JobType } from '../../domain/job-type.js';
-import type { BatchJob } from '../../domain/job.js';
 
 
 /** Enqueues of one batch in flight at once: enough to finish 100 in a few round trips, few enough not to burst a partition. */

@@ -14,12 +14,7 @@ import { fireDueSchedules, type FireResult } from '../schedules/fire-schedules.j
 import { JOB_TYPES_REFRESH_MS, listJobTypes } from '../catalog/job-types.js';
 import type { BlockedRuns } from './blocked-runs.js';
 import { pollOnce } from './poll.js';
-import { emptyPollResult } from './poll-state.js';
-import { type RecentClaims } from './poll-state.js';
-import { type SettledGaps } from './poll-state.js';
-import { type DirectoryFromBuckets } from './poll-state.js';
-import { type CursorCache } from './poll-state.js';
-import { type PollResult } from './poll-state.js';
+import { emptyPollResult, type RecentClaims, type SettledGaps, type DirectoryFromBuckets, type CursorCache, type PollResult } from './poll-state.js';
 import type { RateBucketCache } from '../limits/rate-tokens.js';
 
 export interface PollerLoopOptions {

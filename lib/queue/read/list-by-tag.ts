@@ -8,8 +8,7 @@ import type { QueueContext } from '../context.js';
 import { tagEntriesQuery } from '../../store/tags.js';
 import { batchGetItems, queryPage } from '../../store/send.js';
 import type { JobType } from '../../domain/job-type.js';
-import type { JobStatus } from '../../domain/job.js';
-import type { Job } from '../../domain/job.js';
+import type { JobStatus, Job } from '../../domain/job.js';
 import { itemToJob } from '../../store/items.js';
 import { type PageBytes, type JobPage, jobsWithinBytes } from './list-jobs.js';
 

@@ -14,8 +14,7 @@ import { pageOfPartition, type IndexEntry } from '../../store/due-index.js';
 import { bucketOf, finishedPartition, jobKey, lanePartition, laneShards, padEpochMs, parseJobPk, type Lane } from '../../store/keys.js';
 import { oldestCursorBucket } from '../lanes/lane-walk.js';
 import { batchGetItems } from '../../store/send.js';
-import { isTerminal } from '../../domain/job.js';
-import type { Job, JobStatus } from '../../domain/job.js';
+import { isTerminal, type Job, type JobStatus } from '../../domain/job.js';
 import type { JobType } from '../../domain/job-type.js';
 
 

@@ -5,9 +5,7 @@
  * is reported and skipped; the rest of the sweep goes on.
  */
 import { attemptStart } from '../attempt/claim.js';
-import { endCancelled } from '../attempt/end-attempt.js';
-import { endAttempt } from '../attempt/end-attempt.js';
-import { releaseClaim } from '../attempt/end-attempt.js';
+import { endCancelled, endAttempt, releaseClaim } from '../attempt/end-attempt.js';
 import type { QueueContext } from '../context.js';
 import { listJobTypes } from '../catalog/job-types.js';
 import { getJob } from '../read-job.js';

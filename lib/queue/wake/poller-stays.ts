@@ -12,8 +12,7 @@ import { readWakeState, type Walked, type WakeState } from '../../store/wake.js'
 import { startAwake, type AwakeWork } from './lease-keeper.js';
 import type { QueueContext } from '../context.js';
 import { listJobTypes } from '../catalog/job-types.js';
-import { cursorCacheKey } from '../poll/poll-state.js';
-import { type CursorCache } from '../poll/poll-state.js';
+import { cursorCacheKey, type CursorCache } from '../poll/poll-state.js';
 import type { PollerLoopOptions, PollRound } from '../poll/poller-loop.js';
 import type { StartKind } from '../../domain/invocations.js';
 import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './work-in-reach.js';

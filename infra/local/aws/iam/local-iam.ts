@@ -11,8 +11,7 @@
  */
 import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../../lib/store/client.js';
 import type { LifecyclePublisher } from '../../../../lib/domain/lifecycle-events.js';
-import type { WorkerInvoker } from '../../../../lib/domain/invocations.js';
-import type { WakeInvoker } from '../../../../lib/domain/invocations.js';
+import type { WorkerInvoker, WakeInvoker } from '../../../../lib/domain/invocations.js';
 import { TABLE_SCHEMA } from '../../../../lib/store/table.js';
 import { enforceAwsRules } from '../dynamodb-rules.js';
 import { IndexJournal } from '../index-journal.js';
