@@ -1,0 +1,61 @@
+/**
+ * Orders two actors' calls without timing: a middleware holds one DynamoDB call of a client until another actor
+ * is done, so a race test lands the other actor exactly between two calls of the first.
+ */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
+
+/**
+ * A call held: `reached` resolves when the call comes (never, if fewer calls come); `calls` counts them all;
+ * `disarm()` lets every later call through.
+ */
+export interface HeldCall {
+  reached: Promise<void>;
+  held: boolean;
+  calls: number;
+  disarm(): void;
+}
+
+/**
+ * Holds the `index`-th call (from 0, counted from now, each SDK try once) that `client` sends until `until`
+ * settles, either way.
+ */
+export function holdCall(client: DynamoDBClient, index: number, until: Promise<unknown>): HeldCall {
+  let reach!: () => void;
+  let armed = true;
+  const gate: HeldCall = { reached: new Promise((resolve) => (reach = resolve)), held: false, calls: 0, disarm: () => void (armed = false) };
+  client.middlewareStack.addRelativeTo(
+    (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
+      if (gate.calls++ === index && armed) {
+        gate.held = true;
+        reach();
+        await until.catch(() => undefined);
+      }
+      return next(args);
+    },
+    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'holdCall' },
+  );
+  return gate;
+}
+
+/**
+ * Runs `first`, and `second` exactly before `first`'s call number `holdAt` (of `client`, which `first` sends
+ * through): that call waits until `second` is done. When `first` makes fewer calls, `second` runs after it.
+ */
+export async function interleave<A, B>(
+  client: DynamoDBClient,
+  holdAt: number,
+  first: () => Promise<A>,
+  second: () => Promise<B>,
+): Promise<{ first: PromiseSettledResult<A>; second: PromiseSettledResult<B>; order: string; firstCalls: number }> {
+  let secondDone!: () => void;
+  const gate = holdCall(client, holdAt, new Promise<void>((resolve) => (secondDone = resolve)));
+  // Once `first` is done without reaching the call, the hold is off: `second` may send through the same client.
+  const firstRun = first().finally(() => gate.disarm());
+  const secondRun = Promise.race([gate.reached, firstRun.then(() => undefined, () => undefined)])
+    .then(second)
+    .finally(secondDone);
+  const [firstSettled, secondSettled] = await Promise.allSettled([firstRun, secondRun]);
+  const order = gate.held ? `second before call ${holdAt} of first` : 'second after first';
+  return { first: firstSettled, second: secondSettled, order, firstCalls: gate.calls };
+}
