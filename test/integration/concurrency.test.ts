@@ -14,18 +14,11 @@ import { watchInFlight, sleepMs } from '../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../support/queue.js';
 import { auditJobs, contextWith, runUntilSettled } from '../support/scenario.js';
 import { DyingInvoker, defineType, enqueue, FailingInvoker, freshQueuePerTest, poll, RecordingInvoker, WORKER } from './lib-fixtures.js';
+import { seededRandom } from '../support/faults.js';
 
 const JOBS = 500;
 const CONCURRENCY = 8;
 
-/** A small seeded generator, so a failing run can be repeated. */
-function seededRandom(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
-    return state / 2 ** 31;
-  };
-}
 
 test(`two pollers never run more than the concurrency in weight (${JOBS} jobs of random weights and durations)`, async () => {
   const queue = await createTestQueue({

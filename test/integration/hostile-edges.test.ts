@@ -35,6 +35,7 @@ import { ADMIN_TOKEN, createApiClient, type ApiHandler } from '../support/api.js
 import { runningJob, T0 } from '../support/jobs.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
 import { rawRequest, type RawAnswer } from '../support/raw-http.js';
+import { eventually } from '../support/eventually.js';
 
 
 interface Downstream {
@@ -59,14 +60,6 @@ async function startDownstream(): Promise<Downstream> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received, server };
 }
 
-async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (accept(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('over HTTP, as npm start serves it', () => {
   let dataDir: string;

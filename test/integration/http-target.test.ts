@@ -35,6 +35,7 @@ import type { BatchResult } from '../../lib/queue/attempt/run-batch.js';
 import { ADMIN_TOKEN, createTestApi } from '../support/api.js';
 import { createTestQueue, manualClock, type TestQueue } from '../support/queue.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
+import { eventually } from '../support/eventually.js';
 
 const CALLBACK_SECRET = 'callback-token-secret-for-tests';
 const WORKER = { id: 'worker-1', host: 'host-a' };
@@ -189,14 +190,6 @@ const typeItem = (name: string) => ({ TableName: queue.tableName, Key: jobTypeKe
 const job = (type: string, id: string): Promise<Job> => requireJob(queue.ctx, type, id);
 const eventNames = (id: string): string[] => events.events.filter((event) => event.id === id).map((event) => event.name);
 
-async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (accept(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 test('a 200 answer succeeds the job and keeps the result the downstream returned', async () => {
   const type = await defineHttpType('sync', { target: { kind: 'http', url: `${example.url}/jobs` } });

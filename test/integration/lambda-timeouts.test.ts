@@ -19,17 +19,10 @@ import { getJob } from '../../lib/queue/read-job.js';
 import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { defineType, enqueue } from './lib-fixtures.js';
+import { eventually } from '../support/eventually.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, withinMs = 45_000): Promise<T> {
-  const giveUpAtMs = Date.now() + withinMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > giveUpAtMs) return value;
-    await sleep(100);
-  }
-}
 
 describe('a worker invocation that outlives the worker function timeout', () => {
   const WORKER_TIMEOUT_MS = 1_500;

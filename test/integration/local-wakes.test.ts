@@ -9,6 +9,7 @@ import { createInvocationReporter, type InvocationReport } from '../../infra/loc
 import { invokeWithTimeout, type InvocationContext } from '../../infra/local/aws/lambda-timeout.js';
 import { createScheduledFunctions, type ScheduledFunction } from '../../infra/local/aws/scheduled-functions.js';
 import { localIamFor, takeDeniedCalls } from '../support/iam.js';
+import { eventually } from '../support/eventually.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -40,7 +41,7 @@ function runtimeWith(handlerMs: number, timeoutMs: number) {
 test("the api's wake starts a poller invocation at once, with the wake event, and resolves before it ends; its REPORT line follows its end", async () => {
   const { scheduled, reports, events } = runtimeWith(300, 5_000);
   await scheduled.wakerFor('api').wake({ role: 'poller', shards: [0, 2] });
-  await sleep(50);
+  await eventually(async () => events.length, (started) => started > 0);
   expect(events).toEqual([{ fn: 'poller', event: { wake: true, shards: [0, 2] } }]);
   expect(reports).toEqual([]);
   await Promise.all([...inFlight]);
@@ -58,7 +59,7 @@ test('a woken sweeper that runs past its Lambda timeout is cut there and reporte
 test("the authorizer's role may not wake the poller: the wake is refused and starts nothing", async () => {
   const { scheduled, events } = runtimeWith(0, 1_000);
   await expect(scheduled.wakerFor('authorizer').wake({ role: 'poller', shards: [1, 3] })).rejects.toBeInstanceOf(AccessDeniedException);
-  await sleep(50);
+  expect(inFlight.size).toBe(0);
   expect(events).toEqual([]);
   expect(takeDeniedCalls().map(({ fn, request }) => `${fn} ${request.action}`)).toEqual(['authorizer lambda:InvokeFunction']);
 });

@@ -14,6 +14,7 @@ import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import { refuseCalls, writesTo, type DynamoCall } from '../support/faults.js';
 import { asFunction, createTestQueue, realClock, type TestQueue } from '../support/queue.js';
+import { eventually } from '../support/eventually.js';
 import { DyingInvoker, RecordingInvoker, RunningInvoker, T0, WORKER, defineType, enqueue, freshQueuePerTest, poll, readItem } from './lib-fixtures.js';
 
 const queue = freshQueuePerTest();
@@ -305,20 +306,28 @@ describe('a live worker', () => {
   // failed/VisibilityTimeoutError and the handler's real success is dropped as stale (for at_least_once
   // the job is claimed and started a second time while the first run is still going).
   test('a handler that runs longer than the visibility timeout keeps its claim: the worker renews it while the handler is alive', async () => {
-    // Real time: the worker renews on a timer every half visibility timeout.
+    // Real time: the worker renews on a timer every half visibility timeout. The handler runs until the test has
+    // seen the first claim's deadline pass with the claim renewed beyond it, and swept then.
     const q = await createTestQueue({ clock: realClock });
     try {
-      const charge = await defineType(q.ctx, 'charge', { delivery_strategy: 'at_most_once', visibility_timeout_s: 1, timeout_s: 10 });
+      const charge = await defineType(q.ctx, 'charge', { delivery_strategy: 'at_most_once', visibility_timeout_s: 2, timeout_s: 60 });
       await enqueue(q.ctx, charge, 'c-1');
       const recording = new RecordingInvoker();
       await poll(q.ctx, [charge], recording);
+      const firstDeadlineMs = recording.jobs[0]!.claimedUntilMs!;
+      let finish!: () => void;
       const handler: JobHandler = async () => {
-        await new Promise((resolve) => setTimeout(resolve, 2_600));
+        await new Promise<void>((resolve) => (finish = resolve));
         return 'charged';
       };
       const run = runWorkerBatch(q.as('worker'), recording.batches[0]!, { registry: { handlers: { charge: handler }, retryPolicies: {} }, worker: WORKER });
-      await new Promise((resolve) => setTimeout(resolve, 1_800));
+      const renewed = await eventually(
+        () => getJob(q.ctx, 'charge', 'c-1'),
+        (job) => Date.now() > firstDeadlineMs && (job?.claimedUntilMs ?? 0) > Date.now() + 500,
+      );
+      expect(renewed?.claimedUntilMs).toBeGreaterThan(firstDeadlineMs);
       expect(await sweep(q.ctx)).toMatchObject({ requeued: 0, ended: 0, released: 0 });
+      finish();
       expect(await run).toMatchObject({ succeeded: 1 });
       expect(await getJob(q.ctx, 'charge', 'c-1')).toMatchObject({ status: 'succeeded', result: 'charged' });
     } finally {
@@ -332,7 +341,8 @@ describe('a live worker', () => {
       const emails = await defineType(q.ctx, 'emails', { visibility_timeout_s: 1, attempts: 2, retry: { kind: 'fixed', delay_s: 0 } });
       await enqueue(q.ctx, emails, 'e-1');
       await poll(q.ctx, [emails], new DyingInvoker(q.ctx));
-      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      const { claimedUntilMs } = (await getJob(q.ctx, 'emails', 'e-1'))!;
+      await eventually(async () => Date.now(), (nowMs) => nowMs > claimedUntilMs!);
       expect(await sweep(q.ctx)).toMatchObject({ requeued: 1 });
     } finally {
       await q.drop();
