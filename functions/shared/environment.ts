@@ -7,7 +7,7 @@ import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { readQueueSettings, requiredSetting } from '../../lib/queue/settings.js';
 import { createDynamoClients } from '../../lib/store/client.js';
-import type { DynamoCallLimits } from '../../lib/domain/limits.js';
+import { ASYNC_DELIVERY_CALL_LIMITS, type DynamoCallLimits } from '../../lib/domain/limits.js';
 import { createEventBridgePublisher } from '../../lib/aws/eventbridge.js';
 import { createLambdaWaker } from '../../lib/aws/lambda.js';
 import type { WakeInvoker } from '../../lib/domain/invocations.js';
@@ -21,10 +21,17 @@ import { ConfigError } from '../../lib/domain/errors.js';
 import { log } from './log.js';
 
 let eventBridge: EventBridgeClient | undefined;
-const eventBridgeClient = (): EventBridgeClient => (eventBridge ??= new EventBridgeClient({}));
+/** Lifecycle events and `eventbridge` targets: PutEvents answers at once, so each call is bounded (limits.ts). */
+const eventBridgeClient = (): EventBridgeClient => (eventBridge ??= new EventBridgeClient(ASYNC_DELIVERY_CALL_LIMITS));
 let lambda: LambdaClient | undefined;
-/** One Lambda client per process, whatever it invokes: the worker, a woken poller or sweeper, a `lambda` target. */
-export const lambdaClient = (): LambdaClient => (lambda ??= new LambdaClient({}));
+/**
+ * Asynchronous invokes, of the worker or of a woken poller or sweeper: Lambda answers 202 at once, so each call is
+ * bounded (ASYNC_DELIVERY_CALL_LIMITS), and a hung connection never holds the writer that asked.
+ */
+export const lambdaClient = (): LambdaClient => (lambda ??= new LambdaClient(ASYNC_DELIVERY_CALL_LIMITS));
+let targetLambda: LambdaClient | undefined;
+/** `lambda` targets, invoked and waited for: their attempt's timeout aborts the call, not a request timeout. */
+const targetLambdaClient = (): LambdaClient => (targetLambda ??= new LambdaClient({}));
 
 export const logLifecycleEvent = (event: LifecycleEvent): void => log('info', event.name, lifecycleEventDetail(event));
 
@@ -84,7 +91,7 @@ export function targetClientsFromEnvironment(env: NodeJS.ProcessEnv = process.en
   const addressPolicy = targetAddressPolicyFromEnvironment(env);
   return {
     ...(apiBaseUrl && callbackTokenSecret ? { http: { apiBaseUrl, callbackTokenSecret, addressPolicy } } : {}),
-    lambda: lambdaClient(),
+    lambda: targetLambdaClient(),
     eventBridge: eventBridgeClient(),
   };
 }

@@ -30,6 +30,19 @@ export const DYNAMODB_CALL_LIMITS: DynamoCallLimits = {
 };
 
 /**
+ * Lambda's asynchronous invokes (a worker batch from the poller, a wake from any writer) and EventBridge's
+ * PutEvents: AWS queues the event and answers in tens of milliseconds. The SDK's own default waits for an
+ * answer as long as the socket lives, and a writer can wait on a wake: a claim renewal held that long lapses
+ * (the worker renews at half the visibility timeout, 15 s by default) and the sweeper runs the job again. 2
+ * tries of at most 1 s to connect and 2 s to answer, with one backoff (at most 1 s), keep a call at most 7 s,
+ * within half the default visibility timeout.
+ */
+export const ASYNC_DELIVERY_CALL_LIMITS: DynamoCallLimits = {
+  maxAttempts: 2,
+  requestHandler: { connectionTimeout: 1_000, requestTimeout: 2_000, throwOnRequestTimeout: true },
+};
+
+/**
  * The api and the authorizer must answer within their Lambda timeouts
  * (below), and a request makes a few calls one after
  * another: 2 tries of at most 0.5 s to connect and 1 s to answer, with one
