@@ -203,6 +203,7 @@ describe(`${ENQUEUES} dedup and debounce enqueues over ${KEYS} keys under ${FAUL
       answered: answers.get('deduped')!.length + answers.get('debounced')!.length,
       contended,
       unanswered: unanswered.length,
+      unansweredLanded: audit.unknownLanded,
       jobs: { deduped: deduped.length, debounced: debounced.length },
       injected,
       settled: outcome.settled,

@@ -353,6 +353,7 @@ function runScenario(indexLagMs: number, seed: number) {
       indexLagMs,
       jobs: accepted.length,
       unanswered: unanswered.length,
+      unansweredLanded: audit.unknownLanded,
       errors: stack.errors.length,
       loggedErrors: loggedErrors.length,
       open,

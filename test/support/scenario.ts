@@ -242,7 +242,7 @@ function jobProblems(job: Job, started: number, byAttempt: Map<number, number> |
  * (numbered 1..n), a succeeded job succeeded once and ran, an at_most_once job never started twice, no attempt
  * started twice, no more starts than attempts, and no job failed without a run or a reason for none. With
  * `errors`, each error the components reported that the test did not inject is a finding too.
- * `byStatus` counts the statuses of the `jobs` given.
+ * `byStatus` counts the statuses of the `jobs` given; `unknownLanded`, the `unknown` enqueues that were written.
  */
 export async function auditJobs(
   auditor: QueueContext,
@@ -250,7 +250,7 @@ export async function auditJobs(
   starts: Map<string, number>,
   _jobTypes: Map<string, JobType>,
   options: AuditOptions = {},
-): Promise<{ findings: AuditFinding[]; byStatus: Record<string, number> }> {
+): Promise<{ findings: AuditFinding[]; byStatus: Record<string, number>; unknownLanded: number }> {
   const findings: AuditFinding[] = [];
   const byStatus: Record<string, number> = {};
   const nowMs = auditor.nowMs();
@@ -266,5 +266,6 @@ export async function auditJobs(
   for (const { by, at, error } of unexpectedErrors(options.errors ?? [], options.expectedError)) {
     findings.push({ id: by, problem: `unexpected error${at ? ` at ${at}` : ''}: ${describeError(error)}` });
   }
-  return { findings, byStatus };
+  const unknownLanded = (options.unknown ?? []).filter((ref) => inTable.has(refKey(ref))).length;
+  return { findings, byStatus, unknownLanded };
 }
