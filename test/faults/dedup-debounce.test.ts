@@ -23,9 +23,9 @@ import { itemToJob } from '../../lib/store/items.js';
 import type { DynamoClients } from '../../lib/store/client.js';
 import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { tableItems } from '../support/api.js';
-import { injectFaults, seededRandom, type FaultCounts } from '../support/faults.js';
+import { injectFaults, isInjected, seededRandom, type FaultCounts } from '../support/faults.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
-import { auditJobs, contextWith, countingHandler, runUntilSettled } from '../support/scenario.js';
+import { auditJobs, contextWith, countingHandler, runUntilSettled, type ScenarioError } from '../support/scenario.js';
 import { scaled } from './scale.js';
 
 const ENQUEUES = scaled(400, 4_000);
@@ -99,17 +99,21 @@ function debounceFindings(jobs: Job[], answers: Answer[]): string[] {
   return findings;
 }
 
-/** Pollers and a worker running until `signal` aborts, so enqueues race their claims. */
-function runQueue(pollers: QueueContext[], worker: QueueContext, handler: JobHandler, signal: AbortSignal) {
+/** Pollers and a worker running until `signal` aborts, so enqueues race their claims; what they report goes to `errors`. */
+function runQueue(pollers: QueueContext[], worker: QueueContext, handler: JobHandler, signal: AbortSignal, errors: ScenarioError[]) {
   const runs = new Set<Promise<unknown>>();
   const invoker: WorkerInvoker = {
     async invoke(batch: WorkerBatch) {
-      const run = runWorkerBatch(worker, structuredClone(batch), { registry: { handlers: { count: handler }, retryPolicies: {} }, worker: { id: 'w', host: 'h' } });
+      const run = runWorkerBatch(worker, structuredClone(batch), {
+        registry: { handlers: { count: handler }, retryPolicies: {} },
+        worker: { id: 'w', host: 'h' },
+        onError: (job, error) => errors.push({ by: 'worker', at: `${job.type}/${job.id}`, error }),
+      });
       runs.add(run);
       void run.finally(() => runs.delete(run));
     },
   };
-  const loops = pollers.map((ctx) => runPollerLoop(ctx, { invoker, runForMs: 600_000, signal, jobTypesRefreshMs: 1_000, onError: () => undefined }));
+  const loops = pollers.map((ctx) => runPollerLoop(ctx, { invoker, runForMs: 600_000, signal, jobTypesRefreshMs: 1_000, onError: (error) => errors.push({ by: 'poller', error }) }));
   return async () => {
     await Promise.all(loops);
     await Promise.allSettled([...runs]);
@@ -139,11 +143,14 @@ describe(`${ENQUEUES} dedup and debounce enqueues over ${KEYS} keys under ${FAUL
 
     const counter = countingHandler(5);
     const stop = new AbortController();
-    const stopped = runQueue([faultyAs('poller'), faultyAs('poller')], faultyAs('worker'), counter.handler, stop.signal);
+    const errors: ScenarioError[] = [];
+    const stopped = runQueue([faultyAs('poller'), faultyAs('poller')], faultyAs('worker'), counter.handler, stop.signal, errors);
     const instances = [faultyAs('api'), faultyAs('api')];
     const answers = new Map<string, Answer[]>([['deduped', []], ['debounced', []]]);
     let contended = 0;
-    let unanswered = 0;
+    // Enqueues never answered, sent SEND_TRIES times: each may have made or folded into a job, or not.
+    const unanswered: { type: string; id: string }[] = [];
+    const enqueueErrors: unknown[] = [];
     await Promise.all(
       Array.from({ length: LANES }, async (_, lane) => {
         for (let i = lane; i < ENQUEUES; i += LANES) {
@@ -163,7 +170,8 @@ describe(`${ENQUEUES} dedup and debounce enqueues over ${KEYS} keys under ${FAUL
                 contended++;
                 break;
               }
-              if (send === SEND_TRIES) unanswered++;
+              enqueueErrors.push(error);
+              if (send === SEND_TRIES) unanswered.push({ type, id: `${type}-${i}` });
             }
           }
           await new Promise((resolve) => setTimeout(resolve, random() * 20));
@@ -181,7 +189,12 @@ describe(`${ENQUEUES} dedup and debounce enqueues over ${KEYS} keys under ${FAUL
     });
     stop.abort();
     await stopped();
-    const audit = await auditJobs(queue.ctx, accepted, counter.starts, types);
+    const audit = await auditJobs(queue.ctx, accepted, counter.starts, types, {
+      unknown: unanswered,
+      startsByAttempt: counter.byAttempt,
+      errors: [...errors, ...outcome.errors],
+      expectedError: isInjected,
+    });
     const deduped = await jobsOfType(queue, 'deduped');
     const debounced = await jobsOfType(queue, 'debounced');
     const injected = faultCounts.reduce((sum, counts) => sum + counts.injected, 0);
@@ -189,10 +202,12 @@ describe(`${ENQUEUES} dedup and debounce enqueues over ${KEYS} keys under ${FAUL
       enqueues: ENQUEUES,
       answered: answers.get('deduped')!.length + answers.get('debounced')!.length,
       contended,
-      unanswered,
+      unanswered: unanswered.length,
+      unansweredLanded: audit.unknownLanded,
       jobs: { deduped: deduped.length, debounced: debounced.length },
       injected,
-      ...outcome,
+      settled: outcome.settled,
+      errors: errors.length + outcome.errors.length,
       byStatus: audit.byStatus,
     });
     for (const clients of faultyClients) clients.base.destroy();
@@ -200,6 +215,8 @@ describe(`${ENQUEUES} dedup and debounce enqueues over ${KEYS} keys under ${FAUL
     expect(injected).toBeGreaterThan(0);
     expect(outcome.settled).toBe(true);
     expect(audit.findings).toEqual([]);
+    // An enqueue fails only by a fault injected under it.
+    expect(enqueueErrors.filter((error) => !isInjected(error))).toEqual([]);
     // Jobs whose enqueue never got an answer still ran: nothing waits forever.
     expect([...deduped, ...debounced].filter((job) => job.status !== 'succeeded').map((job) => `${job.id}: ${job.status}`)).toEqual([]);
     expect(dedupFindings(deduped)).toEqual([]);

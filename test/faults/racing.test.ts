@@ -55,7 +55,7 @@ async function runAndAudit(pollers: QueueContext[], sweepers: QueueContext[], jo
     jobs,
     timeoutMs: scaled(90_000, 900_000),
   });
-  const audit = await auditJobs(queue.ctx, jobs, counter.starts, types);
+  const audit = await auditJobs(queue.ctx, jobs, counter.starts, types, { startsByAttempt: counter.byAttempt, errors: outcome.errors });
   return { outcome, audit, counter };
 }
 

@@ -32,9 +32,9 @@ import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import type { DynamoClients } from '../../lib/store/client.js';
 import { shardsOfPartition } from '../../lib/store/keys.js';
 import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
-import { injectFaults, seededRandom, type FaultCounts } from '../support/faults.js';
+import { injectFaults, isInjected, seededRandom, type FaultCounts } from '../support/faults.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
-import { auditJobs, countingHandler } from '../support/scenario.js';
+import { auditJobs, countingHandler, type ScenarioError } from '../support/scenario.js';
 import { FULL, scaled } from './scale.js';
 
 /**
@@ -90,6 +90,9 @@ const TEST_TIMEOUT_MS = FIRST_BURST_AT_MS + BURSTS * BURST_EVERY_MS + SETTLE_MS 
  * a tick period, so a job left to a tick shows.
  */
 const onTimeMsOf = (indexLagMs: number): number => HOLD_MS + 5_000 + indexLagMs;
+
+/** The lines the functions logged as warnings or errors (console.error) since the audit last took them. */
+const logged: string[] = [];
 
 interface Accepted {
   type: string;
@@ -169,12 +172,20 @@ function startStack(queue: TestQueue, random: () => number) {
   };
 
   const counter = countingHandler(20);
+  /** What the worker reports and what invocations throw; what the functions log as warnings and errors is in `logged`. */
+  const errors: ScenarioError[] = [];
   const worker = processOf('worker');
   const invoker: WorkerInvoker = {
     async invoke(batch: WorkerBatch) {
       for (const job of batch.jobs) if (!seen.firstClaimAtMs.has(job.id) && job.claimedAtMs !== undefined) seen.firstClaimAtMs.set(job.id, job.claimedAtMs);
       if (random() < LOST_INVOKE_RATE) return;
-      track(runWorkerBatch(worker, structuredClone(batch), { registry: { handlers: { count: counter.handler }, retryPolicies: {} }, worker: { id: 'w', host: 'h' } }));
+      track(
+        runWorkerBatch(worker, structuredClone(batch), {
+          registry: { handlers: { count: counter.handler }, retryPolicies: {} },
+          worker: { id: 'w', host: 'h' },
+          onError: (job, error) => errors.push({ by: 'worker', at: `${job.type}/${job.id}`, error }),
+        }),
+      );
     },
   };
   const pollerHandler = createPollerHandler({ ctx: processOf('poller'), invoker, identity: { id: 'poller', host: 'h' }, signal: stop.signal });
@@ -183,7 +194,7 @@ function startStack(queue: TestQueue, random: () => number) {
     if (stop.signal.aborted) return;
     const endsAtMs = Date.now() + INVOCATION_TIMEOUT_MS;
     const handler = request.role === 'poller' ? pollerHandler : sweeperHandler;
-    track(handler(event, { getRemainingTimeInMillis: () => endsAtMs - Date.now() }).catch(() => undefined));
+    track(handler(event, { getRemainingTimeInMillis: () => endsAtMs - Date.now() }).catch((error: unknown) => errors.push({ by: request.role, error })));
   }
   function startWoken(request: WakeRequest): void {
     seen.started.wake++;
@@ -213,7 +224,9 @@ function startStack(queue: TestQueue, random: () => number) {
   return {
     startedAtMs,
     seen,
+    errors,
     starts: counter.starts,
+    startsByAttempt: counter.byAttempt,
     api: () => processOf('api'),
     injected: () => faultCounts.reduce((sum, counts) => sum + counts.injected, 0),
     async stop() {
@@ -228,7 +241,8 @@ function startStack(queue: TestQueue, random: () => number) {
 /** BURSTS bursts of BURST_JOBS jobs from two api instances, half due on arrival, each sent again while its outcome is unknown. */
 async function enqueueBursts(instances: QueueContext[], types: Map<string, JobType>, random: () => number, fromMs: number) {
   const accepted: Accepted[] = [];
-  let unanswered = 0;
+  /** Enqueues never answered: each may have made its job, or not. */
+  const unanswered: { type: string; id: string }[] = [];
   const LANES = 5;
   await Promise.all(
     Array.from({ length: LANES }, async (_, lane) => {
@@ -245,7 +259,7 @@ async function enqueueBursts(instances: QueueContext[], types: Map<string, JobTy
             accepted.push({ type, id: job.id, dueOnArrival, sentAtMs, answeredAtMs: Date.now(), runAfterMs: job.runAfterMs });
             break;
           } catch {
-            if (send === SEND_TRIES) unanswered++;
+            if (send === SEND_TRIES) unanswered.push({ type, id: `${type}-${i}` });
           }
         }
       }
@@ -326,12 +340,22 @@ function runScenario(indexLagMs: number, seed: number) {
     const open = await waitUntilTerminal(queue.ctx, accepted);
     await stack.stop();
 
-    const audit = await auditJobs(queue.ctx, accepted, stack.starts, types);
+    // What the functions logged as warnings or errors (the handlers log what they survive): each must be a fault injected here.
+    const loggedErrors = logged.splice(0).map((line): ScenarioError => ({ by: line.includes('"sweep') ? 'sweeper' : 'poller', error: new Error(line) }));
+    const audit = await auditJobs(queue.ctx, accepted, stack.starts, types, {
+      unknown: unanswered,
+      startsByAttempt: stack.startsByAttempt,
+      errors: [...stack.errors, ...loggedErrors],
+      expectedError: isInjected,
+    });
     const lateness = judgeLateness(accepted, stack.seen, onTimeMsOf(indexLagMs));
     console.info('sleeping pollers under faults', {
       indexLagMs,
       jobs: accepted.length,
-      unanswered,
+      unanswered: unanswered.length,
+      unansweredLanded: audit.unknownLanded,
+      errors: stack.errors.length,
+      loggedErrors: loggedErrors.length,
       open,
       injected: stack.injected(),
       pollerWakesRefused: stack.seen.pollerWakeRefusedAtMs.length,
@@ -355,10 +379,11 @@ function runScenario(indexLagMs: number, seed: number) {
 }
 
 describe(`${JOBS} jobs enqueued while pollers and sweepers sleep between ticks and wakes, under ${FAULT_RATE * 100} % injected faults`, () => {
-  // The handlers log every invocation; the run prints its own summary.
+  // The handlers log every invocation; the run prints its own summary. Their warnings and errors are kept, and the
+  // audit refuses each that is not an injected fault.
   beforeAll(() => {
     vi.spyOn(console, 'log').mockImplementation(() => undefined);
-    vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(' ')));
   });
   afterAll(() => vi.restoreAllMocks());
 

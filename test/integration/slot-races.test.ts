@@ -40,16 +40,18 @@ test('a claim that landed but whose call threw keeps its reserved weight, so the
   const { ctx } = queue();
   const limited = await defineType(ctx, 'limited', { concurrency: 1 });
   await enqueue(ctx, limited, 'a');
-  let once = false;
+  let landedThenThrew = 0;
   intercept(queue().clientsOf('poller').base, 'landThenThrow', async (call, next) => {
-    if (!once && writesTo(jobKey('limited', 'a').pk)(call) && call.commandName === 'UpdateItemCommand') {
-      once = true;
+    if (landedThenThrew === 0 && writesTo(jobKey('limited', 'a').pk)(call) && call.commandName === 'UpdateItemCommand') {
       await next(); // the claim lands
+      landedThenThrew++;
       throw fatal(); // ... and the poller only sees an error
     }
     return next();
   });
   await poll(ctx, [limited], new RecordingInvoker()).catch(() => undefined);
+  // Without the fault the end state would be the same: it must have fired.
+  expect(landedThenThrew).toBe(1);
   const counterAfterFirstPoll = await typeInFlight('limited');
   const a = await getJob(ctx, 'limited', 'a');
   expect(a?.status).toBe('running');

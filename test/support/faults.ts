@@ -119,3 +119,14 @@ export function loseAnswers(client: DynamoDBClient, picked: (call: DynamoCall) =
   );
   return answers;
 }
+
+/**
+ * Whether `error` is one of the faults injected here (or wraps one, as a cause or in an AggregateError): what a
+ * scenario under injected faults expects its components to report, and nothing else.
+ */
+export function isInjected(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (/injected/.test(error.message)) return true;
+  if (error instanceof AggregateError && error.errors.some(isInjected)) return true;
+  return error.cause !== undefined && isInjected(error.cause);
+}
