@@ -106,6 +106,10 @@ export function createPollerHandler(deps: PollerDeps) {
     const awake = await startPollerAwake(deps.ctx, { shards: shards ?? allShards, endsAtMs: deps.ctx.nowMs() + runForMs, kind: startKindOf(event) });
     if (!awake.stays) {
       log('info', 'poller not needed', { reason: awake.reason, shards });
+      // Every tick reports the lag, a sleeping one too: DueLagAlarm counts a minute without it as a breach (a
+      // poller that stopped), so an idle queue would otherwise keep it in ALARM.
+      metrics.milliseconds('OldestDueLagMs', 0);
+      metrics.flush();
       return emptyPollResult();
     }
     // Polling the whole run costs what every run did before pollers slept; a brownout of one item should show.
