@@ -157,6 +157,12 @@ describe('newJob', () => {
     }
   });
 
+  test('another ready time or expiry is another request hash', () => {
+    const at = (fields: Partial<JobInput>) => newJob(jobType(), 'j', { ...INPUT, ...fields }, T0).requestHash;
+    expect(at({ runAfterMs: T0 + 1 })).not.toBe(at({ runAfterMs: T0 + 2 }));
+    expect(at({ expiresAtMs: T0 + 1 })).not.toBe(at({ expiresAtMs: T0 + 2 }));
+  });
+
   test("a job is due at the first instant inside its time windows", () => {
     const job = newJob(jobType({ timeWindows: [{ start: '12:00', end: '13:00', tz: 'UTC' }] }), 'job-1', INPUT, T0);
     expect(job.runAfterMs).toBe(Date.parse('2026-11-21T12:00:00.000Z'));
