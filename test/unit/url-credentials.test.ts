@@ -43,6 +43,10 @@ describe('urlWithoutCredentials (what admin keys see)', () => {
     expect(urlWithoutCredentials('not a url')).toBe('not a url');
   });
 
+  test('a URL without credentials is shown exactly as written, not as the URL parser would write it', () => {
+    expect(urlWithoutCredentials('https://EXAMPLE.com')).toBe('https://EXAMPLE.com');
+  });
+
   test('user and password are hidden', () => {
     expect(urlWithoutCredentials('https://user:secret@example.com/a')).toBe('https://***:***@example.com/a');
   });
