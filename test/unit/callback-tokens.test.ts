@@ -29,6 +29,23 @@ describe('callback tokens', () => {
     }
   });
 
+  test('a token for an attempt of several digits verifies, up to six', () => {
+    expect(verifyCallbackToken(SECRET, createCallbackToken(SECRET, { ...JOB, attempt: 12 }), JOB)).toBe(12);
+    expect(verifyCallbackToken(SECRET, createCallbackToken(SECRET, { ...JOB, attempt: 999_999 }), JOB)).toBe(999_999);
+    expect(verifyCallbackToken(SECRET, createCallbackToken(SECRET, { ...JOB, attempt: 1_000_000 }), JOB)).toBeUndefined();
+  });
+
+  test('a valid token with anything before or after it is rejected', () => {
+    const token = createCallbackToken(SECRET, { ...JOB, attempt: 1 });
+    expect(verifyCallbackToken(SECRET, `x${token}`, JOB)).toBeUndefined();
+    expect(verifyCallbackToken(SECRET, `${token}x`, JOB)).toBeUndefined();
+  });
+
+  test('the callback URL drops every trailing slash of the API base URL', () => {
+    const url = callbackUrl('http://localhost:3000//', SECRET, { ...JOB, attempt: 1 });
+    expect(url.startsWith('http://localhost:3000/v1/jobs/emails/job_1?token=')).toBe(true);
+  });
+
   test('the callback URL is the job callback route with the token as a query parameter', () => {
     const url = new URL(callbackUrl('http://localhost:3000/', SECRET, { type: 'emails', id: 'a:b', attempt: 2 }));
     expect(url.origin + url.pathname).toBe('http://localhost:3000/v1/jobs/emails/a%3Ab');

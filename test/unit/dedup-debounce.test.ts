@@ -1,7 +1,14 @@
 /** Dedup and debounce without a table: when a debounced job is due after a fold, which jobs collect, and the bounds. */
 import { describe, expect, test } from 'vitest';
 import type { ValidationError } from '../../lib/domain/errors.js';
-import { assertDedupWindowFits, collectsEnqueues, debouncedRunAfterMs, MAX_DEBOUNCE_S } from '../../lib/domain/dedup-debounce.js';
+import {
+  assertDedupDebounceFits,
+  assertDedupWindowFits,
+  collectsEnqueues,
+  debouncedRunAfterMs,
+  dedupWindowEndsAtMs,
+  MAX_DEBOUNCE_S,
+} from '../../lib/domain/dedup-debounce.js';
 import { runningJob, T0 } from '../support/jobs.js';
 
 const S = 1_000;
@@ -63,5 +70,65 @@ describe('assertDedupWindowFits', () => {
 
   test('a longer one is refused naming dedup.window_s', () => {
     expect(fieldsRefused(() => assertDedupWindowFits({ key: 'k', windowS: 86_401 }, 1))).toEqual(['dedup.window_s']);
+  });
+});
+
+describe('assertDedupDebounceFits', () => {
+  const dedup = { key: 'd', windowS: 60 };
+  const debounce = { key: 'b', delayS: 10 };
+  const messageOf = (call: () => void): string | undefined => {
+    try {
+      call();
+    } catch (error) {
+      return (error as ValidationError).details[0]?.message;
+    }
+    return undefined;
+  };
+
+  test('a job deduplicated, or debounced, alone passes', () => {
+    expect(fieldsRefused(() => assertDedupDebounceFits({ dedup }))).toEqual([]);
+    expect(fieldsRefused(() => assertDedupDebounceFits({ debounce }))).toEqual([]);
+    expect(fieldsRefused(() => assertDedupDebounceFits({ runAfterMs: T0, expiresAtMs: T0 + S, correlationKey: 'c' }))).toEqual([]);
+  });
+
+  test('a job deduplicated and debounced is refused naming debounce', () => {
+    expect(fieldsRefused(() => assertDedupDebounceFits({ dedup, debounce }))).toEqual(['debounce']);
+    expect(messageOf(() => assertDedupDebounceFits({ dedup, debounce }))).toBe('must be left out with dedup: a job is deduplicated or debounced, not both');
+  });
+
+  test('a correlation key beside dedup is refused naming dedup, beside debounce naming debounce', () => {
+    expect(fieldsRefused(() => assertDedupDebounceFits({ dedup, correlationKey: 'c' }))).toEqual(['dedup']);
+    expect(fieldsRefused(() => assertDedupDebounceFits({ debounce, correlationKey: 'c' }))).toEqual(['debounce']);
+    expect(messageOf(() => assertDedupDebounceFits({ dedup, correlationKey: 'c' }))).toBe(
+      'must be left out with correlation_key, which already keeps one unfinished job per key',
+    );
+  });
+
+  test('a debounced job may not ask for a ready time: its delay gives it', () => {
+    expect(fieldsRefused(() => assertDedupDebounceFits({ debounce, runAfterMs: T0 }))).toEqual(['run_after']);
+    expect(messageOf(() => assertDedupDebounceFits({ debounce, runAfterMs: T0 }))).toBe(
+      'must be left out with debounce: the job is due delay_s after the latest enqueue',
+    );
+  });
+
+  test('a debounced job may not ask for an expiry: its max wait bounds it', () => {
+    expect(fieldsRefused(() => assertDedupDebounceFits({ debounce, expiresAtMs: T0 }))).toEqual(['expires_at']);
+    expect(messageOf(() => assertDedupDebounceFits({ debounce, expiresAtMs: T0 }))).toBe('must be left out with debounce: max_wait_s bounds when the job runs');
+  });
+
+  test('a max wait as long as the delay passes; a shorter one is refused', () => {
+    expect(fieldsRefused(() => assertDedupDebounceFits({ debounce: { ...debounce, maxWaitS: 10 } }))).toEqual([]);
+    expect(fieldsRefused(() => assertDedupDebounceFits({ debounce: { ...debounce, maxWaitS: 9 } }))).toEqual(['debounce.max_wait_s']);
+    expect(messageOf(() => assertDedupDebounceFits({ debounce: { ...debounce, maxWaitS: 9 } }))).toBe('must be at least delay_s');
+  });
+
+  test('a dedup without a debounce may have a ready time and an expiry', () => {
+    expect(fieldsRefused(() => assertDedupDebounceFits({ dedup, runAfterMs: T0, expiresAtMs: T0 + S }))).toEqual([]);
+  });
+});
+
+describe('dedupWindowEndsAtMs', () => {
+  test("a dedup window closes its length in seconds after the enqueue that opened it", () => {
+    expect(dedupWindowEndsAtMs({ key: 'd', windowS: 60 }, T0)).toBe(T0 + 60 * S);
   });
 });
