@@ -12,10 +12,10 @@ export default defineConfig({
   test: {
     include: ['test/unit/**/*.test.ts'],
     exclude: [
-      'test/unit/stack.test.ts',
-      'test/unit/stack-settings.test.ts',
-      'test/unit/delayed-job-queue.test.ts',
-      'test/unit/lambda-timeout.test.ts',
+      'test/unit/infra/queue-stack.test.ts',
+      'test/unit/infra/settings.cdk-context.test.ts',
+      'test/unit/infra/delayed-job-queue.test.ts',
+      'test/unit/infra/local/aws/lambda-timeout.test.ts',
     ],
     // Instrumented code on a shared 2-core machine runs a few times slower: vitest's 5 s default would fail
     // the slowest schedule tests in the dry run. Stryker's own timeout per mutant is separate (timeoutMS).

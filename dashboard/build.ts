@@ -2,7 +2,7 @@
  * Bundles the dashboard (main.ts and style.css) with esbuild into
  * functions/api/dashboard-assets.generated.ts, which the api function serves.
  * The bundle is committed so that the Lambda bundle and `npm start` need no
- * build step; test/unit/dashboard-assets.test.ts fails when it is stale.
+ * build step; test/unit/dashboard/build.test.ts fails when it is stale.
  *
  *   npm run build:dashboard
  */

@@ -3,7 +3,7 @@
  * does and nothing more. Kept by hand so a reviewer reads the whole surface in
  * one place; drift is caught both ways by the tests. Every call a function
  * makes under test meets these grants through the local IAM check (a missing
- * grant fails that test), and test/integration/iam-grants.test.ts makes each
+ * grant fails that test), and test/integration/infra/table-grants.test.ts makes each
  * function use every grant it has here (an unneeded grant fails it).
  */
 import type { QueueFunctionName, TableGrants } from './queue-function.js';

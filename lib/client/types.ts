@@ -3,8 +3,8 @@
  * Written out here rather than imported from the server's zod schemas, so the
  * client and its declarations depend on nothing but `fetch`; type tests keep
  * them in step with lib/wire: the bodies with the request schemas
- * (test/unit/client-types.test.ts), each method's answer with the schema the
- * OpenAPI document describes its route's answer with (test/unit/client-answer-types.test.ts).
+ * (test/unit/lib/client/types.test.ts), each method's answer with the schema the
+ * OpenAPI document describes its route's answer with (test/unit/lib/client/types.answer-types.test.ts).
  */
 import type { Debounce, DebounceInput, Dedup } from './dedup-debounce.js';
 

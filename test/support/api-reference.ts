@@ -1,6 +1,6 @@
 /**
  * docs/reference/operations.md, written from the OpenAPI document the api serves (functions/api/openapi.ts), so
- * the page lists exactly the operations, scopes, parameters and answers the code has. test/unit/api-reference.test.ts
+ * the page lists exactly the operations, scopes, parameters and answers the code has. test/unit/functions/api/openapi.reference-page.test.ts
  * fails when the page is stale; `npx tsx test/support/api-reference.ts` writes it again.
  */
 import { writeFile } from 'node:fs/promises';

@@ -2,7 +2,7 @@
  * The layout holds: lib/queue keeps its code in folders named for a role, no source file grows past what one
  * sitting reads, and the benchmarks stand on the code and the local runtime, never on the tests.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 
@@ -39,6 +39,16 @@ test('no source file in lib/, functions/ or infra/ is over 400 lines', () => {
   const sources = ['lib', 'functions', 'infra'].flatMap((folder) => filesUnder(folder)).filter((path) => !path.endsWith('.generated.ts'));
   const long = sources.map((path) => ({ path, lines: lineCount(path) })).filter(({ lines }) => lines > 400);
   expect(long).toEqual([]);
+});
+
+test('the unit and integration tests mirror the source: each names a file of the repository, before any aspect', () => {
+  const tests = ['test/unit', 'test/integration'].flatMap((folder) => filesUnder(folder, '.test.ts').map((path) => ({ folder, path })));
+  const unplaced = tests.filter(({ folder, path }) => {
+    // The name up to its first dot: `poll.claim-ahead.test.ts` tests poll.ts.
+    const [source] = path.slice(folder.length + 1).split(/\.(?=[^/]*$)/);
+    return !['', '.ts', '.tsx', '.mjs'].some((ending) => existsSync(join(ROOT, `${source}${ending}`)) && statSync(join(ROOT, `${source}${ending}`)).isFile());
+  });
+  expect(unplaced.map(({ path }) => path)).toEqual(['test/unit/docs.test.ts', 'test/unit/layout.test.ts']);
 });
 
 test('bench/ imports nothing from test/', () => {

@@ -5,7 +5,7 @@
 import { expect, test } from 'vitest';
 import { createPollerHandler } from '../../../../functions/poller/app.js';
 import type { QueueMetrics } from '../../../../functions/shared/metrics.js';
-import { defineType, freshQueuePerTest, RecordingInvoker } from '../../lib-fixtures.js';
+import { defineType, freshQueuePerTest, RecordingInvoker } from '../../../support/lib-fixtures.js';
 
 const queue = freshQueuePerTest();
 
