@@ -1,6 +1,7 @@
 /** What a job type says of its own jobs: whether pollers claim them, and what may travel in a worker batch (lib/domain/job-type.ts). */
 import { expect, test } from 'vitest';
-import { claimsJobs, withoutSecrets, DEFAULT_RETRY, type JobType } from '../../../../lib/domain/job-type.js';
+import { claimsJobs, withoutSecrets } from '../../../../lib/domain/job-type.js';
+import { jobTypeWith } from '../../../support/jobs.js';
 
 test('pollers claim the jobs of a running type, limited or not', () => {
   expect(claimsJobs({ concurrency: null, paused: false })).toBe(true);
@@ -16,24 +17,12 @@ test('pollers claim none of the jobs of a type of concurrency 0', () => {
 });
 
 test("a type in a worker batch leaves its signing secret behind, and keeps all else", () => {
-  const jobType: JobType = {
+  const jobType = jobTypeWith({
     name: 't',
-    deliveryStrategy: 'at_least_once',
     attempts: 1,
-    concurrency: null,
-    paused: false,
-    rateLimitPerS: null,
-    priorityOrder: 'time_first',
-    throttle: null,
-    listSucceeded: false,
-    visibilityTimeoutS: 30,
-    timeoutS: 30,
-    retry: DEFAULT_RETRY,
     target: { kind: 'http', url: 'https://example.com/', requestTimeoutS: 10, allowLinkLocal: false },
     signingSecret: 'whsec_x',
-    createdAtMs: 0,
-    updatedAtMs: 0,
-  };
+  });
   const { signingSecret: _secret, ...rest } = jobType;
   expect(withoutSecrets(jobType)).toStrictEqual(rest);
 });

@@ -1,30 +1,13 @@
 /** A new job, free of storage: its id, its throttle key, the job as first stored and what an enqueue may not ask (lib/domain/new-job.ts). */
 import { describe, expect, test } from 'vitest';
 import { PayloadTooLargeError, ValidationError } from '../../../../lib/domain/errors.js';
-import { DEFAULT_RETRY, type JobType, type Throttle } from '../../../../lib/domain/job-type.js';
+import type { JobType, Throttle } from '../../../../lib/domain/job-type.js';
 import { MAX_DATA_BYTES, type JobInput } from '../../../../lib/domain/job.js';
 import { newJob, newJobId, throttleKeyOf } from '../../../../lib/domain/new-job.js';
-import { T0 } from '../../../support/jobs.js';
+import { jobTypeWith, T0 } from '../../../support/jobs.js';
 
 function jobType(fields: Partial<JobType> = {}): JobType {
-  return {
-    name: 'emails',
-    deliveryStrategy: 'at_most_once',
-    attempts: 4,
-    concurrency: null,
-    paused: false,
-    rateLimitPerS: null,
-    priorityOrder: 'time_first',
-    throttle: null,
-    listSucceeded: false,
-    visibilityTimeoutS: 30,
-    timeoutS: 30,
-    retry: DEFAULT_RETRY,
-    target: { kind: 'handler', name: 'h' },
-    createdAtMs: 0,
-    updatedAtMs: 0,
-    ...fields,
-  };
+  return jobTypeWith({ deliveryStrategy: 'at_most_once', attempts: 4, ...fields });
 }
 
 const INPUT: JobInput = { data: { to: 'a@example.com' }, priority: 100, weight: 1 };

@@ -1,26 +1,11 @@
 /** Concurrency slots: which counters a job's claim takes, and when its weight can never fit (lib/domain/slots.ts). */
 import { expect, test } from 'vitest';
-import { DEFAULT_RETRY, type JobType, type Throttle } from '../../../../lib/domain/job-type.js';
+import type { JobType, Throttle } from '../../../../lib/domain/job-type.js';
+import { jobTypeWith } from '../../../support/jobs.js';
 import { hasSlotLimits, limitTooSmall, olderInFlight, slotsFor, throttleEntry } from '../../../../lib/domain/slots.js';
 
 function jobType(concurrency: number | null, throttle: Throttle | null = null): JobType {
-  return {
-    name: 't',
-    deliveryStrategy: 'at_least_once',
-    attempts: 1,
-    concurrency,
-    paused: false,
-    rateLimitPerS: null,
-    priorityOrder: 'time_first',
-    throttle,
-    listSucceeded: false,
-    visibilityTimeoutS: 30,
-    timeoutS: 30,
-    retry: DEFAULT_RETRY,
-    target: { kind: 'handler', name: 'h' },
-    createdAtMs: 0,
-    updatedAtMs: 0,
-  };
+  return jobTypeWith({ name: 't', attempts: 1, concurrency, throttle });
 }
 
 test('a type without throttle holds no key to any entry', () => {
