@@ -1,4 +1,4 @@
-/** The client's schedule body against the server's schema, checked by `tsc` as client-types.test.ts does for jobs. */
+/** The client's schedule body against the server's schema, checked by `tsc` as types.test.ts does for jobs. */
 import { expectTypeOf, test } from 'vitest';
 import type { z } from 'zod';
 import type { ScheduleBody } from '../../../../lib/client/schedule-types.js';

@@ -1,4 +1,4 @@
-/** A value's size as JSON, against a limit (lib/domain/json-size.ts); sizes as DynamoDB counts them are in item-size.test.ts. */
+/** A value's size as JSON, against a limit (lib/domain/json-size.ts); sizes as DynamoDB counts them are in json-size.item-size.test.ts. */
 import { expect, test } from 'vitest';
 import { PayloadTooLargeError } from '../../../../lib/domain/errors.js';
 import { assertJsonSize, jsonBytes } from '../../../../lib/domain/json-size.js';

@@ -2,7 +2,7 @@
  * What cancelling costs in DynamoDB write units, counted from ReturnConsumedCapacity on every call: a queued job's
  * cancel is one update (3: the job and its index entry moving to the cancelled listing), as before; a running job's
  * cancel marks the job (1) and its seat in the start record (1), and its end moves it to the cancelled listing (3)
- * where a success would have removed its entry (2). Jobs no one cancels cost what they did: 7 (capacity.test.ts).
+ * where a success would have removed its entry (2). Jobs no one cancels cost what they did: 7 (lib/store/job-writes.capacity.test.ts).
  * DynamoDB Local reports no capacity for a write its condition refused, which AWS bills: the queued cancel a
  * running job's DELETE tries first is 1 WRU more there (README, Cancelling a running job).
  */
@@ -31,7 +31,7 @@ beforeEach(async () => {
 });
 afterEach(() => queue.drop());
 
-/** Enqueues a job with data like capacity.test.ts's, claims it, and hands its batch to a worker that has not run it yet. */
+/** Enqueues a job with data like job-writes.capacity.test.ts's, claims it, and hands its batch to a worker that has not run it yet. */
 async function claimed(id: string): Promise<WorkerBatch> {
   await enqueueJob(queue.as('api'), jobType, id, { data: { i: 0, text: 'x'.repeat(150) }, priority: 100, weight: 1 });
   const batches: WorkerBatch[] = [];

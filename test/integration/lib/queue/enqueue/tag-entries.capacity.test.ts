@@ -1,7 +1,7 @@
 /**
  * What tags cost in DynamoDB write units, counted from ReturnConsumedCapacity on every call from enqueue to
  * success: one unit per tag (its entry, written once at enqueue), nothing on the claim or the end. A job without
- * tags costs what it did before tags existed (7, see capacity.test.ts).
+ * tags costs what it did before tags existed (7, see lib/store/job-writes.capacity.test.ts).
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { JobType } from '../../../../../lib/domain/job-type.js';

@@ -1,6 +1,6 @@
 /**
  * Lanes far behind their cursor, against DynamoDB Local: a poller back after an outage, a sweeper back after a
- * day. One shard, one-minute buckets and a one-minute safety margin, as in cursor.test.ts. A walk reads only the
+ * day. One shard, one-minute buckets and a one-minute safety margin, as in lane-walk.cursor.test.ts. A walk reads only the
  * buckets the bucket directory recorded among those that settled, from an hour after its cursor first advanced
  * (DIRECTORY_ADOPTION_MS); before that, and near now, it queries bucket by bucket, at most MAX_QUERIES_PER_SCAN
  * a scan.

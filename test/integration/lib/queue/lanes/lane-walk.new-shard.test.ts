@@ -1,7 +1,7 @@
 /**
  * A shard added by raising SHARDS on a type a week old, against DynamoDB Local: its cursor item does not exist
  * yet, and its first walk begins at the type's creation. One-minute buckets and a one-minute safety margin, as
- * in lane-catch-up.test.ts; the queue runs with one shard for a week, then with two.
+ * in lane-walk.catch-up.test.ts; the queue runs with one shard for a week, then with two.
  */
 import { describe, expect, test } from 'vitest';
 import type { JobType } from '../../../../../lib/domain/job-type.js';
