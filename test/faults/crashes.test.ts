@@ -10,6 +10,7 @@ import { getJob } from '../../lib/queue/read-job.js';
 import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
+import { eventually } from '../support/eventually.js';
 import { auditJobs, countingHandler, countStart, runUntilSettled } from '../support/scenario.js';
 
 let queue: TestQueue;
@@ -46,14 +47,6 @@ function startChild(mode: string): { child: ChildProcess; output: () => string }
   return { child, output: () => output };
 }
 
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 async function enqueueBoth(prefix: string, count: number) {
   const jobs: { type: string; id: string }[] = [];
   for (let i = 0; i < count; i++) {
@@ -80,7 +73,8 @@ async function recover(jobs: { type: string; id: string }[]) {
 test('a worker killed mid-job: at_least_once jobs complete on another attempt, at_most_once jobs end failed with a timed-out attempt', async () => {
   const jobs = await enqueueBoth('killed', 10);
   const { child, output } = startChild('slow-worker');
-  await waitFor(() => (output().match(/started /g) ?? []).length === jobs.length, 30_000);
+  const started = await eventually(async () => (output().match(/started /g) ?? []).length, (count) => count === jobs.length, 30_000);
+  expect(started).toBe(jobs.length);
   child.kill('SIGKILL');
 
   const { outcome, counter } = await recover(jobs);

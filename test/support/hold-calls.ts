@@ -6,13 +6,12 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 
 /**
- * A call held: `reached` resolves when the call comes (never, if fewer calls come); `calls` counts them all;
- * `disarm()` lets every later call through.
+ * A call held: `reached` resolves when the call comes (never, if fewer calls come); `disarm()` lets every later
+ * call through.
  */
-export interface HeldCall {
+interface HeldCall {
   reached: Promise<void>;
   held: boolean;
-  calls: number;
   disarm(): void;
 }
 
@@ -20,13 +19,14 @@ export interface HeldCall {
  * Holds the `index`-th call (from 0, counted from now, each SDK try once) that `client` sends until `until`
  * settles, either way.
  */
-export function holdCall(client: DynamoDBClient, index: number, until: Promise<unknown>): HeldCall {
+function holdCall(client: DynamoDBClient, index: number, until: Promise<unknown>): HeldCall {
   let reach!: () => void;
   let armed = true;
-  const gate: HeldCall = { reached: new Promise((resolve) => (reach = resolve)), held: false, calls: 0, disarm: () => void (armed = false) };
+  let calls = 0;
+  const gate: HeldCall = { reached: new Promise((resolve) => (reach = resolve)), held: false, disarm: () => void (armed = false) };
   client.middlewareStack.addRelativeTo(
     (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
-      if (gate.calls++ === index && armed) {
+      if (calls++ === index && armed) {
         gate.held = true;
         reach();
         await until.catch(() => undefined);
@@ -47,7 +47,7 @@ export async function interleave<A, B>(
   holdAt: number,
   first: () => Promise<A>,
   second: () => Promise<B>,
-): Promise<{ first: PromiseSettledResult<A>; second: PromiseSettledResult<B>; order: string; firstCalls: number }> {
+): Promise<{ first: PromiseSettledResult<A>; second: PromiseSettledResult<B>; order: string }> {
   let secondDone!: () => void;
   const gate = holdCall(client, holdAt, new Promise<void>((resolve) => (secondDone = resolve)));
   // Once `first` is done without reaching the call, the hold is off: `second` may send through the same client.
@@ -57,5 +57,5 @@ export async function interleave<A, B>(
     .finally(secondDone);
   const [firstSettled, secondSettled] = await Promise.allSettled([firstRun, secondRun]);
   const order = gate.held ? `second before call ${holdAt} of first` : 'second after first';
-  return { first: firstSettled, second: secondSettled, order, firstCalls: gate.calls };
+  return { first: firstSettled, second: secondSettled, order };
 }
