@@ -57,6 +57,18 @@ export interface SweepOptions {
 
 export const emptySweepResult = (): SweepResult => ({ requeued: 0, ended: 0, stale: 0, stragglers: 0, released: 0, failed: 0, failedLanes: 0, reconciled: 0 });
 
+/** Two sweeps' counts added, field by field: a loop's totals. */
+export const addSweepResults = (a: SweepResult, b: SweepResult): SweepResult => ({
+  requeued: a.requeued + b.requeued,
+  ended: a.ended + b.ended,
+  stale: a.stale + b.stale,
+  stragglers: a.stragglers + b.stragglers,
+  released: a.released + b.released,
+  failed: a.failed + b.failed,
+  failedLanes: a.failedLanes + b.failedLanes,
+  reconciled: a.reconciled + b.reconciled,
+});
+
 const SWEEP_PAGE = 100;
 /** Pages per lane shard in one sweep, so one sweep always ends. */
 const MAX_PAGES = 20;

@@ -7,7 +7,7 @@ import type { CustomRetryPolicies } from '../../domain/retry.js';
 import { abortableSleep } from '../../domain/sleep.js';
 import { runBulkOperations } from '../bulk/run-bulk-operations.js';
 import type { QueueContext } from '../context.js';
-import { emptySweepResult, sweepOnce, type SweepFailure, type SweepResult } from './sweep.js';
+import { addSweepResults, emptySweepResult, sweepOnce, type SweepFailure, type SweepResult } from './sweep.js';
 
 /** The lease a sweeper invocation holds while it stays (wake/sweeper-stays.ts). */
 export interface SweeperLease {
@@ -46,11 +46,11 @@ const didWork = (result: SweepResult): boolean => result.requeued + result.ended
 
 export async function runSweeperLoop(ctx: QueueContext, options: SweeperLoopOptions): Promise<SweepResult> {
   const { lease, signal } = options;
-  const totals = emptySweepResult();
+  let totals = emptySweepResult();
   do {
     try {
       const result = await sweepOnce(ctx, { customPolicies: options.customPolicies, ...(options.onSkipped ? { onError: options.onSkipped } : {}) });
-      for (const key of Object.keys(totals) as (keyof SweepResult)[]) totals[key] += result[key];
+      totals = addSweepResults(totals, result);
       await lease.swept().catch((error: unknown) => options.onRecordError?.(error));
       if (didWork(result)) {
         lease.markBusy();
