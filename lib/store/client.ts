@@ -20,6 +20,13 @@ export interface DynamoClientOptions {
 }
 
 export function createDynamoClients(options: DynamoClientOptions = {}): DynamoClients {
+  const base = new DynamoDBClient(dynamoClientConfig(options));
+  const db = DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });
+  return { base, db };
+}
+
+/** A DynamoDB client's configuration for `options`, which the local runtime's stream reader shares. */
+export function dynamoClientConfig(options: DynamoClientOptions = {}): DynamoDBClientConfig {
   const config: DynamoDBClientConfig = {
     region: options.region ?? process.env.AWS_REGION ?? 'us-east-1',
     ...(options.callLimits ?? DYNAMODB_CALL_LIMITS),
@@ -31,7 +38,5 @@ export function createDynamoClients(options: DynamoClientOptions = {}): DynamoCl
       config.credentials = { accessKeyId: 'local', secretAccessKey: 'local' };
     }
   }
-  const base = new DynamoDBClient(config);
-  const db = DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });
-  return { base, db };
+  return config;
 }

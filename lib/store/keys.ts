@@ -213,6 +213,17 @@ export function laneBucketOf(partition: string): { lane: Lane; bucket: number; s
   return undefined;
 }
 
+/** How every lane partition starts (`Q#<type>#…`, `C#…`): the stream's filter lets through the items under one. */
+export const LANE_PARTITION_PREFIXES = ['Q#', 'C#'] as const;
+
+/** Where an item's index keys put it in a lane, and when it falls due there (a claim: when it lapses); undefined off the lanes. */
+export function laneEntryOf(keys: { gsi1pk?: unknown; gsi1sk?: unknown }): { lane: Lane; shard: number; dueAtMs: number } | undefined {
+  if (typeof keys.gsi1pk !== 'string' || typeof keys.gsi1sk !== 'string') return undefined;
+  const found = laneBucketOf(keys.gsi1pk);
+  const dueAtMs = sortKeyTimeMs(keys.gsi1sk);
+  return found && Number.isFinite(dueAtMs) ? { lane: found.lane, shard: found.shard, dueAtMs } : undefined;
+}
+
 /** The due-index keys of a job waiting to run at `runAfterMs`; a job due in the past lands in the current bucket, never behind the cursor. */
 export function queuedIndexKeys(layout: Pick<IndexLayout, 'bucketMs' | 'shards'>, job: { type: string; id: string }, runAfterMs: number, nowMs: number): IndexKey {
   const bucket = bucketOf(Math.max(runAfterMs, nowMs), layout.bucketMs);

@@ -8,6 +8,7 @@ import {
   DescribeTimeToLiveCommand,
   ResourceInUseException,
   ResourceNotFoundException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
   type CreateTableCommandInput,
@@ -26,6 +27,11 @@ export const TABLE_SCHEMA = {
     projectedAttributes: ['priority', 'weight', 'throttleKey', 'status', 'type'],
   },
   ttlAttribute: TTL_ATTRIBUTE,
+  /**
+   * The table's stream: the waker reads each lane entry written (its index keys say where and when it falls due),
+   * after the write committed. NEW_IMAGE, since the keys alone do not carry the index attributes.
+   */
+  streamViewType: 'NEW_IMAGE',
 } as const;
 
 export function buildCreateTableInput(tableName: string): CreateTableCommandInput {
@@ -51,6 +57,7 @@ export function buildCreateTableInput(tableName: string): CreateTableCommandInpu
         Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [...dueIndex.projectedAttributes] },
       },
     ],
+    StreamSpecification: { StreamEnabled: true, StreamViewType: TABLE_SCHEMA.streamViewType },
   };
 }
 
@@ -60,7 +67,11 @@ export function buildCreateTableInput(tableName: string): CreateTableCommandInpu
  */
 export async function ensureTable(client: DynamoDBClient, tableName: string, options: { timeToLive?: boolean } = {}): Promise<boolean> {
   try {
-    await client.send(new DescribeTableCommand({ TableName: tableName }));
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    // A table made by a release before the stream (a local DATA_DIR kept across upgrades) gets it now.
+    if (!Table?.StreamSpecification?.StreamEnabled) {
+      await client.send(new UpdateTableCommand({ TableName: tableName, StreamSpecification: { StreamEnabled: true, StreamViewType: TABLE_SCHEMA.streamViewType } }));
+    }
     return false;
   } catch (error) {
     if (!(error instanceof ResourceNotFoundException)) throw error;
