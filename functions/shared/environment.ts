@@ -4,13 +4,15 @@ import { randomUUID } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { readQueueSettings, requiredSetting } from '../../lib/queue/settings.js';
 import { createDynamoClients } from '../../lib/store/client.js';
 import { ASYNC_DELIVERY_CALL_LIMITS, type DynamoCallLimits } from '../../lib/domain/limits.js';
 import { createEventBridgePublisher } from '../../lib/aws/eventbridge.js';
 import { createLambdaWaker } from '../../lib/aws/lambda.js';
-import type { WakeInvoker } from '../../lib/domain/invocations.js';
+import type { WakeInvoker, WakeTimers } from '../../lib/domain/invocations.js';
+import { createSqsWakeTimers } from '../../lib/aws/sqs.js';
 import { lifecycleEventDetail } from '../../lib/wire/lifecycle-events.js';
 import type { LifecycleEvent, LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
 import type { WorkerIdentity } from '../../lib/domain/job.js';
@@ -68,6 +70,15 @@ export function wakerFromEnvironment(env: NodeJS.ProcessEnv = process.env): Wake
     pollerFunctionName: requiredSetting(env, 'POLLER_FUNCTION_NAME'),
     sweeperFunctionName: requiredSetting(env, 'SWEEPER_FUNCTION_NAME'),
   });
+}
+
+let sqs: SQSClient | undefined;
+/** The waker's timers: SQS answers at once, and a call that fails is retried with the batch that asked for it. */
+const sqsClient = (): SQSClient => (sqs ??= new SQSClient(ASYNC_DELIVERY_CALL_LIMITS));
+
+/** The waker's timers, sent to the queue WAKE_TIMER_QUEUE_URL names, read once at cold start. */
+export function wakeTimersFromEnvironment(env: NodeJS.ProcessEnv = process.env): WakeTimers {
+  return createSqsWakeTimers(sqsClient(), requiredSetting(env, 'WAKE_TIMER_QUEUE_URL'));
 }
 
 /**

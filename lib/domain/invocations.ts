@@ -41,3 +41,33 @@ export type StartKind = 'tick' | 'wake';
 export function startKindOf(event: unknown): StartKind {
   return typeof event === 'object' && event !== null && (event as { wake?: unknown }).wake === true ? 'wake' : 'tick';
 }
+
+/**
+ * A wake at a time: the poller of a partition, or the sweeper, started about when work falls due there. Deployed a
+ * delayed SQS message; the waker function turns it into a wake when it arrives.
+ */
+export interface WakeTimer {
+  role: 'poller' | 'sweeper';
+  partition: number;
+  dueAtMs: number;
+}
+
+export interface WakeTimers {
+  /** Sends each timer to arrive `delayS` seconds from now; throws when any was refused, so its caller retries. */
+  arm(timers: readonly { timer: WakeTimer; delayS: number }[]): Promise<void>;
+}
+
+/** A timer as a message body carries it; undefined for anything else. */
+export function parseWakeTimer(body: string): WakeTimer | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { role, partition, dueAtMs } = value as Record<string, unknown>;
+  if (role !== 'poller' && role !== 'sweeper') return undefined;
+  if (!Number.isInteger(partition) || (partition as number) < 0 || typeof dueAtMs !== 'number' || !Number.isFinite(dueAtMs)) return undefined;
+  return { role, partition: partition as number, dueAtMs };
+}

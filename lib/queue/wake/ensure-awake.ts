@@ -165,7 +165,12 @@ async function askFor(
 
 /** The poller partition owning the shard of job `id`. */
 export function pollerPartitionOf(ctx: QueueContext, id: string): number {
-  return shardOf(id, ctx.settings.shards) % ctx.settings.pollerPartitions;
+  return pollerPartitionOfShard(ctx, shardOf(id, ctx.settings.shards));
+}
+
+/** The poller partition owning `shard` (store/keys.ts's shardsOfPartition). */
+export function pollerPartitionOfShard(ctx: QueueContext, shard: number): number {
+  return shard % ctx.settings.pollerPartitions;
 }
 
 /** Wakes every poller partition for work due now, whatever the leases say: a type resumed, whose lanes no walk reached. */

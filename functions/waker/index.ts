@@ -1,0 +1,4 @@
+import { queueFromEnvironment, wakerFromEnvironment, wakeTimersFromEnvironment } from '../shared/environment.js';
+import { createWakerHandler } from './app.js';
+
+export const handler = createWakerHandler({ ctx: queueFromEnvironment(process.env, { waker: wakerFromEnvironment() }), timers: wakeTimersFromEnvironment() });
