@@ -39,7 +39,7 @@ export function projectLockFile(from: string = REPO_ROOT): string {
 }
 
 /** The functions of the stack, each with a role of its own. */
-export const QUEUE_FUNCTIONS = ['api', 'authorizer', 'poller', 'worker', 'sweeper'] as const;
+export const QUEUE_FUNCTIONS = ['api', 'authorizer', 'poller', 'worker', 'sweeper', 'waker'] as const;
 export type QueueFunctionName = (typeof QUEUE_FUNCTIONS)[number];
 
 export interface QueueFunctionProps {

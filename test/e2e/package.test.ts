@@ -55,7 +55,8 @@ test("cdk synth runs offline, and the worker's bundle holds the app's own handle
   const workerBundle = readFileSync(join(cdkOut, `asset.${worker!.Properties.Code!.S3Key.replace(/\.zip$/, '')}`, 'index.mjs'), 'utf8');
   expect(workerBundle).toContain('Welcome aboard');
   expect(workerBundle).not.toContain('slept_ms');
-  expect(readdirSync(cdkOut).filter((name) => name.startsWith('asset.'))).toHaveLength(5);
+  // One bundle a function: api, authorizer, poller, worker, sweeper and waker.
+  expect(readdirSync(cdkOut).filter((name) => name.startsWith('asset.'))).toHaveLength(6);
 }, 300_000);
 
 test('npx djq dev --handlers ./handlers.ts runs a job the example producer enqueues to succeeded, by its own handler', async () => {

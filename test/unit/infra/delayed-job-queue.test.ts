@@ -72,7 +72,7 @@ describe('what an app wires to', () => {
   test('the table, the bus, the API URL, the functions and the outputs are there to use', () => {
     const { stack, queue } = appWithQueue({}, { bundle: false });
     expect(stack.resolve(queue.apiUrl)).toBeDefined();
-    expect(Object.keys(queue.functions).sort()).toEqual(['api', 'authorizer', 'poller', 'sweeper', 'worker']);
+    expect(Object.keys(queue.functions).sort()).toEqual(['api', 'authorizer', 'poller', 'sweeper', 'waker', 'worker']);
     const outputs = Object.keys(Template.fromStack(stack).toJSON().Outputs as object);
     for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'DeadLetterQueueUrl', 'CallbackTokenSecretArn']) {
       expect(outputs.some((id) => id.startsWith(`Queue${output}`))).toBe(true);

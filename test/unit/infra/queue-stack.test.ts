@@ -76,12 +76,12 @@ function wokenArns(): unknown[] {
 }
 
 describe('resources', () => {
-  test('the stack holds one table, five functions, one API, one bus, one dead-letter queue and a schedule per poller partition plus the sweeper', () => {
+  test('the stack holds one table, six functions, one API, one bus, a dead-letter queue and a timer queue and a schedule per poller partition plus the sweeper', () => {
     template.resourceCountIs('AWS::DynamoDB::Table', 1);
-    template.resourceCountIs('AWS::Lambda::Function', 5);
+    template.resourceCountIs('AWS::Lambda::Function', 6);
     template.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
     template.resourceCountIs('AWS::Events::EventBus', 1);
-    template.resourceCountIs('AWS::SQS::Queue', 1);
+    template.resourceCountIs('AWS::SQS::Queue', 2);
     template.resourceCountIs('AWS::Events::Rule', 3);
     template.resourceCountIs('AWS::CloudWatch::Alarm', 7);
   });
@@ -139,11 +139,14 @@ describe('table', () => {
 function tableGrantsOf(name: keyof QueueStack['functions']): { items: Record<string, string[]>; queriesDueIndex: boolean } {
   const tableArn = { 'Fn::GetAtt': [logicalIdOf(stack.table), 'Arn'] };
   const indexArn = { 'Fn::Join': ['', [tableArn, `/index/${DUE_INDEX}`]] };
+  const streamArn = { 'Fn::GetAtt': [logicalIdOf(stack.table), 'StreamArn'] };
   const familyOf = Object.fromEntries(Object.entries(PARTITION_PREFIX).map(([family, prefix]) => [`${prefix}*`, family]));
   const grants = { items: {} as Record<string, string[]>, queriesDueIndex: false };
   for (const statement of statementsOf(name)) {
     const actions = [statement.Action].flat().filter((action) => action.startsWith('dynamodb:'));
     if (actions.length === 0) continue;
+    // The stream is the waker's, read by its event source mapping (see 'the waker reads the table's stream').
+    if (JSON.stringify(statement.Resource) === JSON.stringify(streamArn)) continue;
     if (JSON.stringify(statement.Resource) === JSON.stringify(indexArn)) {
       expect(actions).toEqual(['dynamodb:Query']);
       grants.queriesDueIndex = true;
@@ -263,7 +266,7 @@ describe('functions', () => {
   });
 
   test('each function logs to its own log group with a retention', () => {
-    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 6);
+    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 7);
   });
 
   test('the poller is told the worker, every function the event bus, and the worker and authorizer where the callback secret is', () => {
@@ -300,8 +303,35 @@ describe('functions', () => {
   });
 });
 
+describe('the waker', () => {
+  const mappingOf = (source: unknown) =>
+    Object.values(template.findResources('AWS::Lambda::EventSourceMapping')).find((mapping) => JSON.stringify(mapping.Properties.EventSourceArn) === JSON.stringify(source))?.Properties;
+
+  test("reads the table's stream from its latest record, handed only lane entries put or changed, and drops a batch a minute old", () => {
+    const mapping = mappingOf({ 'Fn::GetAtt': [logicalIdOf(stack.table), 'StreamArn'] });
+    expect(mapping).toMatchObject({ StartingPosition: 'LATEST', BisectBatchOnFunctionError: true, MaximumRetryAttempts: 5, MaximumRecordAgeInSeconds: 60 });
+    const patterns = (mapping.FilterCriteria.Filters as { Pattern: string }[]).map((filter) => JSON.parse(filter.Pattern));
+    expect(patterns).toEqual(['Q#', 'C#'].map((prefix) => ({ eventName: ['INSERT', 'MODIFY'], dynamodb: { NewImage: { gsi1pk: { S: [{ prefix }] } } } })));
+  });
+
+  test('reads its timers from a queue of its own, which it alone may send to', () => {
+    const queueArn = { 'Fn::GetAtt': [logicalIdOf(stack.queue.wakeTimerQueue), 'Arn'] };
+    expect(mappingOf(queueArn)).toMatchObject({ BatchSize: 10 });
+    const senders = QUEUE_FUNCTIONS.filter((name) => statementsOf(name).some((statement) => [statement.Action].flat().includes('sqs:SendMessage') && JSON.stringify(statement.Resource) === JSON.stringify(queueArn)));
+    expect(senders).toEqual(['waker']);
+  });
+
+  test("alone may read the table's stream, and that stream only", () => {
+    const streamArn = { 'Fn::GetAtt': [logicalIdOf(stack.table), 'StreamArn'] };
+    const readers = QUEUE_FUNCTIONS.filter((name) => actionsOf(name).includes('dynamodb:GetRecords'));
+    expect(readers).toEqual(['waker']);
+    const reads = statementsOf('waker').filter((statement) => [statement.Action].flat().includes('dynamodb:GetRecords'));
+    expect(reads.map((statement) => statement.Resource)).toEqual([streamArn]);
+  });
+});
+
 describe('waking the poller and the sweeper', () => {
-  const WAKERS = ['api', 'worker', 'poller', 'sweeper'] as const;
+  const WAKERS = ['api', 'worker', 'poller', 'sweeper', 'waker'] as const;
   const variablesOf = (subject: Template, subjectStack: { getLogicalId: QueueStack['getLogicalId'] }, fn: { role: { node: { defaultChild?: unknown } } }) =>
     Object.values(subject.findResources('AWS::Lambda::Function', { Properties: { Role: { 'Fn::GetAtt': [subjectStack.getLogicalId(fn.role.node.defaultChild as never), 'Arn'] } } }))[0]
       ?.Properties.Environment.Variables;
@@ -335,8 +365,8 @@ describe('waking the poller and the sweeper', () => {
 
   test('every function is told POLLER_PARTITIONS, given or not, the number of poller schedule rules', () => {
     const variables = (subject: Template) => Object.values(subject.findResources('AWS::Lambda::Function')).map((fn) => fn.Properties.Environment.Variables.POLLER_PARTITIONS);
-    expect(variables(template)).toEqual(['2', '2', '2', '2', '2']);
-    expect(variables(Template.fromStack(synthApp({}, { bundle: false }).stack))).toEqual(['1', '1', '1', '1', '1']);
+    expect(variables(template)).toEqual(['2', '2', '2', '2', '2', '2']);
+    expect(variables(Template.fromStack(synthApp({}, { bundle: false }).stack))).toEqual(['1', '1', '1', '1', '1', '1']);
   });
 
   test('no resource depends on itself through references, which CloudFormation would refuse as a circular dependency', () => {
@@ -534,7 +564,7 @@ describe('configuration', () => {
   test('queue settings given in context reach every function, the others keep the code defaults', () => {
     const variant = Template.fromStack(synthApp({ BUCKET_MS: '30000' }, { bundle: false }).stack);
     const variables = Object.values(variant.findResources('AWS::Lambda::Function')).map((fn) => fn.Properties.Environment.Variables);
-    expect(variables).toHaveLength(5);
+    expect(variables).toHaveLength(6);
     expect(variables.map((env) => env.BUCKET_MS)).toEqual(variables.map(() => '30000'));
     expect(variables.map((env) => env.SHARDS)).toEqual(variables.map(() => undefined));
   });

@@ -18,7 +18,18 @@ export const LOCAL_ACCOUNT_ID = '000000000000';
 export interface LocalPolicies {
   functions: Record<QueueFunctionName, PolicyDocument>;
   account: LocalAccount;
-  arns: { table: string; lifecycleBus: string; workerFunction: string; pollerFunction: string; sweeperFunction: string; callbackTokenSecret: string };
+  arns: {
+    table: string;
+    lifecycleBus: string;
+    workerFunction: string;
+    pollerFunction: string;
+    sweeperFunction: string;
+    callbackTokenSecret: string;
+    tableStream: string;
+    wakeTimerQueue: string;
+  };
+  /** The waker's timer queue as its functions are told it (WAKE_TIMER_QUEUE_URL). */
+  wakeTimerQueueUrl: string;
 }
 
 /** The ARN of `resource` of `service` in the local account. */
@@ -34,6 +45,8 @@ export function arnOf(nameOrArn: string, account: LocalAccount, service: string,
 interface ResourceIdentity {
   ref: string;
   arn: string;
+  /** A table's stream (Fn::GetAtt StreamArn): DynamoDB Local's own has another name, so the local one is made up. */
+  streamArn?: string;
 }
 
 /**
@@ -45,7 +58,7 @@ function identityOf(type: string, logicalId: string, account: LocalAccount, func
   const arn = (service: string, resource: string): string => localArn(account, service, resource);
   switch (type) {
     case 'AWS::DynamoDB::Table':
-      return { ref: account.tableName, arn: arn('dynamodb', `table/${account.tableName}`) };
+      return { ref: account.tableName, arn: arn('dynamodb', `table/${account.tableName}`), streamArn: arn('dynamodb', `table/${account.tableName}/stream/local`) };
     case 'AWS::Events::EventBus':
       return { ref: logicalId, arn: arn('events', `event-bus/${logicalId}`) };
     case 'AWS::Lambda::Function': {
@@ -81,8 +94,10 @@ function resolveValue(value: unknown, lookup: (logicalId: string) => ResourceIde
   }
   if (entries.length === 1 && intrinsic === 'Fn::GetAtt') {
     const [logicalId, attribute] = argument as [string, string];
+    const identity = lookup(logicalId);
+    if (attribute === 'StreamArn' && identity.streamArn !== undefined) return identity.streamArn;
     if (attribute !== 'Arn') throw new Error(`the local IAM check cannot resolve Fn::GetAtt ${logicalId}.${attribute}`);
-    return lookup(logicalId).arn;
+    return identity.arn;
   }
   if (entries.length === 1 && intrinsic === 'Fn::Join') {
     const [separator, parts] = argument as [string, unknown[]];
@@ -113,6 +128,9 @@ export function localPolicies(stack: StackPolicies, account: LocalAccount): Loca
       pollerFunction: lookup(stack.logicalIds.pollerFunction).arn,
       sweeperFunction: lookup(stack.logicalIds.sweeperFunction).arn,
       callbackTokenSecret: lookup(stack.logicalIds.callbackTokenSecret).arn,
+      tableStream: lookup(stack.logicalIds.table).streamArn!,
+      wakeTimerQueue: lookup(stack.logicalIds.wakeTimerQueue).arn,
     },
+    wakeTimerQueueUrl: lookup(stack.logicalIds.wakeTimerQueue).ref,
   };
 }

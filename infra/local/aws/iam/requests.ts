@@ -100,6 +100,23 @@ export function getSecretValueRequests(secretId: string, account: LocalAccount):
   return [{ action: 'secretsmanager:GetSecretValue', resource: arnOf(secretId, account, 'secretsmanager', (name) => `secret:${name}`), context: {} }];
 }
 
+/** A queue's ARN from its URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`). */
+function queueArnOf(queueUrl: string): string {
+  const match = /^https:\/\/sqs\.([^.]+)\.amazonaws\.com\/(\d+)\/([^/]+)$/.exec(queueUrl);
+  if (!match) throw new Error(`the local IAM check does not know the queue URL ${queueUrl}`);
+  const [, region, accountId, name] = match;
+  return `arn:aws:sqs:${region}:${accountId}:${name}`;
+}
+
+export function sendMessageRequests(queueUrl: string): IamRequest[] {
+  return [{ action: 'sqs:SendMessage', resource: queueArnOf(queueUrl), context: {} }];
+}
+
+/** What Lambda's event source mapping asks of the function's role to read a table's stream, each poll. */
+export function streamReadRequests(streamArn: string): IamRequest[] {
+  return ['dynamodb:DescribeStream', 'dynamodb:GetShardIterator', 'dynamodb:GetRecords'].map((action) => ({ action, resource: streamArn, context: {} }));
+}
+
 /** The IAM requests of an SDK command, by the client's service and the command's operation name. */
 export function requestsOfCommand(service: string, operation: string, input: Input, account: LocalAccount): IamRequest[] {
   switch (service) {
@@ -110,6 +127,10 @@ export function requestsOfCommand(service: string, operation: string, input: Inp
       break;
     case 'EventBridge':
       if (operation === 'PutEvents') return putEventsRequests((input.Entries as Input[]).map((entry) => entry.EventBusName), account);
+      break;
+    case 'SQS':
+      // A batch is authorized as sqs:SendMessage: SQS has no action of its own for it.
+      if (operation === 'SendMessage' || operation === 'SendMessageBatch') return sendMessageRequests(String(input.QueueUrl));
       break;
     case 'Secrets Manager':
       if (operation === 'GetSecretValue') return getSecretValueRequests(String(input.SecretId), account);

@@ -30,7 +30,7 @@ export interface StackPolicies {
   /** The names the stack gives its functions itself (policies name the poller and the sweeper by them), by logical id. */
   functionNames: Record<string, string>;
   /** Logical ids of the resources the local runtime stands in for. */
-  logicalIds: { table: string; lifecycleBus: string; workerFunction: string; pollerFunction: string; sweeperFunction: string; callbackTokenSecret: string };
+  logicalIds: { table: string; lifecycleBus: string; workerFunction: string; pollerFunction: string; sweeperFunction: string; callbackTokenSecret: string; wakeTimerQueue: string };
 }
 
 /** Context that makes CDK skip asset bundling for every stack, as `cdk synth --exclusively` does for the stacks it skips. */
@@ -90,6 +90,7 @@ function readStackPoliciesOf(stack: QueueStack): StackPolicies {
       pollerFunction: logicalIdOf(stack, stack.functions.poller.function.node.defaultChild),
       sweeperFunction: logicalIdOf(stack, stack.functions.sweeper.function.node.defaultChild),
       callbackTokenSecret: logicalIdOf(stack, stack.queue.callbackTokenSecret.node.defaultChild),
+      wakeTimerQueue: logicalIdOf(stack, stack.queue.wakeTimerQueue.node.defaultChild),
     },
   };
 }

@@ -14,7 +14,7 @@ function policiesWith(statements: Record<string, unknown>[]): LocalPolicies {
   const document: PolicyDocument = { Version: '2012-10-17', Statement: statements };
   const empty: PolicyDocument = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'logs:PutLogEvents', Resource: '*' }] };
   return {
-    functions: { api: document, authorizer: empty, poller: empty, worker: empty, sweeper: empty },
+    functions: { api: document, authorizer: empty, poller: empty, worker: empty, sweeper: empty, waker: empty },
     account,
     arns: {
       table: TABLE,
@@ -23,7 +23,10 @@ function policiesWith(statements: Record<string, unknown>[]): LocalPolicies {
       pollerFunction: 'arn:aws:lambda:eu-west-1:000000000000:function:p',
       sweeperFunction: 'arn:aws:lambda:eu-west-1:000000000000:function:s',
       callbackTokenSecret: 'arn:aws:secretsmanager:eu-west-1:000000000000:secret:s-local0',
+      tableStream: `${TABLE}/stream/local`,
+      wakeTimerQueue: 'arn:aws:sqs:eu-west-1:000000000000:t',
     },
+    wakeTimerQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/000000000000/t',
   };
 }
 

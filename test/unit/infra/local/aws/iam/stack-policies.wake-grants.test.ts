@@ -12,7 +12,8 @@ import { PARTITION_PREFIX } from '../../../../../../lib/store/keys.js';
 import type { WakeRequest } from '../../../../../../lib/domain/invocations.js';
 
 const account = { region: 'eu-west-1', accountId: LOCAL_ACCOUNT_ID, tableName: 'jobs' };
-const WAKERS = new Set(['api', 'worker', 'poller', 'sweeper']);
+/** The functions that write what the poller and the sweeper act on, and the waker, which reads it from the table's stream. */
+const WAKERS = new Set(['api', 'worker', 'poller', 'sweeper', 'waker']);
 const wakeRecordKey = { pk: `${PARTITION_PREFIX.wake}poller#0`, sk: 'WAKE' };
 
 let iam: LocalIam;
@@ -36,7 +37,7 @@ describe('invoking the functions', () => {
     await expect(api.authorize(lambdaInvokeRequests(arns.workerFunction, account))).rejects.toBeInstanceOf(AccessDeniedException);
   });
 
-  test.each(QUEUE_FUNCTIONS)('the %s may wake the poller and the sweeper only if it writes what they act on', async (fn) => {
+  test.each(QUEUE_FUNCTIONS)('the %s may wake the poller and the sweeper only if it writes or reads what they act on', async (fn) => {
     const wake = iam.wakerFor(fn, { wake: async () => undefined });
     const requests: WakeRequest[] = [{ role: 'poller', shards: [0] }, { role: 'sweeper' }];
     for (const request of requests) {
