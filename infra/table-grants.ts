@@ -40,7 +40,7 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   poller: {
     items: {
       // A due schedule is read before it fires; overlap "skip" reads its previous job.
-      // Its wake item, at a tick and before it sleeps; the sweeper's, before a claim.
+      // Its wake item, at a tick and before it sleeps; a partition's, before the jobs of a batch it failed to hand over go back.
       GetItem: ['job', 'cursor', 'schedule', 'wake'],
       // A claim whose visibility timeout ends beyond the next bucket records that bucket first. A schedule's fire
       // enqueues its job (after its tag entries) and moves the schedule, written whole over the revision read, to
@@ -63,7 +63,7 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       // A heartbeat, callback wait or retry that moves a job beyond the next bucket records that bucket first.
       PutItem: ['directory'],
       // A batch records the start of its claims' group before any of its jobs runs.
-      // A retry due soon, or a claim extended, asks the poller's or the sweeper's wake item for a hold.
+      // A retry due soon asks the poller's wake item for a hold (a claim extended asks nothing: the waker reads it).
       UpdateItem: ['job', 'jobType', 'metrics', 'roster', 'start', 'wake'],
     },
     queriesDueIndex: false,
@@ -86,5 +86,10 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       Query: ['jobType', 'directory', 'tag'],
     },
     queriesDueIndex: true,
+  },
+  waker: {
+    // The wake item of whoever must find a lane entry written: its lease read, a hold asked for (queue/wake/ensure-awake.ts).
+    items: { GetItem: ['wake'], UpdateItem: ['wake'] },
+    queriesDueIndex: false,
   },
 };

@@ -13,7 +13,7 @@ import { bucketOf, bucketStartMs, laneBucketOf, laneShards, sortKeyTimeMs, type 
 import { advanceCursor, readLaneCursor, type LaneCursor } from '../../store/due-index.js';
 import { putDirectoryEntry, recordedBuckets } from '../../store/listing.js';
 import type { QueueContext } from '../context.js';
-import { ensureAwake, type AfterEntryWritten } from '../wake/ensure-awake.js';
+import { ensureAwake, pollerPartitionOfShard, type AfterEntryWritten } from '../wake/ensure-awake.js';
 
 /**
  * How long after a cursor first advances with this release the directory's records are trusted: writes begun by
@@ -97,14 +97,17 @@ const recording = new Map<string, Promise<void>>();
 
 /**
  * Writes a lane entry with `write`: records the bucket of `partition`, a lane's, first (if that fails, nothing is
- * written), and makes sure someone awake finds the entry under `sortKey` in time (queue/wake/ensure-awake.ts), the poller of its
- * shard for a queued job, the sweeper for a claim, checking once it is written that a write slower than the margin
- * did not outlast what covered it. Writes that put no lane entry (`partition` undefined) are just written.
+ * written). For a queued job it also makes sure the poller of its shard finds the entry under `sortKey` in time
+ * (queue/wake/ensure-awake.ts), checking once it is written that a write slower than the margin did not outlast
+ * what covered it. A claim asks nothing: the waker reads it from the table's stream once written and wakes the
+ * sweeper by a timer as it lapses (queue/wake/wake-on-write.ts), so claims and renewals of running jobs never
+ * wait on a wake item or a Lambda invoke. Writes that put no lane entry (`partition` undefined) are just written.
  */
 export async function writeLaneEntry<T>(ctx: QueueContext, partition: unknown, sortKey: unknown, write: () => Promise<T>): Promise<T> {
   const found = typeof partition === 'string' ? laneBucketOf(partition) : undefined;
   if (!found) return write();
-  const [, afterWritten] = await Promise.all([recordBucket(ctx, found), typeof sortKey === 'string' ? ensureAwakeFor(ctx, found, sortKeyTimeMs(sortKey)) : undefined]);
+  const wakesPoller = found.lane.kind === 'queued' && typeof sortKey === 'string';
+  const [, afterWritten] = await Promise.all([recordBucket(ctx, found), wakesPoller ? ensurePollerAwake(ctx, found.shard, sortKeyTimeMs(sortKey)) : undefined]);
   try {
     return await write();
   } finally {
@@ -112,8 +115,8 @@ export async function writeLaneEntry<T>(ctx: QueueContext, partition: unknown, s
   }
 }
 
-function ensureAwakeFor(ctx: QueueContext, { lane, shard }: { lane: Lane; shard: number }, dueAtMs: number): Promise<AfterEntryWritten> {
-  return lane.kind === 'queued' ? ensureAwake(ctx, 'poller', shard % ctx.settings.pollerPartitions, dueAtMs) : ensureAwake(ctx, 'sweeper', 0, dueAtMs);
+function ensurePollerAwake(ctx: QueueContext, shard: number, dueAtMs: number): Promise<AfterEntryWritten> {
+  return ensureAwake(ctx, 'poller', pollerPartitionOfShard(ctx, shard), dueAtMs);
 }
 
 async function recordBucket(ctx: QueueContext, found: { lane: Lane; bucket: number }): Promise<void> {

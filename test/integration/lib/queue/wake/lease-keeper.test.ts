@@ -352,13 +352,20 @@ describe('a sweeper', () => {
     expect(await sweeperStays(as('sweeper'))).toBe(true);
   });
 
-  test('is woken by the claim of a poller when none is awake, and stays while the claim is outstanding', async () => {
-    const { ctx, as } = queue();
+  test('is not woken by the claim of a poller, which waits on no wake: the waker wakes it from the stream as the claim lapses', async () => {
+    const { ctx } = queue();
     const jobType = await defineType(ctx, 'claimed');
     await enqueue(ctx, jobType, 'j1');
     waker.requests.length = 0;
     expect(await poll(ctx, [jobType], new RecordingInvoker())).toMatchObject({ claimed: 1 });
-    expect(waker.requests).toContainEqual({ role: 'sweeper' });
+    expect(waker.requests).not.toContainEqual({ role: 'sweeper' });
+  });
+
+  test('stays while a claim is outstanding, once started', async () => {
+    const { ctx, as } = queue();
+    const jobType = await defineType(ctx, 'claimed');
+    await enqueue(ctx, jobType, 'j1');
+    expect(await poll(ctx, [jobType], new RecordingInvoker())).toMatchObject({ claimed: 1 });
     expect(await sweeperStays(as('sweeper'))).toBe(true);
   });
 
