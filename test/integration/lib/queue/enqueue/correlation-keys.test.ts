@@ -23,6 +23,7 @@ import { type CursorCache } from '../../../../../lib/queue/poll/poll-state.js';
 import { runClaimedJob, runWorkerBatch } from '../../../../../lib/queue/attempt/run-batch.js';
 import { createApiClient, createTestApi, freshApiPerTest, itemsWithPk, tableItems, type ApiClient } from '../../../../support/api.js';
 import { asFunction, createTestQueue, type TestClock, type TestQueue } from '../../../../support/queue.js';
+import { eventually } from '../../../../support/eventually.js';
 
 const api = freshApiPerTest();
 const WORKER = { id: 'worker-1', host: 'host-a' };
@@ -488,9 +489,7 @@ describe('with two pollers and workers running', () => {
     });
 
     const statuses = async () => Promise.all(keys.map(async (key) => (await getJob(queue.ctx, 'hooks', ids.get(key)!))!.status));
-    const deadline = Date.now() + 30_000;
-    while ((await statuses()).some((status) => status !== 'awaiting_callback') && Date.now() < deadline) await delay(50);
-    expect(await statuses()).toEqual(keys.map(() => 'awaiting_callback'));
+    expect(await eventually(statuses, (all) => all.every((status) => status === 'awaiting_callback'))).toEqual(keys.map(() => 'awaiting_callback'));
 
     // Complete them in a shuffled order, each with a result naming its own key, while the pollers keep polling.
     const order = [...keys].sort((a, b) => ((a.length * 7919 + Number(a.slice(6)) * 104_729) % 97) - ((b.length * 7919 + Number(b.slice(6)) * 104_729) % 97));
