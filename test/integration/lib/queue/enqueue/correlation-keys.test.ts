@@ -22,7 +22,7 @@ import { pollOnce } from '../../../../../lib/queue/poll/poll.js';
 import { type CursorCache } from '../../../../../lib/queue/poll/poll-state.js';
 import { runClaimedJob, runWorkerBatch } from '../../../../../lib/queue/attempt/run-batch.js';
 import { createApiClient, createTestApi, freshApiPerTest, itemsWithPk, tableItems, type ApiClient } from '../../../../support/api.js';
-import { asFunction, createTestQueue, type TestClock, type TestQueue } from '../../../../support/queue.js';
+import { asFunction, createTestQueue, realClock, type TestQueue } from '../../../../support/queue.js';
 import { eventually } from '../../../../support/eventually.js';
 
 const api = freshApiPerTest();
@@ -437,16 +437,6 @@ describe('who may call back by correlation key', () => {
   });
 });
 
-const realClock = (): TestClock => ({
-  nowMs: Date.now,
-  set: () => {
-    throw new Error('the real clock cannot be set');
-  },
-  advance: () => {
-    throw new Error('the real clock cannot be advanced');
-  },
-});
-
 describe('with two pollers and workers running', () => {
   let queue: TestQueue;
   afterEach(async () => {
@@ -454,7 +444,7 @@ describe('with two pollers and workers running', () => {
   });
 
   test('each correlation callback completes exactly the job holding its key', async () => {
-    queue = await createTestQueue({ clock: realClock() });
+    queue = await createTestQueue({ clock: realClock });
     const client = createTestApi(queue);
     expect((await client.put('/v1/job-types/hooks', HOOKS_TYPE)).status).toBe(201);
     const JOBS = 20;
