@@ -5,7 +5,6 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
-import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { registry } from '../../../../../functions/worker/handlers/index.js';
 import { trackConsumedCapacity } from '../../../../../infra/local/aws/capacity-meter.js';
@@ -24,6 +23,7 @@ import { runClaimedJob, runWorkerBatch } from '../../../../../lib/queue/attempt/
 import { createApiClient, createTestApi, freshApiPerTest, itemsWithPk, tableItems, type ApiClient } from '../../../../support/api.js';
 import { asFunction, createTestQueue, realClock, type TestQueue } from '../../../../support/queue.js';
 import { eventually } from '../../../../support/eventually.js';
+import { loseAnswers } from '../../../../support/faults.js';
 
 const api = freshApiPerTest();
 const WORKER = { id: 'worker-1', host: 'host-a' };
@@ -217,18 +217,9 @@ describe('enqueues racing for one key', () => {
 
 test('an enqueue whose transaction was applied but whose answer was lost is still answered 201, once', async () => {
   const { api: client, queue } = api();
-  let lost = 0;
-  queue.clientsOf('api').base.middlewareStack.addRelativeTo(
-    (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
-      if (context.commandName !== 'TransactWriteItemsCommand' || lost > 0) return next(args);
-      await next(args);
-      lost++;
-      throw Object.assign(new Error('socket hang up (injected)'), { name: 'Error', code: 'ECONNRESET', $metadata: {} });
-    },
-    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'loseOneAnswer' },
-  );
+  const answers = loseAnswers(queue.clientsOf('api').base, ({ commandName }) => commandName === 'TransactWriteItemsCommand');
   const response = await client.put('/v1/jobs/hooks/j1', { data: 1, correlation_key: 'k' });
-  expect(lost).toBe(1);
+  expect(answers.lost).toBe(1);
   expect(response.status).toBe(201);
   expect(await pointerItems('k')).toEqual([expect.objectContaining({ jobId: 'j1' })]);
 });
