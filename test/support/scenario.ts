@@ -46,17 +46,24 @@ export function countStart(counter: Pick<StartCounter, 'starts' | 'byAttempt'>, 
   counter.byAttempt.set(job.id, attempts);
 }
 
-/** A handler that counts how often each job (and each of its attempts) starts and takes a few milliseconds. */
-export function countingHandler(maxWorkMs = 10): StartCounter {
+/** `handler`, counting how often each job (and each of its attempts) starts, for the audit's `starts` and `startsByAttempt`. */
+export function countStarts(handler: JobHandler): StartCounter {
   const counter = { starts: new Map<string, number>(), byAttempt: new Map<string, Map<number, number>>() };
   return {
     ...counter,
-    handler: async (_data, { job }) => {
-      countStart(counter, job);
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * maxWorkMs));
-      return 'done';
+    handler: (data, context) => {
+      countStart(counter, context.job);
+      return handler(data, context);
     },
   };
+}
+
+/** A handler that counts how often each job (and each of its attempts) starts and takes a few milliseconds. */
+export function countingHandler(maxWorkMs = 10): StartCounter {
+  return countStarts(async () => {
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * maxWorkMs));
+    return 'done';
+  });
 }
 
 export function contextWith(base: QueueContext, overrides: { db?: DynamoDBDocumentClient; skewMs?: number }): QueueContext {
