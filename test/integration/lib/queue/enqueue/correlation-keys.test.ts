@@ -464,6 +464,7 @@ describe('with two pollers and workers running', () => {
       while (!stop.signal.aborted) {
         const result = await pollOnce(queue.as('poller'), { jobTypes: [jobType], invoker, cursors });
         claimed += result.claimed;
+        // An idle poller's pause between polls, as its poll interval would be.
         if (result.claimed === 0) await delay(20);
       }
       return claimed;

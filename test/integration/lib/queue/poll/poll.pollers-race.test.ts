@@ -47,6 +47,7 @@ test(`two pollers racing over the same shards start each of ${JOBS} jobs exactly
         totals.claimed += result.claimed;
         totals.lostRaces += result.lostRaces;
         totals.polls++;
+        // An idle poller's pause between polls, as its poll interval would be.
         if (result.claimed === 0) await delay(20);
       }
       return totals;
