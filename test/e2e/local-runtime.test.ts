@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { freePort } from '../../infra/local/aws/dynamodb-local.js';
 import { createClient } from '../../lib/client/index.js';
 import { call, npmStart, stop, waitForStatus, type Started } from '../../infra/local/npm-start.js';
+import { eventually } from '../support/eventually.js';
 
 let dataDir: string;
 let env: Record<string, string>;
@@ -125,10 +126,9 @@ async function npmRunDownstream(env: Record<string, string>): Promise<Started> {
 }
 
 async function outputOnceMatching(started: Started, pattern: RegExp, timeoutMs = 10_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pattern.test(started.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-  expect(started.output()).toMatch(pattern);
-  return started.output();
+  const output = await eventually(async () => started.output(), (text) => pattern.test(text), timeoutMs, 100);
+  expect(output).toMatch(pattern);
+  return output;
 }
 
 test('the http walk-through of docs/getting-started.md runs as written: the example downstream completes the job by callback', async () => {

@@ -8,17 +8,16 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createLocalAsyncInvoker } from '../../infra/local/aws/limits.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
-import { getJob } from '../../lib/queue/read-job.js';
 import { runPollerLoop } from '../../lib/queue/poll/poller-loop.js';
 import { sweepOnce } from '../../lib/queue/sweep/sweep.js';
 import { runWorkerBatch, type BatchResult } from '../../lib/queue/attempt/run-batch.js';
 import { abortableSleep } from '../../lib/domain/sleep.js';
-import { isTerminal } from '../../lib/domain/job.js';
 import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import { seededRandom } from '../support/faults.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
-import { auditJobs, contextWith, countingHandler, type ScenarioError } from '../support/scenario.js';
+import { auditJobs, contextWith, countingHandler, waitUntilTerminal, type ScenarioError } from '../support/scenario.js';
+import { eventually } from '../support/eventually.js';
 import { scaled } from './scale.js';
 
 const JOBS = scaled(100, 2_000);
@@ -96,14 +95,9 @@ test(`${JOBS} jobs whose worker batches come twice, ${THROTTLED_PERCENT} % of th
   ];
 
   const startedAtMs = Date.now();
-  let open = jobs;
-  while (open.length > 0 && Date.now() - startedAtMs < 90_000) {
-    await abortableSleep(250);
-    // Oldest first, up to the first job still open: each job is read about once.
-    while (open.length > 0 && isTerminal((await getJob(queue.ctx, open[0]!.type, open[0]!.id))?.status ?? 'queued')) open = open.slice(1);
-  }
-  // The last throttled batches, still on their way, find their claims gone.
-  await abortableSleep(THROTTLE_DELAY_MS + DELIVERY_DELAY_MS);
+  const open = await waitUntilTerminal(queue.ctx, jobs, 90_000);
+  // The last throttled batches, still on their way, arrive and find their claims gone.
+  await eventually(async () => inFlight.size, (deliveries) => deliveries === 0, THROTTLE_DELAY_MS + 30_000);
   stop.abort();
   await Promise.all(loops);
   await Promise.allSettled([...inFlight]);
@@ -123,7 +117,7 @@ test(`${JOBS} jobs whose worker batches come twice, ${THROTTLED_PERCENT} % of th
     byStatus: audit.byStatus,
   });
 
-  expect(open).toEqual([]);
+  expect(open).toBe(0);
   expect(audit.findings).toEqual([]);
   expect(invokeErrors).toEqual([]);
   // The faults really happened: duplicates that found their job started, late batches that found their claim gone.

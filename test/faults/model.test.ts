@@ -12,7 +12,7 @@
  * for cancels, a job whose cancel was answered as being made ends cancelled,
  * never succeeded, failed or queued again.
  */
-import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
 import { completeFromCallback } from '../../lib/queue/attempt/callbacks.js';
@@ -33,6 +33,7 @@ import { readInFlight } from '../../lib/store/counters.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { runClaimedJob } from '../../lib/queue/attempt/run-batch.js';
 import { createTestQueue, type TestQueue } from '../support/queue.js';
+import { dyingAt, dyingBeforeAdvance } from '../support/dying.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { fireDueSchedules } from '../../lib/queue/schedules/fire-schedules.js';
 import { putSchedule, setSchedulePaused } from '../../lib/queue/schedules/manage-schedules.js';
@@ -79,32 +80,22 @@ function scheduledIdsUpTo(startMs: number, upToMs: number): string[] {
   return ids;
 }
 
-/** The poller's context, killed as it writes a schedule: after the jobs of its fires were enqueued, before the schedule moved on. */
-function dyingBeforeAdvance(ctx: QueueContext): QueueContext {
-  const send = (command: unknown) =>
-    command instanceof PutCommand && String(command.input.Item?.pk).startsWith(PARTITION_PREFIX.schedule)
-      ? Promise.reject(new Error('the poller was killed'))
-      : ctx.db.send(command as PutCommand);
-  return { ...ctx, db: { send } as unknown as QueueContext['db'] };
-}
-
 /** The poller's context, killed once its first counter transaction (a reservation) has landed: no claim, no release. */
 function dyingAfterReservation(ctx: QueueContext): QueueContext {
   let reserved = false;
-  const send = (command: unknown) => {
-    if (reserved && (command instanceof UpdateCommand || command instanceof TransactWriteCommand)) return Promise.reject(new Error('the poller was killed'));
-    if (command instanceof TransactWriteCommand) reserved = true;
-    return ctx.db.send(command as UpdateCommand);
-  };
-  return { ...ctx, db: { send } as unknown as QueueContext['db'] };
+  return dyingAt(
+    ctx,
+    (command) => {
+      if (reserved && (command instanceof UpdateCommand || command instanceof TransactWriteCommand)) return true;
+      if (command instanceof TransactWriteCommand) reserved = true;
+      return false;
+    },
+    'the poller',
+  );
 }
 
 /** The worker's context, killed before any counter write: its ends land, their slots never come back. */
-function withoutCounterWrites(ctx: QueueContext): QueueContext {
-  const send = (command: unknown) =>
-    command instanceof TransactWriteCommand ? Promise.reject(new Error('the worker was killed')) : ctx.db.send(command as UpdateCommand);
-  return { ...ctx, db: { send } as unknown as QueueContext['db'] };
-}
+const withoutCounterWrites = (ctx: QueueContext): QueueContext => dyingAt(ctx, (command) => command instanceof TransactWriteCommand, 'the worker');
 
 /** One job per fire time, all of them fire times, every time fired so far made; the schedule's jobs join the model. */
 async function checkSchedule(model: Model, real: Real): Promise<void> {

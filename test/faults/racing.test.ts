@@ -72,6 +72,7 @@ test(`four pollers and two sweepers racing over the same shards run each of ${JO
 test('pollers and sweepers whose clocks are ± 2 s apart, one jumping back 30 s, lose nothing and start no at_most_once job twice', async () => {
   const jobs = await enqueueSpread(JOBS, 3_000);
   let jumpedBackMs = 0;
+  // A second into the run, with the pollers at work: when the clock jumps is the scenario, not a wait for anything.
   setTimeout(() => (jumpedBackMs = -30_000), 1_000);
   const jumping = createQueueContext(queue.as('poller').db, queue.ctx.settings, { nowMs: () => Date.now() + jumpedBackMs });
   const pollers = [contextWith(queue.as('poller'), { skewMs: 2_000 }), contextWith(queue.as('poller'), { skewMs: -2_000 }), jumping];

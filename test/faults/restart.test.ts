@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { freePort } from '../../infra/local/aws/dynamodb-local.js';
 import { call, npmStart, stop, waitForStatus, type Started } from '../../infra/local/npm-start.js';
+import { eventually } from '../support/eventually.js';
 
 let dataDir: string | undefined;
 let runtime: Started | undefined;
@@ -41,10 +42,12 @@ test('jobs running, due and waiting when the runtime is killed all finish after 
   // Enqueued last, just before the kill, so that none of them has started when the runtime dies even on a loaded
   // machine (an at-most-once job claimed before the kill would rightly never run again): they come due while it is down.
   const due = ['d1', 'd2', 'd3'];
-  for (const id of due) await call(runtime, 'PUT', `/v1/jobs/quick/${id}`, { data: {}, run_after: soon(2_500) });
+  const dueAt = soon(2_500);
+  for (const id of due) await call(runtime, 'PUT', `/v1/jobs/quick/${id}`, { data: {}, run_after: dueAt });
 
   await stop(runtime, 'SIGKILL');
-  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  // Down until they are due: what is under test is a restart that finds them due, not one that sees them fall due.
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(dueAt) - Date.now())));
   const restarted = await npmStart(env);
   runtime = restarted;
   const restartedAtMs = Date.now();
@@ -61,9 +64,7 @@ test('jobs running, due and waiting when the runtime is killed all finish after 
 
   // Well past the outage before the schedule is paused, however soon the jobs above finished.
   const lastFireAtMs = async () => Date.parse((await call(restarted, 'GET', '/v1/schedules/tick')).body.last_fire?.fire_at ?? '');
-  for (const deadlineMs = Date.now() + 30_000; !((await lastFireAtMs()) >= restartedAtMs + 5_000) && Date.now() < deadlineMs; ) {
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+  await eventually(lastFireAtMs, (atMs) => atMs >= restartedAtMs + 5_000, 30_000, 250);
   expect((await call(runtime, 'POST', '/v1/schedules/tick/pause')).status).toBe(200);
   const lastFireMs = await lastFireAtMs();
   // Every second from the first fire to the last has its job, the ones missed while down too.

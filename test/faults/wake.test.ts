@@ -17,13 +17,11 @@ import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { JobInput } from '../../lib/domain/job.js';
-import { isTerminal } from '../../lib/domain/job.js';
 import type { WorkerInvoker } from '../../lib/domain/invocations.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
-import { getJob } from '../../lib/queue/read-job.js';
 import { HOLD_MS, WAKE_WINDOW_MS } from '../../lib/queue/wake/ensure-awake.js';
 import { wakeEventOf } from '../../lib/domain/invocations.js';
 import { type WakeInvoker } from '../../lib/domain/invocations.js';
@@ -34,7 +32,7 @@ import { shardsOfPartition } from '../../lib/store/keys.js';
 import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { injectFaults, isInjected, seededRandom, type FaultCounts } from '../support/faults.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
-import { auditJobs, countingHandler, type ScenarioError } from '../support/scenario.js';
+import { auditJobs, countingHandler, waitUntilTerminal, type ScenarioError } from '../support/scenario.js';
 import { FULL, scaled } from './scale.js';
 
 /**
@@ -145,6 +143,10 @@ function slowJobWrites(clients: DynamoClients, random: () => number, counted: ()
   );
 }
 
+/**
+ * The scenario's own timetable (the ticks, the bursts' arrivals), kept on the wall clock: the promise under test is
+ * a time from an enqueue's answer to its claim, so when things happen is what the run is made of, not a wait for them.
+ */
 const sleepUntil = (atMs: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, atMs - Date.now())));
 
 /**
@@ -268,22 +270,6 @@ async function enqueueBursts(instances: QueueContext[], types: Map<string, JobTy
   return { accepted, unanswered };
 }
 
-/** Waits until every job is terminal or SETTLE_MS passes; answers how many are not. */
-async function waitUntilTerminal(ctx: QueueContext, jobs: Accepted[]): Promise<number> {
-  const open = new Set(jobs);
-  const sinceMs = Date.now();
-  while (open.size > 0 && Date.now() - sinceMs < SETTLE_MS) {
-    // Oldest first, stopping at the first job still open: each job is read about once.
-    for (const job of open) {
-      const read = await getJob(ctx, job.type, job.id);
-      if (!read || !isTerminal(read.status)) break;
-      open.delete(job);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  return open.size;
-}
-
 /**
  * How late each job was claimed, from when it was due and written, and which jobs due on arrival broke the
  * promise: onTimeMs, or, with a poller's wake refused while it was enqueued, the first tick after it and onTimeMs.
@@ -337,7 +323,7 @@ function runScenario(indexLagMs: number, seed: number) {
     const types = await defineTypes(queue.ctx);
     const stack = startStack(queue, random);
     const { accepted, unanswered } = await enqueueBursts([stack.api(), stack.api()], types, random, stack.startedAtMs);
-    const open = await waitUntilTerminal(queue.ctx, accepted);
+    const open = await waitUntilTerminal(queue.ctx, accepted, SETTLE_MS);
     await stack.stop();
 
     // What the functions logged as warnings or errors (the handlers log what they survive): each must be a fault injected here.

@@ -1,9 +1,11 @@
 /**
  * Orders two actors' calls without timing: a middleware holds one DynamoDB call of a client until another actor
- * is done, so a race test lands the other actor exactly between two calls of the first.
+ * is done (interleave), or runs the other actor just before a chosen call (beforeCall), so a race test lands the
+ * other actor exactly between two calls of the first.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
+import type { DynamoCall } from './faults.js';
 
 /**
  * A call held: `reached` resolves when the call comes (never, if fewer calls come); `disarm()` lets every later
@@ -58,4 +60,19 @@ export async function interleave<A, B>(
   const [firstSettled, secondSettled] = await Promise.allSettled([firstRun, secondRun]);
   const order = gate.held ? `second before call ${holdAt} of first` : 'second after first';
   return { first: firstSettled, second: secondSettled, order };
+}
+
+/** Runs `before` once, just before the first call `picked` chooses is sent (each SDK try counted): another actor's move lands there. */
+export function beforeCall(client: DynamoDBClient, picked: (call: DynamoCall) => boolean, before: () => Promise<unknown>): void {
+  let done = false;
+  client.middlewareStack.addRelativeTo(
+    (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
+      if (!done && picked({ commandName: context.commandName ?? '', input: args.input as Record<string, unknown> })) {
+        done = true;
+        await before();
+      }
+      return next(args);
+    },
+    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'beforeCall' },
+  );
 }

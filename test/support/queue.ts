@@ -33,8 +33,16 @@ export function manualClock(startMs = Date.parse('2026-11-21T10:00:00.000Z')): T
   };
 }
 
-/** The real clock, for tests that run pollers and workers in real time. */
-export const realClock: TestClock = { nowMs: Date.now, set: () => undefined, advance: () => undefined };
+/** The real clock, for tests that run pollers and workers in real time; moving it is a mistake in the test, so it throws. */
+export const realClock: TestClock = {
+  nowMs: Date.now,
+  set: () => {
+    throw new Error('the real clock cannot be set');
+  },
+  advance: () => {
+    throw new Error('the real clock cannot be advanced');
+  },
+};
 
 /** Where a function's code gets the queue as that function sees it. */
 export interface FunctionContexts {

@@ -19,6 +19,7 @@ import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
 import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { itemToJob } from '../../lib/store/items.js';
 import { PARTITION_PREFIX } from '../../lib/store/keys.js';
+import { eventually } from './eventually.js';
 
 export interface ScenarioComponents {
   /** One context per poller: its own client (maybe faulty) and clock (maybe skewed). */
@@ -45,17 +46,24 @@ export function countStart(counter: Pick<StartCounter, 'starts' | 'byAttempt'>, 
   counter.byAttempt.set(job.id, attempts);
 }
 
-/** A handler that counts how often each job (and each of its attempts) starts and takes a few milliseconds. */
-export function countingHandler(maxWorkMs = 10): StartCounter {
+/** `handler`, counting how often each job (and each of its attempts) starts, for the audit's `starts` and `startsByAttempt`. */
+export function countStarts(handler: JobHandler): StartCounter {
   const counter = { starts: new Map<string, number>(), byAttempt: new Map<string, Map<number, number>>() };
   return {
     ...counter,
-    handler: async (_data, { job }) => {
-      countStart(counter, job);
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * maxWorkMs));
-      return 'done';
+    handler: (data, context) => {
+      countStart(counter, context.job);
+      return handler(data, context);
     },
   };
+}
+
+/** A handler that counts how often each job (and each of its attempts) starts and takes a few milliseconds. */
+export function countingHandler(maxWorkMs = 10): StartCounter {
+  return countStarts(async () => {
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * maxWorkMs));
+    return 'done';
+  });
 }
 
 export function contextWith(base: QueueContext, overrides: { db?: DynamoDBDocumentClient; skewMs?: number }): QueueContext {
@@ -104,27 +112,27 @@ export async function runUntilSettled(options: {
       }
     }),
   ];
-  let settled = false;
-  const pending = new Set(options.jobs.map((job) => `${job.type}\u0000${job.id}`));
-  while (Date.now() - startedAtMs < options.timeoutMs) {
-    // Oldest first, stopping at the first job still open: each job is read about once, however many there are.
-    for (const key of pending) {
-      const [type, id] = key.split('\u0000') as [string, string];
-      const job = await getJob(options.auditor, type, id);
-      if (!job || !isTerminal(job.status)) break;
-      pending.delete(key);
-    }
-    if (pending.size === 0) {
-      settled = true;
-      break;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+  const settled = (await waitUntilTerminal(options.auditor, options.jobs, options.timeoutMs)) === 0;
   stop.abort();
   await Promise.all(loops);
   await Promise.allSettled([...inFlight]);
   const count = (by: ScenarioError['by']) => errors.filter((error) => error.by === by).length;
   return { settled, elapsedMs: Date.now() - startedAtMs, workerErrors: count('worker'), pollErrors: count('poller'), sweepErrors: count('sweeper'), errors };
+}
+
+/** Waits until every job in `jobs` is terminal or `withinMs` passes; answers how many are not. */
+export async function waitUntilTerminal(auditor: QueueContext, jobs: JobRef[], withinMs: number): Promise<number> {
+  const open = new Set(jobs);
+  const countOpen = async (): Promise<number> => {
+    // Oldest first, stopping at the first job still open: each job is read about once, however many there are.
+    for (const job of open) {
+      const read = await getJob(auditor, job.type, job.id);
+      if (!read || !isTerminal(read.status)) break;
+      open.delete(job);
+    }
+    return open.size;
+  };
+  return eventually(countOpen, (count) => count === 0, withinMs, 250);
 }
 
 /** An error a worker, a poller or a sweeper reported while a scenario ran (`at`: the job, or the sweep's lane or job). */

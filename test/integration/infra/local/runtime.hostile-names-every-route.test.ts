@@ -19,6 +19,7 @@ import { SCOPE_ACTIONS } from '../../../../lib/domain/api-key.js';
 import { JOB_STATUSES } from '../../../../lib/domain/job.js';
 import { hostileName } from '../../../support/hostile-names.js';
 import { rawRequest } from '../../../support/raw-http.js';
+import { eventually } from '../../../support/eventually.js';
 
 type Operation = (typeof OPERATIONS)[number];
 type BodyRoute = Extract<Operation, { body: z.ZodType }>['route'];
@@ -159,15 +160,8 @@ async function call(method: string, path: string, key: string, body?: unknown) {
   return { status: answer.status, body: answer.text.length > 0 ? JSON.parse(answer.text) : undefined };
 }
 
-/** Polls `path` until `done` holds of its answer, failing with the last answer after `timeoutMs`. */
-async function eventually(path: string, done: (answer: { status: number; body: any }) => boolean, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const answer = await call('GET', path, runtime.adminKey);
-    if (done(answer) || Date.now() > deadline) return answer;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+/** Reads `path` until `done` holds of its answer, answering the last one read after 30 s. */
+const readUntil = (path: string, done: (answer: { status: number; body: any }) => boolean) => eventually(() => call('GET', path, runtime.adminKey), done, 30_000, 200);
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'djq-hostile-routes-'));
@@ -217,7 +211,7 @@ describe('every route with hostile names', () => {
 
   test('afterwards a normal job of a normal type still runs', async () => {
     expect((await call('PUT', '/v1/jobs/steady/after-the-storm', runtime.adminKey, { data: { n: 1 } })).status).toBe(201);
-    const job = await eventually('/v1/jobs/steady/after-the-storm', (answer) => answer.body?.status === 'succeeded');
+    const job = await readUntil('/v1/jobs/steady/after-the-storm', (answer) => answer.body?.status === 'succeeded');
     expect(job.body.status).toBe('succeeded');
   }, 60_000);
 
@@ -225,7 +219,7 @@ describe('every route with hostile names', () => {
     expect(createdTypes.size).toBeGreaterThan(0);
     for (const type of createdTypes) {
       for (const status of ['queued', 'running'] as const) {
-        const page = await eventually(`/v1/jobs/${escaped(type)}?status=${status}`, (answer) => answer.body?.jobs?.length === 0);
+        const page = await readUntil(`/v1/jobs/${escaped(type)}?status=${status}`, (answer) => answer.body?.jobs?.length === 0);
         expect({ type, status, jobs: page.body.jobs }).toEqual({ type, status, jobs: [] });
       }
     }

@@ -14,6 +14,7 @@ import { freePort } from '../../../../infra/local/aws/dynamodb-local.js';
 import { startLocalRuntime, type LocalRuntime } from '../../../../infra/local/runtime.js';
 import { MAX_RESULT_BYTES } from '../../../../lib/domain/job.js';
 import { createDynamoClients } from '../../../../lib/store/client.js';
+import { eventually } from '../../../support/eventually.js';
 
 const DATA_BYTES = 250 * 1024;
 
@@ -30,13 +31,8 @@ async function call(method: string, path: string, body?: unknown): Promise<{ sta
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
-async function whenFinished(path: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { body } = await call('GET', path);
-    if (['succeeded', 'failed'].includes(String(body.status)) || Date.now() > deadline) return body;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+async function whenFinished(path: string): Promise<Record<string, unknown>> {
+  return eventually(async () => (await call('GET', path)).body, (body) => ['succeeded', 'failed'].includes(String(body.status)), 30_000, 100);
 }
 
 beforeAll(async () => {

@@ -14,6 +14,8 @@ import { type PollResult } from '../../../../lib/queue/poll/poll-state.js';
 import { runWorkerBatch } from '../../../../lib/queue/attempt/run-batch.js';
 import type { JobHandler } from '../../../../lib/queue/attempt/run-batch.js';
 import type { TimeWindow } from '../../../../lib/domain/windows.js';
+import type { JobInput } from '../../../../lib/domain/job.js';
+import type { WorkerBatch } from '../../../../lib/domain/invocations.js';
 import { createTestApi, tableItems } from '../../../support/api.js';
 import { manualClock, type TestQueue } from '../../../support/queue.js';
 import { RecordingInvoker, RunningInvoker, WORKER, defineType, enqueue, freshQueuePerTest } from '../../../support/lib-fixtures.js';
@@ -85,6 +87,17 @@ describe('a window in another time zone across a DST change', () => {
   });
 });
 
+/** A job of a NY_EARLY_MORNING type claimed in the window's last second, with the clock then at its close. */
+async function claimedAsTheWindowCloses(q: TestQueue, input: Partial<JobInput> = {}): Promise<{ reports: JobType; batch: WorkerBatch }> {
+  q.clock.set(at('2026-11-21T11:59:59Z')); // 06:59:59 EST, the last second of the window
+  const reports = await defineType(q.ctx, 'reports', { time_windows: NY_EARLY_MORNING, visibility_timeout_s: 60 });
+  await enqueue(q.ctx, reports, 'r-1', input);
+  const recording = new RecordingInvoker();
+  await pollOnce(q.as('poller'), { jobTypes: [reports], invoker: recording, cursors: new Map() });
+  q.clock.set(at('2026-11-21T12:00:00Z')); // 07:00 EST: closed
+  return { reports, batch: recording.batches[0]! };
+}
+
 describe('a job that reaches the worker after its window closed', () => {
   test('is handed back to wait for the next window: attempt and history unchanged, run_after moved, nothing run', async () => {
     const q = queue();
@@ -112,15 +125,10 @@ describe('a job that reaches the worker after its window closed', () => {
 
   test('runs once its next window opens, as its first attempt', async () => {
     const q = queue();
-    q.clock.set(at('2026-11-21T11:59:59Z'));
-    const reports = await defineType(q.ctx, 'reports', { time_windows: NY_EARLY_MORNING, visibility_timeout_s: 60 });
-    await enqueue(q.ctx, reports, 'r-1');
-    const recording = new RecordingInvoker();
-    await pollOnce(q.as('poller'), { jobTypes: [reports], invoker: recording, cursors: new Map() });
-    q.clock.set(at('2026-11-21T12:00:00Z'));
+    const { reports, batch } = await claimedAsTheWindowCloses(q);
     const handler = vi.fn(() => 'ran');
     const registry = { handlers: { reports: handler }, retryPolicies: {} };
-    expect(await runWorkerBatch(q.as('worker'), recording.batches[0]!, { registry, worker: WORKER })).toMatchObject({ rescheduled: 1 });
+    expect(await runWorkerBatch(q.as('worker'), batch, { registry, worker: WORKER })).toMatchObject({ rescheduled: 1 });
 
     const pollers = twoPollers(q, { reports: handler });
     q.clock.set(at('2026-11-22T09:59:59.999Z'));
@@ -136,14 +144,9 @@ describe('a job that reaches the worker after its window closed', () => {
 
   test('is expired instead when its expires_at comes before the next window', async () => {
     const q = queue();
-    q.clock.set(at('2026-11-21T11:59:59Z'));
-    const reports = await defineType(q.ctx, 'reports', { time_windows: NY_EARLY_MORNING, visibility_timeout_s: 60 });
-    await enqueue(q.ctx, reports, 'r-1', { expiresAtMs: at('2026-11-21T18:00:00Z') });
-    const recording = new RecordingInvoker();
-    await pollOnce(q.as('poller'), { jobTypes: [reports], invoker: recording, cursors: new Map() });
-    q.clock.set(at('2026-11-21T12:00:00Z'));
+    const { batch } = await claimedAsTheWindowCloses(q, { expiresAtMs: at('2026-11-21T18:00:00Z') });
     const handler = vi.fn();
-    const counts = await runWorkerBatch(q.as('worker'), recording.batches[0]!, { registry: { handlers: { reports: handler }, retryPolicies: {} }, worker: WORKER });
+    const counts = await runWorkerBatch(q.as('worker'), batch, { registry: { handlers: { reports: handler }, retryPolicies: {} }, worker: WORKER });
 
     expect(counts).toMatchObject({ expired: 1, rescheduled: 0 });
     expect(handler).not.toHaveBeenCalled();
@@ -155,14 +158,9 @@ describe('capacity', () => {
   test('handing a late job back is one guarded write of 3 units (the item, its claim-lane entry out, its queue-lane entry in), and 1 to record the next window in the bucket directory', async () => {
     const q = queue();
     const capacity = trackConsumedCapacity(q.clientsOf('worker').base);
-    q.clock.set(at('2026-11-21T11:59:59Z'));
-    const reports = await defineType(q.ctx, 'reports', { time_windows: NY_EARLY_MORNING, visibility_timeout_s: 60 });
-    await enqueue(q.ctx, reports, 'r-1');
-    const recording = new RecordingInvoker();
-    await pollOnce(q.as('poller'), { jobTypes: [reports], invoker: recording, cursors: new Map() });
-    q.clock.set(at('2026-11-21T12:00:00Z'));
+    const { batch } = await claimedAsTheWindowCloses(q);
     const before = structuredClone(capacity);
-    const counts = await runWorkerBatch(q.as('worker'), recording.batches[0]!, { registry: { handlers: { reports: vi.fn() }, retryPolicies: {} }, worker: WORKER });
+    const counts = await runWorkerBatch(q.as('worker'), batch, { registry: { handlers: { reports: vi.fn() }, retryPolicies: {} }, worker: WORKER });
 
     expect(counts.rescheduled).toBe(1);
     expect(capacity.writeUnits - before.writeUnits).toBe(4);

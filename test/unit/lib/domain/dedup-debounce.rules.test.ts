@@ -10,6 +10,7 @@ import {
   MAX_DEBOUNCE_S,
 } from '../../../../lib/domain/dedup-debounce.js';
 import { runningJob, T0 } from '../../../support/jobs.js';
+import { fieldsRefused } from '../../../support/validation.js';
 
 const S = 1_000;
 const noWindows = { timeWindows: undefined };
@@ -52,16 +53,6 @@ describe('collectsEnqueues', () => {
     expect(collectsEnqueues(waiting(), 'other')).toBe(false);
   });
 });
-
-/** The fields a ValidationError thrown by `check` names; none when it passes. */
-function fieldsRefused(check: () => void): string[] {
-  try {
-    check();
-    return [];
-  } catch (error) {
-    return (error as ValidationError).details.map((issue) => issue.field);
-  }
-}
 
 describe('assertDedupWindowFits', () => {
   test('a window as long as finished jobs are kept passes', () => {

@@ -2,8 +2,7 @@
 import fc from 'fast-check';
 import { DateTime } from 'luxon';
 import { describe, expect, test } from 'vitest';
-import { ValidationError } from '../../../../lib/domain/errors.js';
-import type { FieldIssue } from '../../../../lib/domain/errors.js';
+import { detailsOf, fieldsOf } from '../../../support/validation.js';
 import { jobInputSchema } from '../../../../lib/wire/jobs.js';
 import { jobTypeInputSchema } from '../../../../lib/wire/job-types.js';
 import { parseWith } from '../../../../lib/wire/parse.js';
@@ -278,19 +277,6 @@ describe('properties', () => {
     );
   }, 60_000);
 });
-
-/** The details of the ValidationError that parsing `input` throws. */
-function detailsOf(schema: Parameters<typeof parseWith>[0], input: unknown): FieldIssue[] {
-  try {
-    parseWith(schema, input);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as ValidationError).details;
-  }
-  throw new Error('expected a ValidationError');
-}
-
-const fieldsOf = (details: FieldIssue[]): string[] => details.map((detail) => detail.field);
 
 describe('time_windows validation names the offending field', () => {
   const NY = 'America/New_York';

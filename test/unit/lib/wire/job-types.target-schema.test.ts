@@ -1,18 +1,11 @@
 import { expect, test } from 'vitest';
 import { jobTypeFromInput } from '../../../support/job-types.js';
-import { ValidationError } from '../../../../lib/domain/errors.js';
+import { fieldsRefused } from '../../../support/validation.js';
 import { jobTypeInputSchema, jobTypeToApi } from '../../../../lib/wire/job-types.js';
 import { parseWith } from '../../../../lib/wire/parse.js';
 import { T0 } from '../../../support/jobs.js';
 
-const fieldsOf = (target: unknown): string[] => {
-  try {
-    parseWith(jobTypeInputSchema, { target });
-    return [];
-  } catch (error) {
-    return (error as ValidationError).details.map((detail) => detail.field);
-  }
-};
+const fieldsOf = (target: unknown): string[] => fieldsRefused(() => parseWith(jobTypeInputSchema, { target }));
 
 const roundTrip = (target: Record<string, unknown>) =>
   jobTypeToApi(jobTypeFromInput('t', parseWith(jobTypeInputSchema, { target }), { createdAtMs: T0, updatedAtMs: T0 })).target;

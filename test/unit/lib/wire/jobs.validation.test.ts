@@ -1,7 +1,6 @@
 import { describe, expect, test } from 'vitest';
+import { detailsOf, fieldsOf } from '../../../support/validation.js';
 import { jobTypeFromInput } from '../../../support/job-types.js';
-import { ValidationError } from '../../../../lib/domain/errors.js';
-import type { FieldIssue } from '../../../../lib/domain/errors.js';
 import { MAX_WORKER_ATTEMPT_S } from '../../../../lib/domain/limits.js';
 import { DEFAULT_RETRY } from '../../../../lib/domain/job-type.js';
 import { jobInputFromBody, jobInputSchema, jobToApi } from '../../../../lib/wire/jobs.js';
@@ -12,19 +11,6 @@ import type { Job } from '../../../../lib/domain/job.js';
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
 const TIMES = { createdAtMs: T0, updatedAtMs: T0 };
 const TARGET = { kind: 'handler', name: 'echo' } as const;
-
-/** The details of the ValidationError that parsing `input` throws. */
-function detailsOf(schema: Parameters<typeof parseWith>[0], input: unknown): FieldIssue[] {
-  try {
-    parseWith(schema, input);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as ValidationError).details;
-  }
-  throw new Error('expected a ValidationError');
-}
-
-const fieldsOf = (details: FieldIssue[]): string[] => details.map((detail) => detail.field);
 
 describe('job type validation names the offending field', () => {
   test('an unknown field is named by itself', () => {

@@ -3,9 +3,9 @@
  * item, each item idempotent on its own (type, id). A bad envelope enqueues
  * nothing; a bad or failed item fails alone.
  */
-import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { freshApiPerTest, leaksInternals, tableItems } from '../../../../support/api.js';
+import { refuseCalls } from '../../../../support/faults.js';
 
 const api = freshApiPerTest();
 
@@ -170,19 +170,15 @@ describe('an invalid envelope enqueues nothing', () => {
 test('a dependency failure on one item is a 500 for that item alone, and the others are enqueued', async () => {
   const { api: client, queue } = api();
   // DynamoDB refuses the api's write of job `doomed` with an error the SDK does not retry.
-  queue.clientsOf('api').base.middlewareStack.addRelativeTo(
-    (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
-      const input = args.input as { Item?: { pk?: { S?: string } } };
-      if (context.commandName === 'PutItemCommand' && input.Item?.pk?.S === 'JOB#emails#doomed') {
-        throw Object.assign(new Error('injected: the table is unavailable at /var/task/node_modules/x.js'), {
-          name: 'InternalFailure',
-          $fault: 'client',
-          $metadata: { httpStatusCode: 400 },
-        });
-      }
-      return next(args);
-    },
-    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'refuseOneJob' },
+  refuseCalls(
+    queue.clientsOf('api').base,
+    ({ commandName, input }) => commandName === 'PutItemCommand' && (input as { Item?: { pk?: { S?: string } } }).Item?.pk?.S === 'JOB#emails#doomed',
+    () =>
+      Object.assign(new Error('injected: the table is unavailable at /var/task/node_modules/x.js'), {
+        name: 'InternalFailure',
+        $fault: 'client',
+        $metadata: { httpStatusCode: 400 },
+      }),
   );
   const response = await client.post('/v1/jobs/emails/batch', { jobs: [{ id: 'before' }, { id: 'doomed' }, { id: 'after' }] });
   expect(response.status).toBe(200);

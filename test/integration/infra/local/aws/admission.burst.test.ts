@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, inject, test } from 'vitest';
 import { freePort } from '../../../../../infra/local/aws/dynamodb-local.js';
 import { startLocalRuntime, type LocalRuntime } from '../../../../../infra/local/runtime.js';
 import { createClient } from '../../../../../lib/client/index.js';
+import { eventually } from '../../../../support/eventually.js';
 
 const BURST = 300;
 let runtime: LocalRuntime;
@@ -67,9 +68,8 @@ test(`${BURST} enqueues at once to an api serving 2 with 10 waiting: each is ser
   const enqueued = await Promise.all(ids.map((id) => client.enqueue('burst', { data: dataOf(id), run_after: runAfter }, { id })));
   expect(enqueued.map((job) => job.id).sort()).toEqual([...ids].sort());
 
-  const deadlineMs = Date.now() + 120_000;
   const succeeded = () => runtime.lifecycleEvents.filter((event) => event.type === 'burst' && event.name === 'job.succeeded');
-  while (succeeded().length < BURST && Date.now() < deadlineMs) await new Promise((resolve) => setTimeout(resolve, 250));
+  await eventually(async () => succeeded().length, (count) => count >= BURST, 120_000, 250);
   const attemptsById = new Map<string, number[]>();
   for (const event of succeeded()) attemptsById.set(event.id, [...(attemptsById.get(event.id) ?? []), event.attempt]);
   expect([...attemptsById.keys()].sort()).toEqual([...ids].sort());

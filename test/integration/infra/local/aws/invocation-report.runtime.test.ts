@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, expect, inject, test, vi } from 'vitest';
 import { freePort } from '../../../../../infra/local/aws/dynamodb-local.js';
 import { startLocalRuntime, type LocalRuntime } from '../../../../../infra/local/runtime.js';
+import { eventually } from '../../../../support/eventually.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -37,7 +38,8 @@ test('the poller and the sweeper log a report line per invocation with the stack
     POLLER_PARTITIONS: '2',
   });
   expect((await fetch(`${runtime.url}/v1/job-types`, { headers: { authorization: `Bearer ${runtime.adminKey}` } })).status).toBe(200);
-  await sleep(2_500);
+  const reported = (fn: string) => loggedLines(infoLines, 'REPORT').some((line) => line.function === fn);
+  await eventually(async () => reported('poller') && reported('sweeper'), (both) => both);
   await runtime.stop();
   runtime = undefined;
 
@@ -65,8 +67,10 @@ test("the first minute tick starts one poller invocation per partition and one s
     POLLER_RUN_MS: '500',
     POLLER_PARTITIONS: '2',
   });
-  // Each invocation ends within a second or two; back to back, several more of each would follow within the wait.
-  await sleep(4_000);
+  await eventually(async () => loggedLines(infoLines, 'REPORT').length, (reports) => reports >= 3);
+  // Nothing more may start for a while: that is the behaviour under test, so this wait is on the clock. Each
+  // invocation ends within a second or two; back to back, several more of each would follow within it.
+  await sleep(2_500);
   await runtime.stop();
   runtime = undefined;
 

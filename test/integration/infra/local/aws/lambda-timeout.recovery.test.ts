@@ -64,7 +64,8 @@ describe('a worker invocation that outlives the worker function timeout', () => 
     const readJob = async () => (await (await call('GET', '/v1/jobs/slow/s-1')).json()) as { status: string; attempt: number; result: unknown; history: { started_at: string | null }[] };
 
     const swept = await eventually(readJob, (job) => job.history.length > 0);
-    // Past the moment the handler returned and the worker, uncut, would have recorded its success.
+    // Past the moment the handler returned and the worker, uncut, would have recorded its success: that nothing is
+    // recorded by then is what is checked, so this wait is on the clock.
     await sleep(Math.max(0, Date.parse(swept.history[0]!.started_at!) + HANDLER_MS + 1_000 - Date.now()));
 
     const job = await readJob();

@@ -25,6 +25,7 @@ import { readInFlight } from '../../../../../lib/store/counters.js';
 import { asFunction } from '../../../../support/queue.js';
 import { defineType, DyingInvoker, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from '../../../../support/lib-fixtures.js';
 import { recordGetKeys } from '../../../../support/sdk-calls.js';
+import { eventually } from '../../../../support/eventually.js';
 
 const queue = freshQueuePerTest();
 const KEY_ID = '3f9c0a1b2c3d4e5f';
@@ -182,7 +183,7 @@ describe('a running handler job', () => {
     const letGo = signal();
     const invoker = await startRunning(type, { reports: async () => (started.resolve(), await letGo.promise) }, { cancelWatchIntervalMs: 50 });
     await started.promise;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await eventually(async () => reads.length, (count) => count > 0);
     letGo.resolve();
     await invoker.results();
     expect(reads.length).toBeGreaterThan(0);

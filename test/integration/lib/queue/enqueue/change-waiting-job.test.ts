@@ -3,7 +3,6 @@
  * write that moves it in the due index, windows applied, the change recorded; a claim racing it leaves
  * exactly one winner.
  */
-import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { claimJob } from '../../../../../lib/queue/attempt/claim.js';
 import { changeQueuedJob } from '../../../../../lib/queue/enqueue/change-waiting-job.js';
@@ -13,6 +12,7 @@ import { ConflictError } from '../../../../../lib/domain/errors.js';
 import { queuedIndexKeys } from '../../../../../lib/store/keys.js';
 import { createApiClient, freshApiPerTest, tableItems, type ApiClient } from '../../../../support/api.js';
 import { RecordingInvoker, poll, readItem } from '../../../../support/lib-fixtures.js';
+import { beforeCall } from '../../../../support/hold-calls.js';
 
 // Hour-long buckets: the fake clock jumps an hour ahead, and a poll scans each bucket it jumped over.
 const api = freshApiPerTest({ settings: { bucketMs: 3_600_000 } });
@@ -195,14 +195,10 @@ describe('a change racing a claim', () => {
     expect((await client.put('/v1/jobs/reports/r1', { data: 1 })).status).toBe(201);
     const jobType = await requireJobType(ctx, 'reports');
     let claimed = false;
-    queue.clientsOf('api').base.middlewareStack.addRelativeTo(
-      (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
-        if (context.commandName === 'UpdateItemCommand' && !claimed) {
-          claimed = (await claimJob(queue.as('poller'), { type: 'reports', id: 'r1' }, jobType)).kind === 'claimed';
-        }
-        return next(args);
-      },
-      { relation: 'after', toMiddleware: 'retryMiddleware', name: 'claimBeforeTheChange' },
+    beforeCall(
+      queue.clientsOf('api').base,
+      ({ commandName }) => commandName === 'UpdateItemCommand',
+      async () => (claimed = (await claimJob(queue.as('poller'), { type: 'reports', id: 'r1' }, jobType)).kind === 'claimed'),
     );
     const response = await client.patch('/v1/jobs/reports/r1', { run_after: iso(TOMORROW) });
     expect(claimed).toBe(true);
@@ -222,16 +218,13 @@ describe('a change racing a claim', () => {
     const invoker = new RecordingInvoker();
     // The changes start as the poll reads the due entries, so they race its claims of them.
     let racingChanges: Promise<boolean[]> | undefined;
-    queue.clientsOf('poller').base.middlewareStack.addRelativeTo(
-      (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
-        if (context.commandName === 'QueryCommand' && racingChanges === undefined) {
-          racingChanges = Promise.all(
-            ids.map((id) => changeQueuedJob(queue.as('api'), jobType, id, { runAfter: TOMORROW }, 'test').then(() => true, () => false)),
-          );
-        }
-        return next(args);
+    beforeCall(
+      queue.clientsOf('poller').base,
+      ({ commandName }) => commandName === 'QueryCommand',
+      async () => {
+        // Not awaited: the changes run alongside the poll's claims.
+        racingChanges = Promise.all(ids.map((id) => changeQueuedJob(queue.as('api'), jobType, id, { runAfter: TOMORROW }, 'test').then(() => true, () => false)));
       },
-      { relation: 'after', toMiddleware: 'retryMiddleware', name: 'changeOnceRead' },
     );
     await poll(ctx, [jobType], invoker);
     const changes = await racingChanges!;

@@ -5,7 +5,6 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
-import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { registry } from '../../../../../functions/worker/handlers/index.js';
 import { trackConsumedCapacity } from '../../../../../infra/local/aws/capacity-meter.js';
@@ -22,7 +21,9 @@ import { pollOnce } from '../../../../../lib/queue/poll/poll.js';
 import { type CursorCache } from '../../../../../lib/queue/poll/poll-state.js';
 import { runClaimedJob, runWorkerBatch } from '../../../../../lib/queue/attempt/run-batch.js';
 import { createApiClient, createTestApi, freshApiPerTest, itemsWithPk, tableItems, type ApiClient } from '../../../../support/api.js';
-import { asFunction, createTestQueue, type TestClock, type TestQueue } from '../../../../support/queue.js';
+import { asFunction, createTestQueue, realClock, type TestQueue } from '../../../../support/queue.js';
+import { eventually } from '../../../../support/eventually.js';
+import { loseAnswers } from '../../../../support/faults.js';
 
 const api = freshApiPerTest();
 const WORKER = { id: 'worker-1', host: 'host-a' };
@@ -216,18 +217,9 @@ describe('enqueues racing for one key', () => {
 
 test('an enqueue whose transaction was applied but whose answer was lost is still answered 201, once', async () => {
   const { api: client, queue } = api();
-  let lost = 0;
-  queue.clientsOf('api').base.middlewareStack.addRelativeTo(
-    (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
-      if (context.commandName !== 'TransactWriteItemsCommand' || lost > 0) return next(args);
-      await next(args);
-      lost++;
-      throw Object.assign(new Error('socket hang up (injected)'), { name: 'Error', code: 'ECONNRESET', $metadata: {} });
-    },
-    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'loseOneAnswer' },
-  );
+  const answers = loseAnswers(queue.clientsOf('api').base, ({ commandName }) => commandName === 'TransactWriteItemsCommand');
   const response = await client.put('/v1/jobs/hooks/j1', { data: 1, correlation_key: 'k' });
-  expect(lost).toBe(1);
+  expect(answers.lost).toBe(1);
   expect(response.status).toBe(201);
   expect(await pointerItems('k')).toEqual([expect.objectContaining({ jobId: 'j1' })]);
 });
@@ -436,16 +428,6 @@ describe('who may call back by correlation key', () => {
   });
 });
 
-const realClock = (): TestClock => ({
-  nowMs: Date.now,
-  set: () => {
-    throw new Error('the real clock cannot be set');
-  },
-  advance: () => {
-    throw new Error('the real clock cannot be advanced');
-  },
-});
-
 describe('with two pollers and workers running', () => {
   let queue: TestQueue;
   afterEach(async () => {
@@ -453,7 +435,7 @@ describe('with two pollers and workers running', () => {
   });
 
   test('each correlation callback completes exactly the job holding its key', async () => {
-    queue = await createTestQueue({ clock: realClock() });
+    queue = await createTestQueue({ clock: realClock });
     const client = createTestApi(queue);
     expect((await client.put('/v1/job-types/hooks', HOOKS_TYPE)).status).toBe(201);
     const JOBS = 20;
@@ -482,15 +464,14 @@ describe('with two pollers and workers running', () => {
       while (!stop.signal.aborted) {
         const result = await pollOnce(queue.as('poller'), { jobTypes: [jobType], invoker, cursors });
         claimed += result.claimed;
+        // An idle poller's pause between polls, as its poll interval would be.
         if (result.claimed === 0) await delay(20);
       }
       return claimed;
     });
 
     const statuses = async () => Promise.all(keys.map(async (key) => (await getJob(queue.ctx, 'hooks', ids.get(key)!))!.status));
-    const deadline = Date.now() + 30_000;
-    while ((await statuses()).some((status) => status !== 'awaiting_callback') && Date.now() < deadline) await delay(50);
-    expect(await statuses()).toEqual(keys.map(() => 'awaiting_callback'));
+    expect(await eventually(statuses, (all) => all.every((status) => status === 'awaiting_callback'))).toEqual(keys.map(() => 'awaiting_callback'));
 
     // Complete them in a shuffled order, each with a result naming its own key, while the pollers keep polling.
     const order = [...keys].sort((a, b) => ((a.length * 7919 + Number(a.slice(6)) * 104_729) % 97) - ((b.length * 7919 + Number(b.slice(6)) * 104_729) % 97));

@@ -3,7 +3,6 @@
  * enqueues, from however many api instances at once; a debounced job collects the enqueues made while it waits
  * and runs once, with the last data.
  */
-import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { describe, expect, inject, test } from 'vitest';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { claimJob } from '../../../../../lib/queue/attempt/claim.js';
@@ -20,6 +19,7 @@ import type { TestQueue } from '../../../../support/queue.js';
 import { createClient } from '../../../../../lib/client/index.js';
 import { serveTestApi } from '../../../../support/http-api.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RunningInvoker, T0 } from '../../../../support/lib-fixtures.js';
+import { beforeCall } from '../../../../support/hold-calls.js';
 
 const jobItems = async (queue: TestQueue, type: string) => (await tableItems(queue)).filter((item) => String(item.pk).startsWith(`JOB#${type}#`));
 
@@ -27,21 +27,6 @@ const jobItems = async (queue: TestQueue, type: string) => (await tableItems(que
 function apiInstance(queue: TestQueue): QueueContext {
   const clients = queue.iam.dynamoClientsFor('api', { endpoint: inject('dynamoEndpoint') });
   return { ...queue.as('api'), db: clients.db };
-}
-
-/** Runs `before` once, just before the first call `picked` chooses is sent. */
-function beforeCall(client: DynamoDBClient, picked: (commandName: string, input: Record<string, unknown>) => boolean, before: () => Promise<void>): void {
-  let done = false;
-  client.middlewareStack.addRelativeTo(
-    (next: FinalizeHandler<object, MetadataBearer>, context: { commandName?: string }) => async (args: FinalizeHandlerArguments<object>) => {
-      if (!done && picked(context.commandName ?? '', args.input as Record<string, unknown>)) {
-        done = true;
-        await before();
-      }
-      return next(args);
-    },
-    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'beforeCall' },
-  );
 }
 
 describe('dedup over HTTP', () => {
@@ -279,7 +264,7 @@ describe('debounce with the poller', () => {
     const clients = queue().iam.dynamoClientsFor('api', { endpoint: inject('dynamoEndpoint') });
     beforeCall(
       clients.base,
-      (commandName, input) => commandName === 'UpdateItemCommand' && JSON.stringify(input).includes('debounceCount'),
+      ({ commandName, input }) => commandName === 'UpdateItemCommand' && JSON.stringify(input).includes('debounceCount'),
       async () => {
         claim = await claimJob(queue().as('poller'), { type: 'sync', id: 'first' }, jobType);
       },

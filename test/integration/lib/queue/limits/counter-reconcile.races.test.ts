@@ -18,6 +18,7 @@ import { transactWrite } from '../../../../../lib/store/send.js';
 import { jobKey } from '../../../../../lib/store/keys.js';
 import { writesTo } from '../../../../support/faults.js';
 import { asFunction } from '../../../../support/queue.js';
+import { eventually } from '../../../../support/eventually.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker } from '../../../../support/lib-fixtures.js';
 
 const queue = freshQueuePerTest();
@@ -83,7 +84,7 @@ test('a return still on its way when the sweeper settles the earlier part is not
     return next();
   });
   const ending = endAttempt(asFunction(ctx, 'worker'), invoker.jobs.find((job) => job.id === 'a')!, { ending: { outcome: 'succeeded' }, jobType: limited, customPolicies: {} });
-  while ((await getJob(ctx, 'limited', 'a'))?.status !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 2));
+  expect((await eventually(() => getJob(ctx, 'limited', 'a'), (a) => a?.status === 'succeeded', 30_000, 2))?.status).toBe('succeeded');
   clock.advance(1_000);
   // The second listing shows b only; the proposal still counts a, whose return has not landed.
   await reconcileCounters(sweeperCtx, limited);
@@ -151,7 +152,7 @@ test('a reservation made just before a handover lands, whose claim lands late an
   expect(a.status).toBe('running');
   // a ends at once; the return of its slot is on the wire for as long as one call may take.
   const ending = endAttempt(asFunction(ctx, 'worker'), a, { ending: { outcome: 'succeeded' }, jobType: limited, customPolicies: {} });
-  while ((await getJob(ctx, 'limited', 'a'))?.status !== 'succeeded') await new Promise((resolve) => setTimeout(resolve, 2));
+  expect((await eventually(() => getJob(ctx, 'limited', 'a'), (a) => a?.status === 'succeeded', 30_000, 2))?.status).toBe('succeeded');
   await sweepFor(MAX_DYNAMODB_CALL_MS, 0);
   slotReturn.open();
   await ending;

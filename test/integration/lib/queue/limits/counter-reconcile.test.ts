@@ -20,6 +20,7 @@ import { jobKey, typeCounterKey } from '../../../../../lib/store/keys.js';
 import { transactWrite } from '../../../../../lib/store/send.js';
 import { loseAnswers, refuseCalls, writesTo } from '../../../../support/faults.js';
 import { asFunction } from '../../../../support/queue.js';
+import { beforeCall } from '../../../../support/hold-calls.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, RunningInvoker } from '../../../../support/lib-fixtures.js';
 
 const queue = freshQueuePerTest();
@@ -197,14 +198,11 @@ test('a reservation refused because another poller took room since the read is m
   const limited = await defineType(ctx, 'limited', { concurrency: 2 });
   for (const id of ['a', 'b']) await enqueue(ctx, limited, id);
   // Another poller takes the room between this poll's read of the counter and its reservation.
-  let raced = false;
-  queue().clientsOf('poller').base.middlewareStack.add((next, context) => async (args) => {
-    if (context.commandName === 'TransactWriteItemsCommand' && !raced) {
-      raced = true;
-      await transactWrite(ctx, reserveItems(ctx.settings.tableName, 'limited', [{ counter: {}, weight: 1, limit: 2, epoch: 0 }]));
-    }
-    return next(args);
-  });
+  beforeCall(
+    queue().clientsOf('poller').base,
+    ({ commandName }) => commandName === 'TransactWriteItemsCommand',
+    () => transactWrite(ctx, reserveItems(ctx.settings.tableName, 'limited', [{ counter: {}, weight: 1, limit: 2, epoch: 0 }])),
+  );
   expect((await poll(ctx, [limited], new RecordingInvoker())).claimed).toBe(1);
   expect(await typeInFlight('limited')).toBe(2);
   expect((await poll(ctx, [limited], new RecordingInvoker())).claimed).toBe(0);

@@ -8,7 +8,7 @@ import { parseJobTypeDefinition } from '../../../../../lib/wire/job-types.js';
 import { pollOnce } from '../../../../../lib/queue/poll/poll.js';
 import { watchInFlight } from '../../../../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../../../../support/queue.js';
-import { contextWith, runUntilSettled } from '../../../../support/scenario.js';
+import { auditJobs, contextWith, countStarts, runUntilSettled } from '../../../../support/scenario.js';
 import { defineType, enqueue, freshQueuePerTest, RecordingInvoker } from '../../../../support/lib-fixtures.js';
 
 const RATE_PER_S = 20;
@@ -29,13 +29,22 @@ test(`two pollers together start ${RATE_PER_S} jobs a second, within 10 % over $
       jobs.push({ type: 'paced', id: `job-${i}` });
     }
     const watch = watchInFlight(() => 'done');
-    await runUntilSettled({
+    const counter = countStarts(watch.handler);
+    const outcome = await runUntilSettled({
       components: { pollers: [contextWith(queue.ctx, {}), contextWith(queue.ctx, {})], sweepers: [], workers: queue.ctx },
-      registry: { handlers: { paced: watch.handler }, retryPolicies: {} },
+      registry: { handlers: { paced: counter.handler }, retryPolicies: {} },
       auditor: queue.ctx,
       jobs,
       timeoutMs: WINDOW_MS + 3_000,
     });
+    // More jobs than the run has time for: those it did not reach stay queued. Nothing is injected, so every
+    // error a poller or worker reports is a finding.
+    const audit = await auditJobs(queue.ctx, jobs, counter.starts, new Map([['paced', jobType]]), {
+      startsByAttempt: counter.byAttempt,
+      errors: outcome.errors,
+      mayStillWait: (job) => job.status === 'queued',
+    });
+    expect(audit.findings).toEqual([]);
     const firstMs = Math.min(...watch.startedAtMs);
     const inWindow = watch.startedAtMs.filter((atMs) => atMs < firstMs + WINDOW_MS).length;
     const expected = (RATE_PER_S * WINDOW_MS) / 1000;

@@ -12,7 +12,7 @@ import { sweepOnce } from '../../../../../lib/queue/sweep/sweep.js';
 import { runWorkerBatch } from '../../../../../lib/queue/attempt/run-batch.js';
 import { watchInFlight, sleepMs } from '../../../../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../../../../support/queue.js';
-import { auditJobs, contextWith, runUntilSettled } from '../../../../support/scenario.js';
+import { auditJobs, contextWith, countStarts, runUntilSettled } from '../../../../support/scenario.js';
 import { DyingInvoker, defineType, enqueue, FailingInvoker, freshQueuePerTest, poll, RecordingInvoker, WORKER } from '../../../../support/lib-fixtures.js';
 import { seededRandom } from '../../../../support/faults.js';
 
@@ -50,20 +50,17 @@ test(`two pollers never run more than the concurrency in weight (${JOBS} jobs of
       }
       return 'done';
     });
-    const starts = new Map<string, number>();
-    const counting = async (data: unknown, context: Parameters<typeof watch.handler>[1]) => {
-      starts.set(context.job.id, (starts.get(context.job.id) ?? 0) + 1);
-      return watch.handler({ ...(data as object), id: context.job.id }, context);
-    };
+    const counter = countStarts((data, context) => watch.handler({ ...(data as object), id: context.job.id }, context));
     const outcome = await runUntilSettled({
       components: { pollers: [contextWith(queue.ctx, {}), contextWith(queue.ctx, {})], sweepers: [contextWith(queue.ctx, {})], workers: queue.ctx },
-      registry: { handlers: { weighed: counting }, retryPolicies: {} },
+      registry: { handlers: { weighed: counter.handler }, retryPolicies: {} },
       auditor: queue.ctx,
       jobs,
       timeoutMs: 120_000,
     });
     expect(outcome.settled).toBe(true);
-    const audit = await auditJobs(queue.ctx, jobs, starts, new Map([['weighed', jobType]]));
+    // Nothing is injected here: every error a poller, sweeper or worker reports is a finding.
+    const audit = await auditJobs(queue.ctx, jobs, counter.starts, new Map([['weighed', jobType]]), { startsByAttempt: counter.byAttempt, errors: outcome.errors });
     expect(audit.findings).toEqual([]);
     expect(audit.byStatus).toEqual({ succeeded: JOBS });
     expect(failedOnce.size).toBeGreaterThan(0);

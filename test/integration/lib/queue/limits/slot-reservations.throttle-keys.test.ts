@@ -10,7 +10,7 @@ import { readInFlight } from '../../../../../lib/store/counters.js';
 import { runWorkerBatch } from '../../../../../lib/queue/attempt/run-batch.js';
 import { sleepMs, watchInFlight } from '../../../../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../../../../support/queue.js';
-import { auditJobs, contextWith, runUntilSettled } from '../../../../support/scenario.js';
+import { auditJobs, contextWith, countStarts, runUntilSettled } from '../../../../support/scenario.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from '../../../../support/lib-fixtures.js';
 
 const REGIONS = { east: 80, north: 60, west: 60, south: 20, polar: 20 } as const;
@@ -38,24 +38,17 @@ test('shares of 40 / 30 / 30 % and a limit for the rest hold per key under two p
       }
     }
     const watch = watchInFlight(() => sleepMs(15));
-    const starts = new Map<string, number>();
+    const counter = countStarts(watch.handler);
     const outcome = await runUntilSettled({
       components: { pollers: [contextWith(queue.ctx, {}), contextWith(queue.ctx, {})], sweepers: [], workers: queue.ctx },
-      registry: {
-        handlers: {
-          regional: (data, context) => {
-            starts.set(context.job.id, (starts.get(context.job.id) ?? 0) + 1);
-            return watch.handler(data, context);
-          },
-        },
-        retryPolicies: {},
-      },
+      registry: { handlers: { regional: counter.handler }, retryPolicies: {} },
       auditor: queue.ctx,
       jobs,
       timeoutMs: 120_000,
     });
     expect(outcome.settled).toBe(true);
-    const audit = await auditJobs(queue.ctx, jobs, starts, new Map([['regional', jobType]]));
+    // Nothing is injected here: every error a poller or worker reports is a finding.
+    const audit = await auditJobs(queue.ctx, jobs, counter.starts, new Map([['regional', jobType]]), { startsByAttempt: counter.byAttempt, errors: outcome.errors });
     expect(audit.findings).toEqual([]);
     expect(watch.maxWeight).toBeLessThanOrEqual(10);
     expect(watch.maxWeightByKey.get('east')).toBeLessThanOrEqual(4);
@@ -101,24 +94,17 @@ test('a weighted mix (weights 1 to 5, shares of 40 / 30 / 30 % of 100, 10 % fail
       }
       return 'done';
     });
-    const starts = new Map<string, number>();
+    const counter = countStarts((data, context) => watch.handler({ ...(data as object), id: context.job.id }, context));
     const outcome = await runUntilSettled({
       components: { pollers: [contextWith(queue.ctx, {}), contextWith(queue.ctx, {})], sweepers: [contextWith(queue.ctx, {})], workers: queue.ctx },
-      registry: {
-        handlers: {
-          mixed: (data, context) => {
-            starts.set(context.job.id, (starts.get(context.job.id) ?? 0) + 1);
-            return watch.handler({ ...(data as object), id: context.job.id }, context);
-          },
-        },
-        retryPolicies: {},
-      },
+      registry: { handlers: { mixed: counter.handler }, retryPolicies: {} },
       auditor: queue.ctx,
       jobs,
       timeoutMs: 120_000,
     });
     expect(outcome.settled).toBe(true);
-    const audit = await auditJobs(queue.ctx, jobs, starts, new Map([['mixed', jobType]]));
+    // Nothing is injected here: every error a poller, sweeper or worker reports is a finding.
+    const audit = await auditJobs(queue.ctx, jobs, counter.starts, new Map([['mixed', jobType]]), { startsByAttempt: counter.byAttempt, errors: outcome.errors });
     expect(audit.findings).toEqual([]);
     expect(audit.byStatus).toEqual({ succeeded: 300 });
     expect(failedOnce.size).toBe(30);

@@ -10,6 +10,7 @@ import { readInFlight } from '../../../../../lib/store/counters.js';
 import { jobKey, queuedSortKey } from '../../../../../lib/store/keys.js';
 import type { JobType } from '../../../../../lib/domain/job-type.js';
 import { asFunction } from '../../../../support/queue.js';
+import { eventually } from '../../../../support/eventually.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest } from '../../../../support/lib-fixtures.js';
 
 const queue = freshQueuePerTest({ settings: { shards: 2 } });
@@ -61,11 +62,15 @@ describe('claiming ahead', () => {
     await enqueue(ctx, emails, 'a', { runAfterMs: T0 + 100 });
     await enqueue(ctx, emails, 'b', { runAfterMs: T0 + 100 + CLAIM_AHEAD_SLICE_MS - 1 });
     await enqueue(ctx, emails, 'c', { runAfterMs: T0 + 400 });
-    // A slice's claims run on while the poll waits for the next slice: before the clock moves on, they are given
-    // the real time they take, as they would have it.
-    const { invoker, options } = pollAhead([emails], clock.advance, {
+    // A slice's claims run on while the poll waits for the next slice, and take real time the manual clock does not
+    // pass: it moves on only once every slice before this wait has reached the worker, as it would have by then.
+    const invoker = new RecordingInvoker();
+    let waits = 0;
+    const { options } = pollAhead([emails], clock.advance, {
+      invoker,
       sleep: async (ms) => {
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        const slicesBefore = waits++;
+        await eventually(async () => invoker.batches.length, (handedOver) => handedOver >= slicesBefore);
         clock.advance(ms);
       },
     });

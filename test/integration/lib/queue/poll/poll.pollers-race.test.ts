@@ -9,22 +9,12 @@ import { getJob } from '../../../../../lib/queue/read-job.js';
 import { pollOnce } from '../../../../../lib/queue/poll/poll.js';
 import { type CursorCache } from '../../../../../lib/queue/poll/poll-state.js';
 import type { JobHandler } from '../../../../../lib/queue/attempt/run-batch.js';
-import { asFunction, type TestClock } from '../../../../support/queue.js';
+import { asFunction, realClock } from '../../../../support/queue.js';
 import { RunningInvoker, defineType, enqueue, freshQueuePerTest } from '../../../../support/lib-fixtures.js';
 
 const JOBS = 1_000;
 
-const realClock = (): TestClock => ({
-  nowMs: Date.now,
-  set: () => {
-    throw new Error('the real clock cannot be set');
-  },
-  advance: () => {
-    throw new Error('the real clock cannot be advanced');
-  },
-});
-
-const queue = freshQueuePerTest({ clock: realClock });
+const queue = freshQueuePerTest({ clock: () => realClock });
 
 test(`two pollers racing over the same shards start each of ${JOBS} jobs exactly once`, async () => {
   const { ctx } = queue();
@@ -57,6 +47,7 @@ test(`two pollers racing over the same shards start each of ${JOBS} jobs exactly
         totals.claimed += result.claimed;
         totals.lostRaces += result.lostRaces;
         totals.polls++;
+        // An idle poller's pause between polls, as its poll interval would be.
         if (result.claimed === 0) await delay(20);
       }
       return totals;

@@ -11,7 +11,7 @@ import { runWorkerBatch } from '../../../../../lib/queue/attempt/run-batch.js';
 import { sleepMs, watchInFlight } from '../../../../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../../../../support/queue.js';
 import type { QueueContext } from '../../../../../lib/queue/context.js';
-import { contextWith, runUntilSettled } from '../../../../support/scenario.js';
+import { auditJobs, contextWith, countStarts, runUntilSettled } from '../../../../support/scenario.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from '../../../../support/lib-fixtures.js';
 
 test('under concurrency 1, two pollers start jobs due at the same time in priority order', async () => {
@@ -30,14 +30,18 @@ test('under concurrency 1, two pollers start jobs due at the same time in priori
       jobs.push({ type: 'ordered', id: `job-${i}` });
     }
     const watch = watchInFlight(() => sleepMs(5));
+    const counter = countStarts(watch.handler);
     const outcome = await runUntilSettled({
       components: { pollers: [contextWith(queue.ctx, {}), contextWith(queue.ctx, {})], sweepers: [], workers: queue.ctx },
-      registry: { handlers: { ordered: watch.handler }, retryPolicies: {} },
+      registry: { handlers: { ordered: counter.handler }, retryPolicies: {} },
       auditor: queue.ctx,
       jobs,
       timeoutMs: 60_000,
     });
     expect(outcome.settled).toBe(true);
+    // Nothing is injected here: every error a poller or worker reports is a finding.
+    const audit = await auditJobs(queue.ctx, jobs, counter.starts, new Map([['ordered', jobType]]), { startsByAttempt: counter.byAttempt, errors: outcome.errors });
+    expect(audit.findings).toEqual([]);
     const byPriority = [...priorities.entries()].sort(([, a], [, b]) => a - b).map(([i]) => `job-${i}`);
     expect(watch.startedIds).toEqual(byPriority);
   } finally {

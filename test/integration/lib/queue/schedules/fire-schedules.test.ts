@@ -17,6 +17,7 @@ import { scheduleDefinitionFromInput, scheduleInputSchema } from '../../../../..
 import { tableItems } from '../../../../support/api.js';
 import { trackConsumedCapacity } from '../../../../../infra/local/aws/capacity-meter.js';
 import { asFunction, type TestQueue } from '../../../../support/queue.js';
+import { dyingBeforeAdvance } from '../../../../support/dying.js';
 import { defineType, freshQueuePerTest, RecordingInvoker, T0 } from '../../../../support/lib-fixtures.js';
 
 const queue = freshQueuePerTest();
@@ -32,19 +33,6 @@ async function schedule(ctx: QueueContext, name: string, jobType: JobType, body:
 async function jobIds(testQueue: TestQueue): Promise<string[]> {
   const items = await tableItems(testQueue);
   return items.filter((item) => String(item.pk).startsWith(PARTITION_PREFIX.job)).map((item) => String(item.id)).sort();
-}
-
-/** The poller's context, but it dies on writing a schedule: after the jobs of its fires were enqueued, before the schedule moved on. */
-function dyingBeforeAdvance(ctx: QueueContext): QueueContext {
-  const db = {
-    send: (command: unknown) => {
-      if (command instanceof PutCommand && String(command.input.Item?.pk).startsWith(PARTITION_PREFIX.schedule)) {
-        return Promise.reject(new Error('the poller was killed'));
-      }
-      return ctx.db.send(command as PutCommand);
-    },
-  };
-  return { ...ctx, db: db as unknown as QueueContext['db'] };
 }
 
 describe('firing', () => {

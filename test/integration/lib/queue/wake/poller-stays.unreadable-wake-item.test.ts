@@ -3,12 +3,11 @@
  * slept (lib/queue/wake/poller-stays.ts, lib/queue/wake/sweeper-stays.ts), and says so: a brownout of one item costs a full
  * run per tick and per wake, which an operator should see in the logs.
  */
-import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { afterEach, beforeEach, describe, expect, test, vi, type MockInstance } from 'vitest';
 import { createPollerHandler } from '../../../../../functions/poller/app.js';
 import { createSweeperHandler } from '../../../../../functions/sweeper/app.js';
 import type { QueueFunctionName } from '../../../../../infra/queue-function.js';
-import { faultError } from '../../../../support/faults.js';
+import { faultError, refuseCalls } from '../../../../support/faults.js';
 import { createTestQueue, realClock, type TestQueue } from '../../../../support/queue.js';
 import { RecordingWaker } from '../../../../support/lib-fixtures.js';
 
@@ -33,13 +32,7 @@ afterEach(async () => {
 
 /** Every call of `fn` that touches a wake item fails, as in a brownout of that one partition. */
 function failWakeItemCalls(fn: QueueFunctionName): void {
-  queue.clientsOf(fn).base.middlewareStack.addRelativeTo(
-    (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
-      if (JSON.stringify(args.input).includes('WAKE#')) throw faultError('InternalServerError');
-      return next(args);
-    },
-    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'failWakeItem' },
-  );
+  refuseCalls(queue.clientsOf(fn).base, ({ input }) => JSON.stringify(input).includes('WAKE#'), () => faultError('InternalServerError'));
 }
 
 const loggedIn = (spy: MockInstance<typeof console.log>, message: string): boolean => spy.mock.calls.some(([line]) => String(line).includes(message));
