@@ -31,7 +31,7 @@ import type { TargetClients } from '../../lib/targets/index.js';
 import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import type { WorkerRegistry } from '../../lib/queue/attempt/run-batch.js';
 import { KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
-import { deployContext } from '../cdk-context.js';
+import { deployContext, deployStackSettings } from '../cdk-context.js';
 import { DISK_SYNC_SETTING, readDiskSync, startDynamoDbLocal, type DiskSync, type DynamoDbLocal } from './aws/dynamodb-local.js';
 import type { IamDecision } from './aws/iam/iam-check.js';
 import { createLocalIam, type LocalIam } from './aws/iam/local-iam.js';
@@ -42,7 +42,7 @@ import { admitted, LOCAL_API_ADMISSION, type AdmissionLimits } from './aws/admis
 import { createLocalAsyncInvoker, enforceEventBridgeLimits, workerDeliveryFrom, type WorkerDelivery } from './aws/limits.js';
 import { invokeWithTimeout, type InvocationContext } from './aws/lambda-timeout.js';
 import { createInvocationReporter } from './aws/invocation-report.js';
-import { FUNCTION_MEMORY_SIZES_MB } from '../delayed-job-queue.js';
+import { FUNCTION_MEMORY_SIZES_MB, reservedConcurrency } from '../delayed-job-queue.js';
 import { functionTimeoutsS } from '../queue-stack.js';
 import { createLocalGateway } from './aws/gateway.js';
 import { createHttpServer } from './http-server.js';
@@ -164,7 +164,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   const invoke = <T>(fn: QueueFunctionName, handler: (context: InvocationContext) => Promise<T>): Promise<T> =>
     invokeWithTimeout(fn, timeoutsMs[fn], handler, { running: inFlight, report });
   // The handlers are made from the contexts, which hold the wakers that start them: they exist by the first tick.
-  const scheduled = createScheduledFunctions({ settings, iam, inFlight, signal: shutdown.signal }, (fn, event) =>
+  const scheduled = createScheduledFunctions({ settings, iam, inFlight, signal: shutdown.signal, reservedConcurrency: reservedConcurrency(deployStackSettings(), settings) }, (fn, event) =>
     invoke<unknown>(fn, (context) => (fn === 'poller' ? pollerHandler(event, context) : sweeperHandler(event, context))),
   );
   const { functionClients, contexts } = functionContexts(iam, clientOptions, settings, events, scheduled);

@@ -10,8 +10,9 @@
  * - Lambda's async queue hands an event over late (its function throttled: its reserved concurrency or the
  *   account's used up) and now and then twice. Off unless asked for (`WorkerDelivery`): the fault suite and
  *   tests switch it on, as may `npm start` (LOCAL_WORKER_* settings).
- * - The poller and the sweeper run no more invocations at once than the stack reserves for them: an event
- *   (a minute tick, a wake) beyond that is throttled and retried later, as Lambda's async queue does.
+ * - The poller and the sweeper, when the stack reserves concurrency for them, run no more invocations at once
+ *   than it reserves: an event (a minute tick, a wake) beyond that is throttled and retried later, as Lambda's
+ *   async queue does.
  */
 import { EventBridgeServiceException, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../../lib/aws/eventbridge.js';
@@ -131,7 +132,7 @@ export const THROTTLE_RETRY_FIRST_MS = 1_000;
 export const THROTTLE_RETRY_MAX_MS = 300_000;
 
 export interface LocalAsyncStartsOptions<Event> {
-  /** The executions the stack reserves for the function: an event beyond them is throttled. */
+  /** The executions the stack reserves for the function: an event beyond them is throttled. Infinity without a reservation. */
   concurrency: number;
   /** Every invocation started or still to start; the runtime waits for them on stop. */
   inFlight: Set<Promise<unknown>>;
