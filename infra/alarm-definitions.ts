@@ -78,7 +78,8 @@ export function alarmedMetrics(resources: AlarmedResources) {
   } as const satisfies Record<string, MetricRef | Record<string, MetricRef>>;
 }
 
-type AlarmSettings = Pick<StackSettings, 'dueLagAlarmMs' | 'workerEventAgeAlarmMs' | 'reservedConcurrency' | 'workerReservedConcurrency'>;
+/** The settings the alarms' thresholds and descriptions come from. */
+export type AlarmSettings = Pick<StackSettings, 'dueLagAlarmMs' | 'workerEventAgeAlarmMs' | 'reservedConcurrency' | 'workerReservedConcurrency'>;
 
 /** Any occurrence in a period breaches. */
 const anyAtAll = { comparison: 'GreaterThanThreshold', threshold: 0 } as const;

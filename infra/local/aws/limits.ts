@@ -53,8 +53,19 @@ export function workerDeliveryFrom(env: Env): WorkerDelivery {
   };
 }
 
+/** What Lambda publishes about a function's asynchronous invokes (its Throttles, AsyncEventAge and Errors metrics). */
+export interface AsyncInvokeMetrics {
+  /** An invoke Lambda could not run at once for want of concurrency, and retries. */
+  throttled(): void;
+  /** A batch handed to the function, `ageMs` after the invoke was accepted. */
+  delivered(ageMs: number): void;
+  /** An invocation that failed: its function threw or ran into its timeout. */
+  failed(): void;
+}
+
 export interface LocalAsyncInvokerOptions {
   delivery?: WorkerDelivery;
+  metrics?: AsyncInvokeMetrics;
   /** Every delivery still to come or running; the runtime waits for them on stop. */
   inFlight: Set<Promise<unknown>>;
   /** Pending deliveries are dropped once aborted, as a stopped runtime's would be. */
@@ -91,12 +102,17 @@ export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promis
   const deliver = (payload: string, delayMs: number): void => {
     // A copy of its own for each delivery, parsed from the JSON Lambda would carry.
     const batch = JSON.parse(payload) as WorkerBatch;
+    const acceptedAtMs = Date.now();
     const run = (async () => {
       if (delayMs > 0) {
         await wait(delayMs);
         if (options.signal?.aborted) return;
       }
-      await runBatch(batch);
+      options.metrics?.delivered(Date.now() - acceptedAtMs);
+      await runBatch(batch).catch((error: unknown) => {
+        options.metrics?.failed();
+        throw error;
+      });
     })().catch((error: unknown) => options.onError(error, batch));
     options.inFlight.add(run);
     void run.finally(() => options.inFlight.delete(run));
@@ -120,6 +136,7 @@ export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promis
         throw error;
       }
       const throttled = delivery.throttledPercent > 0 && random() * 100 < delivery.throttledPercent;
+      if (throttled) options.metrics?.throttled();
       const delayMs = delivery.delayMs + (throttled ? delivery.throttleDelayMs : 0);
       deliver(payload, delayMs);
       if (delivery.duplicate) deliver(payload, delayMs);
