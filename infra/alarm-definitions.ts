@@ -98,7 +98,9 @@ export function queueAlarmDefinitions(settings: AlarmSettings, resources: Alarme
       periodS: 60,
       comparison: 'GreaterThanThreshold',
       threshold: settings.dueLagAlarmMs,
-      evaluationPeriods: 3,
+      // Two minutes in a row. With a minute not yet reported counting as a breach, 2 of 3 put a queue in ALARM at
+      // its start, its first report evaluated with two missing minutes before it; 2 of 2 is OK from that report on.
+      evaluationPeriods: 2,
       datapointsToAlarm: 2,
       // Every poller run reports its lag every METRICS_REPORT_INTERVAL_MS, and a tick that sleeps reports 0: a
       // minute without it is a poller that stopped, or runs stuck or killed before they report, and its due jobs wait all the same.

@@ -29,6 +29,19 @@ function monitoredQueue(q: TestQueue) {
   return { monitoring, tick, endOfMinute };
 }
 
+test('on an idle queue every alarm is OK at each evaluation over ten minutes, the first included', async () => {
+  const q = queue();
+  await defineType(q.ctx, 'emails');
+  const { tick, endOfMinute } = monitoredQueue(q);
+  const minutes: string[][] = [];
+  for (let minute = 0; minute < 10; minute++) {
+    await tick();
+    minutes.push(endOfMinute());
+  }
+  const allOk = ['DueLagAlarm', 'WorkerErrorsAlarm', 'DeadLettersAlarm', 'DynamoDbThrottlesAlarm', 'WorkerThrottlesAlarm', 'WorkerEventAgeAlarm', 'WorkerDestinationFailuresAlarm'].map((name) => `${name} OK`);
+  expect(minutes).toEqual(Array.from({ length: 10 }, () => allOk));
+});
+
 test('with the pollers stopped, a due job left unclaimed turns DueLagAlarm to ALARM once its evaluation range holds no report, four minutes on', async () => {
   const q = queue();
   const emails = await defineType(q.ctx, 'emails');
