@@ -52,7 +52,8 @@ export function createLocalCloudWatch(options: LocalCloudWatchOptions): LocalClo
   const { alarms, nowMs } = options;
   const originMs = nowMs();
   const series = new Map(alarms.flatMap(metricsOf).map((metric) => [metricKey(metric), [] as Datapoint[]]));
-  const statuses = new Map(alarms.map((alarm) => [alarm.id, { name: alarm.id, state: 'INSUFFICIENT_DATA', reason: 'not evaluated yet', changedAtMs: originMs } as AlarmStatus]));
+  const created = (alarm: AlarmDefinition): AlarmStatus => ({ name: alarm.id, state: 'INSUFFICIENT_DATA', reason: 'not evaluated yet', changedAtMs: originMs });
+  const statuses = new Map(alarms.map((alarm) => [alarm.id, created(alarm)]));
   const keptMs = Math.max(0, ...alarms.map((alarm) => evaluationRangePeriods(alarm.evaluationPeriods) * alarm.periodS * 1000));
   let evaluatedAtMs = originMs;
 

@@ -72,7 +72,8 @@ export function createLocalMonitoring(options: LocalMonitoringOptions): LocalMon
 /** The runtime's: on the real clock, each change of state logged as it comes, until `signal` aborts. */
 export function startLocalMonitoring(options: Pick<LocalMonitoringOptions, 'stack' | 'tableName'>, signal: AbortSignal): LocalMonitoring {
   const monitoring = createLocalMonitoring({ ...options, nowMs: Date.now, onStateChange: logStateChange });
-  const timer = setInterval(monitoring.minute, EVALUATION_INTERVAL_MS);
+  // Never what keeps the process alive: a runtime that failed to start has no one to abort it.
+  const timer = setInterval(monitoring.minute, EVALUATION_INTERVAL_MS).unref();
   signal.addEventListener('abort', () => clearInterval(timer), { once: true });
   return monitoring;
 }
