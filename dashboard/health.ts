@@ -1,8 +1,8 @@
 /**
- * Whether the queue is healthy, from what the dashboard already fetched:
- * the roster and per-type lag of GET /v1/stats and the failures of GET /v1/metrics.
+ * Whether the queue is healthy, from what the dashboard already fetched: the roster, per-type lag and (from a
+ * server that evaluates them) the alarms of GET /v1/stats, and the failures of GET /v1/metrics.
  */
-import type { MetricsMinute, Stats } from './types.js';
+import type { AlarmStatus, MetricsMinute, Stats } from './types.js';
 
 export type HealthLevel = 'healthy' | 'degraded' | 'down';
 
@@ -46,6 +46,9 @@ export function assessHealth({ stats, statsError, metrics, nowMs }: HealthInput)
       degraded.push(`${type.name}: the oldest due job has waited ${Math.round((type.oldest_due_lag_ms ?? 0) / 1_000)} s`);
     }
   }
+  for (const alarm of stats.alarms ?? []) {
+    if (alarm.state === 'ALARM') degraded.push(`${alarm.name} is in ALARM: ${alarm.reason}`);
+  }
   const recent = (metrics ?? []).filter((minute) => Date.parse(minute.at) + 60_000 > nowMs - FAILURE_WINDOW_MS);
   const failed = recent.reduce((sum, minute) => sum + (minute.finished.failed ?? 0), 0);
   const expired = recent.reduce((sum, minute) => sum + (minute.finished.expired ?? 0), 0);
@@ -58,3 +61,11 @@ export function assessHealth({ stats, statsError, metrics, nowMs }: HealthInput)
   const failures = metrics === undefined ? 'failures not tracked by this server' : `no failures in the last ${FAILURE_WINDOW_MS / 60_000} min`;
   return { level: 'healthy', reasons: [`${pollers}, no due job older than ${LAG_THRESHOLD_MS / 1_000} s, ${failures}`] };
 }
+
+const ALARM_STATE_LABELS: ReadonlyMap<string, string> = new Map([['INSUFFICIENT_DATA', 'no data yet']]);
+
+/** How the health view names an alarm's state: a new alarm has no data until its first evaluation, a minute on. */
+export const alarmStateLabel = (state: AlarmStatus['state']): string => ALARM_STATE_LABELS.get(state) ?? state;
+
+/** What the health view says of the alarms when the server does not answer them. */
+export const ALARMS_ELSEWHERE = 'alarms: see CloudWatch (this server does not evaluate them)';

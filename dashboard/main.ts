@@ -4,8 +4,9 @@
  */
 import { ApiError, createApi, type Api, type MetricsMinute, type Stats } from './api.js';
 import type { SharedData, View, ViewContext } from './context.js';
+import type { AlarmStatus } from './types.js';
 import { h, routeLink } from './dom.js';
-import { assessHealth } from './health.js';
+import { alarmStateLabel, ALARMS_ELSEWHERE, assessHealth } from './health.js';
 import { jobsView, jobView } from './jobs.js';
 import { describe, overviewView } from './overview.js';
 import { schedulesView } from './schedules.js';
@@ -109,8 +110,16 @@ function renderHealth(banner: HTMLElement, updated: HTMLElement, data: SharedDat
   const title = { healthy: 'Healthy', degraded: 'Needs attention', down: 'Not healthy' }[health.level];
   banner.className = `health ${health.level}`;
   banner.setAttribute('data-level', health.level);
-  banner.replaceChildren(h('strong', {}, title), h('ul', {}, ...health.reasons.map((reason) => h('li', {}, reason))));
+  banner.replaceChildren(h('strong', {}, title), h('ul', {}, ...health.reasons.map((reason) => h('li', {}, reason))), ...alarmList(data.stats));
   updated.textContent = data.statsAtMs ? `updated ${new Date(data.statsAtMs).toLocaleTimeString(undefined, { hour12: false })}` : '';
+}
+
+/** Each of the stack's alarms with its state, its reason on hover; nothing until stats come. */
+function alarmList(stats: Stats | undefined): HTMLElement[] {
+  if (!stats) return [];
+  if (!stats.alarms) return [h('p', { class: 'alarms' }, ALARMS_ELSEWHERE)];
+  const item = ({ name, state, reason }: AlarmStatus) => h('li', { 'data-alarm': name, 'data-state': state, title: reason }, `${name} `, h('span', { class: `alarm-state ${state}` }, alarmStateLabel(state)));
+  return [h('ul', { class: 'alarms', 'aria-label': 'Alarms' }, ...stats.alarms.map(item))];
 }
 
 function startDashboard(key: string): void {

@@ -17,6 +17,8 @@ export interface Stats extends Omit<Wire.Stats, 'job_types'> {
   job_types: JobTypeStats[];
 }
 
+export type AlarmStatus = NonNullable<Wire.Stats['alarms']>[number];
+
 export type FinishedCounts = Partial<Wire.MetricsMinute['finished']>;
 
 export interface MetricsMinute extends Omit<Wire.MetricsMinute, 'finished'> {

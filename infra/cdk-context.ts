@@ -2,6 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from './queue-function.js';
+import { stackSettingsFrom, type StackSettings } from './settings.js';
 
 function contextFile(name: string): Record<string, unknown> {
   const path = join(REPO_ROOT, name);
@@ -24,4 +25,10 @@ function contextArguments(args: string[]): Record<string, string> {
 
 export function deployContext(args: string[] = []): Record<string, unknown> {
   return { ...contextFile('cdk.json'), ...contextFile('cdk.context.json'), ...contextArguments(args) };
+}
+
+/** The stack's settings as `cdk deploy` would read them from `context`, so the local runtime emulates what it would deploy. */
+export function deployStackSettings(context: Record<string, unknown> = deployContext()): StackSettings {
+  const values = new Map(Object.entries(context));
+  return stackSettingsFrom((key) => values.get(key));
 }

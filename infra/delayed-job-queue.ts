@@ -107,11 +107,17 @@ export function functionTimeoutsS(queue: Pick<QueueSettings, 'pollerRunMs'>): Re
 }
 
 /**
- * The executions the stack reserves (with RESERVED_CONCURRENCY) for the poller, each partition's and its
- * successor's, so a slow minute cannot pile up, and for the sweeper; the local runtime throttles at the same.
+ * The executions the stack reserves for each function, none unless RESERVED_CONCURRENCY: for the poller, each
+ * partition's and its successor's, so a slow minute cannot pile up; 2 for the sweeper; and the worker's setting.
+ * The lease on the wake item, not these, keeps one poller working per partition. The local runtime throttles the
+ * poller and the sweeper at the same, and only then.
  */
-export function scheduledConcurrency(queue: Pick<QueueSettings, 'pollerPartitions'>): { poller: number; sweeper: number } {
-  return { poller: 2 * queue.pollerPartitions, sweeper: 2 };
+export function reservedConcurrency(
+  settings: Pick<StackSettings, 'reservedConcurrency' | 'workerReservedConcurrency'>,
+  queue: Pick<QueueSettings, 'pollerPartitions'>,
+): Partial<Record<'poller' | 'sweeper' | 'worker', number>> {
+  if (!settings.reservedConcurrency) return {};
+  return { poller: 2 * queue.pollerPartitions, sweeper: 2, worker: settings.workerReservedConcurrency };
 }
 
 /** Each function's configured memory in MB, as the stack sets it; the local runtime's report lines name the same. */
@@ -280,6 +286,7 @@ export class DelayedJobQueue extends Construct {
     // The worker refuses the addresses it may not send to, and the api refuses them when a type is defined.
     const targetAddresses = { HTTP_TARGET_PRIVATE_ADDRESSES: settings.httpTargetPrivateAddresses };
     const timeoutsS = functionTimeoutsS(settings.queue);
+    const reserved = reservedConcurrency(settings, settings.queue);
 
     const worker = queueFunction('Worker', 'worker', {
       description: 'Runs a batch of claimed jobs and records each outcome',
@@ -289,7 +296,7 @@ export class DelayedJobQueue extends Construct {
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.worker,
       // Without a reservation the account's other functions can take all its concurrency, and the worker's batches
       // wait in Lambda's async queue; a batch that waits past its claims costs its jobs no attempt, only time.
-      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: settings.workerReservedConcurrency } : {}),
+      reservedConcurrentExecutions: reserved.worker,
     })
       .allowReadSecret(callbackTokenSecret)
       .allowPutEvents(this.eventBus, ...settings.targetEventBusArns)
@@ -310,7 +317,7 @@ export class DelayedJobQueue extends Construct {
       timeout: Duration.seconds(timeoutsS.poller),
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.poller,
       named: true,
-      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: scheduledConcurrency(settings.queue).poller } : {}),
+      reservedConcurrentExecutions: reserved.poller,
     })
       .allowInvoke(worker.function)
       .allowPutEvents(this.eventBus);
@@ -322,7 +329,7 @@ export class DelayedJobQueue extends Construct {
       timeout: Duration.seconds(timeoutsS.sweeper),
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.sweeper,
       named: true,
-      ...(settings.reservedConcurrency ? { reservedConcurrentExecutions: scheduledConcurrency(settings.queue).sweeper } : {}),
+      reservedConcurrentExecutions: reserved.sweeper,
     }).allowPutEvents(this.eventBus);
     this.scheduleSweeper(sweeper);
 

@@ -63,9 +63,9 @@ export interface DelayedJobQueueSettings {
   TARGET_FUNCTION_ARNS?: string;
   /** Buses `eventbridge` targets may send to, comma-separated ARNs. @default - none */
   TARGET_EVENT_BUS_ARNS?: string;
-  /** Reserved concurrency for the poller, the sweeper and the worker (an account whose quota is 10 needs false). @default true */
+  /** Reserved concurrency for the poller, the sweeper and the worker; the account's quota must exceed the reservations by 100. @default false */
   RESERVED_CONCURRENCY?: boolean;
-  /** The worker's reserved concurrency, when RESERVED_CONCURRENCY. @default 100 */
+  /** The worker's reserved concurrency, which caps the worker batches running at once; only with RESERVED_CONCURRENCY. @default 100 */
   WORKER_RESERVED_CONCURRENCY?: number;
   /** A worker batch may wait this long in Lambda's async queue before the event-age alarm fires. @default 30000 */
   WORKER_EVENT_AGE_ALARM_MS?: number;
@@ -94,13 +94,14 @@ export interface StackSettings {
   /** Buses `eventbridge` targets may send to (ARNs); the worker may send to these and the lifecycle bus only. */
   targetEventBusArns: string[];
   /**
-   * Reserved concurrency for the poller, the sweeper and the worker. Lambda keeps 10 of an account's concurrency
-   * unreserved, so an account whose quota is 10 can deploy only without it.
+   * Reserved concurrency for the poller, the sweeper and the worker. Lambda keeps 100 of an account's concurrency
+   * unreserved, so the reservations need a quota of 100 more than they add up to; a new account's quota may be
+   * as low as 10, where only a stack without them deploys. Hence off unless asked for.
    */
   reservedConcurrency: boolean;
   /**
    * The worker's reserved concurrency, when `reservedConcurrency`: other functions of the account cannot take it,
-   * and it caps the batches running at once (more wait in Lambda's async queue, throttled).
+   * and it is the only cap on the batches running at once (more wait in Lambda's async queue, throttled).
    */
   workerReservedConcurrency: number;
   /** A worker batch may wait this long in Lambda's async queue before the event-age alarm fires. */
@@ -212,6 +213,12 @@ export function stackSettingsFrom(read: ContextReader): StackSettings {
   // The stack schedules this many partitions, and a writer wakes the one owning a job's shard: every function is told, none left to a default.
   queueEnvironment.POLLER_PARTITIONS = String(queue.pollerPartitions);
   const alarmTopicArn = text(read, 'ALARM_TOPIC_ARN');
+  const reservedConcurrency = flag(read, 'RESERVED_CONCURRENCY', false);
+  const workerReservedConcurrency = integer(read, 'WORKER_RESERVED_CONCURRENCY', DEFAULT_WORKER_RESERVED_CONCURRENCY, 1, 100_000);
+  // Ignored, it would let the worker run uncapped while its setting reads as a cap.
+  if (!reservedConcurrency && text(read, 'WORKER_RESERVED_CONCURRENCY') !== undefined) {
+    throw new ConfigError('context WORKER_RESERVED_CONCURRENCY applies only with RESERVED_CONCURRENCY=true, which is false: set both, or neither');
+  }
   return {
     queueEnvironment,
     queue,
@@ -223,8 +230,8 @@ export function stackSettingsFrom(read: ContextReader): StackSettings {
     ...(alarmTopicArn ? { alarmTopicArn } : {}),
     targetFunctionArns: arns(read, 'TARGET_FUNCTION_ARNS'),
     targetEventBusArns: arns(read, 'TARGET_EVENT_BUS_ARNS'),
-    reservedConcurrency: flag(read, 'RESERVED_CONCURRENCY', true),
-    workerReservedConcurrency: integer(read, 'WORKER_RESERVED_CONCURRENCY', DEFAULT_WORKER_RESERVED_CONCURRENCY, 1, 100_000),
+    reservedConcurrency,
+    workerReservedConcurrency,
     workerEventAgeAlarmMs: integer(read, 'WORKER_EVENT_AGE_ALARM_MS', 30_000, 1_000, 21_600_000),
     httpTargetPrivateAddresses: oneOf(read, 'HTTP_TARGET_PRIVATE_ADDRESSES', PRIVATE_ADDRESS_CHOICES, PRIVATE_ADDRESS_CHOICES[0]),
   };

@@ -60,7 +60,7 @@ export const OPERATIONS = [
   { method: 'PUT', path: '/v1/job-types/{name}', access: ADMIN, route: 'putJobType', summary: 'Create or replace a job type (idempotent)', responses: { 201: definedJobTypeSchema, 200: definedJobTypeSchema }, body: jobTypeInputSchema },
   { method: 'POST', path: '/v1/job-types/{name}/pause', access: ADMIN, route: 'pauseJobType', summary: 'Stop claiming the type’s jobs', responses: { 200: jobTypeSchema } },
   { method: 'POST', path: '/v1/job-types/{name}/resume', access: ADMIN, route: 'resumeJobType', summary: 'Claim the type’s jobs again', responses: { 200: jobTypeSchema } },
-  { method: 'GET', path: '/v1/stats', access: READ_ANY, route: 'stats', summary: 'Due, scheduled and running jobs per type', responses: { 200: statsSchema } },
+  { method: 'GET', path: '/v1/stats', access: READ_ANY, route: 'stats', summary: 'Due, scheduled and running jobs per type, the live pollers and workers, and the alarms where the server evaluates them', responses: { 200: statsSchema } },
   { method: 'GET', path: '/v1/metrics', access: READ_ANY, route: 'metrics', summary: 'Per-minute outcomes and lag per type', responses: { 200: metricsSchema }, query: metricsQuerySchema },
   { method: 'POST', path: '/v1/jobs/{type}', access: typeScope('enqueue'), route: 'enqueueWithServerId', summary: 'Enqueue a job under a new server id', responses: { 201: jobSchema }, body: jobInputSchema, headers: TRACED },
   { method: 'GET', path: '/v1/jobs/{type}', access: typeScope('read'), route: 'listJobs', summary: 'List the type’s jobs by status, or by tag (newest enqueued first)', responses: { 200: jobPageSchema }, query: listJobsQuerySchema },

@@ -1,7 +1,8 @@
 /**
  * Metrics as CloudWatch embedded metric format (EMF) lines through Powertools.
- * Handlers record into a `QueueMetrics` and flush once per invocation; the
- * local runtime and tests get `noMetrics`, so nothing is printed there.
+ * Handlers record into a `QueueMetrics` and flush once per invocation; tests
+ * get `noMetrics`, so nothing is printed there, and the local runtime hands the
+ * lines to its own CloudWatch rather than printing them.
  */
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 
@@ -39,10 +40,23 @@ interface Entry {
  * EMF metrics when `POWERTOOLS_METRICS_NAMESPACE` is set (the stack sets it on
  * every function), nothing otherwise. One EMF line carries one dimension set, so
  * entries are grouped by their dimensions and each group becomes its own line.
+ * The `service` dimension is POWERTOOLS_SERVICE_NAME of `env`: in the local
+ * runtime every function shares one process and its environment.
+ *
+ * `write` takes each line in place of standard output, which Lambda sends to
+ * CloudWatch Logs: the local runtime's CloudWatch reads them (infra/local/aws/cloudwatch.ts).
  */
-export function createEmfMetrics(env: Record<string, string | undefined> = process.env): QueueMetrics {
+export function createEmfMetrics(env: Record<string, string | undefined> = process.env, write?: (line: string) => void): QueueMetrics {
   if (!env.POWERTOOLS_METRICS_NAMESPACE) return noMetrics;
-  const metrics = new Metrics({ namespace: env.POWERTOOLS_METRICS_NAMESPACE });
+  const metrics = new Metrics({ namespace: env.POWERTOOLS_METRICS_NAMESPACE, ...(env.POWERTOOLS_SERVICE_NAME ? { serviceName: env.POWERTOOLS_SERVICE_NAME } : {}) });
+  const publish = write
+    ? (): void => {
+        // What publishStoredMetrics prints, written elsewhere; it clears the same.
+        write(JSON.stringify(metrics.serializeMetrics()));
+        metrics.clearMetrics();
+        metrics.clearDimensions();
+      }
+    : (): void => void metrics.publishStoredMetrics();
   const groups = new Map<string, { dimensions: MetricDimensions; entries: Entry[] }>();
   const record = (entry: Entry, dimensions: MetricDimensions = {}): void => {
     const key = JSON.stringify(Object.entries(dimensions).sort(([a], [b]) => a.localeCompare(b)));
@@ -58,7 +72,7 @@ export function createEmfMetrics(env: Record<string, string | undefined> = proce
         for (let start = 0; start < entries.length; start += ENTRIES_PER_LINE) {
           metrics.addDimensions(dimensions);
           for (const { name, unit, value } of entries.slice(start, start + ENTRIES_PER_LINE)) metrics.addMetric(name, unit, value);
-          metrics.publishStoredMetrics();
+          publish();
         }
       }
       groups.clear();

@@ -31,10 +31,10 @@ import { createMemoryPublisher, type LifecycleEvent, type LifecyclePublisher } f
 import { fixedSecret } from '../../lib/aws/secrets.js';
 import { ensureTable } from '../../lib/store/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
-import type { WorkerBatch } from '../../lib/domain/invocations.js';
+import type { WorkerBatch, WorkerInvoker } from '../../lib/domain/invocations.js';
 import type { WorkerRegistry } from '../../lib/queue/attempt/run-batch.js';
 import { KEY_AUTHORIZER_CACHE_TTL_S } from '../api-gateway.js';
-import { deployContext } from '../cdk-context.js';
+import { deployContext, deployStackSettings } from '../cdk-context.js';
 import { DISK_SYNC_SETTING, readDiskSync, startDynamoDbLocal, type DiskSync, type DynamoDbLocal } from './aws/dynamodb-local.js';
 import type { IamDecision } from './aws/iam/iam-check.js';
 import { createLocalIam, type LocalIam } from './aws/iam/local-iam.js';
@@ -42,10 +42,11 @@ import { INDEX_LAG_SETTING } from './aws/index-lag.js';
 import { LOCAL_ACCOUNT_ID } from './aws/iam/local-policies.js';
 import { QUEUE_FUNCTIONS, readStackPolicies, type QueueFunctionName } from './aws/iam/stack-policies.js';
 import { admitted, LOCAL_API_ADMISSION, type AdmissionLimits } from './aws/admission.js';
-import { createLocalAsyncInvoker, enforceEventBridgeLimits, workerDeliveryFrom, type WorkerDelivery } from './aws/limits.js';
+import { createLocalAsyncInvoker, enforceEventBridgeLimits, workerDeliveryFrom, type LocalAsyncInvokerOptions, type WorkerDelivery } from './aws/limits.js';
+import { startLocalMonitoring } from './aws/monitoring.js';
 import { invokeWithTimeout, type InvocationContext } from './aws/lambda-timeout.js';
 import { createInvocationReporter } from './aws/invocation-report.js';
-import { FUNCTION_MEMORY_SIZES_MB, WAKER_STREAM_FILTERS } from '../delayed-job-queue.js';
+import { FUNCTION_MEMORY_SIZES_MB, reservedConcurrency, WAKER_STREAM_FILTERS } from '../delayed-job-queue.js';
 import { streamReadRequests } from './aws/iam/requests.js';
 import { startTableStream } from './aws/table-stream.js';
 import { createTimerQueue } from './aws/timer-queue.js';
@@ -170,13 +171,15 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   );
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
+  const stack = deployStackSettings();
+  const monitoring = startLocalMonitoring({ stack, tableName }, shutdown.signal);
   const timeoutsMs = functionTimeoutsMs(settings, options.functionTimeoutsMs);
   const report = createInvocationReporter({ memorySizesMb: FUNCTION_MEMORY_SIZES_MB, summarisedFunctions: REQUEST_PATHS });
   // An invocation cut at its timeout may still be running: stop waits for it as for any other.
   const invoke = <T>(fn: QueueFunctionName, handler: (context: InvocationContext) => Promise<T>): Promise<T> =>
     invokeWithTimeout(fn, timeoutsMs[fn], handler, { running: inFlight, report });
   // The handlers are made from the contexts, which hold the wakers that start them: they exist by the first tick.
-  const scheduled = createScheduledFunctions({ settings, iam, inFlight, signal: shutdown.signal }, (fn, event) =>
+  const scheduled = createScheduledFunctions({ settings, iam, inFlight, signal: shutdown.signal, reservedConcurrency: reservedConcurrency(stack, settings) }, (fn, event) =>
     invoke<unknown>(fn, (context) => (fn === 'poller' ? pollerHandler(event, context) : sweeperHandler(event, context))),
   );
   const { functionClients, contexts } = functionContexts(iam, clientOptions, settings, events, scheduled);
@@ -191,19 +194,11 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
 
   // One process runs both, so the roster shows it once as a poller and once as a worker, under one id.
   const identity = processIdentity();
-  const workerHandler = createWorkerHandler({ ctx: contexts.worker, registry, worker: identity, targets });
-  // Lambda's async invoke as deployed: its payload limit, and late, throttled or twice-delivered batches when asked for.
-  const invoker = iam.invokerFor(
-    'poller',
-    createLocalAsyncInvoker((batch) => invoke('worker', () => workerHandler(batch)), {
-      delivery: options.workerDelivery ?? workerDeliveryFrom(env),
-      inFlight,
-      signal: shutdown.signal,
-      onError: logWorkerFailure,
-    }),
-  );
-  const pollerHandler = createPollerHandler({ ctx: contexts.poller, invoker, identity, signal: shutdown.signal });
-  const sweeperHandler = createSweeperHandler({ ctx: contexts.sweeper, registry, signal: shutdown.signal });
+  const workerHandler = createWorkerHandler({ ctx: contexts.worker, registry, worker: identity, targets, metrics: monitoring.metricsFor('worker') });
+  const delivery = options.workerDelivery ?? workerDeliveryFrom(env);
+  const invoker = localWorkerInvoker(iam, (batch) => invoke('worker', () => workerHandler(batch)), { delivery, inFlight, signal: shutdown.signal, metrics: monitoring.workerInvokes });
+  const pollerHandler = createPollerHandler({ ctx: contexts.poller, invoker, identity, signal: shutdown.signal, metrics: monitoring.metricsFor('poller') });
+  const sweeperHandler = createSweeperHandler({ ctx: contexts.sweeper, registry, signal: shutdown.signal, metrics: monitoring.metricsFor('sweeper') });
   const waker = await startWaker({ env, iam, contexts, clientOptions, tableName, inFlight, signal: shutdown.signal, invoke });
   const ticks = scheduled.startTicks();
   const authorizer = createAuthorizer({
@@ -211,7 +206,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
     ...(env.API_TOKEN ? { staticAdminToken: env.API_TOKEN } : {}),
     callbackTokenSecret: fixedSecret(callbackTokenSecret),
   });
-  const api = createApiHandler({ ctx: contexts.api, registry });
+  const api = createApiHandler({ ctx: contexts.api, registry, alarms: monitoring.alarmStates });
   const gateway = createLocalGateway({ authorizer, api, authorizerTimeoutMs: timeoutsMs.authorizer, apiTimeoutMs: timeoutsMs.api, authorizerCacheTtlMs: authorizerCacheTtlMs(env), report });
   const server = createHttpServer(admitted(gateway, apiAdmission(env)));
   await listen(server, port);
@@ -299,6 +294,11 @@ function logDenial(decision: IamDecision): void {
   if (decision.allowed) return;
   const { fn, request } = decision;
   log('error', 'IAM check denied a call', { function: fn, action: request.action, resource: request.resource, context: request.context });
+}
+
+/** Lambda's async invoke of the worker as deployed: its payload limit and metrics, and late, throttled or twice-delivered batches when asked for. */
+function localWorkerInvoker(iam: LocalIam, runBatch: (batch: WorkerBatch) => Promise<unknown>, options: Omit<LocalAsyncInvokerOptions, 'onError'>): WorkerInvoker {
+  return iam.invokerFor('poller', createLocalAsyncInvoker(runBatch, { ...options, onError: logWorkerFailure }));
 }
 
 /** The stack sets the worker's async retryAttempts to 0: Lambda sends a batch whose invocation failed to the dead-letter queue. */

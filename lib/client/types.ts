@@ -315,6 +315,8 @@ export interface Stats {
   job_types: JobTypeStats[];
   pollers: PollerEntry[];
   workers: WorkerEntry[];
+  /** The stack's alarms (`DueLagAlarm`, ...), where the server evaluates them (`npm start`): why and when each went into its state. */
+  alarms?: { name: string; state: 'OK' | 'ALARM' | 'INSUFFICIENT_DATA'; reason: string; changed_at: string }[] | undefined;
 }
 
 export interface MetricsMinute {

@@ -1,7 +1,7 @@
 /**
  * The dashboard in a real browser (Debian's Chromium driven by playwright-core)
  * against `npm start`, as a new user meets it: open the printed URL, paste the
- * key, watch a queue, open a failed job and replay it, retry every failed job at once, cancel a running job.
+ * key, watch a queue and its alarms, open a failed job and replay it, retry every failed job at once, cancel a running job.
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -78,6 +78,15 @@ test('npm start prints the dashboard URL; the page takes the admin key and says 
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('API key').waitFor();
   expect(await page.evaluate('sessionStorage.length')).toBe(0);
+});
+
+test("the health view shows each of the stack's alarms with its state, none in ALARM on a queue at rest", async () => {
+  await signIn(runtime.token);
+  const alarms = page.locator('.health [data-alarm]');
+  await alarms.first().waitFor({ timeout: SEEN_WITHIN_MS });
+  const shown = await alarms.evaluateAll((items) => items.map((item) => ({ name: item.getAttribute('data-alarm'), state: item.getAttribute('data-state') })));
+  expect(shown.map(({ name }) => name)).toEqual(['DueLagAlarm', 'WorkerErrorsAlarm', 'DeadLettersAlarm', 'DynamoDbThrottlesAlarm', 'WorkerThrottlesAlarm', 'WorkerEventAgeAlarm', 'WorkerDestinationFailuresAlarm']);
+  expect(shown.filter(({ state }) => state === 'ALARM')).toEqual([]);
 });
 
 test('a key without a read: scope is told so at sign-in, not that the key was refused', async () => {

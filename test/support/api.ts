@@ -9,6 +9,7 @@ import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { afterEach, beforeEach } from 'vitest';
 import { createApiHandler } from '../../functions/api/app.js';
+import type { ApiDeps } from '../../functions/api/routes/route.js';
 import { createAuthorizer } from '../../functions/authorizer/app.js';
 import { createLocalGateway } from '../../infra/local/aws/gateway.js';
 import { httpApiEvent, lambdaContext } from '../../infra/local/http-server.js';
@@ -120,7 +121,7 @@ export function createApiClient(handler: ApiHandler, token: string = ADMIN_TOKEN
  */
 export function createTestApi(
   queue: FunctionContexts,
-  options: { registry?: WorkerRegistry; adminToken?: string; callbackTokenSecret?: string } = {},
+  options: { registry?: WorkerRegistry; adminToken?: string; callbackTokenSecret?: string; alarms?: ApiDeps['alarms'] } = {},
 ): ApiClient {
   const adminToken = options.adminToken ?? ADMIN_TOKEN;
   const authorizer = createAuthorizer({
@@ -128,7 +129,7 @@ export function createTestApi(
     staticAdminToken: adminToken,
     ...(options.callbackTokenSecret ? { callbackTokenSecret: fixedSecret(options.callbackTokenSecret) } : {}),
   });
-  const api = createApiHandler({ ctx: queue.as('api'), registry: options.registry ?? builtinRegistry }) as ApiHandler;
+  const api = createApiHandler({ ctx: queue.as('api'), registry: options.registry ?? builtinRegistry, ...(options.alarms ? { alarms: options.alarms } : {}) }) as ApiHandler;
   // The gateway keeps the authorizer's answers by the queue's clock, so a test can move past their TTL.
   const nowMs = () => queue.as('api').nowMs();
   return createApiClient(createLocalGateway({ authorizer, api, nowMs }), adminToken);

@@ -1,5 +1,6 @@
 /** What the route modules share: a route's signature, the api's dependencies, and the path parameters routes name. */
 import { mayRead } from '../access.js';
+import type { AlarmStatus } from '../../../lib/domain/alarms.js';
 import type { QueueContext } from '../../../lib/queue/context.js';
 import type { CustomRetryPolicies } from '../../../lib/domain/retry.js';
 import { JOB_ID_PATTERN } from '../../../lib/domain/job.js';
@@ -30,6 +31,11 @@ export interface ApiDeps {
    * @default LOCAL_TARGET_ADDRESSES
    */
   targetAddressPolicy?: TargetAddressPolicy;
+  /**
+   * The stack's alarms' states, where the server evaluates them itself (the local runtime); `GET /v1/stats`
+   * shows them. Deployed the api does not read CloudWatch, and they are left out.
+   */
+  alarms?: () => readonly AlarmStatus[];
 }
 
 /**

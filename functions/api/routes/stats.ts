@@ -4,13 +4,13 @@ import { rosterEntryToApi } from '../../../lib/wire/roster.js';
 import { metricsHistoryToApi } from '../../../lib/wire/metrics.js';
 import { readMetricsHistory } from '../../../lib/queue/telemetry/metrics-history.js';
 import { statsOfTypes } from '../../../lib/queue/read/type-stats.js';
-import { typeStatsToApi } from '../../../lib/wire/stats.js';
+import { alarmStatusToApi, typeStatsToApi } from '../../../lib/wire/stats.js';
 import { metricsQuerySchema } from '../../../lib/wire/api-requests.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import { json } from '../../shared/http.js';
 import { readableJobTypes, type ApiDeps, type Route } from './route.js';
 
-export function statsRoutes({ ctx }: ApiDeps) {
+export function statsRoutes({ ctx, alarms }: ApiDeps) {
   return {
     stats: async (_event, principal) => {
       const readable = await readableJobTypes(ctx, principal);
@@ -24,6 +24,7 @@ export function statsRoutes({ ctx }: ApiDeps) {
         })),
         pollers: roster.poller.map(rosterEntryToApi),
         workers: roster.worker.map(rosterEntryToApi),
+        ...(alarms ? { alarms: alarms().map(alarmStatusToApi) } : {}),
       });
     },
     metrics: async (event, principal) => {

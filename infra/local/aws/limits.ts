@@ -10,8 +10,9 @@
  * - Lambda's async queue hands an event over late (its function throttled: its reserved concurrency or the
  *   account's used up) and now and then twice. Off unless asked for (`WorkerDelivery`): the fault suite and
  *   tests switch it on, as may `npm start` (LOCAL_WORKER_* settings).
- * - The poller and the sweeper run no more invocations at once than the stack reserves for them: an event
- *   (a minute tick, a wake) beyond that is throttled and retried later, as Lambda's async queue does.
+ * - The poller and the sweeper, when the stack reserves concurrency for them, run no more invocations at once
+ *   than it reserves: an event (a minute tick, a wake) beyond that is throttled and retried later, as Lambda's
+ *   async queue does.
  */
 import { EventBridgeServiceException, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { PUT_EVENTS_MAX_BYTES, putEventsEntryBytes } from '../../../lib/aws/eventbridge.js';
@@ -52,8 +53,19 @@ export function workerDeliveryFrom(env: Env): WorkerDelivery {
   };
 }
 
+/** What Lambda publishes about a function's asynchronous invokes (its Throttles, AsyncEventAge and Errors metrics). */
+export interface AsyncInvokeMetrics {
+  /** An invoke Lambda could not run at once for want of concurrency, and retries. */
+  throttled(): void;
+  /** A batch handed to the function, `ageMs` after the invoke was accepted. */
+  delivered(ageMs: number): void;
+  /** An invocation that failed: its function threw or ran into its timeout. */
+  failed(): void;
+}
+
 export interface LocalAsyncInvokerOptions {
   delivery?: WorkerDelivery;
+  metrics?: AsyncInvokeMetrics;
   /** Every delivery still to come or running; the runtime waits for them on stop. */
   inFlight: Set<Promise<unknown>>;
   /** Pending deliveries are dropped once aborted, as a stopped runtime's would be. */
@@ -90,12 +102,17 @@ export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promis
   const deliver = (payload: string, delayMs: number): void => {
     // A copy of its own for each delivery, parsed from the JSON Lambda would carry.
     const batch = JSON.parse(payload) as WorkerBatch;
+    const acceptedAtMs = Date.now();
     const run = (async () => {
       if (delayMs > 0) {
         await wait(delayMs);
         if (options.signal?.aborted) return;
       }
-      await runBatch(batch);
+      options.metrics?.delivered(Date.now() - acceptedAtMs);
+      await runBatch(batch).catch((error: unknown) => {
+        options.metrics?.failed();
+        throw error;
+      });
     })().catch((error: unknown) => options.onError(error, batch));
     options.inFlight.add(run);
     void run.finally(() => options.inFlight.delete(run));
@@ -119,6 +136,7 @@ export function createLocalAsyncInvoker(runBatch: (batch: WorkerBatch) => Promis
         throw error;
       }
       const throttled = delivery.throttledPercent > 0 && random() * 100 < delivery.throttledPercent;
+      if (throttled) options.metrics?.throttled();
       const delayMs = delivery.delayMs + (throttled ? delivery.throttleDelayMs : 0);
       deliver(payload, delayMs);
       if (delivery.duplicate) deliver(payload, delayMs);
@@ -131,7 +149,7 @@ export const THROTTLE_RETRY_FIRST_MS = 1_000;
 export const THROTTLE_RETRY_MAX_MS = 300_000;
 
 export interface LocalAsyncStartsOptions<Event> {
-  /** The executions the stack reserves for the function: an event beyond them is throttled. */
+  /** The executions the stack reserves for the function: an event beyond them is throttled. Infinity without a reservation. */
   concurrency: number;
   /** Every invocation started or still to start; the runtime waits for them on stop. */
   inFlight: Set<Promise<unknown>>;

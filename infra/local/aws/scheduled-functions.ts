@@ -2,15 +2,15 @@
  * How the poller and the sweeper are started, done locally as the stack does it: EventBridge's rules start each
  * poller partition and the sweeper every minute (rate(1 minute)), whether or not the invocation started a minute
  * before still runs, and the functions that write what they act on wake them (lib/queue/wake/wake-requests.ts). Both
- * are Lambda asynchronous invokes: accepted at once, run within the executions the stack reserves, throttled and
- * retried beyond them (./aws-limits.ts). Locally the first tick comes at start rather than up to a minute later.
+ * are Lambda asynchronous invokes: accepted at once and run, throttled and retried only beyond the executions the
+ * stack reserves when it reserves some (./limits.ts). Locally the first tick comes at start rather than up to a
+ * minute later.
  */
 import { log } from '../../../functions/shared/log.js';
 import { ConfigError } from '../../../lib/domain/errors.js';
 import type { QueueSettings } from '../../../lib/queue/settings.js';
 import { wakeEventOf, type WakeInvoker } from '../../../lib/domain/invocations.js';
 import { shardsOfPartition } from '../../../lib/store/keys.js';
-import { scheduledConcurrency } from '../../delayed-job-queue.js';
 import { createLocalAsyncStarts, type LocalAsyncStarts } from './limits.js';
 import type { LocalIam } from './iam/local-iam.js';
 import type { QueueFunctionName } from './iam/stack-policies.js';
@@ -57,6 +57,11 @@ export interface ScheduledFunctionsOptions {
   inFlight: Set<Promise<unknown>>;
   /** Nothing starts once aborted, and events still waiting are dropped. */
   signal: AbortSignal;
+  /**
+   * The executions the stack reserves for each (infra/delayed-job-queue.ts's reservedConcurrency). One it reserves
+   * none for runs every start at once: Lambda throttles it only at the account's concurrency, not emulated here.
+   */
+  reservedConcurrency: Partial<Record<ScheduledFunction, number>>;
 }
 
 /** One invocation of `fn` with `event`, through the runtime's invoke: its Lambda timeout and its REPORT line. */
@@ -72,10 +77,9 @@ export interface ScheduledFunctions {
 /** An invocation that failed, or ran into its timeout, is only logged: the next tick or wake starts another, as deployed. */
 export function createScheduledFunctions(options: ScheduledFunctionsOptions, invoke: InvokeScheduled): ScheduledFunctions {
   const ticks = tickEventsOf(options.settings);
-  const concurrency = scheduledConcurrency(options.settings);
   const startsOf = (fn: ScheduledFunction): LocalAsyncStarts<unknown> =>
     createLocalAsyncStarts((event) => invoke(fn, event), {
-      concurrency: concurrency[fn],
+      concurrency: options.reservedConcurrency[fn] ?? Infinity,
       inFlight: options.inFlight,
       signal: options.signal,
       onError: (error) => log('error', `${fn} invocation failed`, { error }),

@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'vitest';
 import type { MetricsMinute, Stats } from '../../../dashboard/types.js';
 import { ABSENT, concurrencyInUse, count, duration, pausedState } from '../../../dashboard/format.js';
-import { assessHealth, LAG_THRESHOLD_MS, ASLEEP_GRACE_MS } from '../../../dashboard/health.js';
+import { alarmStateLabel, assessHealth, LAG_THRESHOLD_MS, ASLEEP_GRACE_MS } from '../../../dashboard/health.js';
 
 const NOW_MS = Date.parse('2026-11-21T10:30:30.000Z');
 const poller = { id: '1-a', host: 'h', shards: [0, 1, 2, 3], started_at: '2026-11-21T10:00:00.000Z', last_seen_at: '2026-11-21T10:30:25.000Z' };
@@ -85,4 +85,24 @@ describe('health', () => {
     expect(health.level).toBe('healthy');
     expect(health.reasons[0]).toContain('failures not tracked');
   });
+
+  test("an alarm in ALARM needs attention, with the alarm's reason", () => {
+    const alarms = [
+      { name: 'DueLagAlarm', state: 'ALARM' as const, reason: '2 of the last 2 datapoints greater than the threshold (120000)', changed_at: '2026-11-21T10:29:00.000Z' },
+      { name: 'WorkerErrorsAlarm', state: 'OK' as const, reason: '0 of the last 1 datapoints greater than the threshold (0)', changed_at: '2026-11-21T10:01:00.000Z' },
+    ];
+    expect(assessHealth({ stats: stats({ alarms }), statsError: undefined, metrics: [], nowMs: NOW_MS })).toEqual({
+      level: 'degraded',
+      reasons: ['DueLagAlarm is in ALARM: 2 of the last 2 datapoints greater than the threshold (120000)'],
+    });
+  });
+
+  test('an alarm not evaluated yet leaves the queue healthy: a new alarm has no data for its first minute', () => {
+    const alarms = [{ name: 'DueLagAlarm', state: 'INSUFFICIENT_DATA' as const, reason: 'not evaluated yet', changed_at: '2026-11-21T10:30:00.000Z' }];
+    expect(assessHealth({ stats: stats({ alarms }), statsError: undefined, metrics: [], nowMs: NOW_MS }).level).toBe('healthy');
+  });
+});
+
+test("an alarm's state reads as CloudWatch names it, but for a new alarm's, which reads as no data yet", () => {
+  expect([alarmStateLabel('OK'), alarmStateLabel('ALARM'), alarmStateLabel('INSUFFICIENT_DATA')]).toEqual(['OK', 'ALARM', 'no data yet']);
 });

@@ -445,11 +445,7 @@ describe('poller partitions', () => {
     ]);
   });
 
-  test('the poller has reserved concurrency for each partition and its successor, and Lambda never retries it', () => {
-    template.hasResourceProperties('AWS::Lambda::Function', {
-      Role: { 'Fn::GetAtt': [logicalIdOf(stack.functions.poller.role), 'Arn'] },
-      ReservedConcurrentExecutions: 4,
-    });
+  test('Lambda never retries the poller, nor keeps its event past the next start', () => {
     template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
       FunctionName: { Ref: logicalIdOf(stack.functions.poller.function) },
       MaximumRetryAttempts: 0,
@@ -519,17 +515,6 @@ describe('alarms', () => {
 
 describe('worker throttles and late batches', () => {
   const workerDimensions = () => [{ Name: 'FunctionName', Value: { Ref: logicalIdOf(stack.functions.worker.function) } }];
-
-  test('the worker has reserved concurrency, 100 unless WORKER_RESERVED_CONCURRENCY says otherwise', () => {
-    template.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('^Runs a batch'), ReservedConcurrentExecutions: 100 });
-    const configured = Template.fromStack(synthApp({ WORKER_RESERVED_CONCURRENCY: '250' }, { bundle: false }).stack);
-    configured.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('^Runs a batch'), ReservedConcurrentExecutions: 250 });
-  });
-
-  test('without RESERVED_CONCURRENCY the worker reserves none either', () => {
-    const unreserved = Template.fromStack(synthApp({ RESERVED_CONCURRENCY: 'false' }, { bundle: false }).stack);
-    unreserved.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('^Runs a batch'), ReservedConcurrentExecutions: Match.absent() });
-  });
 
   test('throttled worker invokes, batches waiting in the async queue and batches lost on the way to the dead-letter queue each have an alarm', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { Namespace: 'AWS/Lambda', MetricName: 'Throttles', Dimensions: workerDimensions(), Threshold: 0 });

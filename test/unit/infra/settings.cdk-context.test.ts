@@ -39,8 +39,14 @@ const reservedConcurrency = (stack: QueueStack) =>
   Object.fromEntries(Object.entries(functionProperties(stack)).map(([name, properties]) => [name, properties.ReservedConcurrentExecutions]));
 
 describe('RESERVED_CONCURRENCY', () => {
-  test('by default the poller reserves 2 per partition, the sweeper 2 and the worker WORKER_RESERVED_CONCURRENCY (100); the api and the authorizer none', () => {
-    expect(reservedConcurrency(synthStack({ POLLER_PARTITIONS: '2' }))).toEqual({
+  test('by default no function of the template reserves concurrency, so an account with a low Lambda quota can deploy', () => {
+    const functions = Template.fromStack(synthStack({ POLLER_PARTITIONS: '2' })).findResources('AWS::Lambda::Function');
+    expect(Object.keys(functions).length).toBeGreaterThanOrEqual(5);
+    expect(Object.values(functions).filter((fn) => fn.Properties.ReservedConcurrentExecutions !== undefined)).toEqual([]);
+  });
+
+  test('true reserves 2 per poller partition, 2 for the sweeper and WORKER_RESERVED_CONCURRENCY (100) for the worker; the api and the authorizer none', () => {
+    expect(reservedConcurrency(synthStack({ POLLER_PARTITIONS: '2', RESERVED_CONCURRENCY: 'true' }))).toEqual({
       api: undefined,
       authorizer: undefined,
       poller: 4,
@@ -50,21 +56,12 @@ describe('RESERVED_CONCURRENCY', () => {
   });
 
   test("WORKER_RESERVED_CONCURRENCY sets the worker's", () => {
-    expect(reservedConcurrency(synthStack({ WORKER_RESERVED_CONCURRENCY: '20' }))).toMatchObject({ worker: 20 });
+    expect(reservedConcurrency(synthStack({ RESERVED_CONCURRENCY: 'true', WORKER_RESERVED_CONCURRENCY: '20' }))).toMatchObject({ worker: 20 });
   });
 
-  test('true keeps them, as the default does', () => {
-    expect(reservedConcurrency(synthStack({ RESERVED_CONCURRENCY: 'true' }))).toMatchObject({ poller: 2, sweeper: 2 });
-  });
-
-  test('false reserves none, so an account whose concurrency quota is 10 can deploy', () => {
-    expect(reservedConcurrency(synthStack({ POLLER_PARTITIONS: '2', RESERVED_CONCURRENCY: 'false' }))).toEqual({
-      api: undefined,
-      authorizer: undefined,
-      poller: undefined,
-      worker: undefined,
-      sweeper: undefined,
-    });
+  test('WORKER_RESERVED_CONCURRENCY without RESERVED_CONCURRENCY is refused rather than ignored: the worker would run uncapped', () => {
+    expect(() => synthStack({ WORKER_RESERVED_CONCURRENCY: '20' })).toThrow(ConfigError);
+    expect(() => synthStack({ WORKER_RESERVED_CONCURRENCY: '20' })).toThrow('context WORKER_RESERVED_CONCURRENCY applies only with RESERVED_CONCURRENCY=true');
   });
 
   test('any other value is a ConfigError naming the key and the value', () => {

@@ -98,7 +98,9 @@ const SCENARIOS: Record<RouteName, () => Promise<ApiResponse[]>> = {
     await recordRosterEntry(fixture().queue.as('poller'), { role: 'poller', id: 'p-1', host: 'host-a', startedAtMs, shards: [0, 1] });
     await recordRosterEntry(fixture().queue.as('worker'), { role: 'worker', id: 'w-1', host: 'host-a', startedAtMs });
     await awaitingCallback('j-1');
-    return [await api().get('/v1/stats')];
+    // As a server that evaluates the stack's alarms (npm start) answers, with them.
+    const alarms = () => [{ name: 'DueLagAlarm', state: 'ALARM' as const, reason: '2 of the last 2 datapoints greater than the threshold (120000)', changedAtMs: startedAtMs }];
+    return [await createTestApi(fixture().queue, { alarms }).get('/v1/stats')];
   },
   metrics: async () => {
     await awaitingCallback('j-1');

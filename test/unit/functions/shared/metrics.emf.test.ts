@@ -45,6 +45,20 @@ describe('EMF metrics', () => {
     expect(emf[2]).toMatchObject({ type: 'sms', Succeeded: 1 });
   });
 
+  test("with a writer the lines go to it, not to standard output, under the service its environment names", () => {
+    const written: string[] = [];
+    const metrics = createEmfMetrics({ POWERTOOLS_METRICS_NAMESPACE: 'queue-test', POWERTOOLS_SERVICE_NAME: 'poller' }, (line) => written.push(line));
+    const printed = stdoutLines(() => {
+      metrics.milliseconds('OldestDueLagMs', 0);
+      metrics.flush();
+      metrics.flush();
+    });
+    expect(printed).toEqual([]);
+    expect(written.map((line) => JSON.parse(line))).toEqual([
+      expect.objectContaining({ service: 'poller', OldestDueLagMs: 0, _aws: expect.objectContaining({ CloudWatchMetrics: [expect.objectContaining({ Namespace: 'queue-test', Dimensions: [['service']] })] }) }),
+    ]);
+  });
+
   test('a flush forgets what it wrote', () => {
     const metrics = createEmfMetrics({ POWERTOOLS_METRICS_NAMESPACE: 'queue-test' });
     const lines = stdoutLines(() => {

@@ -32,7 +32,7 @@ function runtimeWith(handlerMs: number, timeoutMs: number) {
     await sleep(handlerMs);
   };
   const scheduled = createScheduledFunctions(
-    { settings: { pollerPartitions: 2, shards: 4 }, iam: localIamFor(`local-wakes-${Date.now()}`), inFlight, signal: stop.signal },
+    { settings: { pollerPartitions: 2, shards: 4 }, iam: localIamFor(`local-wakes-${Date.now()}`), inFlight, signal: stop.signal, reservedConcurrency: {} },
     (fn, event) => invokeWithTimeout(fn, timeoutMs, (context) => handler(fn, event, context), { running: inFlight, report }),
   );
   return { scheduled, reports, events };

@@ -224,6 +224,60 @@ describe('late, throttled and duplicated delivery', () => {
   });
 });
 
+describe("what Lambda publishes about the worker's invokes", () => {
+  /** An invoker whose worker throws when `fails`, recording what Lambda would publish. */
+  function measuredInvoker(delivery: Partial<WorkerDelivery>, fails = false) {
+    const published: string[] = [];
+    const errors: unknown[] = [];
+    const inFlight = new Set<Promise<unknown>>();
+    const invoker = createLocalAsyncInvoker(
+      async () => {
+        if (fails) throw new Error('worker crashed');
+      },
+      {
+        delivery: { delayMs: 0, duplicate: false, throttledPercent: 0, throttleDelayMs: 0, ...delivery },
+        inFlight,
+        onError: (error) => errors.push(error),
+        metrics: { throttled: () => published.push('throttled'), delivered: (ageMs) => published.push(`delivered after ${ageMs} ms`), failed: () => published.push('failed') },
+      },
+    );
+    return { invoker, published, errors, inFlight };
+  }
+
+  test("each delivery's age is the time from the invoke's acceptance to the worker's start", async () => {
+    vi.useFakeTimers();
+    try {
+      const { invoker, published } = measuredInvoker({ delayMs: 2_000 });
+      await invoker.invoke(batchOfBytes(1_000));
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(published).toEqual(['delivered after 2000 ms']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  test('a throttled invoke counts as a throttle when invoked, and its delivery is older by the throttle delay', async () => {
+    vi.useFakeTimers();
+    try {
+      const { invoker, published } = measuredInvoker({ throttledPercent: 100, throttleDelayMs: 5_000 });
+      await invoker.invoke(batchOfBytes(1_000));
+      expect(published).toEqual(['throttled']);
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(published).toEqual(['throttled', 'delivered after 5000 ms']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  test('an invocation that throws counts as failed, and is reported as before', async () => {
+    const { invoker, published, errors, inFlight } = measuredInvoker({}, true);
+    await invoker.invoke(batchOfBytes(1_000));
+    await Promise.all([...inFlight]);
+    expect(published.filter((what) => !what.startsWith('delivered'))).toEqual(['failed']);
+    expect(errors).toEqual([new Error('worker crashed')]);
+  });
+});
+
 describe("EventBridge's PutEvents limit", () => {
   const client = () =>
     enforceEventBridgeLimits(new EventBridgeClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 }));

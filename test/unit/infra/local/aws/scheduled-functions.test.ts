@@ -43,12 +43,12 @@ describe('minute ticks', () => {
 
 describe('the poller and the sweeper, ticked and woken', () => {
   /** Invocations that run until the test ends them, each recorded with its function and event. */
-  function scheduledWith(settings = { pollerPartitions: 2, shards: 4 }) {
+  function scheduledWith(settings = { pollerPartitions: 2, shards: 4 }, reservedConcurrency: Partial<Record<ScheduledFunction, number>> = {}) {
     const invocations: { fn: ScheduledFunction; event: unknown; end: () => void }[] = [];
     const inFlight = new Set<Promise<unknown>>();
     const stop = new AbortController();
     const passThroughIam: Pick<LocalIam, 'wakerFor'> = { wakerFor: (_fn, waker) => waker };
-    const scheduled = createScheduledFunctions({ settings, iam: passThroughIam, inFlight, signal: stop.signal }, (fn, event) =>
+    const scheduled = createScheduledFunctions({ settings, iam: passThroughIam, inFlight, signal: stop.signal, reservedConcurrency }, (fn, event) =>
       new Promise<void>((resolve) => invocations.push({ fn, event, end: resolve })),
     );
     return { scheduled, invocations, inFlight, stop };
@@ -86,8 +86,8 @@ describe('the poller and the sweeper, ticked and woken', () => {
     expect(invocations.map(({ fn, event }) => ({ fn, event }))[1]).toEqual({ fn: 'sweeper', event: { wake: true } });
   });
 
-  test('beyond the executions the stack reserves (2 per poller partition, 2 for the sweeper) a start waits, and runs once one ends', async () => {
-    const { scheduled, invocations } = scheduledWith({ pollerPartitions: 1, shards: 4 });
+  test('beyond the executions the stack reserves a start waits, and runs once one ends', async () => {
+    const { scheduled, invocations } = scheduledWith({ pollerPartitions: 1, shards: 4 }, { poller: 2, sweeper: 2 });
     const waker = scheduled.wakerFor('sweeper');
     for (let i = 0; i < 3; i++) await waker.wake({ role: 'sweeper' });
     await vi.advanceTimersByTimeAsync(5_000);
@@ -97,13 +97,21 @@ describe('the poller and the sweeper, ticked and woken', () => {
     expect(invocations).toHaveLength(3);
   });
 
+  test('a function the stack reserves no executions for runs every start at once, as Lambda does within the account', async () => {
+    const { scheduled, invocations } = scheduledWith({ pollerPartitions: 1, shards: 4 }, { poller: 2 });
+    const waker = scheduled.wakerFor('sweeper');
+    for (let i = 0; i < 3; i++) await waker.wake({ role: 'sweeper' });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(invocations).toHaveLength(3);
+  });
+
   test('each wake is checked against the role of the function that wakes', async () => {
     const { inFlight, stop } = scheduledWith();
     const checked: string[] = [];
     const recordingIam: Pick<LocalIam, 'wakerFor'> = {
       wakerFor: (fn, waker) => ({ wake: async (request) => (checked.push(`${fn} wakes the ${request.role}`), waker.wake(request)) }),
     };
-    const scheduled = createScheduledFunctions({ settings: { pollerPartitions: 1, shards: 1 }, iam: recordingIam, inFlight, signal: stop.signal }, async () => undefined);
+    const scheduled = createScheduledFunctions({ settings: { pollerPartitions: 1, shards: 1 }, iam: recordingIam, inFlight, signal: stop.signal, reservedConcurrency: {} }, async () => undefined);
     await scheduled.wakerFor('worker').wake({ role: 'poller', shards: [0] });
     expect(checked).toEqual(['worker wakes the poller']);
   });

@@ -1,0 +1,84 @@
+/**
+ * The stack's alarms, done locally: the definitions the stack deploys (infra/alarm-definitions.ts), with the
+ * thresholds the deployer's context gives them, evaluated on a CloudWatch of the runtime's own (./cloudwatch.ts)
+ * from what the deployed system would publish. That is the functions' EMF metrics, and those of the AWS services'
+ * metrics whose cause the runtime emulates: Lambda's Errors, Throttles and AsyncEventAge of the worker, and SQS's
+ * depth of the worker's dead-letter queue, where a batch whose invocation failed stays, as a message would, until
+ * the runtime stops. Nothing publishes Lambda's DestinationDeliveryFailures (a batch whose failure record would not
+ * fit the queue is refused before it runs, ./limits.ts) nor DynamoDB's throttle events (DynamoDB Local does not
+ * throttle), so locally those two alarms stay OK.
+ */
+import { log } from '../../../functions/shared/log.js';
+import { createEmfMetrics, type QueueMetrics } from '../../../functions/shared/metrics.js';
+import type { AlarmStatus } from '../../../lib/domain/alarms.js';
+import { alarmedMetrics, queueAlarmDefinitions, type AlarmedResources, type AlarmSettings } from '../../alarm-definitions.js';
+import { DEFAULT_STACK_NAME } from '../../queue-app.js';
+import { createLocalCloudWatch, EVALUATION_INTERVAL_MS } from './cloudwatch.js';
+import type { QueueFunctionName } from './iam/stack-policies.js';
+import type { AsyncInvokeMetrics } from './limits.js';
+
+export interface LocalMonitoring {
+  /** Function `fn`'s EMF metrics as the stack configures them (namespace, `service`), read by this CloudWatch. */
+  metricsFor(fn: QueueFunctionName): QueueMetrics;
+  /** Lambda's metrics of the worker's async invokes; a failed invocation also leaves its batch in the dead-letter queue. */
+  workerInvokes: AsyncInvokeMetrics;
+  /** Every alarm's state now. */
+  alarmStates(): AlarmStatus[];
+  /** What SQS publishes every minute, the dead-letter queue's depth; then the alarms are evaluated. */
+  minute(): void;
+}
+
+export interface LocalMonitoringOptions {
+  /** The stack's settings, as `cdk deploy` would read them (infra/cdk-context.ts). */
+  stack: AlarmSettings;
+  tableName: string;
+  nowMs: () => number;
+  onStateChange?: (status: AlarmStatus) => void;
+}
+
+/** The local runtime's names for what the alarms watch: the namespace the stack would use, and names of its own. */
+export function localAlarmedResources(tableName: string): AlarmedResources {
+  return { metricsNamespace: DEFAULT_STACK_NAME, workerFunctionName: 'worker', deadLetterQueueName: 'worker-dead-letters', tableName };
+}
+
+export function createLocalMonitoring(options: LocalMonitoringOptions): LocalMonitoring {
+  const resources = localAlarmedResources(options.tableName);
+  const metrics = alarmedMetrics(resources);
+  const cloudWatch = createLocalCloudWatch({
+    alarms: queueAlarmDefinitions(options.stack, resources),
+    nowMs: options.nowMs,
+    ...(options.onStateChange ? { onStateChange: options.onStateChange } : {}),
+  });
+  let deadLetters = 0;
+  return {
+    metricsFor: (fn) => createEmfMetrics({ POWERTOOLS_METRICS_NAMESPACE: resources.metricsNamespace, POWERTOOLS_SERVICE_NAME: fn }, cloudWatch.putEmf),
+    workerInvokes: {
+      throttled: () => cloudWatch.put(metrics.workerThrottles, 1),
+      delivered: (ageMs) => cloudWatch.put(metrics.workerAsyncEventAge, ageMs),
+      failed: () => {
+        cloudWatch.put(metrics.workerErrors, 1);
+        deadLetters += 1;
+        cloudWatch.put(metrics.deadLettersVisible, deadLetters);
+      },
+    },
+    alarmStates: cloudWatch.alarmStates,
+    minute: () => {
+      cloudWatch.put(metrics.deadLettersVisible, deadLetters);
+      cloudWatch.alarmStates();
+    },
+  };
+}
+
+/** The runtime's: on the real clock, each change of state logged as it comes, until `signal` aborts. */
+export function startLocalMonitoring(options: Pick<LocalMonitoringOptions, 'stack' | 'tableName'>, signal: AbortSignal): LocalMonitoring {
+  const monitoring = createLocalMonitoring({ ...options, nowMs: Date.now, onStateChange: logStateChange });
+  // Never what keeps the process alive: a runtime that failed to start has no one to abort it.
+  const timer = setInterval(monitoring.minute, EVALUATION_INTERVAL_MS).unref();
+  signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+  return monitoring;
+}
+
+/** Where the stack's alarm actions would notify ALARM_TOPIC_ARN, `npm start` says it in its log. */
+function logStateChange({ name, state, reason }: AlarmStatus): void {
+  log(state === 'ALARM' ? 'warn' : 'info', `alarm ${name} is ${state}`, { reason });
+}
