@@ -19,10 +19,7 @@ import type { IAlarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { FilterCriteria, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -31,13 +28,13 @@ import { API_TIMEOUT_S, AUTHORIZER_TIMEOUT_S, WORKER_TIMEOUT_S } from '../lib/do
 import { FAILURE_DESTINATION_MAX_BYTES } from '../lib/queue/poll/worker-batches.js';
 import type { QueueSettings } from '../lib/queue/settings.js';
 import { TABLE_SCHEMA } from '../lib/store/table.js';
-import { LANE_PARTITION_PREFIXES } from '../lib/store/keys.js';
 import { createQueueAlarms } from './alarms.js';
 import { checkFixedSettings, SETTINGS_RECORD_FILE } from './fixed-settings.js';
 import { createQueueHttpApi } from './http-api.js';
 import { QueueFunction, type LiteralFunctionName, type QueueFunctionName, type QueueFunctionProps } from './queue-function.js';
 import { settingsFromProps, shardsOfPartition, type DelayedJobQueueSettings, type StackSettings } from './settings.js';
 import { TABLE_GRANTS } from './table-grants.js';
+import { createWakeTimerQueue, startWakerFrom, WAKER_TIMEOUT_S } from './waker.js';
 
 export type { DelayedJobQueueSettings } from './settings.js';
 
@@ -74,28 +71,6 @@ function handlerModulePath(handlers: string): string {
 
 /** Lambda's async invoke queue keeps a poller event no longer than this: a late poller would only overlap the next. */
 const SCHEDULED_EVENT_MAX_AGE = Duration.minutes(1);
-
-/**
- * The waker's timeout: a wake item's read and hold, an asynchronous invoke and a timer's send, each bounded to a few
- * seconds (ASYNC_DELIVERY_CALL_LIMITS), with room; a batch that runs out is delivered again.
- */
-const WAKER_TIMEOUT_S = 30;
-
-/**
- * Stream records older than this are dropped after their retries: by then a minute tick has found their entries.
- * Lambda's least.
- */
-const WAKER_STREAM_RECORD_MAX_AGE = Duration.minutes(1);
-
-/**
- * The waker's stream filters, one per lane prefix (Lambda keeps a record that any matches): lane entries put or
- * changed, never removed ones, nor the items that are no lane entry. The local runtime applies the same
- * (infra/local/aws/table-stream.ts).
- */
-export const WAKER_STREAM_FILTERS: Record<string, unknown>[] = LANE_PARTITION_PREFIXES.map((prefix) => ({
-  eventName: ['INSERT', 'MODIFY'],
-  dynamodb: { NewImage: { [TABLE_SCHEMA.dueIndex.partitionKey]: { S: [{ prefix }] } } },
-}));
 
 /**
  * Each function's Lambda timeout in seconds, as the stack sets it; the local runtime cuts its invocations at the
@@ -176,7 +151,7 @@ export class DelayedJobQueue extends Construct {
     this.table = this.createTable(settings);
     this.eventBus = new EventBus(this, 'LifecycleEvents', { description: 'Job lifecycle events of the delayed job queue' });
     this.deadLetterQueue = this.createDeadLetterQueue();
-    this.wakeTimerQueue = this.createWakeTimerQueue();
+    this.wakeTimerQueue = createWakeTimerQueue(this);
     // Named after the stack unless given, so two deployments in one account (dev and prod, say) keep their metrics apart.
     const metricsNamespace = props.metricsNamespace ?? Stack.of(this).stackName;
     const callbackTokenSecret = (this.callbackTokenSecret = this.createCallbackTokenSecret());
@@ -236,24 +211,6 @@ export class DelayedJobQueue extends Construct {
     Validations.of(queue).acknowledge({
       id: 'AwsSolutions::AwsSolutions-SQS3',
       reason: "This queue is the worker's on-failure destination, a dead-letter queue itself; a queue behind it would only move the same messages again.",
-    });
-    return queue;
-  }
-
-  /**
-   * The waker's timers. Kept an hour at most: a timer is worth nothing once a minute tick has passed its due time.
-   * Its visibility timeout outlasts the waker's, as Lambda asks of a queue it reads.
-   */
-  private createWakeTimerQueue(): Queue {
-    const queue = new Queue(this, 'WakeTimers', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.hours(1),
-      visibilityTimeout: Duration.seconds(6 * WAKER_TIMEOUT_S),
-    });
-    Validations.of(queue).acknowledge({
-      id: 'AwsSolutions::AwsSolutions-SQS3',
-      reason: 'A timer the waker cannot handle is only a wake that comes late: the minute tick finds the same work, so no message is worth keeping in a dead-letter queue.',
     });
     return queue;
   }
@@ -347,43 +304,15 @@ export class DelayedJobQueue extends Construct {
       timeout: Duration.seconds(timeoutsS.authorizer),
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.authorizer,
     }).allowReadSecret(callbackTokenSecret);
-    const waker = this.createWaker(queueFunction, queueEnvironment, timeoutsS.waker);
-    allowWakes([api, worker, poller, sweeper, waker], { poller, sweeper });
-    return { api, authorizer, poller, worker, sweeper, waker };
-  }
-
-  /**
-   * The waker reads the table's stream, filtered to lane entries written (queue/wake/wake-on-write.ts), and its own
-   * timers, and wakes the poller or the sweeper that must find them.
-   */
-  private createWaker(queueFunction: (id: string, entry: QueueFunctionName, spec: FunctionSpec) => QueueFunction, environment: Record<string, string>, timeoutS: number): QueueFunction {
     const waker = queueFunction('Waker', 'waker', {
       description: 'Wakes the poller or the sweeper for lane entries written, at once or by a timer',
-      environment: { ...environment, WAKE_TIMER_QUEUE_URL: this.wakeTimerQueue.queueUrl },
-      timeout: Duration.seconds(timeoutS),
+      environment: queueEnvironment,
+      timeout: Duration.seconds(timeoutsS.waker),
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.waker,
     });
-    this.wakeTimerQueue.grantSendMessages(waker.function);
-    // The mapping reads the stream with the waker's role: granted on this table's stream only (DynamoEventSource would
-    // grant ListStreams on every resource).
-    waker.role.addToPolicy(
-      new PolicyStatement({
-        actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'],
-        resources: [this.table.tableStreamArn!],
-      }),
-    );
-    waker.function.addEventSourceMapping('TableStream', {
-      eventSourceArn: this.table.tableStreamArn!,
-      startingPosition: StartingPosition.LATEST,
-      batchSize: 100,
-      // A failing batch holds its shard back: split it to pass what can be handled, and drop what ticks will find.
-      bisectBatchOnError: true,
-      retryAttempts: 5,
-      maxRecordAge: WAKER_STREAM_RECORD_MAX_AGE,
-      filters: WAKER_STREAM_FILTERS.map((pattern) => FilterCriteria.filter(pattern)),
-    });
-    waker.function.addEventSource(new SqsEventSource(this.wakeTimerQueue, { batchSize: 10 }));
-    return waker;
+    startWakerFrom(waker, { table: this.table, timerQueue: this.wakeTimerQueue });
+    allowWakes([api, worker, poller, sweeper, waker], { poller, sweeper });
+    return { api, authorizer, poller, worker, sweeper, waker };
   }
 
   private schedulePoller(poller: QueueFunction, settings: StackSettings): void {

@@ -46,7 +46,8 @@ import { createLocalAsyncInvoker, enforceEventBridgeLimits, workerDeliveryFrom, 
 import { startLocalMonitoring } from './aws/monitoring.js';
 import { invokeWithTimeout, type InvocationContext } from './aws/lambda-timeout.js';
 import { createInvocationReporter } from './aws/invocation-report.js';
-import { FUNCTION_MEMORY_SIZES_MB, reservedConcurrency, WAKER_STREAM_FILTERS } from '../delayed-job-queue.js';
+import { FUNCTION_MEMORY_SIZES_MB, reservedConcurrency } from '../delayed-job-queue.js';
+import { WAKER_STREAM_FILTERS } from '../waker.js';
 import { streamReadRequests } from './aws/iam/requests.js';
 import { startTableStream } from './aws/table-stream.js';
 import { createTimerQueue } from './aws/timer-queue.js';

@@ -6,7 +6,7 @@
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, expect, inject, test } from 'vitest';
-import { WAKER_STREAM_FILTERS } from '../../../../../infra/delayed-job-queue.js';
+import { WAKER_STREAM_FILTERS } from '../../../../../infra/waker.js';
 import { streamReadRequests } from '../../../../../infra/local/aws/iam/requests.js';
 import { startTableStream, type TableStreamOptions } from '../../../../../infra/local/aws/table-stream.js';
 import { dynamoClientConfig } from '../../../../../lib/store/client.js';

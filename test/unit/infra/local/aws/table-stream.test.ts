@@ -1,6 +1,6 @@
 /** The local event filter (infra/local/aws/table-stream.ts), on the waker's filters as the stack sets them: what Lambda would hand the waker. */
 import { describe, expect, test } from 'vitest';
-import { WAKER_STREAM_FILTERS } from '../../../../../infra/delayed-job-queue.js';
+import { WAKER_STREAM_FILTERS } from '../../../../../infra/waker.js';
 import { matchesFilter } from '../../../../../infra/local/aws/table-stream.js';
 
 const record = (eventName: string, image?: Record<string, unknown>) => ({ eventName, dynamodb: { Keys: { pk: { S: 'JOB#a#1' } }, ...(image ? { NewImage: image } : {}) } });

@@ -1,0 +1,80 @@
+/**
+ * The waker in the stack: its timer queue, and what starts it, an event source mapping on the table's stream
+ * filtered to lane entries written, and one on its timer queue (lib/queue/wake/wake-on-write.ts says what it does).
+ */
+import { Duration, Validations } from 'aws-cdk-lib';
+import type { Table } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { FilterCriteria, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+import { LANE_PARTITION_PREFIXES } from '../lib/store/keys.js';
+import { TABLE_SCHEMA } from '../lib/store/table.js';
+import type { QueueFunction } from './queue-function.js';
+
+/**
+ * The waker's timeout: a wake item's read and hold, an asynchronous invoke and a timer's send, each bounded to a few
+ * seconds (ASYNC_DELIVERY_CALL_LIMITS), with room; a batch that runs out is delivered again.
+ */
+export const WAKER_TIMEOUT_S = 30;
+
+/**
+ * Stream records older than this are dropped after their retries: by then a minute tick has found their entries.
+ * Lambda's least.
+ */
+const WAKER_STREAM_RECORD_MAX_AGE = Duration.minutes(1);
+
+/**
+ * The waker's stream filters, one per lane prefix (Lambda keeps a record that any matches): lane entries put or
+ * changed, never removed ones, nor the items that are no lane entry. The local runtime applies the same
+ * (infra/local/aws/table-stream.ts).
+ */
+export const WAKER_STREAM_FILTERS: Record<string, unknown>[] = LANE_PARTITION_PREFIXES.map((prefix) => ({
+  eventName: ['INSERT', 'MODIFY'],
+  dynamodb: { NewImage: { [TABLE_SCHEMA.dueIndex.partitionKey]: { S: [{ prefix }] } } },
+}));
+
+/**
+ * The waker's timers. Kept an hour at most: a timer is worth nothing once a minute tick has passed its due time.
+ * Its visibility timeout outlasts the waker's, as Lambda asks of a queue it reads.
+ */
+export function createWakeTimerQueue(scope: Construct): Queue {
+  const queue = new Queue(scope, 'WakeTimers', {
+    encryption: QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    retentionPeriod: Duration.hours(1),
+    visibilityTimeout: Duration.seconds(6 * WAKER_TIMEOUT_S),
+  });
+  Validations.of(queue).acknowledge({
+    id: 'AwsSolutions::AwsSolutions-SQS3',
+    reason: 'A timer the waker cannot handle is only a wake that comes late: the minute tick finds the same work, so no message is worth keeping in a dead-letter queue.',
+  });
+  return queue;
+}
+
+/** Starts `waker` from the table's stream and from its timer queue, which it alone may send to. */
+export function startWakerFrom(waker: QueueFunction, sources: { table: Table; timerQueue: Queue }): void {
+  const { table, timerQueue } = sources;
+  waker.function.addEnvironment('WAKE_TIMER_QUEUE_URL', timerQueue.queueUrl);
+  timerQueue.grantSendMessages(waker.function);
+  // The mapping reads the stream with the waker's role: granted on this table's stream only (DynamoEventSource would
+  // grant ListStreams on every resource).
+  waker.role.addToPolicy(
+    new PolicyStatement({
+      actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'],
+      resources: [table.tableStreamArn!],
+    }),
+  );
+  waker.function.addEventSourceMapping('TableStream', {
+    eventSourceArn: table.tableStreamArn!,
+    startingPosition: StartingPosition.LATEST,
+    batchSize: 100,
+    // A failing batch holds its shard back: split it to pass what can be handled, and drop what ticks will find.
+    bisectBatchOnError: true,
+    retryAttempts: 5,
+    maxRecordAge: WAKER_STREAM_RECORD_MAX_AGE,
+    filters: WAKER_STREAM_FILTERS.map((pattern) => FilterCriteria.filter(pattern)),
+  });
+  waker.function.addEventSource(new SqsEventSource(timerQueue, { batchSize: 10 }));
+}
