@@ -88,12 +88,14 @@ export async function createTestQueue(
     indexLagMs?: number;
     /** Wakes sleeping pollers and sweepers for every function through `as`, each function with a waker of its own, as each runs in its own process. */
     waker?: WakeInvoker;
+    /** The table's stream, for tests that read it as the waker's mapping does; off otherwise (see ensureTable). */
+    stream?: boolean;
   } = {},
 ): Promise<TestQueue> {
   const tableName = `test-${randomUUID()}`;
   const clients = createDynamoClients({ endpoint: inject('dynamoEndpoint') });
   // Test clocks are fixed in time: with TTL on, DynamoDB Local would expire finished jobs by the real date.
-  await ensureTable(clients.base, tableName, { timeToLive: false });
+  await ensureTable(clients.base, tableName, { timeToLive: false, stream: options.stream === true });
   const clock = options.clock ?? manualClock();
   // CLAIM_SHARDS follows SHARDS unless set, as it does when read from the environment.
   const shards = options.settings?.shards ?? readQueueSettings({ TABLE_NAME: tableName }).shards;

@@ -54,7 +54,7 @@ async function streamOf(queue: TestQueue, options: Partial<TableStreamOptions> =
 const laneItem = (id: string) => ({ pk: id, sk: 'JOB', gsi1pk: 'Q#a#1#0', gsi1sk: `1000#${id}` });
 
 test('hands over the lane entries written after it is ready, in the order they were written', async () => {
-  const queue = await createTestQueue();
+  const queue = await createTestQueue({ stream: true });
   const handed = await streamOf(queue);
   for (const id of ['j1', 'j2', 'j3']) await queue.ctx.db.send(new PutCommand({ TableName: queue.tableName, Item: laneItem(id) }));
   await eventually(async () => handed.keys(), (keys) => keys.length >= 3);
@@ -62,7 +62,7 @@ test('hands over the lane entries written after it is ready, in the order they w
 });
 
 test('keeps back what the filters do not let through', async () => {
-  const queue = await createTestQueue();
+  const queue = await createTestQueue({ stream: true });
   const handed = await streamOf(queue);
   await queue.ctx.db.send(new PutCommand({ TableName: queue.tableName, Item: { pk: 'TYPE#a', sk: 'TYPE' } }));
   await queue.ctx.db.send(new PutCommand({ TableName: queue.tableName, Item: { ...laneItem('done'), gsi1pk: 'F#a#succeeded#0' } }));
@@ -72,7 +72,7 @@ test('keeps back what the filters do not let through', async () => {
 });
 
 test('hands a batch that failed again, and the records after it only once it passed', async () => {
-  const queue = await createTestQueue();
+  const queue = await createTestQueue({ stream: true });
   let failures = 1;
   const seen: string[] = [];
   await streamOf(queue, {
@@ -90,7 +90,7 @@ test('hands a batch that failed again, and the records after it only once it pas
 });
 
 test('stops reading when the role may not read the stream, as Lambda\'s mapping does', async () => {
-  const queue = await createTestQueue();
+  const queue = await createTestQueue({ stream: true });
   const errors: string[] = [];
   const handed = await streamOf(queue, {
     authorize: () => queue.iam.check.forFunction('api').authorize(streamReadRequests(queue.iam.check.policies.arns.tableStream)),
