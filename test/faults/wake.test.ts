@@ -15,17 +15,12 @@
  * stream's delivery included, or, when a poller's wake failed around it (refused by Lambda, or its wake item's
  * read or hold failed), by the first tick after it.
  */
-import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { FinalizeHandler, FinalizeHandlerArguments, InitializeHandler, InitializeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest';
 import { createPollerHandler } from '../../functions/poller/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
-import { createWakerHandler } from '../../functions/waker/app.js';
-import { streamReadRequests } from '../../infra/local/aws/iam/requests.js';
-import { startTableStream, STREAM_POLL_INTERVAL_MS } from '../../infra/local/aws/table-stream.js';
-import { createTimerQueue } from '../../infra/local/aws/timer-queue.js';
-import { WAKER_STREAM_FILTERS } from '../../infra/waker.js';
-import { createSqsWakeTimers } from '../../lib/aws/sqs.js';
+import { STREAM_POLL_INTERVAL_MS } from '../../infra/local/aws/table-stream.js';
+import { startLocalWaker } from '../../infra/local/waker.js';
 import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { JobInput } from '../../lib/domain/job.js';
@@ -39,7 +34,7 @@ import { wakeEventOf } from '../../lib/domain/invocations.js';
 import { type WakeInvoker } from '../../lib/domain/invocations.js';
 import { type WakeRequest } from '../../lib/domain/invocations.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
-import { dynamoClientConfig, type DynamoClients } from '../../lib/store/client.js';
+import type { DynamoClients } from '../../lib/store/client.js';
 import { shardsOfPartition } from '../../lib/store/keys.js';
 import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { injectFaults, isInjected, loseAnswers, seededRandom, type FaultCounts } from '../support/faults.js';
@@ -311,20 +306,19 @@ async function startStack(queue: TestQueue, random: () => number) {
     async stop() {
       stop.abort();
       await ticks;
-      await waker.stopped;
       while (invocations.size > 0) await Promise.allSettled([...invocations]);
-      waker.destroy();
+      await waker.stop();
       for (const clients of faultyClients) clients.base.destroy();
     },
   };
 }
 
 /**
- * The waker as the stack starts it (infra/local/runtime.ts's startWaker): its mapping on the table's stream, with
- * the stack's filters, its reads checked against its role, and its timer queue, whose sends are checked too; both
- * hand their batches to one handler, with `ctx` (the waker's faulty clients and its Lambda-like waker).
+ * The waker as the stack starts it (infra/local/waker.ts): its mapping on the table's stream, with the stack's
+ * filters, its reads checked against its role, and its timer queue, whose sends are checked too; both hand their
+ * batches to one handler, with `ctx` (the waker's faulty clients and its Lambda-like waker).
  */
-async function startWaker(
+function startWaker(
   queue: TestQueue,
   ctx: QueueContext,
   options: {
@@ -334,48 +328,23 @@ async function startWaker(
     onError: (error: unknown) => void;
   },
 ) {
-  const { policies } = queue.iam.check;
-  const run = async (source: 'stream' | 'timers', event: { Records: unknown[] }): Promise<void> => {
-    const startedAtMs = Date.now();
-    try {
-      await handler(event);
-    } finally {
-      options.onBatch(source, event.Records.length, Date.now() - startedAtMs);
-    }
-  };
-  const timerQueue = createTimerQueue({
-    region: policies.account.region,
-    handle: (event) => run('timers', event),
+  return startLocalWaker({
+    iam: queue.iam,
+    ctx,
+    clientOptions: { endpoint: inject('dynamoEndpoint') },
+    tableName: queue.tableName,
     inFlight: options.inFlight,
     signal: options.signal,
-    batchSize: 10,
-    visibilityTimeoutMs: 60_000,
-    retentionMs: 3_600_000,
-    onError: options.onError,
-  });
-  const sqs = queue.iam.sdkClientFor('waker', timerQueue.client, 'SQS');
-  const handler = createWakerHandler({ ctx, timers: createSqsWakeTimers(sqs, policies.wakeTimerQueueUrl) });
-  const streams = new DynamoDBStreamsClient(dynamoClientConfig({ endpoint: inject('dynamoEndpoint') }));
-  const stream = startTableStream({
-    tables: queue.clients.base,
-    streams,
-    tableName: queue.tableName,
-    filters: WAKER_STREAM_FILTERS,
-    batchSize: 100,
-    retryAttempts: 5,
-    authorize: () => queue.iam.check.forFunction('waker').authorize(streamReadRequests(policies.arns.tableStream)),
-    handle: (event) => run('stream', event),
-    onError: (error) => options.onError(error),
-    signal: options.signal,
-  });
-  await stream.ready;
-  return {
-    stopped: stream.stopped,
-    destroy: () => {
-      sqs.destroy();
-      streams.destroy();
+    invoke: async (run, source, records) => {
+      const startedAtMs = Date.now();
+      try {
+        await run();
+      } finally {
+        options.onBatch(source, records, Date.now() - startedAtMs);
+      }
     },
-  };
+    onError: (error) => options.onError(error),
+  });
 }
 
 /** BURSTS bursts of BURST_JOBS jobs from two api instances, half due on arrival, each sent again while its outcome is unknown. */
