@@ -7,7 +7,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
@@ -18,14 +17,13 @@ import { createPollerHandler } from '../../functions/poller/app.js';
 import { logLifecycleEvent, processIdentity } from '../../functions/shared/environment.js';
 import { log } from '../../functions/shared/log.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
-import { createWakerHandler } from '../../functions/waker/app.js';
 import { createWorkerHandler } from '../../functions/worker/app.js';
 import { registry as builtinRegistry } from '../../functions/worker/handlers/index.js';
 import { createApiKey, verifyApiKey } from '../../lib/queue/catalog/api-keys.js';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { readQueueSettings, integerSetting, type Env, type QueueSettings } from '../../lib/queue/settings.js';
-import { createDynamoClients, dynamoClientConfig, type DynamoClientOptions } from '../../lib/store/client.js';
-import { createSqsWakeTimers } from '../../lib/aws/sqs.js';
+import { createDynamoClients, type DynamoClientOptions } from '../../lib/store/client.js';
+import { startLocalWaker } from './waker.js';
 import { LOCAL_REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/domain/limits.js';
 import { createMemoryPublisher, type LifecycleEvent, type LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
 import { fixedSecret } from '../../lib/aws/secrets.js';
@@ -47,10 +45,6 @@ import { startLocalMonitoring } from './aws/monitoring.js';
 import { invokeWithTimeout, type InvocationContext } from './aws/lambda-timeout.js';
 import { createInvocationReporter } from './aws/invocation-report.js';
 import { FUNCTION_MEMORY_SIZES_MB, reservedConcurrency } from '../delayed-job-queue.js';
-import { WAKER_STREAM_FILTERS } from '../waker.js';
-import { streamReadRequests } from './aws/iam/requests.js';
-import { startTableStream } from './aws/table-stream.js';
-import { createTimerQueue } from './aws/timer-queue.js';
 import { functionTimeoutsS } from '../queue-stack.js';
 import { createLocalGateway } from './aws/gateway.js';
 import { createHttpServer } from './http-server.js';
@@ -200,7 +194,8 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   const invoker = localWorkerInvoker(iam, (batch) => invoke('worker', () => workerHandler(batch)), { delivery, inFlight, signal: shutdown.signal, metrics: monitoring.workerInvokes });
   const pollerHandler = createPollerHandler({ ctx: contexts.poller, invoker, identity, signal: shutdown.signal, metrics: monitoring.metricsFor('poller') });
   const sweeperHandler = createSweeperHandler({ ctx: contexts.sweeper, registry, signal: shutdown.signal, metrics: monitoring.metricsFor('sweeper') });
-  const waker = await startWaker({ env, iam, contexts, clientOptions, tableName, inFlight, signal: shutdown.signal, invoke });
+  const streamDelayMs = integerSetting(env, STREAM_DELAY_SETTING, 0, 0, 600_000);
+  const waker = await startLocalWaker({ iam, ctx: contexts.waker, clientOptions, tableName, inFlight, signal: shutdown.signal, invoke: (run) => invoke('waker', run), streamDelayMs });
   const ticks = scheduled.startTicks();
   const authorizer = createAuthorizer({
     ctx: contexts.authorizer,
@@ -231,61 +226,6 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
       for (const client of [targets.lambda, targets.eventBridge]) client?.destroy();
       await waker.stop();
       await dynamo?.stop();
-    },
-  };
-}
-
-/**
- * The waker function and what starts it as the stack does: the table's stream, through its event source mapping's
- * filters, and its timers, through a queue (./aws/table-stream.ts, ./aws/timer-queue.ts). Its reads of the stream and
- * its sends of timers meet its role. Resolves once the stream is read from its latest record.
- */
-async function startWaker(deps: {
-  env: Env;
-  iam: LocalIam;
-  contexts: Record<QueueFunctionName, QueueContext>;
-  clientOptions: DynamoClientOptions;
-  tableName: string;
-  inFlight: Set<Promise<unknown>>;
-  signal: AbortSignal;
-  invoke: <T>(fn: QueueFunctionName, handler: (context: InvocationContext) => Promise<T>) => Promise<T>;
-}): Promise<{ stop: () => Promise<void> }> {
-  const { iam, signal } = deps;
-  const { policies } = iam.check;
-  const { region } = policies.account;
-  const runWaker = (event: { Records: unknown[] }): Promise<unknown> => deps.invoke('waker', () => handler(event));
-  const timerQueue = createTimerQueue({
-    region,
-    handle: runWaker,
-    inFlight: deps.inFlight,
-    signal,
-    batchSize: 10,
-    visibilityTimeoutMs: 6 * functionTimeoutsS(deps.contexts.waker.settings).waker * 1000,
-    retentionMs: 3_600_000,
-    onError: (error) => log('error', 'waker failed a batch of timers: they come back after the visibility timeout', { error }),
-  });
-  const sqs = iam.sdkClientFor('waker', timerQueue.client, 'SQS');
-  const handler = createWakerHandler({ ctx: deps.contexts.waker, timers: createSqsWakeTimers(sqs, policies.wakeTimerQueueUrl) });
-  const tables = createDynamoClients(deps.clientOptions).base;
-  const streams = new DynamoDBStreamsClient(dynamoClientConfig(deps.clientOptions));
-  const stream = startTableStream({
-    tables,
-    streams,
-    tableName: deps.tableName,
-    filters: WAKER_STREAM_FILTERS,
-    batchSize: 100,
-    retryAttempts: 5,
-    authorize: () => iam.check.forFunction('waker').authorize(streamReadRequests(policies.arns.tableStream)),
-    handle: runWaker,
-    onError: (error, during) => log('error', during === 'read' ? 'could not read the table stream' : 'waker failed a batch of stream records', { error }),
-    signal,
-    delayMs: integerSetting(deps.env, STREAM_DELAY_SETTING, 0, 0, 600_000),
-  });
-  await stream.ready;
-  return {
-    stop: async () => {
-      await stream.stopped;
-      for (const client of [tables, streams, sqs]) client.destroy();
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The wake item of a poller partition or of the sweeper (`WAKE#<role>#<partition>`): who is awake, until when it
- * promised to keep working (its lease), whether it will renew it, until when a writer asked it to stay, how far
+ * promised to keep working (its lease), whether it will renew it, until when the waker asked it to stay, how far
  * every lane it owns was walked when it last looked, and when job types last changed. queue/wake/lease-keeper.ts keeps it;
  * queue/wake/ensure-awake.ts reads it before waking anyone.
  */
@@ -16,7 +16,7 @@ export interface WakeState {
   ownerEndsAtMs: number;
   /** The holder will not renew its lease: it found nothing in reach. */
   stopping: boolean;
-  /** A writer asked for someone awake until then: no holder stops before it, nor on a look begun before it. */
+  /** The waker asked for someone awake until then: no holder stops before it, nor on a look begun before it. */
   holdUntilMs: number;
   /**
    * Every active lane's walk was at or past this bucket when the holder last looked; unknown after a type changed,
@@ -92,7 +92,7 @@ export function renewLeaseParams(key: ItemKey, lease: Omit<Lease, 'ownerEndsAtMs
 
 /**
  * Says the holder will not renew, on a look that began at `lookedAtMs` and found nothing in reach: refused when
- * a writer asked since for someone awake (a hold past that time), whose entry the look may not have seen.
+ * the waker asked since for someone awake (a hold past that time), whose entry the look may not have seen.
  */
 export function stopLeaseParams(key: ItemKey, ownerId: string, lookedAtMs: number, walked: Walked | undefined): UpdateParams {
   return {
@@ -106,7 +106,7 @@ export function stopLeaseParams(key: ItemKey, ownerId: string, lookedAtMs: numbe
 
 /**
  * Asks for someone awake until `holdUntilMs`; a later hold already asked for stays. Refused, it answers the item
- * as it is: a hold whose answer was lost is refused on the SDK's second try, and the writer must judge the holder
+ * as it is: a hold whose answer was lost is refused on the SDK's second try, and the waker must judge the holder
  * as the hold found it, not as it read it before.
  */
 export function holdParams(key: ItemKey, holdUntilMs: number): UpdateParams {

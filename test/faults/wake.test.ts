@@ -1,19 +1,26 @@
 /**
- * Sleeping pollers and sweepers (lib/queue/wake/lease-keeper.ts, wake.ts) run only as the stack runs them: a tick every
- * TICK_MS (with one tick-less stretch longer than a lease and an idle look) and wakes, each an invocation of
- * the poller or sweeper handler with a Lambda-like remaining time, started as Lambda's asynchronous invoke
- * starts it: a little late, sometimes twice, sometimes refused. Two api instances enqueue jobs due now and up to
- * AHEAD_MS ahead, of an at_least_once type, an at_most_once type and a type limited to two at a time, while every
- * function's client fails a share of its calls, some of the api's job writes are slow, and some worker invokes
- * are lost. Every accepted job ends
- * terminal, none starts twice where its type forbids it, and each job due on arrival is claimed within the
- * protocol's promise: a few seconds after its enqueue answered, or, when a wake was refused around its enqueue,
- * by the first tick after it.
+ * Sleeping pollers and sweepers (lib/queue/wake/lease-keeper.ts, ensure-awake.ts) run only as the stack runs them: a
+ * tick every TICK_MS (with one tick-less stretch longer than a lease and an idle look) and wakes, each an invocation
+ * of the poller or sweeper handler with a Lambda-like remaining time, started as Lambda's asynchronous invoke
+ * starts it: a little late, sometimes twice, sometimes refused. No writer wakes anyone: the waker
+ * (functions/waker/app.ts, lib/queue/wake/wake-on-write.ts) reads each lane entry from the table's stream once its
+ * write committed, through the local event source mapping (infra/local/aws/table-stream.ts, a poll every
+ * STREAM_POLL_INTERVAL_MS), and makes sure of entries due within two seconds at once (the wake item, a hold, a
+ * wake), arming a timer on the local timer queue (infra/local/aws/timer-queue.ts) for those due later, which comes
+ * back to it. Two api instances enqueue jobs due now and up to AHEAD_MS ahead, of an at_least_once type, an
+ * at_most_once type and a type limited to two at a time, while every function's client fails a share of its
+ * calls (the waker's reads and holds of wake items among them), some of the api's job writes are slow, and some
+ * worker invokes are lost. Every accepted job ends terminal, none starts twice where its type forbids it, and
+ * each job due on arrival is claimed within the protocol's promise: a few seconds after its enqueue answered, the
+ * stream's delivery included, or, when a poller's wake failed around it (refused by Lambda, or its wake item's
+ * read or hold failed), by the first tick after it.
  */
-import type { FinalizeHandler, FinalizeHandlerArguments, MetadataBearer } from '@smithy/types';
+import type { FinalizeHandler, FinalizeHandlerArguments, InitializeHandler, InitializeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest';
 import { createPollerHandler } from '../../functions/poller/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
+import { STREAM_POLL_INTERVAL_MS } from '../../infra/local/aws/table-stream.js';
+import { startLocalWaker } from '../../infra/local/waker.js';
 import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import type { JobType } from '../../lib/domain/job-type.js';
 import type { JobInput } from '../../lib/domain/job.js';
@@ -22,7 +29,7 @@ import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
-import { HOLD_MS, WAKE_WINDOW_MS } from '../../lib/queue/wake/ensure-awake.js';
+import { HOLD_MS } from '../../lib/queue/wake/ensure-awake.js';
 import { wakeEventOf } from '../../lib/domain/invocations.js';
 import { type WakeInvoker } from '../../lib/domain/invocations.js';
 import { type WakeRequest } from '../../lib/domain/invocations.js';
@@ -30,7 +37,7 @@ import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import type { DynamoClients } from '../../lib/store/client.js';
 import { shardsOfPartition } from '../../lib/store/keys.js';
 import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
-import { injectFaults, isInjected, seededRandom, type FaultCounts } from '../support/faults.js';
+import { injectFaults, isInjected, loseAnswers, seededRandom, type FaultCounts } from '../support/faults.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
 import { auditJobs, countingHandler, waitUntilTerminal, type ScenarioError } from '../support/scenario.js';
 import { FULL, scaled } from './scale.js';
@@ -68,8 +75,8 @@ const WAKE_TWICE_RATE = 0.1;
 const LOST_INVOKE_RATE = 0.05;
 /**
  * Job writes of the api that take this long (a DynamoDB brownout, the SDK's backoff): past the lease's cover
- * margin and a holder's two looks, so a holder that covered the write when it was judged may have stopped before
- * it lands, and the writer must find that out once it has written.
+ * margin and a holder's two looks, so a holder awake when the write was sent may have stopped before it lands.
+ * The waker judges the entry from the stream, once it landed, so what it finds covers the entry as written.
  */
 const SLOW_WRITE_RATE = 0.05;
 const SLOW_WRITE_MS = 2_500;
@@ -81,13 +88,22 @@ const SETTLE_MS = scaled(60_000, 180_000);
 const TEST_TIMEOUT_MS = FIRST_BURST_AT_MS + BURSTS * BURST_EVERY_MS + SETTLE_MS + 60_000;
 
 /**
- * A job due on arrival, woken for, is claimed within this of its enqueue's answer: the writer's hold keeps someone
- * awake HOLD_MS from its check, sized for the write, the index's lag and a poll; the woken invocation's own calls
- * (the wake item, the directory, the lease, the types), each of which may wait out a throttling backoff of up to
- * a second or two under these faults, come on top, as does the lag the run adds to the index. Still shorter than
- * a tick period, so a job left to a tick shows.
+ * The waker's handling of a batch its mapping hands it: DynamoDB Local's own lag in showing a record on its stream,
+ * then the wake item's read and the hold, each of which may wait out a throttling backoff under these faults.
  */
-const onTimeMsOf = (indexLagMs: number): number => HOLD_MS + 5_000 + indexLagMs;
+const WAKER_HANDLING_MS = 2_000;
+/** From an enqueue's answer to the waker's judgment of its entry: a poll of the mapping, and the waker's handling. */
+const STREAM_LAG_MS = STREAM_POLL_INTERVAL_MS + WAKER_HANDLING_MS;
+
+/**
+ * A job due on arrival, woken for, is claimed within this of its enqueue's answer: the waker judges its entry up to
+ * STREAM_LAG_MS after it; from there a hold keeps someone awake HOLD_MS, sized for the wake it may come with, the
+ * index's lag and a poll (one hold covers a burst: an entry judged while a hold lasts asks for nothing, and whoever
+ * that hold's wake started finds it). The woken invocation's own calls (the wake item, the directory, the lease,
+ * the types), each of which may wait out a throttling backoff of up to a second or two under these faults, come on
+ * top, as does the lag the run adds to the index. Still shorter than a tick period, so a job left to a tick shows.
+ */
+const onTimeMsOf = (indexLagMs: number): number => STREAM_LAG_MS + HOLD_MS + 5_000 + indexLagMs;
 
 /** The lines the functions logged as warnings or errors (console.error) since the audit last took them. */
 const logged: string[] = [];
@@ -106,15 +122,15 @@ class LambdaWaker implements WakeInvoker {
   constructor(
     private readonly start: (request: WakeRequest) => void,
     private readonly random: () => number,
-    /** When a poller's wake was refused: what the jobs written then were promised changes. */
-    private readonly pollerRefusedAtMs: number[],
+    /** When a poller's wake failed: what the jobs written then were promised changes. */
+    private readonly pollerWakeFailedAtMs: number[],
   ) {}
 
   async wake(request: WakeRequest): Promise<void> {
     // The first poller wake of a run is refused, whatever the draw: each run sees a job left to a tick.
-    const firstOfPoller = request.role === 'poller' && this.pollerRefusedAtMs.length === 0;
+    const firstOfPoller = request.role === 'poller' && this.pollerWakeFailedAtMs.length === 0;
     if (firstOfPoller || this.random() < WAKE_REFUSAL_RATE) {
-      if (request.role === 'poller') this.pollerRefusedAtMs.push(Date.now());
+      if (request.role === 'poller') this.pollerWakeFailedAtMs.push(Date.now());
       throw Object.assign(new Error('injected: TooManyRequestsException'), { name: 'TooManyRequestsException' });
     }
     const deliveries = this.random() < WAKE_TWICE_RATE ? 2 : 1;
@@ -144,6 +160,26 @@ function slowJobWrites(clients: DynamoClients, random: () => number, counted: ()
 }
 
 /**
+ * The calls through `clients` to a poller's wake item (the waker's reads and holds) that fail, injected faults
+ * and all the SDK's retries spent: ensureAwake gives up on that wake, and the entries it judged are left to the
+ * next tick. A hold the item refused (its condition) is an answer, not a failure.
+ */
+function watchPollerWakeFailures(clients: DynamoClients, failedAtMs: number[]): void {
+  clients.base.middlewareStack.add(
+    (next: InitializeHandler<object, MetadataBearer>) => async (args: InitializeHandlerArguments<object>) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        const refusedHold = error instanceof Error && error.name === 'ConditionalCheckFailedException';
+        if (!refusedHold && JSON.stringify(args.input).includes('"WAKE#poller#')) failedAtMs.push(Date.now());
+        throw error;
+      }
+    },
+    { step: 'initialize', name: 'watchPollerWakeFailures' },
+  );
+}
+
+/**
  * The scenario's own timetable (the ticks, the bursts' arrivals), kept on the wall clock: the promise under test is
  * a time from an enqueue's answer to its claim, so when things happen is what the run is made of, not a wait for them.
  */
@@ -152,14 +188,26 @@ const sleepUntil = (atMs: number) => new Promise((resolve) => setTimeout(resolve
 /**
  * The functions as the stack runs them: each its own process (a faulty client, a waker of its own); the poller
  * and the sweeper started only by the ticks and by wakes, each start an invocation of the handler with
- * INVOCATION_TIMEOUT_MS remaining; the worker by the poller's asynchronous invokes, some of them lost.
+ * INVOCATION_TIMEOUT_MS remaining; the worker by the poller's asynchronous invokes, some of them lost; the waker
+ * by its mapping on the table's stream and by the timers it armed. Resolves once the stream is read from its
+ * latest record, before the first tick.
  */
-function startStack(queue: TestQueue, random: () => number) {
+async function startStack(queue: TestQueue, random: () => number) {
   const stop = new AbortController();
   const faultyClients: DynamoClients[] = [];
-  const faultCounts: FaultCounts[] = [];
+  const faultCounts: { fn: QueueFunctionName; counts: FaultCounts }[] = [];
   const invocations = new Set<Promise<unknown>>();
-  const seen = { started: { tick: 0, wake: 0 }, pollerWakeRefusedAtMs: [] as number[], tickAtMs: [] as number[], firstClaimAtMs: new Map<string, number>(), slowWrites: 0 };
+  const seen = {
+    started: { tick: 0, wake: 0 },
+    /** Lambda refused a poller's wake, or a call to a poller's wake item failed (watchPollerWakeFailures). */
+    pollerWakeFailedAtMs: [] as number[],
+    tickAtMs: [] as number[],
+    firstClaimAtMs: new Map<string, number>(),
+    slowWrites: 0,
+    wakerHoldAnswersLost: { lost: 0 },
+    /** The waker's invocations: from the stream (with the lane entries handed) and from its timers, and how long each took. */
+    waker: { streamBatches: 0, streamRecords: 0, timerBatches: 0, timers: 0, handlingMs: [] as number[] },
+  };
   const track = (run: Promise<unknown>): void => {
     invocations.add(run);
     void run.finally(() => invocations.delete(run));
@@ -167,10 +215,18 @@ function startStack(queue: TestQueue, random: () => number) {
   const processOf = (fn: QueueFunctionName): QueueContext => {
     const clients = queue.iam.dynamoClientsFor(fn, { endpoint: inject('dynamoEndpoint') });
     faultyClients.push(clients);
-    faultCounts.push(injectFaults(clients.base, { rate: FAULT_RATE, random }));
+    faultCounts.push({ fn, counts: injectFaults(clients.base, { rate: FAULT_RATE, random }) });
     if (fn === 'api') slowJobWrites(clients, random, () => seen.slowWrites++);
+    if (fn === 'waker') {
+      // Only the waker reads and holds wake items for entries written: its failures are what leaves a job to a tick.
+      watchPollerWakeFailures(clients, seen.pollerWakeFailedAtMs);
+      // One hold covers a burst, so the waker makes only a few dozen calls a run, and FAULT_RATE may miss them all:
+      // its first hold of a poller's wake item (or its first two, sent together) is applied and its answer lost,
+      // whatever the draw, so the SDK's retry meets the hold as the first try left it.
+      seen.wakerHoldAnswersLost = loseAnswers(clients.base, ({ commandName, input }) => commandName === 'UpdateItemCommand' && JSON.stringify(input).includes('"WAKE#poller#'));
+    }
     const base = queue.as(fn);
-    return createQueueContext(clients.db, base.settings, { events: base.events, waker: new LambdaWaker(startWoken, random, seen.pollerWakeRefusedAtMs) });
+    return createQueueContext(clients.db, base.settings, { events: base.events, waker: new LambdaWaker(startWoken, random, seen.pollerWakeFailedAtMs) });
   };
 
   const counter = countingHandler(20);
@@ -214,6 +270,21 @@ function startStack(queue: TestQueue, random: () => number) {
     }
     invoke({}, { role: 'sweeper' });
   }
+  const waker = await startWaker(queue, processOf('waker'), {
+    signal: stop.signal,
+    inFlight: invocations,
+    onBatch: (source, records, handlingMs) => {
+      if (source === 'stream') {
+        seen.waker.streamBatches++;
+        seen.waker.streamRecords += records;
+      } else {
+        seen.waker.timerBatches++;
+        seen.waker.timers += records;
+      }
+      seen.waker.handlingMs.push(handlingMs);
+    },
+    onError: (error) => errors.push({ by: 'waker', error }),
+  });
   const startedAtMs = Date.now();
   const ticklessFromMs = startedAtMs + FIRST_BURST_AT_MS;
   const ticks = (async () => {
@@ -230,14 +301,50 @@ function startStack(queue: TestQueue, random: () => number) {
     starts: counter.starts,
     startsByAttempt: counter.byAttempt,
     api: () => processOf('api'),
-    injected: () => faultCounts.reduce((sum, counts) => sum + counts.injected, 0),
+    injected: (fn?: QueueFunctionName) => faultCounts.reduce((sum, { fn: of, counts }) => sum + (fn === undefined || fn === of ? counts.injected : 0), 0),
+    calls: (fn: QueueFunctionName) => faultCounts.reduce((sum, { fn: of, counts }) => sum + (fn === of ? counts.calls : 0), 0),
     async stop() {
       stop.abort();
       await ticks;
       while (invocations.size > 0) await Promise.allSettled([...invocations]);
+      await waker.stop();
       for (const clients of faultyClients) clients.base.destroy();
     },
   };
+}
+
+/**
+ * The waker as the stack starts it (infra/local/waker.ts): its mapping on the table's stream, with the stack's
+ * filters, its reads checked against its role, and its timer queue, whose sends are checked too; both hand their
+ * batches to one handler, with `ctx` (the waker's faulty clients and its Lambda-like waker).
+ */
+function startWaker(
+  queue: TestQueue,
+  ctx: QueueContext,
+  options: {
+    signal: AbortSignal;
+    inFlight: Set<Promise<unknown>>;
+    onBatch: (source: 'stream' | 'timers', records: number, handlingMs: number) => void;
+    onError: (error: unknown) => void;
+  },
+) {
+  return startLocalWaker({
+    iam: queue.iam,
+    ctx,
+    clientOptions: { endpoint: inject('dynamoEndpoint') },
+    tableName: queue.tableName,
+    inFlight: options.inFlight,
+    signal: options.signal,
+    invoke: async (run, source, records) => {
+      const startedAtMs = Date.now();
+      try {
+        await run();
+      } finally {
+        options.onBatch(source, records, Date.now() - startedAtMs);
+      }
+    },
+    onError: (error) => options.onError(error),
+  });
 }
 
 /** BURSTS bursts of BURST_JOBS jobs from two api instances, half due on arrival, each sent again while its outcome is unknown. */
@@ -272,12 +379,15 @@ async function enqueueBursts(instances: QueueContext[], types: Map<string, JobTy
 
 /**
  * How late each job was claimed, from when it was due and written, and which jobs due on arrival broke the
- * promise: onTimeMs, or, with a poller's wake refused while it was enqueued, the first tick after it and onTimeMs.
+ * promise: onTimeMs, or, with a poller's wake failed around it, the first tick after it and onTimeMs. Around it:
+ * the waker judges its entry between its write (after it was sent) and STREAM_LAG_MS after its answer, and a
+ * failed wake leaves what it judged to the tick, and so does the hold it leaves for HOLD_MS after, since one hold
+ * covers a burst: an entry judged under it asks for nothing.
  */
-function judgeLateness(accepted: Accepted[], seen: ReturnType<typeof startStack>['seen'], onTimeMs: number) {
+function judgeLateness(accepted: Accepted[], seen: Awaited<ReturnType<typeof startStack>>['seen'], onTimeMs: number) {
   const lateness = (job: Accepted): number => Math.max(0, (seen.firstClaimAtMs.get(job.id) ?? Infinity) - Math.max(job.runAfterMs, job.answeredAtMs));
-  const wakeRefusedAround = (job: Accepted): boolean =>
-    seen.pollerWakeRefusedAtMs.some((atMs) => atMs >= job.sentAtMs - WAKE_WINDOW_MS && atMs <= job.answeredAtMs);
+  const wakeFailedAround = (job: Accepted): boolean =>
+    seen.pollerWakeFailedAtMs.some((atMs) => atMs >= job.sentAtMs - HOLD_MS && atMs <= job.answeredAtMs + STREAM_LAG_MS);
   const firstTickAfter = (atMs: number): number => seen.tickAtMs.find((tickMs) => tickMs >= atMs) ?? Infinity;
   // The limited type's jobs wait for a slot as well as for a poller; only the others measure the wakes.
   const measured = accepted.filter((job) => job.type !== 'limited');
@@ -286,9 +396,9 @@ function judgeLateness(accepted: Accepted[], seen: ReturnType<typeof startStack>
   return {
     dueNowMs: distribution(dueNow.map(lateness)),
     dueLaterMs: distribution(measured.filter((job) => !job.dueOnArrival).map(lateness)),
-    late: late.map((job) => ({ id: job.id, lateMs: lateness(job), wakeRefused: wakeRefusedAround(job) })),
+    late: late.map((job) => ({ id: job.id, lateMs: lateness(job), wakeFailed: wakeFailedAround(job) })),
     broken: late.flatMap((job) => {
-      const promisedMs = wakeRefusedAround(job) ? firstTickAfter(job.answeredAtMs) - job.answeredAtMs + onTimeMs : onTimeMs;
+      const promisedMs = wakeFailedAround(job) ? firstTickAfter(job.answeredAtMs) - job.answeredAtMs + onTimeMs : onTimeMs;
       return lateness(job) <= promisedMs ? [] : [`${job.id}: claimed ${lateness(job)} ms after its enqueue answered, promised within ${promisedMs} ms`];
     }),
   };
@@ -312,6 +422,8 @@ function runScenario(indexLagMs: number, seed: number) {
   beforeAll(async () => {
     queue = await createTestQueue({
       clock: realClock,
+      // The waker reads it: no writer wakes anyone.
+      stream: true,
       ...(indexLagMs > 0 ? { indexLagMs } : {}),
       settings: { bucketMs: 5_000, pollerPartitions: 2, pollIntervalMs: 100, sweepIntervalMs: 500 },
     });
@@ -321,7 +433,7 @@ function runScenario(indexLagMs: number, seed: number) {
   test(`every accepted job ends terminal, no at_most_once job starts twice, and jobs due on arrival are claimed within the protocol's promise (index lag ${indexLagMs} ms)`, async () => {
     const random = seededRandom(seed);
     const types = await defineTypes(queue.ctx);
-    const stack = startStack(queue, random);
+    const stack = await startStack(queue, random);
     const { accepted, unanswered } = await enqueueBursts([stack.api(), stack.api()], types, random, stack.startedAtMs);
     const open = await waitUntilTerminal(queue.ctx, accepted, SETTLE_MS);
     await stack.stop();
@@ -344,9 +456,13 @@ function runScenario(indexLagMs: number, seed: number) {
       loggedErrors: loggedErrors.length,
       open,
       injected: stack.injected(),
-      pollerWakesRefused: stack.seen.pollerWakeRefusedAtMs.length,
+      wakerCalls: stack.calls('waker'),
+      injectedIntoWaker: stack.injected('waker'),
+      wakerHoldAnswersLost: stack.seen.wakerHoldAnswersLost.lost,
+      pollerWakesFailed: stack.seen.pollerWakeFailedAtMs.length,
       slowJobWrites: stack.seen.slowWrites,
       invocations: stack.seen.started,
+      waker: { ...stack.seen.waker, handlingMs: distribution(stack.seen.waker.handlingMs) },
       byStatus: audit.byStatus,
       openByType: Object.fromEntries([...types.keys()].map((type) => [type, audit.findings.filter((finding) => finding.id.startsWith(`${type}-`)).length])),
       latenessDueNowMs: lateness.dueNowMs,
@@ -355,8 +471,11 @@ function runScenario(indexLagMs: number, seed: number) {
     });
 
     expect(stack.injected()).toBeGreaterThan(0);
+    expect(stack.seen.wakerHoldAnswersLost.lost).toBeGreaterThan(0);
     expect(stack.seen.started.tick).toBeGreaterThan(0);
     expect(stack.seen.started.wake).toBeGreaterThan(0);
+    expect(stack.seen.waker.streamRecords).toBeGreaterThan(0);
+    expect(stack.seen.waker.timers).toBeGreaterThan(0);
     expect(stack.seen.slowWrites).toBeGreaterThan(0);
     expect(open).toBe(0);
     expect(audit.findings).toEqual([]);

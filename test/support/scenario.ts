@@ -137,7 +137,7 @@ export async function waitUntilTerminal(auditor: QueueContext, jobs: JobRef[], w
 
 /** An error a worker, a poller or a sweeper reported while a scenario ran (`at`: the job, or the sweep's lane or job). */
 export interface ScenarioError {
-  by: 'worker' | 'poller' | 'sweeper';
+  by: 'worker' | 'poller' | 'sweeper' | 'waker';
   at?: string;
   error: unknown;
 }

@@ -7,5 +7,5 @@ import { writeLaneEntry } from '../lanes/bucket-directory.js';
 /** A job update, its lane bucket recorded first when it lies ahead (see directory.ts). */
 export function writeJob(ctx: QueueContext, params: UpdateParams): Promise<JobWriteResult> {
   const values = params.ExpressionAttributeValues;
-  return writeLaneEntry(ctx, values?.[':gsi1pk'], values?.[':gsi1sk'], () => updateJob(ctx, params));
+  return writeLaneEntry(ctx, values?.[':gsi1pk'], () => updateJob(ctx, params));
 }

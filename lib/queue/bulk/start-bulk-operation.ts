@@ -22,7 +22,8 @@ export async function startBulkOperation(
   const operation = newOperation(jobType.name, request, by, ctx.nowMs());
   const written = await putItem(ctx, newOperationParams(operation));
   // Sweepers run operations: one is awake, or woken, to start it now.
-  if (written.ok) await ensureAwake(ctx, 'sweeper', 0, ctx.nowMs());
+  // A sweeper that will not renew its lease starts no new operation: only a renewing one covers it.
+  if (written.ok) await ensureAwake(ctx, 'sweeper', 0, ctx.nowMs(), { lease: 'renewing' });
   if (written.ok) return { operation, created: true };
   return { operation: written.current ? itemToOperation(written.current) : await requireOperation(ctx, operation.id), created: false };
 }

@@ -35,7 +35,7 @@ async function readQueuedJob(ctx: QueueContext, type: string, id: string) {
 export function writeMovingQueuedJob<T>(ctx: QueueContext, job: Job, runAfterMs: number, nowMs: number, write: (index: IndexKey | undefined) => Promise<T>): Promise<T> {
   if (runAfterMs === job.runAfterMs) return write(undefined);
   const index = queuedIndexKeys(ctx.settings, job, runAfterMs, nowMs);
-  return writeLaneEntry(ctx, index.gsi1pk, index.gsi1sk, () => write(index));
+  return writeLaneEntry(ctx, index.gsi1pk, () => write(index));
 }
 
 /**

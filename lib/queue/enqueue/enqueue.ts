@@ -42,7 +42,7 @@ async function writeNewJob(ctx: QueueContext, jobType: JobType, id: string, inpu
   // knows it makes a job, since one that folds keeps none of its tags.
   if (job.tags !== undefined && !job.debounce) await writeTagEntries(ctx, job);
   const item = { ...jobKey(job.type, id), ...queuedIndexKeys(ctx.settings, job, job.runAfterMs, nowMs), ...jobToItem(job) };
-  return writeLaneEntry(ctx, item.gsi1pk, item.gsi1sk, async () => {
+  return writeLaneEntry(ctx, item.gsi1pk, async () => {
     if (job.correlationKey !== undefined) return enqueueCorrelatedJob(ctx, job, item, job.correlationKey);
     if (job.dedup) return enqueueDedupedJob(ctx, job, item, job.dedup);
     if (job.debounce) return enqueueDebouncedJob(ctx, jobType, job, item, job.debounce);

@@ -9,11 +9,10 @@
  * among those that settled, however many lie between (queue/lanes/lane-walk.ts). A
  * record expires a while after its bucket ends, and walks know from when.
  */
-import { bucketOf, bucketStartMs, laneBucketOf, laneShards, sortKeyTimeMs, type Lane } from '../../store/keys.js';
+import { bucketOf, bucketStartMs, laneBucketOf, laneShards, type Lane } from '../../store/keys.js';
 import { advanceCursor, readLaneCursor, type LaneCursor } from '../../store/due-index.js';
 import { putDirectoryEntry, recordedBuckets } from '../../store/listing.js';
 import type { QueueContext } from '../context.js';
-import { ensureAwake, pollerPartitionOfShard, type AfterEntryWritten } from '../wake/ensure-awake.js';
 
 /**
  * How long after a cursor first advances with this release the directory's records are trusted: writes begun by
@@ -97,26 +96,15 @@ const recording = new Map<string, Promise<void>>();
 
 /**
  * Writes a lane entry with `write`: records the bucket of `partition`, a lane's, first (if that fails, nothing is
- * written). For a queued job it also makes sure the poller of its shard finds the entry under `sortKey` in time
- * (queue/wake/ensure-awake.ts), checking once it is written that a write slower than the margin did not outlast
- * what covered it. A claim asks nothing: the waker reads it from the table's stream once written and wakes the
- * sweeper by a timer as it lapses (queue/wake/wake-on-write.ts), so claims and renewals of running jobs never
- * wait on a wake item or a Lambda invoke. Writes that put no lane entry (`partition` undefined) are just written.
+ * written). It asks no one to be awake: the waker reads the entry from the table's stream once written and makes
+ * sure the poller of its shard, or the sweeper for a claim, finds it in time (queue/wake/wake-on-write.ts), so no
+ * enqueue, claim, renewal or end waits on a wake item or a Lambda invoke. Writes that put no lane entry
+ * (`partition` undefined) are just written.
  */
-export async function writeLaneEntry<T>(ctx: QueueContext, partition: unknown, sortKey: unknown, write: () => Promise<T>): Promise<T> {
+export async function writeLaneEntry<T>(ctx: QueueContext, partition: unknown, write: () => Promise<T>): Promise<T> {
   const found = typeof partition === 'string' ? laneBucketOf(partition) : undefined;
-  if (!found) return write();
-  const wakesPoller = found.lane.kind === 'queued' && typeof sortKey === 'string';
-  const [, afterWritten] = await Promise.all([recordBucket(ctx, found), wakesPoller ? ensurePollerAwake(ctx, found.shard, sortKeyTimeMs(sortKey)) : undefined]);
-  try {
-    return await write();
-  } finally {
-    await afterWritten?.();
-  }
-}
-
-function ensurePollerAwake(ctx: QueueContext, shard: number, dueAtMs: number): Promise<AfterEntryWritten> {
-  return ensureAwake(ctx, 'poller', pollerPartitionOfShard(ctx, shard), dueAtMs);
+  if (found) await recordBucket(ctx, found);
+  return write();
 }
 
 async function recordBucket(ctx: QueueContext, found: { lane: Lane; bucket: number }): Promise<void> {

@@ -137,7 +137,7 @@ async function requeueStraggler(ctx: QueueContext, entry: DueEntry, result: Swee
   const ref = parseJobPk(entry.pk);
   const nowMs = ctx.nowMs();
   const index = queuedIndexKeys(ctx.settings, ref, sortKeyTimeMs(entry.gsi1sk), nowMs);
-  const requeued = await writeLaneEntry(ctx, index.gsi1pk, index.gsi1sk, () => updateItem(ctx, requeueStragglerParams(ref, entry.gsi1pk, index)));
+  const requeued = await writeLaneEntry(ctx, index.gsi1pk, () => updateItem(ctx, requeueStragglerParams(ref, entry.gsi1pk, index)));
   if (requeued.ok) result.stragglers++;
 }
 

@@ -1,9 +1,9 @@
 /**
  * Sleeping pollers and sweepers. A minute tick (or a wake, queue/wake/ensure-awake.ts) starts an invocation; it stays only
- * when something is in reach: work due before the next tick could see it, or a writer's hold. Awake, it holds a
- * short lease on its wake item, renewed while it stays: writers read the lease to know whether someone will find
+ * when something is in reach: work due before the next tick could see it, or a hold the waker asked for. Awake, it
+ * holds a short lease on its wake item, renewed while it stays: the waker reads the lease to know whether someone will find
  * their entry in time. Once nothing has happened for a while it looks again, and when nothing is in reach it
- * says it will not renew (refused if a writer asked for a hold since the look began), works on until the lease
+ * says it will not renew (refused if a hold was asked for since the look began), works on until the lease
  * runs out, and ends. The minute tick finds out in a few reads whether anything falls due before the next one.
  */
 import { wakeKey, type WakeRole } from '../../store/keys.js';
@@ -18,8 +18,8 @@ export const RENEW_BELOW_MS = 2_000;
 /** No work for this long, and the holder looks whether anything is in reach; again this often while something is. */
 export const IDLE_BEFORE_LOOK_MS = 2_000;
 /**
- * A holder stops only on two looks this far apart that both found nothing in reach: a writer whose entry a lease
- * covered asks for no hold, and its write may still be on its way when the first look reads the index.
+ * A holder stops only on two looks this far apart that both found nothing in reach: an entry its lease covered
+ * gets no hold, and the index may not show it yet when the first look reads it.
  */
 export const SETTLE_MS = 2_000;
 /**
@@ -158,7 +158,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
     }
     const stopped = await writeWake(ctx, stopLeaseParams(key, ownerId, lookedAtMs, work.walkedFromBucket()));
     if (stopped.ok) stopping = true;
-    // Refused: a writer asked for a hold since the look began, and the next look comes as it ends.
+    // Refused: a hold was asked for since the look began, and the next look comes as it ends.
     else nextLookAtMs = lookedAtMs;
   }
 
@@ -203,7 +203,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
       if (!stopping && nowMs >= nextLookAtMs) await lookAndMaybeStop();
       if (!stopping && !handedOver && endsAtMs - ctx.nowMs() <= HANDOVER_MS) await handOver();
       if (!stopping && leaseUntilMs - ctx.nowMs() < RENEW_BELOW_MS && leaseUntilMs < endsAtMs) await renew();
-      // Stopping too: a writer that judged the lease just before it stopped may have a job of a type made since.
+      // Stopping too: the lease may cover the first job of a type made since it stopped renewing.
       else if (options.role === 'poller' && ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readTypesChanged();
       return round();
     },

@@ -83,7 +83,7 @@ function keepFromTimer(ctx: QueueContext, keeper: AwakeKeeper, endsAtMs: number,
       try {
         untilMs = Math.min(untilMs, (await keeper.afterRound(wasBusy)).untilMs);
       } catch {
-        // A failed renewal is tried again; the lease may lapse meanwhile, and writers then wake another sweeper.
+        // A failed renewal is tried again; the lease may lapse meanwhile, and the waker then wakes another sweeper.
       }
     }
   })();

@@ -4,28 +4,19 @@
  * `echo` handler. Its 250 KiB of data fit every hop on the way to the handler; the handler's answer, the data
  * echoed back, is over the result's cap, which is no reason to run it again.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
-import { afterAll, beforeAll, expect, inject, test } from 'vitest';
-import { freePort } from '../../../../infra/local/aws/dynamodb-local.js';
-import { startLocalRuntime, type LocalRuntime } from '../../../../infra/local/runtime.js';
+import { expect, test } from 'vitest';
+import { runtimePerFile } from '../../../support/local-runtime.js';
 import { MAX_RESULT_BYTES } from '../../../../lib/domain/job.js';
-import { createDynamoClients } from '../../../../lib/store/client.js';
 import { eventually } from '../../../support/eventually.js';
 
 const DATA_BYTES = 250 * 1024;
 
-let dataDir: string;
-let runtime: LocalRuntime;
-const tableName = `large-job-${randomUUID()}`;
+const runtime = runtimePerFile('large-job', { POLL_INTERVAL_MS: '200' });
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`${runtime.url}${path}`, {
+  const response = await fetch(`${runtime().url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${runtime.adminKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: { authorization: `Bearer ${runtime().adminKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
@@ -34,19 +25,6 @@ async function call(method: string, path: string, body?: unknown): Promise<{ sta
 async function whenFinished(path: string): Promise<Record<string, unknown>> {
   return eventually(async () => (await call('GET', path)).body, (body) => ['succeeded', 'failed'].includes(String(body.status)), 30_000, 100);
 }
-
-beforeAll(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), 'djq-large-job-'));
-  runtime = await startLocalRuntime({ DYNAMODB_ENDPOINT: inject('dynamoEndpoint'), TABLE_NAME: tableName, PORT: String(await freePort()), DATA_DIR: dataDir, POLL_INTERVAL_MS: '200' });
-}, 120_000);
-
-afterAll(async () => {
-  await runtime?.stop();
-  const clients = createDynamoClients({ endpoint: inject('dynamoEndpoint') });
-  await clients.base.send(new DeleteTableCommand({ TableName: tableName })).catch(() => undefined);
-  clients.base.destroy();
-  await rm(dataDir, { recursive: true, force: true });
-});
 
 test('a job of 250 KiB data on an echo type ends after exactly one handler run, failed with an error naming the result size, one attempt in its history', async () => {
   expect((await call('PUT', '/v1/job-types/echoes', { target: { kind: 'handler', name: 'echo' } })).status).toBe(201);

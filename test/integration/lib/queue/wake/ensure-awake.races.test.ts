@@ -1,7 +1,7 @@
 /**
- * Writers and type changes racing a holder of the wake item (lib/queue/wake/ensure-awake.ts, lib/queue/wake/lease-keeper.ts): a writer
- * whose hold's answer went missing decides from the wake item as its hold left it, never from an older read; a
- * writer left to another's ask within the window is held for; a lease its holder will not renew covers nothing;
+ * The waker's judgement and type changes racing a holder of the wake item (lib/queue/wake/ensure-awake.ts,
+ * lib/queue/wake/lease-keeper.ts): a hold whose answer went missing is judged from the wake item as the hold left it,
+ * never from an older read; an entry judged beside another the lease covered gets its own hold; a burst asks once;
  * a resumed type is held for whatever the lease; a holder that renews with a view of the types from before a
  * change leaves no walk the next tick trusts.
  */
@@ -20,14 +20,13 @@ import { T0, defineType, enqueue, freshQueuePerTest, RecordingWaker } from '../.
 const waker = new RecordingWaker();
 const queue = freshQueuePerTest({ waker });
 
-describe('a writer whose hold landed but whose answer was lost', () => {
-  test('wakes a poller when the holder stopped between its read and its hold', async () => {
+describe('a hold whose answer was lost', () => {
+  test('wakes a poller when the holder stopped between the read and the hold', async () => {
     const { ctx, as, clientsOf } = queue();
     const key = wakeKey('poller', 0);
     await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
-    const jobType = await defineType(ctx, 'raced');
     let lost = 0;
-    clientsOf('api').base.middlewareStack.addRelativeTo(
+    clientsOf('waker').base.middlewareStack.addRelativeTo(
       (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
         if (lost > 0 || !JSON.stringify(args.input).includes('holdUntilMs = :hold')) return next(args);
         lost++;
@@ -40,123 +39,42 @@ describe('a writer whose hold landed but whose answer was lost', () => {
       { relation: 'after', toMiddleware: 'retryMiddleware', name: 'stopThenLoseHoldAnswer' },
     );
     waker.requests.length = 0;
-    await enqueue(as('api'), jobType, 'j1', { runAfterMs: T0 + 20_000 });
+    await ensureAwake(as('waker'), 'poller', 0, T0 + 20_000);
     expect(lost).toBe(1);
     expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
   });
 });
 
-describe('a writer within the wake window of one the lease covered', () => {
+describe('an entry judged while the lease covered another', () => {
   const leaseTo = async (ctx: Parameters<typeof writeWake>[0]) =>
     writeWake(ctx, takeLeaseParams(wakeKey('poller', 0), { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
 
-  test('asks for a hold for its entry due past the lease, after a writer whose entry the lease covered', async () => {
+  test('gets a hold when it falls due past the lease, after one the lease covered', async () => {
     const { ctx, as } = queue();
     await leaseTo(ctx);
-    const api = as('api');
-    await ensureAwake(api, 'poller', 0, T0);
-    await ensureAwake(api, 'poller', 0, T0 + 20_000);
+    const wakerCtx = as('waker');
+    await ensureAwake(wakerCtx, 'poller', 0, T0);
+    await ensureAwake(wakerCtx, 'poller', 0, T0 + 20_000);
     expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
   });
 
-  test('has its entry due past the lease held for by the writer it left the window to, while that one was reading', async () => {
+  test('gets a hold when it falls due past the lease, judged while the other was being read', async () => {
     const { ctx, as } = queue();
     await leaseTo(ctx);
-    const api = as('api');
-    await Promise.all([ensureAwake(api, 'poller', 0, T0), ensureAwake(api, 'poller', 0, T0 + 20_000)]);
+    const wakerCtx = as('waker');
+    await Promise.all([ensureAwake(wakerCtx, 'poller', 0, T0), ensureAwake(wakerCtx, 'poller', 0, T0 + 20_000)]);
     expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
   });
 });
 
-describe('a writer of a job due now while the holder will not renew its lease', () => {
-  test('wakes a poller, though the lease outlasts the job: the lease ends at its last poll, and the job may land after it', async () => {
-    const { ctx, as } = queue();
-    const key = wakeKey('poller', 0);
-    await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
-    await writeWake(ctx, stopLeaseParams(key, 'holder', T0, undefined));
-    const jobType = await defineType(ctx, 'due-now');
+describe('a burst handed to the waker at once, after an idle spell', () => {
+  test('reads the wake item and wakes a poller once: the rest wait for the ask under way and find its hold', async () => {
+    const { as, clientsOf } = queue();
+    const reads = recordGetKeys(clientsOf('waker').base);
     waker.requests.length = 0;
-    await enqueue(as('api'), jobType, 'j1');
-    expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
-  });
-});
-
-describe('a writer whose entry a renewing lease covered when it checked', () => {
-  const slowWrite = (clientsOf: ReturnType<typeof queue>['clientsOf'], whileWriting: () => Promise<void>) =>
-    clientsOf('api').base.middlewareStack.addRelativeTo(
-      (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
-        if (!('Item' in args.input) || !JSON.stringify(args.input).includes('JOB#')) return next(args);
-        await whileWriting();
-        return next(args);
-      },
-      { relation: 'after', toMiddleware: 'retryMiddleware', name: 'slowJobWrite' },
-    );
-
-  test('wakes a poller when its write landed after the lease it relied on ended: the holder stopped meanwhile', async () => {
-    const { ctx, clock, as, clientsOf } = queue();
-    const key = wakeKey('poller', 0);
-    await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
-    const jobType = await defineType(ctx, 'slow-write');
-    slowWrite(clientsOf, async () => {
-      // The holder's last looks found nothing, it stopped renewing, and its lease ran out before the write landed.
-      await writeWake(ctx, stopLeaseParams(key, 'holder', clock.nowMs(), undefined));
-      clock.advance(LEASE_MS);
-    });
-    waker.requests.length = 0;
-    await enqueue(as('api'), jobType, 'j1');
-    expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
-    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + LEASE_MS + HOLD_MS);
-  });
-
-  test('asks nothing when its write landed while the lease still outlasts the entry', async () => {
-    const { ctx, clock, as, clientsOf } = queue();
-    await writeWake(ctx, takeLeaseParams(wakeKey('poller', 0), { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
-    const jobType = await defineType(ctx, 'quick-write');
-    slowWrite(clientsOf, async () => clock.advance(100));
-    waker.requests.length = 0;
-    await enqueue(as('api'), jobType, 'j1');
-    expect(waker.requests).toEqual([]);
-    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(0);
-  });
-});
-
-describe('writers of a burst in one process', () => {
-  const BURST = 12;
-  const wakeReads = (keys: string[]) => keys.filter((key) => key.includes('WAKE#')).length;
-
-  test('after an idle spell, read the wake item and wake a poller once: those within the window wait for the ask under way', async () => {
-    const { ctx, as, clientsOf } = queue();
-    const jobType = await defineType(ctx, 'burst');
-    const reads = recordGetKeys(clientsOf('api').base);
-    waker.requests.length = 0;
-    await Promise.all(Array.from({ length: BURST }, (_, at) => enqueue(as('api'), jobType, `j${at}`)));
-    expect(wakeReads(reads)).toBe(1);
-    expect(waker.requests).toHaveLength(1);
-  });
-
-  test('whose writes all outlasted the lease they relied on, ask again about once between them', async () => {
-    const { ctx, clock, as, clientsOf } = queue();
-    const key = wakeKey('poller', 0);
-    await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
-    const jobType = await defineType(ctx, 'brownout');
-    let landed: Promise<void> | undefined;
-    clientsOf('api').base.middlewareStack.addRelativeTo(
-      (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
-        if (!('Item' in args.input) || !JSON.stringify(args.input).includes('JOB#')) return next(args);
-        // Every write waits out the same brownout, in which the holder stops and its lease runs out.
-        landed ??= (async () => {
-          await writeWake(ctx, stopLeaseParams(key, 'holder', clock.nowMs(), undefined));
-          clock.advance(LEASE_MS);
-        })();
-        await landed;
-        return next(args);
-      },
-      { relation: 'after', toMiddleware: 'retryMiddleware', name: 'brownout' },
-    );
-    const reads = recordGetKeys(clientsOf('api').base);
-    waker.requests.length = 0;
-    await Promise.all(Array.from({ length: BURST }, (_, at) => enqueue(as('api'), jobType, `j${at}`)));
-    expect(wakeReads(reads)).toBe(2);
+    const wakerCtx = as('waker');
+    await Promise.all(Array.from({ length: 12 }, () => ensureAwake(wakerCtx, 'poller', 0, T0)));
+    expect(reads.filter((key) => key.includes('WAKE#'))).toHaveLength(1);
     expect(waker.requests).toHaveLength(1);
   });
 });

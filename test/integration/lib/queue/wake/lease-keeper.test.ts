@@ -1,12 +1,12 @@
 /**
- * Pollers that sleep (lib/queue/wake/lease-keeper.ts, poller-awake.ts) and writers that wake them (lib/queue/wake/ensure-awake.ts): a
+ * Pollers that sleep (lib/queue/wake/lease-keeper.ts, poller-stays.ts) and what wakes them (lib/queue/wake/ensure-awake.ts): a
  * tick with nothing in reach ends in a few reads; one with work stays, keeps a lease, and ends once nothing is
- * in reach; a write due soon that no lease covers asks for a hold and wakes the poller of its partition, once per
- * window; a woken invocation ends at once when the holder will outlast the hold.
+ * in reach; an entry written due soon that no lease covers gets a hold and a wake of the poller of its partition,
+ * once for a burst; a woken invocation ends at once when the holder will outlast the hold. Writers ask nothing.
  */
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../../../../lib/queue/context.js';
-import { HOLD_MS, TICK_COVER_MS, WAKE_WINDOW_MS, ensureAwake, pollerPartitionOf } from '../../../../../lib/queue/wake/ensure-awake.js';
+import { COVER_MARGIN_MS, HOLD_MS, TICK_COVER_MS, ensureAwake, pollerPartitionOf } from '../../../../../lib/queue/wake/ensure-awake.js';
 import { HANDOVER_MS, LEASE_MS, SETTLE_MS, startAwake, TYPES_CHECK_MS, type AwakeWork } from '../../../../../lib/queue/wake/lease-keeper.js';
 import { startPollerAwake } from '../../../../../lib/queue/wake/poller-stays.js';
 import { runPollerLoop } from '../../../../../lib/queue/poll/poller-loop.js';
@@ -103,59 +103,78 @@ describe('a minute tick', () => {
 });
 
 describe('a writer', () => {
-  test('of a job due now, with no poller awake, asks for a hold and wakes the poller of its partition', async () => {
-    const { ctx } = queue();
+  test('of a job due now asks no one: it reads no wake item, asks no hold and wakes no one', async () => {
+    const { ctx, as } = queue();
     waker.requests.length = 0;
-    const jobType = await defineType(ctx, 'now');
-    await enqueue(queue().as('api'), jobType, 'j1');
+    await enqueue(as('api'), await defineType(ctx, 'now'), 'j1');
+    expect(waker.requests).toEqual([]);
+    expect(await readWakeState(ctx, 'poller', 0)).toMatchObject({ holdUntilMs: 0, ownerId: undefined });
+  });
+});
+
+describe('making sure of an entry written (ensureAwake, as the waker does)', () => {
+  test('due now, with no poller awake, asks for a hold and wakes the poller of its partition', async () => {
+    const { ctx, as } = queue();
+    waker.requests.length = 0;
+    await enqueue(ctx, await defineType(ctx, 'now'), 'j1');
+    await ensureAwake(as('waker'), 'poller', 0, T0);
     expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
     expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
   });
 
-  test(`wakes at most once per ${WAKE_WINDOW_MS} ms: the hold asked for covers the writes within the window`, async () => {
-    const { ctx, clock, as } = queue();
+  test('wakes once for a burst: the hold it asked for covers the entries after it, until the hold nears its end', async () => {
+    const { clock, as } = queue();
     waker.requests.length = 0;
-    const jobType = await defineType(ctx, 'burst');
-    for (let i = 0; i < 5; i++) await enqueue(as('api'), jobType, `j${i}`);
+    const wakerCtx = as('waker');
+    for (let i = 0; i < 5; i++) await ensureAwake(wakerCtx, 'poller', 0, T0);
     expect(waker.requests).toHaveLength(1);
-    clock.advance(WAKE_WINDOW_MS);
-    await enqueue(as('api'), jobType, 'after-window');
+    clock.advance(HOLD_MS - COVER_MARGIN_MS);
+    await ensureAwake(wakerCtx, 'poller', 0, clock.nowMs());
     expect(waker.requests).toHaveLength(2);
   });
 
-  test('of a job a minute tick will find in time wakes no one and reads nothing', async () => {
+  test('due past a tick\'s cover wakes no one and reads nothing', async () => {
     const { ctx, as } = queue();
     waker.requests.length = 0;
-    const jobType = await defineType(ctx, 'ahead');
-    await enqueue(as('api'), jobType, 'far', { runAfterMs: T0 + TICK_COVER_MS });
+    await ensureAwake(as('waker'), 'poller', 0, T0 + TICK_COVER_MS);
     expect(waker.requests).toEqual([]);
     expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(0);
   });
 
-  test('of a job a live lease outlasts wakes no one', async () => {
+  test('a live lease outlasts wakes no one', async () => {
     const { ctx, as } = queue();
     waker.requests.length = 0;
     await writeWake(ctx, takeLeaseParams(wakeKey('poller', 0), { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
-    await enqueue(as('api'), await defineType(ctx, 'covered'), 'j1');
+    await ensureAwake(as('waker'), 'poller', 0, T0);
     expect(waker.requests).toEqual([]);
   });
 
-  test('of a job due past the lease asks for a hold, and wakes no one while the holder will outlast it', async () => {
-    const { ctx, as } = queue();
-    waker.requests.length = 0;
-    await writeWake(ctx, takeLeaseParams(wakeKey('poller', 0), { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
-    await enqueue(as('api'), await defineType(ctx, 'past-lease'), 'j1', { runAfterMs: T0 + 20_000 });
-    expect(waker.requests).toEqual([]);
-    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
-  });
-
-  test('wakes a poller when the holder will not renew its lease, though the lease outlasts the job: the holder may have stopped looking', async () => {
+  test('a lease outlasts covers it though its holder will not renew: written, the entry is there for the holder\'s last polls', async () => {
     const { ctx, as } = queue();
     waker.requests.length = 0;
     const key = wakeKey('poller', 0);
     await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
     await writeWake(ctx, stopLeaseParams(key, 'holder', T0, undefined));
-    await enqueue(as('api'), await defineType(ctx, 'stopping'), 'j1');
+    await ensureAwake(as('waker'), 'poller', 0, T0);
+    expect(waker.requests).toEqual([]);
+  });
+
+  test('due past the lease asks for a hold, and wakes no one while the holder will outlast it', async () => {
+    const { ctx, as } = queue();
+    waker.requests.length = 0;
+    await writeWake(ctx, takeLeaseParams(wakeKey('poller', 0), { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
+    await ensureAwake(as('waker'), 'poller', 0, T0 + 20_000);
+    expect(waker.requests).toEqual([]);
+    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
+  });
+
+  test('due past the lease of a holder that will not renew wakes a poller: the holder will not stay for the hold', async () => {
+    const { ctx, as } = queue();
+    waker.requests.length = 0;
+    const key = wakeKey('poller', 0);
+    await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
+    await writeWake(ctx, stopLeaseParams(key, 'holder', T0, undefined));
+    await ensureAwake(as('waker'), 'poller', 0, T0 + 20_000);
     expect(waker.requests).toHaveLength(1);
   });
 
@@ -172,7 +191,7 @@ describe('a writer', () => {
   test('wakes the poller of the partition owning its shard', async () => {
     const { ctx, as } = queue();
     waker.requests.length = 0;
-    const two = { ...as('api'), settings: { ...ctx.settings, pollerPartitions: 2 } };
+    const two = { ...as('waker'), settings: { ...ctx.settings, pollerPartitions: 2 } };
     const id = 'job-in-some-shard';
     await ensureAwake(two, 'poller', pollerPartitionOf(two, id), T0);
     const partition = pollerPartitionOf(two, id);

@@ -1,0 +1,75 @@
+/**
+ * The waker function and what starts it as the stack does: the table's stream, through its event source mapping's
+ * filters, and its timers, through a queue (./aws/table-stream.ts, ./aws/timer-queue.ts). Its reads of the stream and
+ * its sends of timers meet its role. The local runtime runs it so, and the fault suite with faulty clients.
+ */
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { createWakerHandler } from '../../functions/waker/app.js';
+import { log } from '../../functions/shared/log.js';
+import { createSqsWakeTimers } from '../../lib/aws/sqs.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { createDynamoClients, dynamoClientConfig, type DynamoClientOptions } from '../../lib/store/client.js';
+import { WAKER_TIMEOUT_S, WAKER_STREAM_FILTERS } from '../waker.js';
+import type { LocalIam } from './aws/iam/local-iam.js';
+import { streamReadRequests } from './aws/iam/requests.js';
+import { startTableStream } from './aws/table-stream.js';
+import { createTimerQueue } from './aws/timer-queue.js';
+
+export interface LocalWakerOptions {
+  iam: LocalIam;
+  /** The waker's queue context: its own role's clients, and what wakes the poller and the sweeper. */
+  ctx: QueueContext;
+  clientOptions: DynamoClientOptions;
+  tableName: string;
+  inFlight: Set<Promise<unknown>>;
+  signal: AbortSignal;
+  /** One invocation of the waker with a batch (the runtime's: its timeout and REPORT line). */
+  invoke: (run: () => Promise<void>, source: 'stream' | 'timers', records: number) => Promise<unknown>;
+  /** A read or a batch that failed, to be read or handed again; logged when not given. */
+  onError?: (error: unknown, during: 'stream read' | 'stream batch' | 'timers batch') => void;
+  /** How much later than DynamoDB Local's stream has them the waker gets the records. */
+  streamDelayMs?: number;
+}
+
+/** Starts both sources; resolves once the stream is read from its latest record. */
+export async function startLocalWaker(options: LocalWakerOptions): Promise<{ stop: () => Promise<void> }> {
+  const { iam, signal } = options;
+  const { policies } = iam.check;
+  const onError = options.onError ?? ((error, during) => log('error', `waker: a ${during} failed; it is read or handed again`, { error }));
+  const run = (source: 'stream' | 'timers') => (event: { Records: unknown[] }) => options.invoke(() => handler(event), source, event.Records.length);
+  const timerQueue = createTimerQueue({
+    region: policies.account.region,
+    handle: run('timers'),
+    inFlight: options.inFlight,
+    signal,
+    batchSize: 10,
+    // The stack's queue: six times the waker's timeout, as Lambda asks of a queue it reads.
+    visibilityTimeoutMs: 6 * WAKER_TIMEOUT_S * 1000,
+    retentionMs: 3_600_000,
+    onError: (error) => onError(error, 'timers batch'),
+  });
+  const sqs = iam.sdkClientFor('waker', timerQueue.client, 'SQS');
+  const handler = createWakerHandler({ ctx: options.ctx, timers: createSqsWakeTimers(sqs, policies.wakeTimerQueueUrl) });
+  const tables = createDynamoClients(options.clientOptions).base;
+  const streams = new DynamoDBStreamsClient(dynamoClientConfig(options.clientOptions));
+  const stream = startTableStream({
+    tables,
+    streams,
+    tableName: options.tableName,
+    filters: WAKER_STREAM_FILTERS,
+    batchSize: 100,
+    retryAttempts: 5,
+    authorize: () => iam.check.forFunction('waker').authorize(streamReadRequests(policies.arns.tableStream)),
+    handle: run('stream'),
+    onError: (error, during) => onError(error, during === 'read' ? 'stream read' : 'stream batch'),
+    signal,
+    ...(options.streamDelayMs ? { delayMs: options.streamDelayMs } : {}),
+  });
+  await stream.ready;
+  return {
+    stop: async () => {
+      await stream.stopped;
+      for (const client of [tables, streams, sqs]) client.destroy();
+    },
+  };
+}
