@@ -1,7 +1,7 @@
 /**
  * The whole queue as one construct, to add to a CDK app: the table, the HTTP API in front of the api
- * function, the poller and sweeper on every-minute schedules and woken by the functions that write what
- * they act on, the worker the poller invokes asynchronously, the lifecycle event bus, the callback token
+ * function, the poller and sweeper on every-minute schedules and woken by the waker, which reads the table's
+ * stream, the worker the poller invokes asynchronously, the lifecycle event bus, the callback token
  * secret, alarms and outputs, each function granted only the calls its code makes. It runs the same
  * functions/ code the local runtime runs, with the handler module given bundled into the worker (and into
  * the api and the sweeper, for its names and retry policies).
@@ -99,8 +99,9 @@ export function reservedConcurrency(
 export const FUNCTION_MEMORY_SIZES_MB: Record<QueueFunctionName, number> = { api: 512, authorizer: 256, worker: 1024, poller: 512, sweeper: 256, waker: 256 };
 
 /**
- * The functions that write what a sleeping poller or sweeper must act on are told their names and may invoke
- * them (lib/queue/wake/wake-requests.ts), the poller and the sweeper themselves included. Both are named by their
+ * The functions that wake a sleeping poller or sweeper are told their names and may invoke them
+ * (lib/queue/wake/wake-requests.ts): the waker, the api (a schedule saved, a type resumed, a bulk operation started)
+ * and the poller and the sweeper themselves (a handover). Both are named by their
  * literal names, never through a reference, which would make the functions depend on each other.
  */
 function allowWakes(wakers: QueueFunction[], woken: { poller: QueueFunction; sweeper: QueueFunction }): void {
@@ -311,7 +312,7 @@ export class DelayedJobQueue extends Construct {
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.waker,
     });
     startWakerFrom(waker, { table: this.table, timerQueue: this.wakeTimerQueue });
-    allowWakes([api, worker, poller, sweeper, waker], { poller, sweeper });
+    allowWakes([api, poller, sweeper, waker], { poller, sweeper });
     return { api, authorizer, poller, worker, sweeper, waker };
   }
 

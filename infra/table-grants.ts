@@ -59,12 +59,11 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
     items: {
       // An http target's signing secret is read from its type's item: a batch never carries it. While jobs run, their
       // groups' start records are read for cancels.
-      GetItem: ['jobType', 'start', 'wake'],
+      GetItem: ['jobType', 'start'],
       // A heartbeat, callback wait or retry that moves a job beyond the next bucket records that bucket first.
       PutItem: ['directory'],
       // A batch records the start of its claims' group before any of its jobs runs.
-      // A retry due soon asks the poller's wake item for a hold (a claim extended asks nothing: the waker reads it).
-      UpdateItem: ['job', 'jobType', 'metrics', 'roster', 'start', 'wake'],
+      UpdateItem: ['job', 'jobType', 'metrics', 'roster', 'start'],
     },
     queriesDueIndex: false,
   },

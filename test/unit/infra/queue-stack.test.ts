@@ -200,9 +200,9 @@ describe('least privilege', () => {
     expect(invoked).toEqual([{ 'Fn::GetAtt': [logicalIdOf(stack.functions.worker.function), 'Arn'] }, wokenArns()]);
   });
 
-  test('the worker may also read the callback token secret, publish lifecycle events, send to its dead-letter queue and wake the poller and the sweeper', () => {
+  test('the worker may also read the callback token secret, publish lifecycle events and send to its dead-letter queue, and wakes no one: the waker does', () => {
     expect(actionsOf('worker').filter((action) => !action.startsWith('dynamodb:'))).toEqual(
-      ['events:PutEvents', 'lambda:InvokeFunction', 'secretsmanager:GetSecretValue', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
+      ['events:PutEvents', 'secretsmanager:GetSecretValue', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
     );
   });
 
@@ -331,7 +331,7 @@ describe('the waker', () => {
 });
 
 describe('waking the poller and the sweeper', () => {
-  const WAKERS = ['api', 'worker', 'poller', 'sweeper', 'waker'] as const;
+  const WAKERS = ['api', 'poller', 'sweeper', 'waker'] as const;
   const variablesOf = (subject: Template, subjectStack: { getLogicalId: QueueStack['getLogicalId'] }, fn: { role: { node: { defaultChild?: unknown } } }) =>
     Object.values(subject.findResources('AWS::Lambda::Function', { Properties: { Role: { 'Fn::GetAtt': [subjectStack.getLogicalId(fn.role.node.defaultChild as never), 'Arn'] } } }))[0]
       ?.Properties.Environment.Variables;

@@ -13,7 +13,7 @@ import type { WakeRequest } from '../../../../../../lib/domain/invocations.js';
 
 const account = { region: 'eu-west-1', accountId: LOCAL_ACCOUNT_ID, tableName: 'jobs' };
 /** The functions that write what the poller and the sweeper act on, and the waker, which reads it from the table's stream. */
-const WAKERS = new Set(['api', 'worker', 'poller', 'sweeper', 'waker']);
+const WAKERS = new Set(['api', 'poller', 'sweeper', 'waker']);
 const wakeRecordKey = { pk: `${PARTITION_PREFIX.wake}poller#0`, sk: 'WAKE' };
 
 let iam: LocalIam;
