@@ -51,7 +51,7 @@ test("the api's wake starts a poller invocation at once, with the wake event, an
 
 test('a woken sweeper that runs past its Lambda timeout is cut there and reported as timed out', async () => {
   const { scheduled, reports } = runtimeWith(1_000, 200);
-  await scheduled.wakerFor('worker').wake({ role: 'sweeper' });
+  await scheduled.wakerFor('waker').wake({ role: 'sweeper' });
   await Promise.all([...inFlight]);
   expect(reports).toEqual([expect.objectContaining({ function: 'sweeper', status: 'timeout' })]);
 });

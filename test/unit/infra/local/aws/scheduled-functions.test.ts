@@ -81,7 +81,7 @@ describe('the poller and the sweeper, ticked and woken', () => {
     await scheduled.wakerFor('api').wake({ role: 'poller', shards: [1, 3] });
     await vi.advanceTimersByTimeAsync(0);
     expect(invocations.map(({ fn, event }) => ({ fn, event }))).toEqual([{ fn: 'poller', event: { wake: true, shards: [1, 3] } }]);
-    await scheduled.wakerFor('worker').wake({ role: 'sweeper' });
+    await scheduled.wakerFor('waker').wake({ role: 'sweeper' });
     await vi.advanceTimersByTimeAsync(0);
     expect(invocations.map(({ fn, event }) => ({ fn, event }))[1]).toEqual({ fn: 'sweeper', event: { wake: true } });
   });
@@ -112,7 +112,7 @@ describe('the poller and the sweeper, ticked and woken', () => {
       wakerFor: (fn, waker) => ({ wake: async (request) => (checked.push(`${fn} wakes the ${request.role}`), waker.wake(request)) }),
     };
     const scheduled = createScheduledFunctions({ settings: { pollerPartitions: 1, shards: 1 }, iam: recordingIam, inFlight, signal: stop.signal, reservedConcurrency: {} }, async () => undefined);
-    await scheduled.wakerFor('worker').wake({ role: 'poller', shards: [0] });
-    expect(checked).toEqual(['worker wakes the poller']);
+    await scheduled.wakerFor('waker').wake({ role: 'poller', shards: [0] });
+    expect(checked).toEqual(['waker wakes the poller']);
   });
 });
