@@ -4,6 +4,9 @@
  * while its claim holds its slots, so what it sees bounds what the counters allowed.
  */
 import type { JobHandler } from '../../lib/queue/attempt/run-batch.js';
+import type { JobType } from '../../lib/domain/job-type.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { auditJobs, contextWith, countStarts, runUntilSettled } from './scenario.js';
 
 export interface InFlightWatch {
   handler: JobHandler;
@@ -57,3 +60,31 @@ export function watchInFlight(work: (data: unknown) => Promise<unknown> | unknow
 }
 
 export const sleepMs = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs `jobs` of `jobType` to the end with two pollers, a sweeper and a worker on `ctx`, watched in flight: each job
+ * works `data.workMs` and, where `data.failFirst`, fails its first attempt. Its starts are counted and the run is
+ * audited, nothing being injected: every error a component reports is a finding.
+ */
+export async function settleWatched(ctx: QueueContext, jobType: JobType, jobs: { type: string; id: string }[]) {
+  const failedOnce = new Set<string>();
+  const watch = watchInFlight(async (data) => {
+    const { workMs, failFirst, id } = data as { workMs: number; failFirst: boolean; id: string };
+    await sleepMs(workMs);
+    if (failFirst && !failedOnce.has(id)) {
+      failedOnce.add(id);
+      throw new Error('fails its first attempt');
+    }
+    return 'done';
+  });
+  const counter = countStarts((data, context) => watch.handler({ ...(data as object), id: context.job.id }, context));
+  const outcome = await runUntilSettled({
+    components: { pollers: [contextWith(ctx, {}), contextWith(ctx, {})], sweepers: [contextWith(ctx, {})], workers: ctx },
+    registry: { handlers: { [jobType.name]: counter.handler }, retryPolicies: {} },
+    auditor: ctx,
+    jobs,
+    timeoutMs: 120_000,
+  });
+  const audit = await auditJobs(ctx, jobs, counter.starts, new Map([[jobType.name, jobType]]), { startsByAttempt: counter.byAttempt, errors: outcome.errors });
+  return { settled: outcome.settled, audit, watch, failedOnce };
+}

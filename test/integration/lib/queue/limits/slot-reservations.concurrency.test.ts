@@ -10,9 +10,8 @@ import { parseJobTypeDefinition } from '../../../../../lib/wire/job-types.js';
 import { readInFlight } from '../../../../../lib/store/counters.js';
 import { sweepOnce } from '../../../../../lib/queue/sweep/sweep.js';
 import { runWorkerBatch } from '../../../../../lib/queue/attempt/run-batch.js';
-import { watchInFlight, sleepMs } from '../../../../support/in-flight.js';
+import { settleWatched } from '../../../../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../../../../support/queue.js';
-import { auditJobs, contextWith, countStarts, runUntilSettled } from '../../../../support/scenario.js';
 import { DyingInvoker, defineType, enqueue, FailingInvoker, freshQueuePerTest, poll, RecordingInvoker, WORKER } from '../../../../support/lib-fixtures.js';
 import { seededRandom } from '../../../../support/faults.js';
 
@@ -40,27 +39,8 @@ test(`two pollers never run more than the concurrency in weight (${JOBS} jobs of
       await enqueue(queue.ctx, jobType, `job-${i}`, { data, weight: 1 + Math.floor(random() * 4) });
       jobs.push({ type: 'weighed', id: `job-${i}` });
     }
-    const failedOnce = new Set<string>();
-    const watch = watchInFlight(async (data) => {
-      const { workMs, failFirst, id } = data as { workMs: number; failFirst: boolean; id?: string };
-      await sleepMs(workMs);
-      if (failFirst && id !== undefined && !failedOnce.has(id)) {
-        failedOnce.add(id);
-        throw new Error('fails its first attempt');
-      }
-      return 'done';
-    });
-    const counter = countStarts((data, context) => watch.handler({ ...(data as object), id: context.job.id }, context));
-    const outcome = await runUntilSettled({
-      components: { pollers: [contextWith(queue.ctx, {}), contextWith(queue.ctx, {})], sweepers: [contextWith(queue.ctx, {})], workers: queue.ctx },
-      registry: { handlers: { weighed: counter.handler }, retryPolicies: {} },
-      auditor: queue.ctx,
-      jobs,
-      timeoutMs: 120_000,
-    });
-    expect(outcome.settled).toBe(true);
-    // Nothing is injected here: every error a poller, sweeper or worker reports is a finding.
-    const audit = await auditJobs(queue.ctx, jobs, counter.starts, new Map([['weighed', jobType]]), { startsByAttempt: counter.byAttempt, errors: outcome.errors });
+    const { settled, audit, watch, failedOnce } = await settleWatched(queue.ctx, jobType, jobs);
+    expect(settled).toBe(true);
     expect(audit.findings).toEqual([]);
     expect(audit.byStatus).toEqual({ succeeded: JOBS });
     expect(failedOnce.size).toBeGreaterThan(0);

@@ -8,7 +8,7 @@ import { getJob } from '../../../../../lib/queue/read-job.js';
 import { parseJobTypeDefinition } from '../../../../../lib/wire/job-types.js';
 import { readInFlight } from '../../../../../lib/store/counters.js';
 import { runWorkerBatch } from '../../../../../lib/queue/attempt/run-batch.js';
-import { sleepMs, watchInFlight } from '../../../../support/in-flight.js';
+import { settleWatched, sleepMs, watchInFlight } from '../../../../support/in-flight.js';
 import { asFunction, createTestQueue, realClock } from '../../../../support/queue.js';
 import { auditJobs, contextWith, countStarts, runUntilSettled } from '../../../../support/scenario.js';
 import { defineType, enqueue, freshQueuePerTest, poll, RecordingInvoker, WORKER } from '../../../../support/lib-fixtures.js';
@@ -84,27 +84,8 @@ test('a weighted mix (weights 1 to 5, shares of 40 / 30 / 30 % of 100, 10 % fail
       await enqueue(queue.ctx, jobType, `job-${i}`, { data: { region, workMs: 5 + (i % 7) * 5, failFirst: i % 10 === 0 }, weight: 1 + (i % 5) });
       jobs.push({ type: 'mixed', id: `job-${i}` });
     }
-    const failedOnce = new Set<string>();
-    const watch = watchInFlight(async (data) => {
-      const { workMs, failFirst, id } = data as { workMs: number; failFirst: boolean; id: string };
-      await sleepMs(workMs);
-      if (failFirst && !failedOnce.has(id)) {
-        failedOnce.add(id);
-        throw new Error('fails its first attempt');
-      }
-      return 'done';
-    });
-    const counter = countStarts((data, context) => watch.handler({ ...(data as object), id: context.job.id }, context));
-    const outcome = await runUntilSettled({
-      components: { pollers: [contextWith(queue.ctx, {}), contextWith(queue.ctx, {})], sweepers: [contextWith(queue.ctx, {})], workers: queue.ctx },
-      registry: { handlers: { mixed: counter.handler }, retryPolicies: {} },
-      auditor: queue.ctx,
-      jobs,
-      timeoutMs: 120_000,
-    });
-    expect(outcome.settled).toBe(true);
-    // Nothing is injected here: every error a poller, sweeper or worker reports is a finding.
-    const audit = await auditJobs(queue.ctx, jobs, counter.starts, new Map([['mixed', jobType]]), { startsByAttempt: counter.byAttempt, errors: outcome.errors });
+    const { settled, audit, watch, failedOnce } = await settleWatched(queue.ctx, jobType, jobs);
+    expect(settled).toBe(true);
     expect(audit.findings).toEqual([]);
     expect(audit.byStatus).toEqual({ succeeded: 300 });
     expect(failedOnce.size).toBe(30);
