@@ -25,6 +25,13 @@ export const WAKER_TIMEOUT_S = 30;
  */
 const WAKER_STREAM_RECORD_MAX_AGE = Duration.minutes(1);
 
+/** How the waker's mappings hand it records, here and in the local runtime (infra/local/waker.ts). */
+export const WAKER_MAPPINGS = {
+  stream: { batchSize: 100, retryAttempts: 5 },
+  /** Kept an hour at most: a timer is worth nothing once a minute tick has passed its due time. */
+  timers: { batchSize: 10, retentionS: 3_600, visibilityTimeoutS: 6 * WAKER_TIMEOUT_S },
+} as const;
+
 /**
  * The waker's stream filters, one per lane prefix (Lambda keeps a record that any matches): lane entries put or
  * changed, never removed ones, nor the items that are no lane entry. The local runtime applies the same
@@ -35,16 +42,13 @@ export const WAKER_STREAM_FILTERS: Record<string, unknown>[] = LANE_PARTITION_PR
   dynamodb: { NewImage: { [TABLE_SCHEMA.dueIndex.partitionKey]: { S: [{ prefix }] } } },
 }));
 
-/**
- * The waker's timers. Kept an hour at most: a timer is worth nothing once a minute tick has passed its due time.
- * Its visibility timeout outlasts the waker's, as Lambda asks of a queue it reads.
- */
+/** The waker's timers. Its visibility timeout outlasts the waker's, as Lambda asks of a queue it reads. */
 export function createWakeTimerQueue(scope: Construct): Queue {
   const queue = new Queue(scope, 'WakeTimers', {
     encryption: QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
-    retentionPeriod: Duration.hours(1),
-    visibilityTimeout: Duration.seconds(6 * WAKER_TIMEOUT_S),
+    retentionPeriod: Duration.seconds(WAKER_MAPPINGS.timers.retentionS),
+    visibilityTimeout: Duration.seconds(WAKER_MAPPINGS.timers.visibilityTimeoutS),
   });
   Validations.of(queue).acknowledge({
     id: 'AwsSolutions::AwsSolutions-SQS3',
@@ -69,12 +73,12 @@ export function startWakerFrom(waker: QueueFunction, sources: { table: Table; ti
   waker.function.addEventSourceMapping('TableStream', {
     eventSourceArn: table.tableStreamArn!,
     startingPosition: StartingPosition.LATEST,
-    batchSize: 100,
+    batchSize: WAKER_MAPPINGS.stream.batchSize,
     // A failing batch holds its shard back: split it to pass what can be handled, and drop what ticks will find.
     bisectBatchOnError: true,
-    retryAttempts: 5,
+    retryAttempts: WAKER_MAPPINGS.stream.retryAttempts,
     maxRecordAge: WAKER_STREAM_RECORD_MAX_AGE,
     filters: WAKER_STREAM_FILTERS.map((pattern) => FilterCriteria.filter(pattern)),
   });
-  waker.function.addEventSource(new SqsEventSource(timerQueue, { batchSize: 10 }));
+  waker.function.addEventSource(new SqsEventSource(timerQueue, { batchSize: WAKER_MAPPINGS.timers.batchSize }));
 }

@@ -9,7 +9,7 @@ import { log } from '../../functions/shared/log.js';
 import { createSqsWakeTimers } from '../../lib/aws/sqs.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { createDynamoClients, dynamoClientConfig, type DynamoClientOptions } from '../../lib/store/client.js';
-import { WAKER_TIMEOUT_S, WAKER_STREAM_FILTERS } from '../waker.js';
+import { WAKER_MAPPINGS, WAKER_STREAM_FILTERS } from '../waker.js';
 import type { LocalIam } from './aws/iam/local-iam.js';
 import { streamReadRequests } from './aws/iam/requests.js';
 import { startTableStream } from './aws/table-stream.js';
@@ -42,10 +42,9 @@ export async function startLocalWaker(options: LocalWakerOptions): Promise<{ sto
     handle: run('timers'),
     inFlight: options.inFlight,
     signal,
-    batchSize: 10,
-    // The stack's queue: six times the waker's timeout, as Lambda asks of a queue it reads.
-    visibilityTimeoutMs: 6 * WAKER_TIMEOUT_S * 1000,
-    retentionMs: 3_600_000,
+    batchSize: WAKER_MAPPINGS.timers.batchSize,
+    visibilityTimeoutMs: WAKER_MAPPINGS.timers.visibilityTimeoutS * 1000,
+    retentionMs: WAKER_MAPPINGS.timers.retentionS * 1000,
     onError: (error) => onError(error, 'timers batch'),
   });
   const sqs = iam.sdkClientFor('waker', timerQueue.client, 'SQS');
@@ -57,8 +56,7 @@ export async function startLocalWaker(options: LocalWakerOptions): Promise<{ sto
     streams,
     tableName: options.tableName,
     filters: WAKER_STREAM_FILTERS,
-    batchSize: 100,
-    retryAttempts: 5,
+    ...WAKER_MAPPINGS.stream,
     authorize: () => iam.check.forFunction('waker').authorize(streamReadRequests(policies.arns.tableStream)),
     handle: run('stream'),
     onError: (error, during) => onError(error, during === 'read' ? 'stream read' : 'stream batch'),

@@ -118,8 +118,10 @@ async function run(options: TableStreamOptions, onReady: () => void): Promise<vo
         const read = await readShard(options.streams, iterator);
         // An iterator DynamoDB no longer honours is made again from the shard's oldest record: some records may come
         // twice, as Lambda's at-least-once allows, and none is skipped.
-        if (read === 'stale') iterators.delete(shardId);
-        if (read === 'stale') continue;
+        if (read === 'stale') {
+          iterators.delete(shardId);
+          continue;
+        }
         const { Records, NextShardIterator } = read;
         iterators.set(shardId, NextShardIterator);
         const kept = (Records ?? []).filter((record) => options.filters.some((pattern) => matchesFilter(pattern, record)));

@@ -44,10 +44,20 @@ function forgetPassed(nowMs: number): void {
   if (armed.size >= MAX_ARMED) armed.clear();
 }
 
+/** One wake per function, for the latest due time of those given: what is awake must outlast them all. */
+function latestPerTarget(wakes: Iterable<WakeTimer>): WakeTimer[] {
+  const latest = new Map<string, WakeTimer>();
+  for (const wake of wakes) {
+    const key = targetKey(wake);
+    if (wake.dueAtMs > (latest.get(key)?.dueAtMs ?? -Infinity)) latest.set(key, wake);
+  }
+  return [...latest.values()];
+}
+
 /** Wakes whoever must find the written entries: now for those due soon, by a timer for those due within a tick's reach. */
 export async function wakeForWrittenEntries(ctx: QueueContext, entries: readonly WrittenLaneEntry[], timers: WakeTimers): Promise<void> {
   const nowMs = ctx.nowMs();
-  const dueSoon = new Map<string, WakeTimer>();
+  const dueSoon: WakeTimer[] = [];
   const toArm = new Map<string, { timer: WakeTimer; delayS: number }>();
   forgetPassed(nowMs);
   for (const entry of entries) {
@@ -55,9 +65,7 @@ export async function wakeForWrittenEntries(ctx: QueueContext, entries: readonly
     // Past a tick's cover, the next minute tick finds it and stays for it (queue/wake/lease-keeper.ts).
     if (entry.dueAtMs >= nowMs + TICK_COVER_MS) continue;
     if (entry.dueAtMs <= nowMs + WAKE_NOW_WITHIN_MS) {
-      const key = targetKey(target);
-      // The latest due time of them all: what is awake must outlast it.
-      dueSoon.set(key, { ...target, dueAtMs: Math.max(entry.dueAtMs, dueSoon.get(key)?.dueAtMs ?? -Infinity) });
+      dueSoon.push({ ...target, dueAtMs: entry.dueAtMs });
       continue;
     }
     const second = timerSecondOf(entry.dueAtMs);
@@ -66,7 +74,7 @@ export async function wakeForWrittenEntries(ctx: QueueContext, entries: readonly
     const delayS = Math.min(MAX_TIMER_DELAY_S, Math.max(0, Math.floor((second * 1000 - nowMs) / 1000)));
     toArm.set(key, { timer: { ...target, dueAtMs: (second + 1) * 1000 + TIMER_LEAD_MS }, delayS });
   }
-  await Promise.all([...dueSoon.values()].map((wake) => ensureAwake(ctx, wake.role, wake.partition, wake.dueAtMs)));
+  await Promise.all(latestPerTarget(dueSoon).map((wake) => ensureAwake(ctx, wake.role, wake.partition, wake.dueAtMs)));
   if (toArm.size === 0) return;
   await timers.arm([...toArm.values()]);
   for (const [key, { timer }] of toArm) armed.set(key, timer.dueAtMs);
@@ -74,10 +82,5 @@ export async function wakeForWrittenEntries(ctx: QueueContext, entries: readonly
 
 /** Timers that came back: whoever they name is made sure of now, once per function. */
 export async function wakeForTimers(ctx: QueueContext, fired: readonly WakeTimer[]): Promise<void> {
-  const latest = new Map<string, WakeTimer>();
-  for (const timer of fired) {
-    const key = targetKey(timer);
-    latest.set(key, { ...timer, dueAtMs: Math.max(timer.dueAtMs, latest.get(key)?.dueAtMs ?? -Infinity) });
-  }
-  await Promise.all([...latest.values()].map((timer) => ensureAwake(ctx, timer.role, timer.partition, Math.max(timer.dueAtMs, ctx.nowMs()))));
+  await Promise.all(latestPerTarget(fired).map((timer) => ensureAwake(ctx, timer.role, timer.partition, Math.max(timer.dueAtMs, ctx.nowMs()))));
 }
