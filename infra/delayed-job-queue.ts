@@ -311,7 +311,7 @@ export class DelayedJobQueue extends Construct {
       timeout: Duration.seconds(timeoutsS.waker),
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.waker,
     });
-    startWakerFrom(waker, { table: this.table, timerQueue: this.wakeTimerQueue });
+    startWakerFrom(waker, { table: this.table, timerQueue: this.wakeTimerQueue, timerSenders: [poller, sweeper] });
     allowWakes([api, poller, sweeper, waker], { poller, sweeper });
     return { api, authorizer, poller, worker, sweeper, waker };
   }

@@ -13,8 +13,7 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   api: {
     items: {
       // A debounce enqueue reads its key's pointer.
-      // Before an enqueue due soon, the poller partition's wake item says whether one will find it (queue/wake/ensure-awake.ts).
-      GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation', 'debounce', 'wake'],
+      GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation', 'debounce'],
       // A correlated, dedup or debounce enqueue writes the job and its key's pointer in one transaction; a far
       // run_after records its bucket.
       // Schedules are written whole, over the revision read. A bulk operation is only recorded here; sweepers run it.
@@ -22,7 +21,7 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       PutItem: ['job', 'jobType', 'apiKey', 'correlation', 'directory', 'schedule', 'operation', 'tag', 'dedup', 'debounce'],
       // Callbacks end attempts (and give back a type's slots); key revocation; the metrics history. Cancelling a
       // running job marks its claim's seat in the group's start record, where its worker looks.
-      // A wake asks for a hold; a job type's change is noted for awake pollers.
+      // A job type's change is noted for awake pollers; a resumed type asks every poller for a hold.
       UpdateItem: ['job', 'jobType', 'apiKey', 'metrics', 'start', 'wake'],
       // The correlation callback drops the pointer of the job it finished; a schedule is deleted.
       DeleteItem: ['correlation', 'schedule'],
@@ -77,7 +76,7 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
       PutItem: ['directory', 'job', 'tag'],
       // A concurrency counter left above what its jobs hold is reconciled from the type's running jobs; a bulk cancel
       // ends queued jobs, and asks running ones to stop through their seats; each page of an operation is recorded on it.
-      // Its lease on the wake item; a requeued job due soon asks the poller's for a hold.
+      // Its lease on the wake item.
       UpdateItem: ['job', 'jobType', 'cursor', 'operation', 'start', 'wake'],
       // Reconciling reads the type's running jobs; a bulk operation's pages list jobs as GET /v1/jobs/{type} does.
       BatchGetItem: ['job', 'jobType'],
@@ -87,8 +86,9 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
     queriesDueIndex: true,
   },
   waker: {
-    // The wake item of whoever must find a lane entry written: its lease read, a hold asked for (queue/wake/ensure-awake.ts).
-    items: { GetItem: ['wake'], UpdateItem: ['wake'] },
-    queriesDueIndex: false,
+    // The wake item of whoever must act on an entry written: a hold asked for (queue/wake/ensure-awake.ts).
+    items: { UpdateItem: ['wake'] },
+    // A timer that comes back looks whether the entries it names are still due (queue/wake/wake-on-write.ts).
+    queriesDueIndex: true,
   },
 };

@@ -9,7 +9,7 @@ import { FilterCriteria, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { LANE_PARTITION_PREFIXES } from '../lib/store/keys.js';
+import { WAKING_PARTITION_PREFIXES, WAKING_PARTITIONS } from '../lib/store/keys.js';
 import { TABLE_SCHEMA } from '../lib/store/table.js';
 import type { QueueFunction } from './queue-function.js';
 
@@ -33,14 +33,16 @@ export const WAKER_MAPPINGS = {
 } as const;
 
 /**
- * The waker's stream filters, one per lane prefix (Lambda keeps a record that any matches): lane entries put or
- * changed, never removed ones, nor the items that are no lane entry. The local runtime applies the same
+ * The waker's stream filter: due-index entries someone acts on (lane entries, schedules, running bulk operations)
+ * put or changed, never removed ones, nor any other item. The local runtime applies the same
  * (infra/local/aws/table-stream.ts).
  */
-export const WAKER_STREAM_FILTERS: Record<string, unknown>[] = LANE_PARTITION_PREFIXES.map((prefix) => ({
-  eventName: ['INSERT', 'MODIFY'],
-  dynamodb: { NewImage: { [TABLE_SCHEMA.dueIndex.partitionKey]: { S: [{ prefix }] } } },
-}));
+export const WAKER_STREAM_FILTERS: Record<string, unknown>[] = [
+  {
+    eventName: ['INSERT', 'MODIFY'],
+    dynamodb: { NewImage: { [TABLE_SCHEMA.dueIndex.partitionKey]: { S: [...WAKING_PARTITION_PREFIXES.map((prefix) => ({ prefix })), ...WAKING_PARTITIONS] } } },
+  },
+];
 
 /** The waker's timers. Its visibility timeout outlasts the waker's, as Lambda asks of a queue it reads. */
 export function createWakeTimerQueue(scope: Construct): Queue {
@@ -57,11 +59,16 @@ export function createWakeTimerQueue(scope: Construct): Queue {
   return queue;
 }
 
-/** Starts `waker` from the table's stream and from its timer queue, which it alone may send to. */
-export function startWakerFrom(waker: QueueFunction, sources: { table: Table; timerQueue: Queue }): void {
+/**
+ * Starts `waker` from the table's stream and from its timer queue, which it and `timerSenders` (the poller and the
+ * sweeper, arming a timer for the work they leave as they sleep) alone may send to.
+ */
+export function startWakerFrom(waker: QueueFunction, sources: { table: Table; timerQueue: Queue; timerSenders: QueueFunction[] }): void {
   const { table, timerQueue } = sources;
-  waker.function.addEnvironment('WAKE_TIMER_QUEUE_URL', timerQueue.queueUrl);
-  timerQueue.grantSendMessages(waker.function);
+  for (const sender of [waker, ...sources.timerSenders]) {
+    sender.function.addEnvironment('WAKE_TIMER_QUEUE_URL', timerQueue.queueUrl);
+    timerQueue.grantSendMessages(sender.function);
+  }
   // The mapping reads the stream with the waker's role: granted on this table's stream only (DynamoEventSource would
   // grant ListStreams on every resource).
   waker.role.addToPolicy(

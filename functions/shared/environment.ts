@@ -53,6 +53,8 @@ export interface QueueEnvironmentOptions {
   callLimits?: DynamoCallLimits;
   /** The functions that write what a sleeping poller or sweeper must act on pass `wakerFromEnvironment()`. */
   waker?: WakeInvoker;
+  /** The poller and the sweeper, which arm a timer for the work they leave when they sleep, pass `wakeTimersFromEnvironment()`. */
+  wakeTimers?: WakeTimers;
 }
 
 export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env, options: QueueEnvironmentOptions = {}): QueueContext {
@@ -61,7 +63,11 @@ export function queueFromEnvironment(env: NodeJS.ProcessEnv = process.env, optio
     ...(env.DYNAMODB_ENDPOINT ? { endpoint: env.DYNAMODB_ENDPOINT } : {}),
     ...(options.callLimits ? { callLimits: options.callLimits } : {}),
   });
-  return createQueueContext(db, settings, { events: lifecyclePublisherFromEnvironment(env), ...(options.waker ? { waker: options.waker } : {}) });
+  return createQueueContext(db, settings, {
+    events: lifecyclePublisherFromEnvironment(env),
+    ...(options.waker ? { waker: options.waker } : {}),
+    ...(options.wakeTimers ? { wakeTimers: options.wakeTimers } : {}),
+  });
 }
 
 /** Wakes the poller and the sweeper the stack names in POLLER_FUNCTION_NAME and SWEEPER_FUNCTION_NAME, read once at cold start. */
@@ -73,10 +79,13 @@ export function wakerFromEnvironment(env: NodeJS.ProcessEnv = process.env): Wake
 }
 
 let sqs: SQSClient | undefined;
-/** The waker's timers: SQS answers at once, and a call that fails is retried with the batch that asked for it. */
+/**
+ * Wake timers: SQS answers at once. The waker's batch that fails is delivered again; a poller or sweeper whose
+ * timer fails leaves that work to the next minute tick.
+ */
 const sqsClient = (): SQSClient => (sqs ??= new SQSClient(ASYNC_DELIVERY_CALL_LIMITS));
 
-/** The waker's timers, sent to the queue WAKE_TIMER_QUEUE_URL names, read once at cold start. */
+/** Wake timers, sent to the queue WAKE_TIMER_QUEUE_URL names, read once at cold start. */
 export function wakeTimersFromEnvironment(env: NodeJS.ProcessEnv = process.env): WakeTimers {
   return createSqsWakeTimers(sqsClient(), requiredSetting(env, 'WAKE_TIMER_QUEUE_URL'));
 }

@@ -1,14 +1,14 @@
 /**
- * The waker function: the table's stream (lane entries only, by the event source mapping's filter) and the timers
+ * The waker function: the table's stream (the due index's entries someone acts on, by the event source mapping's filter) and the timers
  * it armed come here, and it wakes the poller or the sweeper that must find them (lib/queue/wake/wake-on-write.ts).
  * A batch it could not handle throws, and Lambda delivers it again: stream records and timers alike are handled
  * at least once, and handling one twice wakes no one twice.
  */
 import type { QueueContext } from '../../lib/queue/context.js';
 import { parseWakeTimer, type WakeTimer, type WakeTimers } from '../../lib/domain/invocations.js';
-import { laneEntryOf } from '../../lib/store/keys.js';
+import { wakingEntryOf, type WakingEntry } from '../../lib/store/keys.js';
 import { TABLE_SCHEMA } from '../../lib/store/table.js';
-import { wakeForTimers, wakeForWrittenEntries, type WrittenLaneEntry } from '../../lib/queue/wake/wake-on-write.js';
+import { wakeForTimers, wakeForWrittenEntries } from '../../lib/queue/wake/wake-on-write.js';
 import { log } from '../shared/log.js';
 
 export interface WakerDeps {
@@ -24,16 +24,16 @@ interface WakerRecord {
 }
 
 /** The records of a batch, with what each says; anything else is refused, since the mappings send nothing else. */
-export function readWakerEvent(event: unknown): { entries: WrittenLaneEntry[]; timers: WakeTimer[]; ignored: number } {
+export function readWakerEvent(event: unknown): { entries: WakingEntry[]; timers: WakeTimer[]; ignored: number } {
   const records = typeof event === 'object' && event !== null ? (event as { Records?: unknown }).Records : undefined;
   if (!Array.isArray(records)) throw new Error('the waker expects a batch of stream records or timer messages (Records)');
-  const entries: WrittenLaneEntry[] = [];
+  const entries: WakingEntry[] = [];
   const timers: WakeTimer[] = [];
   let ignored = 0;
   for (const record of records as WakerRecord[]) {
     if (record.eventSource === 'aws:dynamodb') {
       const image = record.dynamodb?.NewImage;
-      const entry = laneEntryOf({ gsi1pk: image?.[TABLE_SCHEMA.dueIndex.partitionKey]?.S, gsi1sk: image?.[TABLE_SCHEMA.dueIndex.sortKey]?.S });
+      const entry = wakingEntryOf({ gsi1pk: image?.[TABLE_SCHEMA.dueIndex.partitionKey]?.S, gsi1sk: image?.[TABLE_SCHEMA.dueIndex.sortKey]?.S });
       if (entry) entries.push(entry);
       else ignored++;
     } else if (record.eventSource === 'aws:sqs' && typeof record.body === 'string') {
@@ -51,7 +51,7 @@ export function createWakerHandler(deps: WakerDeps) {
   return async (event: unknown): Promise<void> => {
     const { entries, timers, ignored } = readWakerEvent(event);
     // A record the filter should have kept away says the mapping and this code disagree.
-    if (ignored > 0) log('warn', 'waker ignored records that are neither lane entries nor timers', { ignored });
+    if (ignored > 0) log('warn', 'waker ignored records that are neither due entries nor timers', { ignored });
     await Promise.all([wakeForWrittenEntries(deps.ctx, entries, deps.timers), wakeForTimers(deps.ctx, timers)]);
   };
 }

@@ -103,7 +103,7 @@ async function keptSecret(given: string | undefined, file: string, prefix: strin
  */
 const REQUEST_PATHS: ReadonlySet<QueueFunctionName> = new Set(['api', 'authorizer']);
 
-/** The functions the stack lets wake the poller and the sweeper (infra/delayed-job-queue.ts): the waker, the api (a schedule saved, a type resumed, a bulk operation started) and the two themselves (a handover). */
+/** The functions the stack lets wake the poller and the sweeper (infra/delayed-job-queue.ts): the waker, the api (a type resumed) and the two themselves (a handover). */
 const WAKERS: ReadonlySet<QueueFunctionName> = new Set(['api', 'poller', 'sweeper', 'waker']);
 
 /**
@@ -196,6 +196,8 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   const sweeperHandler = createSweeperHandler({ ctx: contexts.sweeper, registry, signal: shutdown.signal, metrics: monitoring.metricsFor('sweeper') });
   const streamDelayMs = integerSetting(env, STREAM_DELAY_SETTING, 0, 0, 600_000);
   const waker = await startLocalWaker({ iam, ctx: contexts.waker, clientOptions, tableName, inFlight, signal: shutdown.signal, invoke: (run) => invoke('waker', run), streamDelayMs });
+  // Before the first tick: the poller and the sweeper arm a timer for the work they leave as they sleep.
+  for (const fn of ['poller', 'sweeper'] as const) contexts[fn].wakeTimers = waker.timersFor(fn);
   const ticks = scheduled.startTicks();
   const authorizer = createAuthorizer({
     ctx: contexts.authorizer,

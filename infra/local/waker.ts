@@ -6,7 +6,9 @@
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { createWakerHandler } from '../../functions/waker/app.js';
 import { log } from '../../functions/shared/log.js';
-import { createSqsWakeTimers } from '../../lib/aws/sqs.js';
+import { createSqsWakeTimers, type SQSClient } from '../../lib/aws/sqs.js';
+import type { WakeTimers } from '../../lib/domain/invocations.js';
+import type { QueueFunctionName } from '../queue-function.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { createDynamoClients, dynamoClientConfig, type DynamoClientOptions } from '../../lib/store/client.js';
 import { WAKER_MAPPINGS, WAKER_STREAM_FILTERS } from '../waker.js';
@@ -31,8 +33,14 @@ export interface LocalWakerOptions {
   streamDelayMs?: number;
 }
 
+export interface LocalWaker {
+  /** Timers sent by `fn` (the poller, the sweeper), under its role, to the waker's queue. */
+  timersFor: (fn: QueueFunctionName) => WakeTimers;
+  stop: () => Promise<void>;
+}
+
 /** Starts both sources; resolves once the stream is read from its latest record. */
-export async function startLocalWaker(options: LocalWakerOptions): Promise<{ stop: () => Promise<void> }> {
+export async function startLocalWaker(options: LocalWakerOptions): Promise<LocalWaker> {
   const { iam, signal } = options;
   const { policies } = iam.check;
   const onError = options.onError ?? ((error, during) => log('error', `waker: a ${during} failed; it is read or handed again`, { error }));
@@ -47,8 +55,13 @@ export async function startLocalWaker(options: LocalWakerOptions): Promise<{ sto
     retentionMs: WAKER_MAPPINGS.timers.retentionS * 1000,
     onError: (error) => onError(error, 'timers batch'),
   });
-  const sqs = iam.sdkClientFor('waker', timerQueue.client, 'SQS');
-  const handler = createWakerHandler({ ctx: options.ctx, timers: createSqsWakeTimers(sqs, policies.wakeTimerQueueUrl) });
+  const senders: SQSClient[] = [];
+  const timersFor = (fn: QueueFunctionName): WakeTimers => {
+    const sender = iam.sdkClientFor(fn, timerQueue.client, 'SQS');
+    senders.push(sender);
+    return createSqsWakeTimers(sender, policies.wakeTimerQueueUrl);
+  };
+  const handler = createWakerHandler({ ctx: options.ctx, timers: timersFor('waker') });
   const tables = createDynamoClients(options.clientOptions).base;
   const streams = new DynamoDBStreamsClient(dynamoClientConfig(options.clientOptions));
   const stream = startTableStream({
@@ -65,9 +78,10 @@ export async function startLocalWaker(options: LocalWakerOptions): Promise<{ sto
   });
   await stream.ready;
   return {
+    timersFor,
     stop: async () => {
       await stream.stopped;
-      for (const client of [tables, streams, sqs]) client.destroy();
+      for (const client of [tables, streams, ...senders]) client.destroy();
     },
   };
 }

@@ -50,7 +50,15 @@ export interface WakeTimer {
   role: 'poller' | 'sweeper';
   partition: number;
   dueAtMs: number;
+  /**
+   * The lane partitions (index keys) of the entries it was armed for: when none of them holds an entry due by then
+   * (claimed, renewed, ended, moved), it wakes no one. Without them, it always wakes.
+   */
+  lanePartitions?: string[];
 }
+
+/** A timer names at most this many lane partitions; one armed for more names none, and always wakes. */
+export const MAX_TIMER_LANE_PARTITIONS = 25;
 
 export interface WakeTimers {
   /** Sends each timer to arrive `delayS` seconds from now; throws when any was refused, so its caller retries. */
@@ -66,8 +74,11 @@ export function parseWakeTimer(body: string): WakeTimer | undefined {
     return undefined;
   }
   if (typeof value !== 'object' || value === null) return undefined;
-  const { role, partition, dueAtMs } = value as Record<string, unknown>;
+  const { role, partition, dueAtMs, lanePartitions } = value as Record<string, unknown>;
   if (role !== 'poller' && role !== 'sweeper') return undefined;
   if (!Number.isInteger(partition) || (partition as number) < 0 || typeof dueAtMs !== 'number' || !Number.isFinite(dueAtMs)) return undefined;
-  return { role, partition: partition as number, dueAtMs };
+  const timer: WakeTimer = { role, partition: partition as number, dueAtMs };
+  if (lanePartitions === undefined) return timer;
+  const named = Array.isArray(lanePartitions) && lanePartitions.length <= MAX_TIMER_LANE_PARTITIONS && lanePartitions.every((name) => typeof name === 'string');
+  return named ? { ...timer, lanePartitions: lanePartitions as string[] } : undefined;
 }

@@ -2,7 +2,7 @@
 import type { Db } from '../store/send.js';
 import { discardLifecycleEvents, type LifecyclePublisher } from '../domain/lifecycle-events.js';
 import type { Job } from '../domain/job.js';
-import type { WakeInvoker } from '../domain/invocations.js';
+import type { WakeInvoker, WakeTimers } from '../domain/invocations.js';
 import { type QueueSettings } from './settings.js';
 
 /** Collects the slots of attempts ending close together into one write per counter (queue/limits/slot-returns.ts). */
@@ -24,12 +24,17 @@ export interface QueueContext {
   slotReturns?: SlotReturnQueue;
   /** Starts a sleeping poller or sweeper (queue/wake/ensure-awake.ts); without one, nothing is woken and the minute ticks alone start them. */
   waker?: WakeInvoker;
+  /**
+   * Where a poller or sweeper about to sleep arms a timer for the earliest work it leaves (queue/wake/timers.ts);
+   * without them, it stays awake for that work instead.
+   */
+  wakeTimers?: WakeTimers;
 }
 
 export function createQueueContext(
   db: Db,
   settings: QueueSettings,
-  overrides: Partial<Pick<QueueContext, 'nowMs' | 'random' | 'events' | 'waker'>> = {},
+  overrides: Partial<Pick<QueueContext, 'nowMs' | 'random' | 'events' | 'waker' | 'wakeTimers'>> = {},
 ): QueueContext {
   return {
     db,
@@ -38,5 +43,6 @@ export function createQueueContext(
     nowMs: overrides.nowMs ?? Date.now,
     random: overrides.random ?? Math.random,
     ...(overrides.waker ? { waker: overrides.waker } : {}),
+    ...(overrides.wakeTimers ? { wakeTimers: overrides.wakeTimers } : {}),
   };
 }

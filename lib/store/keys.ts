@@ -213,17 +213,6 @@ export function laneBucketOf(partition: string): { lane: Lane; bucket: number; s
   return undefined;
 }
 
-/** How every lane partition starts (`Q#<type>#…`, `C#…`): the stream's filter lets through the items under one. */
-export const LANE_PARTITION_PREFIXES = ['Q#', 'C#'] as const;
-
-/** Where an item's index keys put it in a lane, and when it falls due there (a claim: when it lapses); undefined off the lanes. */
-export function laneEntryOf(keys: { gsi1pk?: unknown; gsi1sk?: unknown }): { lane: Lane; shard: number; dueAtMs: number } | undefined {
-  if (typeof keys.gsi1pk !== 'string' || typeof keys.gsi1sk !== 'string') return undefined;
-  const found = laneBucketOf(keys.gsi1pk);
-  const dueAtMs = sortKeyTimeMs(keys.gsi1sk);
-  return found && Number.isFinite(dueAtMs) ? { lane: found.lane, shard: found.shard, dueAtMs } : undefined;
-}
-
 /** The due-index keys of a job waiting to run at `runAfterMs`; a job due in the past lands in the current bucket, never behind the cursor. */
 export function queuedIndexKeys(layout: Pick<IndexLayout, 'bucketMs' | 'shards'>, job: { type: string; id: string }, runAfterMs: number, nowMs: number): IndexKey {
   const bucket = bucketOf(Math.max(runAfterMs, nowMs), layout.bucketMs);
@@ -373,4 +362,30 @@ export function parseMetricsMinuteSortKey(sk: string): number {
 /** How long a finished job stays before DynamoDB TTL removes it: the value of TTL_ATTRIBUTE. */
 export function purgeAtS(finishedAtMs: number, retentionDays: number): number {
   return Math.floor(finishedAtMs / 1000) + retentionDays * 86_400;
+}
+
+/**
+ * The due-index partitions whose items someone must act on at a time, and so the stream's filter lets through:
+ * every lane partition starts with one of these prefixes (`Q#<type>#…`, `C#…`), and schedules and running bulk
+ * operations have one partition each.
+ */
+export const WAKING_PARTITION_PREFIXES = ['Q#', 'C#'] as const;
+export const WAKING_PARTITIONS = [SCHEDULES_PARTITION, OPERATIONS_PARTITION] as const;
+
+/** What an item's due-index keys ask of whoever acts on them, and when; undefined for keys that ask nothing. */
+export type WakingEntry =
+  | { kind: 'lane'; lane: Lane; shard: number; dueAtMs: number; partition: string }
+  | { kind: 'schedule'; dueAtMs: number; partition: string }
+  | { kind: 'operation' };
+
+/** Where an item's index keys put it (a lane entry and when it falls due or, a claim, lapses; a schedule's next firing; a bulk operation running). */
+export function wakingEntryOf(keys: { gsi1pk?: unknown; gsi1sk?: unknown }): WakingEntry | undefined {
+  const { gsi1pk: partition, gsi1sk: sortKey } = keys;
+  if (typeof partition !== 'string' || typeof sortKey !== 'string') return undefined;
+  if (partition === OPERATIONS_PARTITION) return { kind: 'operation' };
+  const dueAtMs = sortKeyTimeMs(sortKey);
+  if (!Number.isFinite(dueAtMs)) return undefined;
+  if (partition === SCHEDULES_PARTITION) return { kind: 'schedule', dueAtMs, partition };
+  const found = laneBucketOf(partition);
+  return found ? { kind: 'lane', lane: found.lane, shard: found.shard, dueAtMs, partition } : undefined;
 }

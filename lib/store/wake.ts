@@ -1,8 +1,8 @@
 /**
- * The wake item of a poller partition or of the sweeper (`WAKE#<role>#<partition>`): who is awake, until when it
- * promised to keep working (its lease), whether it will renew it, until when the waker asked it to stay, how far
- * every lane it owns was walked when it last looked, and when job types last changed. queue/wake/lease-keeper.ts keeps it;
- * queue/wake/ensure-awake.ts reads it before waking anyone.
+ * The wake item of a poller partition or of the sweeper (`WAKE#<role>#<partition>`): who is awake, until when its
+ * lease runs unless renewed, whether it gave the lease up, until when the waker asked for someone awake, how far
+ * every lane it owns was walked when it last looked, and when job types last changed. queue/wake/lease-keeper.ts
+ * keeps it; queue/wake/ensure-awake.ts asks its holds there.
  */
 import { wakeKey, type ItemKey, type WakeRole } from './keys.js';
 import { getItem, updateItem, type Item, type StoreContext, type UpdateParams } from './send.js';
@@ -10,11 +10,11 @@ import { getItem, updateItem, type Item, type StoreContext, type UpdateParams } 
 export interface WakeState {
   /** The invocation holding the lease, when one ever did. */
   ownerId: string | undefined;
-  /** Until when the holder keeps working, whatever else happens: it never stops before. */
+  /** Until when the lease runs: a holder that crashed is taken for gone after it. */
   awakeUntilMs: number;
   /** When the holder's invocation ends: it can renew its lease no further. */
   ownerEndsAtMs: number;
-  /** The holder will not renew its lease: it found nothing in reach. */
+  /** The holder gave the lease up: it found nothing due soon, and is ending. */
   stopping: boolean;
   /** The waker asked for someone awake until then: no holder stops before it, nor on a look begun before it. */
   holdUntilMs: number;
@@ -66,7 +66,7 @@ export interface Lease {
   ownerEndsAtMs: number;
 }
 
-/** Takes the lease, whoever held it: a holder that loses it keeps its own promise and then stops. */
+/** Takes the lease, whoever held it: a holder that loses it ends, and the taker works on. */
 export function takeLeaseParams(key: ItemKey, lease: Lease): UpdateParams {
   return {
     Key: key,
@@ -91,8 +91,8 @@ export function renewLeaseParams(key: ItemKey, lease: Omit<Lease, 'ownerEndsAtMs
 }
 
 /**
- * Says the holder will not renew, on a look that began at `lookedAtMs` and found nothing in reach: refused when
- * the waker asked since for someone awake (a hold past that time), whose entry the look may not have seen.
+ * Gives the lease up, on a look that began at `lookedAtMs` and found nothing due soon: refused when the waker asked
+ * since for someone awake (a hold past that time), whose entry the look may not have seen.
  */
 export function stopLeaseParams(key: ItemKey, ownerId: string, lookedAtMs: number, walked: Walked | undefined): UpdateParams {
   return {

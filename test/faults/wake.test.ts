@@ -29,7 +29,7 @@ import type { WorkerBatch } from '../../lib/domain/invocations.js';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
-import { HOLD_MS } from '../../lib/queue/wake/ensure-awake.js';
+import { INDEX_LAG_MS } from '../../lib/queue/wake/ensure-awake.js';
 import { wakeEventOf } from '../../lib/domain/invocations.js';
 import { type WakeInvoker } from '../../lib/domain/invocations.js';
 import { type WakeRequest } from '../../lib/domain/invocations.js';
@@ -97,13 +97,13 @@ const STREAM_LAG_MS = STREAM_POLL_INTERVAL_MS + WAKER_HANDLING_MS;
 
 /**
  * A job due on arrival, woken for, is claimed within this of its enqueue's answer: the waker judges its entry up to
- * STREAM_LAG_MS after it; from there a hold keeps someone awake HOLD_MS, sized for the wake it may come with, the
- * index's lag and a poll (one hold covers a burst: an entry judged while a hold lasts asks for nothing, and whoever
+ * STREAM_LAG_MS after it; from there a hold keeps someone awake INDEX_LAG_MS, sized for the index's lag and a
+ * poll (one hold covers a burst: an entry judged while a hold lasts asks for nothing, and whoever
  * that hold's wake started finds it). The woken invocation's own calls (the wake item, the directory, the lease,
  * the types), each of which may wait out a throttling backoff of up to a second or two under these faults, come on
  * top, as does the lag the run adds to the index. Still shorter than a tick period, so a job left to a tick shows.
  */
-const onTimeMsOf = (indexLagMs: number): number => STREAM_LAG_MS + HOLD_MS + 5_000 + indexLagMs;
+const onTimeMsOf = (indexLagMs: number): number => STREAM_LAG_MS + INDEX_LAG_MS + 5_000 + indexLagMs;
 
 /** The lines the functions logged as warnings or errors (console.error) since the audit last took them. */
 const logged: string[] = [];
@@ -246,8 +246,9 @@ async function startStack(queue: TestQueue, random: () => number) {
       );
     },
   };
-  const pollerHandler = createPollerHandler({ ctx: processOf('poller'), invoker, identity: { id: 'poller', host: 'h' }, signal: stop.signal });
-  const sweeperHandler = createSweeperHandler({ ctx: processOf('sweeper'), registry: { retryPolicies: {} }, signal: stop.signal });
+  const sleepers = { poller: processOf('poller'), sweeper: processOf('sweeper') };
+  const pollerHandler = createPollerHandler({ ctx: sleepers.poller, invoker, identity: { id: 'poller', host: 'h' }, signal: stop.signal });
+  const sweeperHandler = createSweeperHandler({ ctx: sleepers.sweeper, registry: { retryPolicies: {} }, signal: stop.signal });
   function invoke(event: unknown, request: WakeRequest): void {
     if (stop.signal.aborted) return;
     const endsAtMs = Date.now() + INVOCATION_TIMEOUT_MS;
@@ -285,6 +286,8 @@ async function startStack(queue: TestQueue, random: () => number) {
     },
     onError: (error) => errors.push({ by: 'waker', error }),
   });
+  // Before the first tick: the poller and the sweeper arm a timer on the waker's queue for the work they leave.
+  for (const fn of ['poller', 'sweeper'] as const) sleepers[fn].wakeTimers = waker.timersFor(fn);
   const startedAtMs = Date.now();
   const ticklessFromMs = startedAtMs + FIRST_BURST_AT_MS;
   const ticks = (async () => {
@@ -381,13 +384,13 @@ async function enqueueBursts(instances: QueueContext[], types: Map<string, JobTy
  * How late each job was claimed, from when it was due and written, and which jobs due on arrival broke the
  * promise: onTimeMs, or, with a poller's wake failed around it, the first tick after it and onTimeMs. Around it:
  * the waker judges its entry between its write (after it was sent) and STREAM_LAG_MS after its answer, and a
- * failed wake leaves what it judged to the tick, and so does the hold it leaves for HOLD_MS after, since one hold
+ * failed wake leaves what it judged to the tick, and so does the hold it leaves for INDEX_LAG_MS after, since one hold
  * covers a burst: an entry judged under it asks for nothing.
  */
 function judgeLateness(accepted: Accepted[], seen: Awaited<ReturnType<typeof startStack>>['seen'], onTimeMs: number) {
   const lateness = (job: Accepted): number => Math.max(0, (seen.firstClaimAtMs.get(job.id) ?? Infinity) - Math.max(job.runAfterMs, job.answeredAtMs));
   const wakeFailedAround = (job: Accepted): boolean =>
-    seen.pollerWakeFailedAtMs.some((atMs) => atMs >= job.sentAtMs - HOLD_MS && atMs <= job.answeredAtMs + STREAM_LAG_MS);
+    seen.pollerWakeFailedAtMs.some((atMs) => atMs >= job.sentAtMs - INDEX_LAG_MS && atMs <= job.answeredAtMs + STREAM_LAG_MS);
   const firstTickAfter = (atMs: number): number => seen.tickAtMs.find((tickMs) => tickMs >= atMs) ?? Infinity;
   // The limited type's jobs wait for a slot as well as for a poller; only the others measure the wakes.
   const measured = accepted.filter((job) => job.type !== 'limited');

@@ -16,10 +16,7 @@ import type { JobType } from '../../lib/domain/job-type.js';
 import { pollOnce } from '../../lib/queue/poll/poll.js';
 import { type CursorCache } from '../../lib/queue/poll/poll-state.js';
 import { type PollResult } from '../../lib/queue/poll/poll-state.js';
-import type { WakeInvoker } from '../../lib/domain/invocations.js';
-import type { WakeRequest } from '../../lib/domain/invocations.js';
-import type { WorkerInvoker } from '../../lib/domain/invocations.js';
-import type { WorkerBatch } from '../../lib/domain/invocations.js';
+import type { WakeInvoker, WakeRequest, WakeTimer, WakeTimers, WorkerBatch, WorkerInvoker } from '../../lib/domain/invocations.js';
 import type { CustomRetryPolicies } from '../../lib/domain/retry.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
 import { markStarted, recordBatchStarts } from '../../lib/queue/attempt/claim.js';
@@ -31,7 +28,7 @@ export const WORKER: WorkerIdentity = { id: 'worker-1', host: 'host-a' };
 
 /** A fresh table and manual clock (at T0) for every test, dropped after it. */
 export function freshQueuePerTest(
-  options: { settings?: Partial<QueueSettings>; clock?: () => TestClock; random?: () => number; waker?: WakeInvoker } = {},
+  options: { settings?: Partial<QueueSettings>; clock?: () => TestClock; random?: () => number; waker?: WakeInvoker; wakeTimers?: WakeTimers } = {},
 ): () => TestQueue {
   let queue: TestQueue | undefined;
   beforeEach(async () => {
@@ -40,6 +37,7 @@ export function freshQueuePerTest(
       ...(options.clock ? { clock: options.clock() } : {}),
       ...(options.random ? { random: options.random } : {}),
       ...(options.waker ? { waker: options.waker } : {}),
+      ...(options.wakeTimers ? { wakeTimers: options.wakeTimers } : {}),
     });
   });
   afterEach(async () => {
@@ -75,6 +73,19 @@ export async function readItem(queue: TestQueue, type: string, id: string): Prom
 }
 
 /** Records every batch and runs nothing: the worker never reports, as if it died. */
+/** Records every timer armed, and sends nothing; `failNext` refuses the next batch, as SQS may. */
+export class RecordingTimers implements WakeTimers {
+  readonly armed: { timer: WakeTimer; delayS: number }[] = [];
+  failNext = false;
+  async arm(timers: readonly { timer: WakeTimer; delayS: number }[]): Promise<void> {
+    if (this.failNext) {
+      this.failNext = false;
+      throw new Error('SQS refused the batch');
+    }
+    this.armed.push(...timers);
+  }
+}
+
 /** Records every wake a function asks for, and starts nothing: a test invokes the poller and sweeper itself. */
 export class RecordingWaker implements WakeInvoker {
   readonly requests: WakeRequest[] = [];

@@ -1,6 +1,6 @@
 /** A queue on its own fresh table in the shared DynamoDB Local, with a clock the test moves. */
 import { randomUUID } from 'node:crypto';
-import type { WakeInvoker } from '../../lib/domain/invocations.js';
+import type { WakeInvoker, WakeTimers } from '../../lib/domain/invocations.js';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { inject } from 'vitest';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
@@ -88,6 +88,8 @@ export async function createTestQueue(
     indexLagMs?: number;
     /** Wakes sleeping pollers and sweepers for every function through `as`, each function with a waker of its own, as each runs in its own process. */
     waker?: WakeInvoker;
+    /** Where the functions through `as` arm their wake timers (the poller and the sweeper, as they sleep); none by default, and they stay for work due later. */
+    wakeTimers?: WakeTimers;
     /** The table's stream, for tests that read it as the waker's mapping does; off otherwise (see ensureTable). */
     stream?: boolean;
   } = {},
@@ -113,8 +115,14 @@ export async function createTestQueue(
     if (!functionCtx) {
       const roleClients = iam.dynamoClientsFor(fn, { endpoint: inject('dynamoEndpoint') });
       functionClients.set(fn, roleClients);
-      const { waker } = options;
-      functionCtx = { ...ctx, db: roleClients.db, events: iam.publisherFor(fn, ctx.events), ...(waker ? { waker: { wake: (request) => waker.wake(request) } } : {}) };
+      const { waker, wakeTimers } = options;
+      functionCtx = {
+        ...ctx,
+        db: roleClients.db,
+        events: iam.publisherFor(fn, ctx.events),
+        ...(waker ? { waker: { wake: (request) => waker.wake(request) } } : {}),
+        ...(wakeTimers ? { wakeTimers } : {}),
+      };
       functionContexts.set(fn, functionCtx);
     }
     return functionCtx;

@@ -15,11 +15,11 @@ export function countQueries(client: DynamoDBClient): { count: number } {
   return counted;
 }
 
-/** The keys of the GetItem calls `client` sends from now on, as JSON. */
-export function recordGetKeys(client: DynamoDBClient): string[] {
+/** The keys of the GetItem calls (or of `command`'s) `client` sends from now on, as JSON. */
+export function recordGetKeys(client: DynamoDBClient, command: 'GetItemCommand' | 'UpdateItemCommand' = 'GetItemCommand'): string[] {
   const keys: string[] = [];
   client.middlewareStack.add((next, context) => (args) => {
-    if (context.commandName === 'GetItemCommand') keys.push(JSON.stringify((args.input as { Key?: unknown }).Key));
+    if (context.commandName === command) keys.push(JSON.stringify((args.input as { Key?: unknown }).Key));
     return next(args);
   });
   return keys;

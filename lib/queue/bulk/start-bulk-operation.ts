@@ -7,7 +7,6 @@ import { operationKey } from '../../store/keys.js';
 import { newOperationParams } from '../../store/operations.js';
 import { getItem, putItem } from '../../store/send.js';
 import type { QueueContext } from '../context.js';
-import { ensureAwake } from '../wake/ensure-awake.js';
 
 /**
  * Records a new operation, to be run by the sweepers; the same type and request while its operation is kept
@@ -21,9 +20,7 @@ export async function startBulkOperation(
 ): Promise<{ operation: BulkOperation; created: boolean }> {
   const operation = newOperation(jobType.name, request, by, ctx.nowMs());
   const written = await putItem(ctx, newOperationParams(operation));
-  // Sweepers run operations: one is awake, or woken, to start it now.
-  // A sweeper that will not renew its lease starts no new operation: only a renewing one covers it.
-  if (written.ok) await ensureAwake(ctx, 'sweeper', 0, ctx.nowMs(), { lease: 'renewing' });
+  // Sweepers run operations: the waker reads this write on the table's stream and wakes one (queue/wake/wake-on-write.ts).
   if (written.ok) return { operation, created: true };
   return { operation: written.current ? itemToOperation(written.current) : await requireOperation(ctx, operation.id), created: false };
 }

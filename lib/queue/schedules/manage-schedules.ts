@@ -10,7 +10,6 @@ import { itemToJob } from '../../store/items.js';
 import { jobKey } from '../../store/keys.js';
 import { batchGetItems } from '../../store/send.js';
 import type { QueueContext } from '../context.js';
-import { ensureAwake } from '../wake/ensure-awake.js';
 import { scheduledJobInput } from './fire-schedules.js';
 
 export function getSchedule(ctx: QueueContext, name: string): Promise<Schedule | undefined> {
@@ -75,13 +74,7 @@ export async function putSchedule(
       updatedAtMs: nowMs,
     };
   });
-  await ensureScheduleFires(ctx, schedule);
   return { schedule, created: !existed };
-}
-
-/** The poller that fires schedules (the one of shard 0) is awake when this one falls due, whether or not anything else is. */
-async function ensureScheduleFires(ctx: QueueContext, schedule: Schedule): Promise<void> {
-  if (!schedule.paused && schedule.nextFireAtMs !== null) await ensureAwake(ctx, 'poller', 0, schedule.nextFireAtMs);
 }
 
 /**
@@ -94,7 +87,6 @@ export async function setSchedulePaused(ctx: QueueContext, name: string, paused:
     mayChange(existing);
     return { ...existing, paused, revision: existing.revision + 1, updatedAtMs: nowMs };
   });
-  await ensureScheduleFires(ctx, schedule);
   return schedule;
 }
 

@@ -1,14 +1,13 @@
 /**
- * Making sure someone finds an entry written (queue/wake/lease-keeper.ts keeps the other side): a minute tick finds
- * what falls due past TICK_COVER_MS from now; a lease that outlasts the entry by COVER_MARGIN_MS finds it, since its
- * holder polls until the lease ends whether or not it renews; so does whoever is awake through a hold. Otherwise a
- * hold is asked for (someone awake, and looking only after it) and, unless the lease's holder will still be there
- * then, the function is woken. Every caller judges an entry already written (the waker, from the table's stream;
- * a schedule or a bulk operation once recorded), so what it finds covers the entry as it stands.
+ * Making sure someone finds work written (queue/wake/lease-keeper.ts keeps the other side): a minute tick finds
+ * what falls due past TICK_COVER_MS from now; anything sooner gets a hold on the wake item, which keeps whoever is
+ * awake from stopping before it ends (or on a look begun before it was asked), and, unless the lease's holder
+ * will still be there when it ends, a wake. Every caller judges work already written (the waker, from the table's
+ * stream or a timer; a bulk operation or a type once recorded), so the holder's polls after the hold find it.
  */
 import { shardOf, wakeKey, type WakeRole } from '../../store/keys.js';
 import { updateItem } from '../../store/send.js';
-import { holdParams, readWakeState, typesChangedParams, writeWake, type WakeState } from '../../store/wake.js';
+import { holdParams, typesChangedParams, writeWake, type WakeState } from '../../store/wake.js';
 import type { QueueContext } from '../context.js';
 import { RENEW_BELOW_MS } from './lease-keeper.js';
 import { wakeRequestFor } from './wake-requests.js';
@@ -16,10 +15,19 @@ import { type WakeInvoker } from '../../domain/invocations.js';
 
 /** EventBridge's minute, plus the few seconds its rules may start late: a tick comes within this of any time. */
 export const TICK_COVER_MS = 70_000;
-/** Past a poll interval and the index's usual lag: a lease ending later than this after an entry finds it. */
-export const COVER_MARGIN_MS = 1_500;
-/** A hold: the wake it may come with, and the index's lag, with room to spare. */
-export const HOLD_MS = 5_000;
+/**
+ * How long after its write the index may still not show an entry, usually: a hold for work just written lasts at
+ * least this past the write. An entry the index shows later still is found by the next tick.
+ */
+export const INDEX_LAG_MS = 2_000;
+/** A hold lasts this far past its work's due time beyond a poll interval (or a sweep's): the look that finds it begins after. */
+const AFTER_DUE_MARGIN_MS = 250;
+
+/** When a hold for work due at `dueAtMs` (written at `writtenAtMs`, when just now) may end. */
+function holdUntilFor(ctx: QueueContext, role: WakeRole, work: { dueAtMs: number; writtenAtMs?: number }): number {
+  const roundMs = role === 'poller' ? ctx.settings.pollIntervalMs : ctx.settings.sweepIntervalMs;
+  return Math.max(work.dueAtMs + roundMs + AFTER_DUE_MARGIN_MS, (work.writtenAtMs ?? -Infinity) + INDEX_LAG_MS);
+}
 
 interface Seen {
   /** The wake item as this process last found it, by a read or by its own hold. */
@@ -54,53 +62,35 @@ const holderStaysFor = (state: WakeState | undefined, holdUntilMs: number, nowMs
   state !== undefined && state.ownerId !== undefined && state.awakeUntilMs > nowMs && !state.stopping && state.ownerEndsAtMs >= holdUntilMs + RENEW_BELOW_MS;
 
 /**
- * Which leases cover the work: `any` for an entry written, which the holder's polls find until its lease ends
- * whether or not it renews; `renewing` for a bulk operation, which a holder that will not renew starts no more;
- * `none` for a type no holder polled, since one that will not renew never lists the types again (a hold makes one
- * that renews list them).
+ * Makes sure someone of `role` (the poller of `partition`, or the sweeper) finds work that falls due at `dueAtMs`:
+ * a hold already asked for that lasts long enough covers it. Never throws: a wake that fails leaves the work to the
+ * next minute tick, late but never lost.
  */
-export type LeaseCover = 'any' | 'renewing' | 'none';
-
-/** The written entry is found in time: by a tick; by the lease's holder, as `lease` says; or by whoever looks after the hold. */
-function covers(state: WakeState | undefined, dueAtMs: number, nowMs: number, lease: LeaseCover): boolean {
-  if (dueAtMs >= nowMs + TICK_COVER_MS) return true;
-  const leaseCounts = lease === 'any' || (lease === 'renewing' && state?.stopping === false);
-  if (leaseCounts && state?.ownerId !== undefined && Math.max(dueAtMs, nowMs) + COVER_MARGIN_MS < state.awakeUntilMs) return true;
-  return state !== undefined && state.holdUntilMs > nowMs + COVER_MARGIN_MS;
-}
-
-/**
- * Makes sure someone of `role` (the poller of `partition`, or the sweeper) finds work written that falls due at
- * `dueAtMs`. Never throws: a wake that fails leaves the work to the next minute tick, late but never lost.
- */
-export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: number, dueAtMs: number, options: { lease?: LeaseCover } = {}): Promise<void> {
+export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: number, work: { dueAtMs: number; writtenAtMs?: number }): Promise<void> {
   const { waker } = ctx;
-  if (!waker || dueAtMs >= ctx.nowMs() + TICK_COVER_MS) return;
-  const lease = options.lease ?? 'any';
+  if (!waker || work.dueAtMs >= ctx.nowMs() + TICK_COVER_MS) return;
+  const holdUntilMs = holdUntilFor(ctx, role, work);
   const seen = seenOf(waker);
   const memo = memoKey(ctx, role, partition);
   for (let inFlight = seen.get(memo)?.asking; inFlight; inFlight = seen.get(memo)?.asking) await inFlight;
-  if (covers(seen.get(memo)?.state, dueAtMs, ctx.nowMs(), lease)) return;
+  if ((seen.get(memo)?.state?.holdUntilMs ?? 0) >= holdUntilMs) return;
   if (seen.size >= MAX_SEEN) seen.clear();
   const entry: Seen = { state: seen.get(memo)?.state };
   seen.set(memo, entry);
-  const asking = askFor(ctx, waker, entry, { role, partition, dueAtMs, lease }).finally(() => delete entry.asking);
+  const asking = askFor(ctx, waker, entry, { role, partition, holdUntilMs }).finally(() => delete entry.asking);
   entry.asking = asking;
   await asking;
 }
 
-/** Reads the wake item and, unless it covers the entry, asks for a hold and wakes `role` unless its holder stays. */
-async function askFor(ctx: QueueContext, waker: WakeInvoker, entry: Seen, ask: { role: WakeRole; partition: number; dueAtMs: number; lease: LeaseCover }): Promise<void> {
+/** Asks for a hold and wakes `role` unless its lease's holder stays past it. */
+async function askFor(ctx: QueueContext, waker: WakeInvoker, entry: Seen, ask: { role: WakeRole; partition: number; holdUntilMs: number }): Promise<void> {
   try {
-    entry.state = await readWakeState(ctx, ask.role, ask.partition);
-    if (covers(entry.state, ask.dueAtMs, ctx.nowMs(), ask.lease)) return;
-    const holdUntilMs = ctx.nowMs() + HOLD_MS;
-    const held = await writeWake(ctx, holdParams(wakeKey(ask.role, ask.partition), holdUntilMs));
-    // Written or refused, the item as the hold met it: the holder may have stopped since the read above.
-    if (held.state) entry.state = held.state;
-    if (!holderStaysFor(entry.state, holdUntilMs, ctx.nowMs())) await waker.wake(wakeRequestFor(ctx.settings, ask.role, ask.partition));
+    const held = await writeWake(ctx, holdParams(wakeKey(ask.role, ask.partition), ask.holdUntilMs));
+    // Written or refused (a later hold stands), the item as the hold met it.
+    entry.state = held.state;
+    if (!holderStaysFor(entry.state, ask.holdUntilMs, ctx.nowMs())) await waker.wake(wakeRequestFor(ctx.settings, ask.role, ask.partition));
   } catch {
-    // The next minute tick finds the entry: its bucket was recorded before it was written.
+    // The next minute tick finds the work: its bucket was recorded before it was written.
   }
 }
 
@@ -120,7 +110,7 @@ export async function wakeEveryPoller(ctx: QueueContext): Promise<void> {
   if (!ctx.waker) return;
   const seen = seenOf(ctx.waker);
   for (const partition of partitions) seen.delete(memoKey(ctx, 'poller', partition));
-  await Promise.all(partitions.map((partition) => ensureAwake(ctx, 'poller', partition, ctx.nowMs(), { lease: 'none' })));
+  await Promise.all(partitions.map((partition) => ensureAwake(ctx, 'poller', partition, { dueAtMs: ctx.nowMs(), writtenAtMs: ctx.nowMs() })));
 }
 
 /**

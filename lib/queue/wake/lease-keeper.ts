@@ -1,48 +1,49 @@
 /**
- * Sleeping pollers and sweepers. A minute tick (or a wake, queue/wake/ensure-awake.ts) starts an invocation; it stays only
- * when something is in reach: work due before the next tick could see it, or a hold the waker asked for. Awake, it
- * holds a short lease on its wake item, renewed while it stays: the waker reads the lease to know whether someone will find
- * their entry in time. Once nothing has happened for a while it looks again, and when nothing is in reach it
- * says it will not renew (refused if a hold was asked for since the look began), works on until the lease
- * runs out, and ends. The minute tick finds out in a few reads whether anything falls due before the next one.
+ * Sleeping pollers and sweepers. A minute tick, a wake or a timer (queue/wake/ensure-awake.ts, timers.ts) starts
+ * an invocation; it stays only while work is due within DUE_SOON_MS or a hold asks it to. Awake, it holds a short
+ * lease on its wake item, renewed while it stays: the waker reads it to know whether someone awake will honour its
+ * hold, and a tick whether someone is there already. Once nothing has happened for a while it looks again: with
+ * nothing due soon and no hold asked for since the look began, it gives the lease up and ends, having armed a
+ * timer for the earliest work it left within a tick's reach. The minute tick finds out in a few reads whether
+ * anything falls due before the next one.
  */
 import { wakeKey, type WakeRole } from '../../store/keys.js';
 import { readWakeState, recordWalkedParams, renewLeaseParams, stopLeaseParams, takeLeaseParams, writeWake, type Walked, type WakeState } from '../../store/wake.js';
 import type { QueueContext } from '../context.js';
 import { wakeRequestFor } from './wake-requests.js';
 import { type StartKind } from '../../domain/invocations.js';
+import { armTimers, DUE_SOON_MS, type DueWork } from './timers.js';
 
 /** How long a lease promises work; renewed once less than RENEW_BELOW_MS of it is left, so about every second. */
 export const LEASE_MS = 3_000;
 export const RENEW_BELOW_MS = 2_000;
-/** No work for this long, and the holder looks whether anything is in reach; again this often while something is. */
-export const IDLE_BEFORE_LOOK_MS = 2_000;
-/**
- * A holder stops only on two looks this far apart that both found nothing in reach: an entry its lease covered
- * gets no hold, and the index may not show it yet when the first look reads it.
- */
-export const SETTLE_MS = 2_000;
+/** No work for this long, and the holder looks whether anything is due soon; again this often while something is. */
+export const IDLE_BEFORE_LOOK_MS = 500;
 /**
  * Between renewals the holder reads its wake item this often (after a round of work), so a job type made while it
- * is awake is polled within about a poll interval: a lease covers the new type's first job, so no wake comes for it.
+ * is awake is polled within about a poll interval.
  */
 export const TYPES_CHECK_MS = 250;
 /**
- * This long before its invocation ends, a holder with work still in reach wakes its successor, which takes the
+ * This long before its invocation ends, a holder with work still due soon wakes its successor, which takes the
  * lease over: the next tick may be seconds away (runs end before the minute does), and jobs due meanwhile would
  * wait for it.
  */
 export const HANDOVER_MS = 1_500;
 /**
- * How far ahead a look reaches: past the next minute tick (60 s, plus up to 10 s of EventBridge's delay, see
- * wake.ts's TICK_COVER_MS) and the lease, so whatever falls due before a later tick sees it is claimed on time.
+ * How far ahead a look reaches for the earliest work, to arm a timer for it: past the next minute tick (60 s, plus
+ * up to 10 s of EventBridge's delay, see ensure-awake.ts's TICK_COVER_MS), so whatever falls due before a later tick
+ * sees it is claimed on time.
  */
 export const REACH_MS = 90_000;
 
+/** The earliest work of a function due by a time: its due time, and the lane partitions it lies in (a timer checks them). */
+export type EarliestWork = Pick<DueWork, 'dueAtMs' | 'lanePartitions'>;
 
-/** What an invocation of a role looks for: coarsely at a tick (the directory), closely before it sleeps (the index). */
+/** What an invocation of a role looks for before it stays or sleeps. */
 export interface AwakeWork {
-  inReach(untilMs: number, how: 'coarse' | 'close'): Promise<boolean>;
+  /** The earliest work due by `untilMs` (overdue work counts, due now), or undefined when there is none. */
+  earliestDue(untilMs: number): Promise<EarliestWork | undefined>;
   /**
    * Where every lane's walk stands, for the next tick to look from, with when types had last changed as the lanes
    * walked were listed (a later change makes it unknown); undefined when not known.
@@ -51,7 +52,7 @@ export interface AwakeWork {
 }
 
 export interface AwakeRound {
-  /** Until when to keep working: the invocation's end, or the lease's once the holder stops renewing. */
+  /** Until when to keep working: the invocation's end, or now once the holder gave the lease up. */
   untilMs: number;
   /** When job types last changed, as the wake item says. */
   typesChangedAtMs: number;
@@ -68,18 +69,31 @@ export interface AwakeKeeper {
   readonly stopping: boolean;
 }
 
-export type AwakeStart = { awake: false; reason: 'covered' | 'idle'; state: WakeState } | { awake: true; keeper: AwakeKeeper; state: WakeState };
+/** Why an invocation did not stay: someone is awake already, nothing is due before the next tick, or a timer will wake it. */
+export type SleepReason = 'covered' | 'idle' | 'timer';
 
-const isLive = (state: WakeState, nowMs: number): boolean => state.ownerId !== undefined && state.awakeUntilMs > nowMs;
+export type AwakeStart = { awake: false; reason: SleepReason; state: WakeState } | { awake: true; keeper: AwakeKeeper; state: WakeState };
 
 /**
- * Another holder will still be working when this invocation could add nothing: a wake's holder stays past the
- * hold that asked for the wake; a tick's, past the next tick, which will look again.
+ * A holder that will honour a hold: a wake's, if it stays past the hold that asked for the wake; a tick's, if it
+ * has not given the lease up, since it stays for work due soon and arms a timer for later work when it stops.
  */
 function coveredBy(state: WakeState, kind: StartKind, nowMs: number): boolean {
-  if (!isLive(state, nowMs) || state.stopping) return false;
-  const neededUntilMs = kind === 'wake' ? Math.max(state.holdUntilMs, nowMs) + RENEW_BELOW_MS : nowMs + REACH_MS;
-  return state.ownerEndsAtMs >= neededUntilMs;
+  if (state.ownerId === undefined || state.awakeUntilMs <= nowMs || state.stopping) return false;
+  return kind === 'tick' || state.ownerEndsAtMs >= Math.max(state.holdUntilMs, nowMs) + RENEW_BELOW_MS;
+}
+
+/**
+ * Work keeps an invocation awake when it is due soon; later work, when no timer can wake it for that (nothing to
+ * send them with: a context without timers polls as pollers did before timers).
+ */
+const staysFor = (ctx: QueueContext, earliest: EarliestWork | undefined, nowMs: number): boolean =>
+  earliest !== undefined && (earliest.dueAtMs <= nowMs + DUE_SOON_MS || !ctx.wakeTimers);
+
+/** Arms the timer for the earliest work an invocation leaves; one that fails leaves that work to the next tick. */
+async function armTimerFor(ctx: QueueContext, role: WakeRole, partition: number, earliest: EarliestWork): Promise<void> {
+  if (!ctx.wakeTimers) return;
+  await armTimers(ctx, ctx.wakeTimers, [{ role, partition, ...earliest }]).catch(() => undefined);
 }
 
 export interface AwakeOptions {
@@ -93,24 +107,28 @@ export interface AwakeOptions {
   work: AwakeWork;
   /** The wake item as read at the invocation's start (readWakeState). */
   state: WakeState;
-  /** No work for this long, and the holder looks whether anything is in reach; again this often. @default IDLE_BEFORE_LOOK_MS */
+  /** No work for this long, and the holder looks whether anything is due soon; again this often. @default IDLE_BEFORE_LOOK_MS */
   lookEveryMs?: number;
   /** The first look, this long after the start unless work came first. @default lookEveryMs */
   firstLookAfterMs?: number;
 }
 
-/** Decides whether an invocation stays, and takes the lease when it does. */
+/** Decides whether an invocation stays, and takes the lease when it does; one that sleeps arms a timer for what it left. */
 export async function startAwake(ctx: QueueContext, options: AwakeOptions): Promise<AwakeStart> {
   const { role, partition, ownerId, endsAtMs, kind, work, state } = options;
   const nowMs = ctx.nowMs();
   if (coveredBy(state, kind, nowMs)) return { awake: false, reason: 'covered', state };
-  const wanted = state.holdUntilMs > nowMs || (await work.inReach(nowMs + REACH_MS, 'coarse'));
   const key = wakeKey(role, partition);
-  if (!wanted) {
-    const walked = work.walkedFromBucket();
-    // Read from the cursors this time: the next ticks read it here.
-    if (state.walkedFromBucket === undefined && walked !== undefined) await writeWake(ctx, recordWalkedParams(key, walked));
-    return { awake: false, reason: 'idle', state };
+  if (state.holdUntilMs <= nowMs) {
+    const earliest = await work.earliestDue(nowMs + REACH_MS);
+    if (!staysFor(ctx, earliest, nowMs)) {
+      const walked = work.walkedFromBucket();
+      // Read from the cursors this time: the next ticks read it here.
+      if (state.walkedFromBucket === undefined && walked !== undefined) await writeWake(ctx, recordWalkedParams(key, walked));
+      if (!earliest) return { awake: false, reason: 'idle', state };
+      await armTimerFor(ctx, role, partition, earliest);
+      return { awake: false, reason: 'timer', state };
+    }
   }
   const taken = await writeWake(ctx, takeLeaseParams(key, { ownerId, awakeUntilMs: Math.min(ctx.nowMs() + LEASE_MS, endsAtMs), ownerEndsAtMs: endsAtMs }));
   const held = taken.state ?? state;
@@ -118,55 +136,53 @@ export async function startAwake(ctx: QueueContext, options: AwakeOptions): Prom
 }
 
 function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState): AwakeKeeper {
-  const { ownerId, endsAtMs, work } = options;
+  const { role, partition, ownerId, endsAtMs, work } = options;
   const lookEveryMs = options.lookEveryMs ?? IDLE_BEFORE_LOOK_MS;
-  const key = wakeKey(options.role, options.partition);
+  const key = wakeKey(role, partition);
   let leaseUntilMs = taken.awakeUntilMs;
   let typesChangedAtMs = taken.typesChangedAtMs;
   let stopping = false;
   let nextLookAtMs = ctx.nowMs() + (options.firstLookAfterMs ?? lookEveryMs);
-  /** When a look first found nothing in reach, since the last work; undefined while work goes on. */
-  let quietSinceMs: number | undefined;
   let lastReadAtMs = ctx.nowMs();
   let handedOver = false;
-  const round = (): AwakeRound => ({ untilMs: stopping ? leaseUntilMs : endsAtMs, typesChangedAtMs });
+  const round = (): AwakeRound => ({ untilMs: stopping ? ctx.nowMs() : endsAtMs, typesChangedAtMs });
 
-  /** Nothing in reach on a look begun after every hold asked for: stops renewing, unless a hold came since. */
+  /**
+   * Nothing due soon, on a look begun after every hold asked for: gives the lease up, unless a hold came since (its
+   * work may have been on its way into the index as the look read it), and arms a timer for the earliest work left.
+   */
   async function lookAndMaybeStop(): Promise<void> {
     const lookedAtMs = ctx.nowMs();
     nextLookAtMs = lookedAtMs + lookEveryMs;
-    const state = await readWakeState(ctx, options.role, options.partition);
+    const state = await readWakeState(ctx, role, partition);
     lastReadAtMs = lookedAtMs;
     typesChangedAtMs = state.typesChangedAtMs;
     if (state.ownerId !== ownerId) {
       stopping = true;
       return;
     }
-    // A hold is kept whatever is in reach: the next look comes as it ends.
+    // A hold is kept whatever is due: the next look comes as it ends.
     if (state.holdUntilMs > lookedAtMs) {
       nextLookAtMs = state.holdUntilMs;
       return;
     }
-    if (await work.inReach(lookedAtMs + REACH_MS, 'close')) {
-      quietSinceMs = undefined;
-      return;
-    }
-    if (quietSinceMs === undefined || lookedAtMs - quietSinceMs < SETTLE_MS) {
-      quietSinceMs ??= lookedAtMs;
-      nextLookAtMs = quietSinceMs + SETTLE_MS;
-      return;
-    }
+    const earliest = await work.earliestDue(lookedAtMs + REACH_MS);
+    if (staysFor(ctx, earliest, lookedAtMs)) return;
     const stopped = await writeWake(ctx, stopLeaseParams(key, ownerId, lookedAtMs, work.walkedFromBucket()));
-    if (stopped.ok) stopping = true;
     // Refused: a hold was asked for since the look began, and the next look comes as it ends.
-    else nextLookAtMs = lookedAtMs;
+    if (!stopped.ok) {
+      nextLookAtMs = lookedAtMs;
+      return;
+    }
+    stopping = true;
+    if (earliest) await armTimerFor(ctx, role, partition, earliest);
   }
 
   async function renew(): Promise<void> {
     const awakeUntilMs = Math.min(ctx.nowMs() + LEASE_MS, endsAtMs);
     const renewed = await writeWake(ctx, renewLeaseParams(key, { ownerId, awakeUntilMs }, work.walkedFromBucket()));
     if (!renewed.ok || !renewed.state) {
-      // Another invocation took the lease: it works on, and this one ends once its own promise is kept.
+      // Another invocation took the lease and works on.
       stopping = true;
       return;
     }
@@ -178,12 +194,12 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
   /** Still awake at its end, the holder starts its successor; a wake that fails leaves the gap to the next tick. */
   async function handOver(): Promise<void> {
     handedOver = true;
-    await ctx.waker?.wake(wakeRequestFor(ctx.settings, options.role, options.partition)).catch(() => undefined);
+    await ctx.waker?.wake(wakeRequestFor(ctx.settings, role, partition)).catch(() => undefined);
   }
 
   async function readTypesChanged(): Promise<void> {
     lastReadAtMs = ctx.nowMs();
-    typesChangedAtMs = (await readWakeState(ctx, options.role, options.partition)).typesChangedAtMs;
+    typesChangedAtMs = (await readWakeState(ctx, role, partition)).typesChangedAtMs;
   }
 
   return {
@@ -196,15 +212,11 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
     },
     async afterRound(busy: boolean): Promise<AwakeRound> {
       const nowMs = ctx.nowMs();
-      if (busy) {
-        nextLookAtMs = Math.max(nextLookAtMs, nowMs + lookEveryMs);
-        quietSinceMs = undefined;
-      }
+      if (busy) nextLookAtMs = Math.max(nextLookAtMs, nowMs + lookEveryMs);
       if (!stopping && nowMs >= nextLookAtMs) await lookAndMaybeStop();
       if (!stopping && !handedOver && endsAtMs - ctx.nowMs() <= HANDOVER_MS) await handOver();
       if (!stopping && leaseUntilMs - ctx.nowMs() < RENEW_BELOW_MS && leaseUntilMs < endsAtMs) await renew();
-      // Stopping too: the lease may cover the first job of a type made since it stopped renewing.
-      else if (options.role === 'poller' && ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readTypesChanged();
+      else if (!stopping && role === 'poller' && ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readTypesChanged();
       return round();
     },
   };

@@ -1,21 +1,19 @@
 /**
- * What a poller invocation looks for before it stays or sleeps (queue/wake/lease-keeper.ts): a due schedule, when it fires
- * them, or a recorded bucket of an active type's lane, from where its walks stand, within reach; closely, an
- * entry in such a bucket.
+ * What a poller invocation looks for before it stays or sleeps (queue/wake/lease-keeper.ts): the earliest of a
+ * schedule's next firing, when it fires them, and an entry of an active type's lane, from where its walks stand.
  */
 import { randomUUID } from 'node:crypto';
 import { claimsJobs, type JobType } from '../../domain/job-type.js';
-import { readLaneCursor } from '../../store/due-index.js';
-import { bucketOf, type Lane } from '../../store/keys.js';
-import { dueScheduleNames } from '../../store/schedules.js';
+import { queryDue, readLaneCursor } from '../../store/due-index.js';
+import { bucketOf, SCHEDULES_PARTITION, sortKeyTimeMs, type Lane } from '../../store/keys.js';
 import { readWakeState, type Walked, type WakeState } from '../../store/wake.js';
-import { startAwake, type AwakeWork } from './lease-keeper.js';
+import { startAwake, type AwakeWork, type EarliestWork, type SleepReason } from './lease-keeper.js';
 import type { QueueContext } from '../context.js';
 import { listJobTypes } from '../catalog/job-types.js';
 import { cursorCacheKey, type CursorCache } from '../poll/poll-state.js';
 import type { PollerLoopOptions, PollRound } from '../poll/poller-loop.js';
 import type { StartKind } from '../../domain/invocations.js';
-import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './work-in-reach.js';
+import { earliestEntryDue, type LaneInReach } from './work-in-reach.js';
 
 /** What the poll loop last knew: the types it polls and where their walks stand. */
 export interface PollerView {
@@ -73,15 +71,23 @@ export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): Awake
     }));
   }
 
-  const scheduleDueBy = async (untilMs: number): Promise<boolean> => options.firesSchedules && (await dueScheduleNames(ctx, untilMs, 1)).length > 0;
+  /** The next schedule to fire by `untilMs`, from the index's schedules partition. */
+  async function scheduleDue(untilMs: number): Promise<EarliestWork | undefined> {
+    if (!options.firesSchedules) return undefined;
+    const [next] = await queryDue(ctx, SCHEDULES_PARTITION, untilMs, 1);
+    return next ? { dueAtMs: sortKeyTimeMs(next.gsi1sk), lanePartitions: [SCHEDULES_PARTITION] } : undefined;
+  }
+
+  async function lanes(): Promise<LaneInReach[]> {
+    const view = options.view();
+    return view ? lanesAsPolled(view) : lanesAsLeft((await listJobTypes(ctx)).filter(claimsJobs));
+  }
 
   return {
-    async inReach(untilMs, how) {
-      if (await scheduleDueBy(untilMs)) return true;
-      const view = options.view();
-      if (how === 'close' && view) return anyEntryDueBy(ctx, lanesAsPolled(view), untilMs);
-      const jobTypes = (view?.jobTypes ?? (await listJobTypes(ctx))).filter(claimsJobs);
-      return anyLaneRecordedBy(ctx, await lanesAsLeft(jobTypes), untilMs);
+    async earliestDue(untilMs) {
+      const [schedule, entry] = await Promise.all([scheduleDue(untilMs), (async () => earliestEntryDue(ctx, await lanes(), untilMs))()]);
+      if (!schedule || !entry) return schedule ?? entry;
+      return schedule.dueAtMs <= entry.dueAtMs ? schedule : entry;
     },
     walkedFromBucket() {
       const view = options.view();
@@ -100,7 +106,7 @@ export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): Awake
 }
 
 export type PollerAwake =
-  | { stays: false; reason: 'covered' | 'idle' }
+  | { stays: false; reason: SleepReason }
   | {
       stays: true;
       afterRound: ((round: PollRound) => Promise<{ untilMs: number; typesChangedAtMs: number }>) | undefined;

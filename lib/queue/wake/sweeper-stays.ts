@@ -1,7 +1,7 @@
 /**
- * What a sweeper invocation looks for before it stays or sleeps (queue/wake/lease-keeper.ts): a bulk operation running, or a
- * claim lapsing within reach (a recorded bucket of the claim lane, from where its walks stand; closely, an entry
- * in one). Its lease is kept from a timer of its own, since a sweep comes only every SWEEP_INTERVAL_MS.
+ * What a sweeper invocation looks for before it stays or sleeps (queue/wake/lease-keeper.ts): a backstop sweep owed,
+ * a bulk operation running, or the earliest claim to lapse, from where the claim lane's walks stand. Its lease is
+ * kept from a timer of its own, since a sweep comes only every SWEEP_INTERVAL_MS.
  */
 import { randomUUID } from 'node:crypto';
 import { abortableSleep } from '../../domain/sleep.js';
@@ -10,10 +10,10 @@ import { laneShards, wakeKey, type Lane } from '../../store/keys.js';
 import { runningOperationIds } from '../../store/operations.js';
 import { updateItem } from '../../store/send.js';
 import { readWakeState, recordSweptParams, type Walked, type WakeState } from '../../store/wake.js';
-import { RENEW_BELOW_MS, startAwake, type AwakeKeeper, type AwakeWork } from './lease-keeper.js';
+import { RENEW_BELOW_MS, startAwake, type AwakeKeeper, type AwakeWork, type SleepReason } from './lease-keeper.js';
 import type { StartKind } from '../../domain/invocations.js';
 import type { QueueContext } from '../context.js';
-import { anyEntryDueBy, anyLaneRecordedBy, type LaneInReach } from './work-in-reach.js';
+import { earliestEntryDue, type LaneInReach } from './work-in-reach.js';
 
 const CLAIMS: Lane = { kind: 'claims' };
 
@@ -29,30 +29,39 @@ const SWEPT_RECORD_EVERY_MS = 60_000;
 function sweeperWork(ctx: QueueContext, state: WakeState): AwakeWork {
   const shards = laneShards(ctx.settings, CLAIMS);
   let walked: Walked | undefined;
+  /** Owed at the start only: the sweep the invocation then runs first pays it. */
+  let backstopOwed = state.sweptAtMs + BACKSTOP_SWEEP_EVERY_MS <= ctx.nowMs();
+  /** Where the last holder left the walks, for the first look; the cursors as they stand after. */
+  let fromRecorded = state.walkedFromBucket;
 
   /** The claim lane from its cursors as they stand now; the first bucket of each never walked is `0`. */
-  async function claimLane(fromRecorded: number | undefined): Promise<LaneInReach> {
+  async function claimLane(): Promise<LaneInReach> {
+    const recorded = fromRecorded;
+    fromRecorded = undefined;
     const cursors = new Map<number, number>();
-    if (fromRecorded === undefined) {
+    if (recorded === undefined) {
       for (const shard of shards) cursors.set(shard, (await readLaneCursor(ctx, CLAIMS, shard)).bucket ?? 0);
       walked = { bucket: Math.min(...cursors.values()), typesChangedAtMs: state.typesChangedAtMs };
     }
-    return { lane: CLAIMS, shards, fromBucketOf: (shard) => cursors.get(shard) ?? fromRecorded ?? 0 };
+    return { lane: CLAIMS, shards, fromBucketOf: (shard) => cursors.get(shard) ?? recorded ?? 0 };
   }
 
   return {
-    async inReach(untilMs, how) {
-      if (how === 'coarse' && state.sweptAtMs + BACKSTOP_SWEEP_EVERY_MS <= ctx.nowMs()) return true;
-      if ((await runningOperationIds(ctx)).length > 0) return true;
-      if (how === 'coarse') return anyLaneRecordedBy(ctx, [await claimLane(state.walkedFromBucket)], untilMs);
-      return anyEntryDueBy(ctx, [await claimLane(undefined)], untilMs);
+    async earliestDue(untilMs) {
+      const nowMs = ctx.nowMs();
+      if (backstopOwed) {
+        backstopOwed = false;
+        return { dueAtMs: nowMs };
+      }
+      if ((await runningOperationIds(ctx)).length > 0) return { dueAtMs: nowMs };
+      return earliestEntryDue(ctx, [await claimLane()], untilMs);
     },
     walkedFromBucket: () => walked,
   };
 }
 
 export type SweeperAwake =
-  | { stays: false; reason: 'covered' | 'idle' }
+  | { stays: false; reason: SleepReason }
   | {
       stays: true;
       /** Until when to go on sweeping: the invocation's end, or the lease's once nothing is in reach. */

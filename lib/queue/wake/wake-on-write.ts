@@ -1,86 +1,72 @@
 /**
- * The waker: what wakes a sleeping poller or sweeper once a lane entry is written. It reads the table's stream, so
- * it judges each entry after its write committed, and no writer reads, holds or invokes anything on its way: an
- * entry falling due within WAKE_NOW_WITHIN_MS is made sure of at once (ensureAwake: the lease, a hold, a wake); one
- * due later, within a tick's reach, gets a timer (a delayed message) that comes back to the waker shortly before,
- * one per function and second whatever the number of entries. Later still, a minute tick finds it.
+ * The waker: what wakes a sleeping poller or sweeper once work is written for it (a lane entry, a schedule's next
+ * firing, a bulk operation). It reads the table's stream, so it judges each entry after its write committed, and no
+ * writer reads, holds or invokes anything on its way: an entry falling due within DUE_SOON_MS is made sure of at
+ * once (ensureAwake: a hold, and a wake unless someone awake will honour it); one due later, within a tick's reach,
+ * gets a timer (queue/wake/timers.ts) that comes back to the waker shortly before, and wakes its function then if
+ * the entry is still there. Later still, a minute tick finds it.
  */
 import type { WakeTimer, WakeTimers } from '../../domain/invocations.js';
-import type { Lane } from '../../store/keys.js';
+import { laneBucketOf, SCHEDULES_PARTITION, type WakingEntry } from '../../store/keys.js';
+import { queryDue } from '../../store/due-index.js';
 import type { QueueContext } from '../context.js';
 import { ensureAwake, pollerPartitionOfShard, TICK_COVER_MS } from './ensure-awake.js';
+import { armTimers, DUE_SOON_MS, type DueWork } from './timers.js';
 
-/** Entries due this soon are made sure of at once: a timer's second of precision, and its trip, would make them late. */
-export const WAKE_NOW_WITHIN_MS = 2_000;
-/** A timer comes back this long before its entry falls due, for the woken function's start. */
-export const TIMER_LEAD_MS = 1_000;
-/** SQS delays a message at most 15 minutes. */
-export const MAX_TIMER_DELAY_S = 900;
-
-export interface WrittenLaneEntry {
-  lane: Lane;
-  shard: number;
-  dueAtMs: number;
+/** Who acts on a written entry, and when: a lane's poller or the sweeper, the poller that fires schedules, the sweeper for a bulk operation. */
+function workOf(ctx: QueueContext, entry: WakingEntry, nowMs: number): DueWork {
+  switch (entry.kind) {
+    case 'operation':
+      return { role: 'sweeper', partition: 0, dueAtMs: nowMs };
+    case 'schedule':
+      return { role: 'poller', partition: 0, dueAtMs: entry.dueAtMs, lanePartitions: [entry.partition] };
+    case 'lane':
+      return {
+        ...(entry.lane.kind === 'queued' ? { role: 'poller', partition: pollerPartitionOfShard(ctx, entry.shard) } : { role: 'sweeper', partition: 0 }),
+        dueAtMs: entry.dueAtMs,
+        lanePartitions: [entry.partition],
+      };
+  }
 }
 
-const targetOf = (ctx: QueueContext, entry: WrittenLaneEntry): Pick<WakeTimer, 'role' | 'partition'> =>
-  entry.lane.kind === 'queued' ? { role: 'poller', partition: pollerPartitionOfShard(ctx, entry.shard) } : { role: 'sweeper', partition: 0 };
-
-const targetKey = ({ role, partition }: Pick<WakeTimer, 'role' | 'partition'>): string => `${role}#${partition}`;
-
-/** The second a timer for `dueAtMs` comes back in: entries whose timers share it share one timer. */
-const timerSecondOf = (dueAtMs: number): number => Math.floor((dueAtMs - TIMER_LEAD_MS) / 1000);
-
-/**
- * Timers this process sent, by table, function and second, until that second passes: a stream batch delivered
- * again, or the next entry due in the same second, sends none. Another process may send the same timer once more;
- * the wake it brings finds the function awake and costs a read.
- */
-const armed = new Map<string, number>();
-const MAX_ARMED = 10_000;
-
-function forgetPassed(nowMs: number): void {
-  for (const [key, untilMs] of armed) if (untilMs <= nowMs) armed.delete(key);
-  if (armed.size >= MAX_ARMED) armed.clear();
-}
-
-/** One wake per function, for the latest due time of those given: what is awake must outlast them all. */
-function latestPerTarget(wakes: Iterable<WakeTimer>): WakeTimer[] {
-  const latest = new Map<string, WakeTimer>();
+/** One wake per function, for the latest due time of those given: a hold must outlast them all. */
+function latestPerTarget<T extends Pick<WakeTimer, 'role' | 'partition' | 'dueAtMs'>>(wakes: Iterable<T>): T[] {
+  const latest = new Map<string, T>();
   for (const wake of wakes) {
-    const key = targetKey(wake);
+    const key = `${wake.role}#${wake.partition}`;
     if (wake.dueAtMs > (latest.get(key)?.dueAtMs ?? -Infinity)) latest.set(key, wake);
   }
   return [...latest.values()];
 }
 
-/** Wakes whoever must find the written entries: now for those due soon, by a timer for those due within a tick's reach. */
-export async function wakeForWrittenEntries(ctx: QueueContext, entries: readonly WrittenLaneEntry[], timers: WakeTimers): Promise<void> {
+/** Wakes whoever must act on the written entries: now for those due soon, by a timer for those due within a tick's reach. */
+export async function wakeForWrittenEntries(ctx: QueueContext, entries: readonly WakingEntry[], timers: WakeTimers): Promise<void> {
   const nowMs = ctx.nowMs();
-  const dueSoon: WakeTimer[] = [];
-  const toArm = new Map<string, { timer: WakeTimer; delayS: number }>();
-  forgetPassed(nowMs);
-  for (const entry of entries) {
-    const target = targetOf(ctx, entry);
-    // Past a tick's cover, the next minute tick finds it and stays for it (queue/wake/lease-keeper.ts).
-    if (entry.dueAtMs >= nowMs + TICK_COVER_MS) continue;
-    if (entry.dueAtMs <= nowMs + WAKE_NOW_WITHIN_MS) {
-      dueSoon.push({ ...target, dueAtMs: entry.dueAtMs });
-      continue;
-    }
-    const second = timerSecondOf(entry.dueAtMs);
-    const key = `${ctx.settings.tableName}\u0000${targetKey(target)}\u0000${second}`;
-    if (armed.has(key) || toArm.has(key)) continue;
-    const delayS = Math.min(MAX_TIMER_DELAY_S, Math.max(0, Math.floor((second * 1000 - nowMs) / 1000)));
-    toArm.set(key, { timer: { ...target, dueAtMs: (second + 1) * 1000 + TIMER_LEAD_MS }, delayS });
+  const dueSoon: DueWork[] = [];
+  const later: DueWork[] = [];
+  for (const work of entries.map((entry) => workOf(ctx, entry, nowMs))) {
+    // Past a tick's cover, the next minute tick finds it and arms a timer for it (queue/wake/lease-keeper.ts).
+    if (work.dueAtMs >= nowMs + TICK_COVER_MS) continue;
+    (work.dueAtMs <= nowMs + DUE_SOON_MS ? dueSoon : later).push(work);
   }
-  await Promise.all(latestPerTarget(dueSoon).map((wake) => ensureAwake(ctx, wake.role, wake.partition, wake.dueAtMs)));
-  if (toArm.size === 0) return;
-  await timers.arm([...toArm.values()]);
-  for (const [key, { timer }] of toArm) armed.set(key, timer.dueAtMs);
+  await Promise.all(latestPerTarget(dueSoon).map((work) => ensureAwake(ctx, work.role, work.partition, { dueAtMs: work.dueAtMs, writtenAtMs: nowMs })));
+  await armTimers(ctx, timers, later);
 }
 
-/** Timers that came back: whoever they name is made sure of now, once per function. */
+/**
+ * Whether a timer's work is still there: an entry due by its time in a lane partition it names. A claim renewed, a
+ * job claimed, ended or moved since leaves none, and the timer wakes no one; the entry's new place armed its own.
+ */
+async function stillDue(ctx: QueueContext, timer: WakeTimer): Promise<boolean> {
+  // Only the index's partitions of due work are read: a message names nothing else.
+  const lanePartitions = timer.lanePartitions?.filter((name) => name === SCHEDULES_PARTITION || laneBucketOf(name) !== undefined);
+  if (!lanePartitions || lanePartitions.length === 0) return true;
+  const found = await Promise.all(lanePartitions.map((lanePartition) => queryDue(ctx, lanePartition, timer.dueAtMs, 1)));
+  return found.some((entries) => entries.length > 0);
+}
+
+/** Timers that came back: whoever they name is made sure of now, once per function, where their work is still there. */
 export async function wakeForTimers(ctx: QueueContext, fired: readonly WakeTimer[]): Promise<void> {
-  await Promise.all(latestPerTarget(fired).map((timer) => ensureAwake(ctx, timer.role, timer.partition, Math.max(timer.dueAtMs, ctx.nowMs()))));
+  const checked = await Promise.all(fired.map(async (timer) => ((await stillDue(ctx, timer)) ? [timer] : [])));
+  await Promise.all(latestPerTarget(checked.flat()).map((timer) => ensureAwake(ctx, timer.role, timer.partition, { dueAtMs: Math.max(timer.dueAtMs, ctx.nowMs()) })));
 }

@@ -21,7 +21,7 @@ import { registry } from '../../../functions/worker/handlers/index.js';
 import { AccessDeniedException, type IamDecision } from '../../../infra/local/aws/iam/iam-check.js';
 import { getSecretValueRequests, lambdaInvokeRequests } from '../../../infra/local/aws/iam/requests.js';
 import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../../infra/local/aws/iam/stack-policies.js';
-import { jobKey, PARTITION_PREFIX } from '../../../lib/store/keys.js';
+import { jobKey, lanePartition, PARTITION_PREFIX } from '../../../lib/store/keys.js';
 import type { WakeTimers, WorkerBatch, WorkerInvoker } from '../../../lib/domain/invocations.js';
 import type { WorkerRegistry } from '../../../lib/queue/attempt/run-batch.js';
 import { fixedSecret } from '../../../lib/aws/secrets.js';
@@ -364,7 +364,7 @@ describe('a tour of every function', () => {
     expect(await tour.poll(new FailingInvoker())).toMatchObject({ claimed: 1, released: 1 });
   });
 
-  tourStop('the waker, handed a job just enqueued by the table stream, wakes its poller; a timer that comes back wakes the sweeper', async (tour) => {
+  tourStop('the waker, handed a job just enqueued by the table stream, wakes its poller; a timer that comes back looks whether its claim is still due, and wakes the sweeper', async (tour) => {
     await tour.defineTypes('plain');
     expect((await tour.operator.put('/v1/jobs/plain/streamed', { data: 1 })).status).toBe(201);
     const { queue } = tour;
@@ -372,7 +372,8 @@ describe('a tour of every function', () => {
     const timers: WakeTimers = { arm: async () => undefined };
     const waker = createWakerHandler({ ctx: queue.as('waker'), timers });
     await waker({ Records: [{ eventSource: 'aws:dynamodb', eventName: 'INSERT', dynamodb: { NewImage: Item } }] });
-    await waker({ Records: [{ eventSource: 'aws:sqs', body: JSON.stringify({ role: 'sweeper', partition: 0, dueAtMs: queue.clock.nowMs() }) }] });
+    const timer = { role: 'sweeper', partition: 0, dueAtMs: queue.clock.nowMs(), lanePartitions: [lanePartition({ kind: 'claims' }, 0, 0)] };
+    await waker({ Records: [{ eventSource: 'aws:sqs', body: JSON.stringify(timer) }] });
   });
 
   tourStop('the operator revokes the producer key', async (tour) => {

@@ -66,6 +66,8 @@ function actionsOf(name: keyof QueueStack['functions']): string[] {
 }
 
 const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+/** What grantSendMessages gives a function that arms wake timers. */
+const TIMER_SENDS = ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage'];
 
 /** The poller's and the sweeper's ARNs as the policies write them: made of their names, never a reference to them. */
 function wokenArns(): unknown[] {
@@ -194,8 +196,10 @@ describe('least privilege', () => {
     expect(tableGrantsOf('api').items.DeleteItem).toEqual(['correlation', 'schedule']);
   });
 
-  test('the poller may also invoke the worker, wake the poller and the sweeper, and publish lifecycle events', () => {
-    expect(actionsOf('poller').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', 'lambda:InvokeFunction', ...LOGS].sort());
+  test('the poller may also invoke the worker, wake the poller and the sweeper, arm wake timers and publish lifecycle events', () => {
+    expect(actionsOf('poller').filter((action) => !action.startsWith('dynamodb:'))).toEqual(
+      ['events:PutEvents', 'lambda:InvokeFunction', 'lambda:InvokeFunction', ...TIMER_SENDS, ...LOGS].sort(),
+    );
     const invoked = statementsOf('poller').filter((statement) => statement.Action === 'lambda:InvokeFunction').map((statement) => statement.Resource);
     expect(invoked).toEqual([{ 'Fn::GetAtt': [logicalIdOf(stack.functions.worker.function), 'Arn'] }, wokenArns()]);
   });
@@ -206,10 +210,9 @@ describe('least privilege', () => {
     );
   });
 
-  test('the api and the sweeper may also publish lifecycle events and wake the poller and the sweeper, the authorizer read the callback token secret', () => {
-    for (const name of ['api', 'sweeper'] as const) {
-      expect(actionsOf(name).filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', ...LOGS].sort());
-    }
+  test('the api and the sweeper may also publish lifecycle events and wake the poller and the sweeper, the sweeper arm wake timers, the authorizer read the callback token secret', () => {
+    expect(actionsOf('api').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', ...LOGS].sort());
+    expect(actionsOf('sweeper').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', ...TIMER_SENDS, ...LOGS].sort());
     expect(actionsOf('authorizer').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['secretsmanager:GetSecretValue', ...LOGS].sort());
   });
 
@@ -307,18 +310,18 @@ describe('the waker', () => {
   const mappingOf = (source: unknown) =>
     Object.values(template.findResources('AWS::Lambda::EventSourceMapping')).find((mapping) => JSON.stringify(mapping.Properties.EventSourceArn) === JSON.stringify(source))?.Properties;
 
-  test("reads the table's stream from its latest record, handed only lane entries put or changed, and drops a batch a minute old", () => {
+  test("reads the table's stream from its latest record, handed only lane entries, schedules and bulk operations put or changed, and drops a batch a minute old", () => {
     const mapping = mappingOf({ 'Fn::GetAtt': [logicalIdOf(stack.table), 'StreamArn'] });
     expect(mapping).toMatchObject({ StartingPosition: 'LATEST', BisectBatchOnFunctionError: true, MaximumRetryAttempts: 5, MaximumRecordAgeInSeconds: 60 });
     const patterns = (mapping.FilterCriteria.Filters as { Pattern: string }[]).map((filter) => JSON.parse(filter.Pattern));
-    expect(patterns).toEqual(['Q#', 'C#'].map((prefix) => ({ eventName: ['INSERT', 'MODIFY'], dynamodb: { NewImage: { gsi1pk: { S: [{ prefix }] } } } })));
+    expect(patterns).toEqual([{ eventName: ['INSERT', 'MODIFY'], dynamodb: { NewImage: { gsi1pk: { S: [{ prefix: 'Q#' }, { prefix: 'C#' }, 'SCHEDULES', 'OPS'] } } } }]);
   });
 
-  test('reads its timers from a queue of its own, which it alone may send to', () => {
+  test('reads its timers from a queue of its own, which only it, the poller and the sweeper may send to', () => {
     const queueArn = { 'Fn::GetAtt': [logicalIdOf(stack.queue.wakeTimerQueue), 'Arn'] };
     expect(mappingOf(queueArn)).toMatchObject({ BatchSize: 10 });
     const senders = QUEUE_FUNCTIONS.filter((name) => statementsOf(name).some((statement) => [statement.Action].flat().includes('sqs:SendMessage') && JSON.stringify(statement.Resource) === JSON.stringify(queueArn)));
-    expect(senders).toEqual(['waker']);
+    expect(senders.sort()).toEqual(['poller', 'sweeper', 'waker']);
   });
 
   test("alone may read the table's stream, and that stream only", () => {

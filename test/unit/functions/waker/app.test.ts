@@ -6,12 +6,22 @@ const streamRecord = (image: Record<string, { S: string }>) => ({ eventSource: '
 
 test('a stream record of a queued lane entry says its type lane, shard and due time', () => {
   const event = { Records: [streamRecord({ pk: { S: 'JOB#a#1' }, gsi1pk: { S: 'Q#a#29400000#3' }, gsi1sk: { S: '1764000000000#1' } })] };
-  expect(readWakerEvent(event).entries).toEqual([{ lane: { kind: 'queued', type: 'a' }, shard: 3, dueAtMs: 1_764_000_000_000 }]);
+  expect(readWakerEvent(event).entries).toEqual([{ kind: 'lane', lane: { kind: 'queued', type: 'a' }, shard: 3, dueAtMs: 1_764_000_000_000, partition: 'Q#a#29400000#3' }]);
 });
 
 test('a stream record of a claim says when it lapses', () => {
   const event = { Records: [streamRecord({ gsi1pk: { S: 'C#29400000#1' }, gsi1sk: { S: '1764000030000#a#1' } })] };
-  expect(readWakerEvent(event).entries).toEqual([{ lane: { kind: 'claims' }, shard: 1, dueAtMs: 1_764_000_030_000 }]);
+  expect(readWakerEvent(event).entries).toEqual([{ kind: 'lane', lane: { kind: 'claims' }, shard: 1, dueAtMs: 1_764_000_030_000, partition: 'C#29400000#1' }]);
+});
+
+test("a stream record of a schedule says when it next fires; a paused one's says nothing", () => {
+  const event = { Records: [streamRecord({ gsi1pk: { S: 'SCHEDULES' }, gsi1sk: { S: '1764000060000#nightly' } }), streamRecord({ gsi1pk: { S: 'SCHEDULES' }, gsi1sk: { S: 'PAUSED#weekly' } })] };
+  expect(readWakerEvent(event)).toEqual({ entries: [{ kind: 'schedule', dueAtMs: 1_764_000_060_000, partition: 'SCHEDULES' }], timers: [], ignored: 1 });
+});
+
+test('a stream record of a bulk operation running says so', () => {
+  const event = { Records: [streamRecord({ gsi1pk: { S: 'OPS' }, gsi1sk: { S: '1764000000000#op-1' } })] };
+  expect(readWakerEvent(event).entries).toEqual([{ kind: 'operation' }]);
 });
 
 test('a stream record off the lanes (a finished job) is counted as ignored', () => {
@@ -19,9 +29,11 @@ test('a stream record off the lanes (a finished job) is counted as ignored', () 
   expect(readWakerEvent(event)).toEqual({ entries: [], timers: [], ignored: 2 });
 });
 
-test('a timer message says whom to wake and for when', () => {
-  const event = { Records: [{ eventSource: 'aws:sqs', body: JSON.stringify({ role: 'poller', partition: 1, dueAtMs: 5_000 }) }] };
-  expect(readWakerEvent(event).timers).toEqual([{ role: 'poller', partition: 1, dueAtMs: 5_000 }]);
+test('a timer message says whom to wake and for when, and where its work lies when it names that', () => {
+  const bare = { role: 'poller', partition: 1, dueAtMs: 5_000 };
+  const named = { ...bare, lanePartitions: ['Q#a#0#1'] };
+  const event = { Records: [bare, named].map((timer) => ({ eventSource: 'aws:sqs', body: JSON.stringify(timer) })) };
+  expect(readWakerEvent(event).timers).toEqual([bare, named]);
 });
 
 test.each([
@@ -29,6 +41,8 @@ test.each([
   ['an unknown role', JSON.stringify({ role: 'worker', partition: 0, dueAtMs: 1 })],
   ['a negative partition', JSON.stringify({ role: 'poller', partition: -1, dueAtMs: 1 })],
   ['no due time', JSON.stringify({ role: 'sweeper', partition: 0 })],
+  ['partitions that are not names', JSON.stringify({ role: 'sweeper', partition: 0, dueAtMs: 1, lanePartitions: [1] })],
+  ['too many partitions', JSON.stringify({ role: 'sweeper', partition: 0, dueAtMs: 1, lanePartitions: Array.from({ length: 26 }, (_, at) => `C#0#${at}`) })],
 ])('a message with %s is ignored, not a timer', (_, body) => {
   expect(readWakerEvent({ Records: [{ eventSource: 'aws:sqs', body }] })).toEqual({ entries: [], timers: [], ignored: 1 });
 });

@@ -1,7 +1,7 @@
 /**
- * The waker's judgement and type changes racing a holder of the wake item (lib/queue/wake/ensure-awake.ts,
- * lib/queue/wake/lease-keeper.ts): a hold whose answer went missing is judged from the wake item as the hold left it,
- * never from an older read; an entry judged beside another the lease covered gets its own hold; a burst asks once;
+ * The waker's holds and type changes racing a holder of the wake item (lib/queue/wake/ensure-awake.ts,
+ * lib/queue/wake/lease-keeper.ts): a hold whose answer went missing is judged from the wake item as the hold left it;
+ * work due past a hold asked for gets a longer one, judged one after the other or side by side; a burst asks once;
  * a resumed type is held for whatever the lease; a holder that renews with a view of the types from before a
  * change leaves no walk the next tick trusts.
  */
@@ -10,7 +10,7 @@ import { describe, expect, test } from 'vitest';
 import { LEASE_MS, startAwake } from '../../../../../lib/queue/wake/lease-keeper.js';
 import { setJobTypePaused } from '../../../../../lib/queue/catalog/job-types.js';
 import { pollerWork, startPollerAwake, type PollerView } from '../../../../../lib/queue/wake/poller-stays.js';
-import { HOLD_MS, ensureAwake } from '../../../../../lib/queue/wake/ensure-awake.js';
+import { INDEX_LAG_MS, ensureAwake } from '../../../../../lib/queue/wake/ensure-awake.js';
 import { bucketOf, wakeKey } from '../../../../../lib/store/keys.js';
 import { holdParams, readWakeState, stopLeaseParams, takeLeaseParams, writeWake } from '../../../../../lib/store/wake.js';
 import { faultError } from '../../../../support/faults.js';
@@ -21,7 +21,7 @@ const waker = new RecordingWaker();
 const queue = freshQueuePerTest({ waker });
 
 describe('a hold whose answer was lost', () => {
-  test('wakes a poller when the holder stopped between the read and the hold', async () => {
+  test('wakes a poller when the holder stopped just before the hold landed', async () => {
     const { ctx, as, clientsOf } = queue();
     const key = wakeKey('poller', 0);
     await writeWake(ctx, takeLeaseParams(key, { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
@@ -39,55 +39,53 @@ describe('a hold whose answer was lost', () => {
       { relation: 'after', toMiddleware: 'retryMiddleware', name: 'stopThenLoseHoldAnswer' },
     );
     waker.requests.length = 0;
-    await ensureAwake(as('waker'), 'poller', 0, T0 + 20_000);
+    await ensureAwake(as('waker'), 'poller', 0, { dueAtMs: T0 + 20_000 });
     expect(lost).toBe(1);
     expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 1, 2, 3] }]);
   });
 });
 
-describe('an entry judged while the lease covered another', () => {
-  const leaseTo = async (ctx: Parameters<typeof writeWake>[0]) =>
-    writeWake(ctx, takeLeaseParams(wakeKey('poller', 0), { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
+describe('work due past a hold already asked for', () => {
+  /** The hold asked for work due at `dueAtMs`, judged by a timer. */
+  const holdFor = (ctx: { settings: { pollIntervalMs: number } }, dueAtMs: number): number => dueAtMs + ctx.settings.pollIntervalMs + 250;
 
-  test('gets a hold when it falls due past the lease, after one the lease covered', async () => {
+  test('gets a hold of its own, judged after the first', async () => {
     const { ctx, as } = queue();
-    await leaseTo(ctx);
     const wakerCtx = as('waker');
-    await ensureAwake(wakerCtx, 'poller', 0, T0);
-    await ensureAwake(wakerCtx, 'poller', 0, T0 + 20_000);
-    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
+    await ensureAwake(wakerCtx, 'poller', 0, { dueAtMs: T0 });
+    await ensureAwake(wakerCtx, 'poller', 0, { dueAtMs: T0 + 20_000 });
+    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(holdFor(ctx, T0 + 20_000));
   });
 
-  test('gets a hold when it falls due past the lease, judged while the other was being read', async () => {
+  test('gets a hold of its own, judged while the first was being asked', async () => {
     const { ctx, as } = queue();
-    await leaseTo(ctx);
     const wakerCtx = as('waker');
-    await Promise.all([ensureAwake(wakerCtx, 'poller', 0, T0), ensureAwake(wakerCtx, 'poller', 0, T0 + 20_000)]);
-    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
+    await Promise.all([ensureAwake(wakerCtx, 'poller', 0, { dueAtMs: T0 }), ensureAwake(wakerCtx, 'poller', 0, { dueAtMs: T0 + 20_000 })]);
+    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(holdFor(ctx, T0 + 20_000));
   });
 });
 
 describe('a burst handed to the waker at once, after an idle spell', () => {
-  test('reads the wake item and wakes a poller once: the rest wait for the ask under way and find its hold', async () => {
+  test('asks one hold and wakes a poller once: the rest wait for the ask under way and find its hold', async () => {
     const { as, clientsOf } = queue();
-    const reads = recordGetKeys(clientsOf('waker').base);
+    const writes = recordGetKeys(clientsOf('waker').base, 'UpdateItemCommand');
     waker.requests.length = 0;
     const wakerCtx = as('waker');
-    await Promise.all(Array.from({ length: 12 }, () => ensureAwake(wakerCtx, 'poller', 0, T0)));
-    expect(reads.filter((key) => key.includes('WAKE#'))).toHaveLength(1);
+    await Promise.all(Array.from({ length: 12 }, () => ensureAwake(wakerCtx, 'poller', 0, { dueAtMs: T0, writtenAtMs: T0 })));
+    expect(writes.filter((key) => key.includes('WAKE#'))).toHaveLength(1);
     expect(waker.requests).toHaveLength(1);
   });
 });
 
 describe('a type resumed while a holder renews its lease', () => {
-  test('asks for a hold though the lease outlasts the jobs due now: the holder must not stop on a look at the types it listed before', async () => {
+  test('asks for a hold: the holder must not stop on a look at the types it listed before', async () => {
     const { ctx, as } = queue();
     await defineType(ctx, 'resumed');
     await setJobTypePaused(ctx, 'resumed', true);
     await writeWake(ctx, takeLeaseParams(wakeKey('poller', 0), { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
     waker.requests.length = 0;
     await setJobTypePaused(as('api'), 'resumed', false);
-    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + HOLD_MS);
+    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + INDEX_LAG_MS);
     // The holder will outlast the hold: it lists the types again at its next renewal, and no other is woken.
     expect(waker.requests).toEqual([]);
   });
@@ -105,19 +103,19 @@ describe('a holder that renews with a view of the types from before one was resu
     clock.advance(5 * 60_000);
     const pollerCtx = as('poller');
     const walkedBucket = bucketOf(clock.nowMs(), ctx.settings.bucketMs);
-    await writeWake(ctx, holdParams(wakeKey('poller', 0), clock.nowMs() + HOLD_MS));
+    await writeWake(ctx, holdParams(wakeKey('poller', 0), clock.nowMs() + INDEX_LAG_MS));
     const state = await readWakeState(ctx, 'poller', 0);
     const view: PollerView = { jobTypes: [active], cursors: new Map(SHARDS.map((shard) => [`active#${shard}`, walkedBucket])), typesChangedAtMs: state.typesChangedAtMs };
     const work = pollerWork(pollerCtx, { shards: SHARDS, firesSchedules: true, state, view: () => view });
     const endsAtMs = clock.nowMs() + LEASE_MS + 500;
     const start = await startAwake(pollerCtx, { role: 'poller', partition: 0, ownerId: 'holder', endsAtMs, kind: 'tick', work, state });
     if (!start.awake) throw new Error('expected to stay');
-    // The type is resumed while the holder works; its lease covers the resume's wake.
+    // The type is resumed while the holder works, which outlasts the resume's hold: no other is woken.
     await setJobTypePaused(as('api'), 'resumed', false);
     // The holder renews before its loop lists the types again, and its invocation ends right after.
     clock.advance(LEASE_MS - 1_500);
     await start.keeper.afterRound(true);
-    clock.advance(endsAtMs - clock.nowMs() + HOLD_MS);
+    clock.advance(endsAtMs - clock.nowMs() + INDEX_LAG_MS);
     const tick = await startPollerAwake(as('poller'), { shards: SHARDS, endsAtMs: clock.nowMs() + 55_000, kind: 'tick' });
     expect(tick.stays).toBe(true);
   });

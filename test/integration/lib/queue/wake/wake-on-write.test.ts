@@ -1,42 +1,45 @@
 /**
- * The waker (lib/queue/wake/wake-on-write.ts), as the stream hands it lane entries once written: due soon, the poller
- * of the entry's shard (or the sweeper, for a claim) is made sure of at once; due within a tick's reach, a timer is
- * armed, one per function and second; later, nothing. Timers that come back are made sure of at once.
+ * The waker (lib/queue/wake/wake-on-write.ts), as the stream hands it due-index entries once written: due soon, the
+ * poller of the entry's shard (or the sweeper, for a claim or a bulk operation) is made sure of at once; due within
+ * a tick's reach, a timer is armed, one per function and second, naming the lane partitions it stands for; later,
+ * nothing. A timer that comes back wakes its function only while an entry it names is still due there.
  */
 import { describe, expect, test } from 'vitest';
-import type { WakeTimer, WakeTimers } from '../../../../../lib/domain/invocations.js';
+import type { WakeTimer } from '../../../../../lib/domain/invocations.js';
 import { TICK_COVER_MS } from '../../../../../lib/queue/wake/ensure-awake.js';
-import { TIMER_LEAD_MS, WAKE_NOW_WITHIN_MS, wakeForTimers, wakeForWrittenEntries, type WrittenLaneEntry } from '../../../../../lib/queue/wake/wake-on-write.js';
+import { DUE_SOON_MS, TIMER_LEAD_MS } from '../../../../../lib/queue/wake/timers.js';
+import { wakeForTimers, wakeForWrittenEntries } from '../../../../../lib/queue/wake/wake-on-write.js';
+import { lanePartition, SCHEDULES_PARTITION, shardOf, type WakingEntry } from '../../../../../lib/store/keys.js';
 import { readWakeState } from '../../../../../lib/store/wake.js';
-import { T0, freshQueuePerTest, RecordingWaker } from '../../../../support/lib-fixtures.js';
-
-class RecordingTimers implements WakeTimers {
-  readonly armed: { timer: WakeTimer; delayS: number }[] = [];
-  failNext = false;
-  async arm(timers: readonly { timer: WakeTimer; delayS: number }[]): Promise<void> {
-    if (this.failNext) {
-      this.failNext = false;
-      throw new Error('SQS refused the batch');
-    }
-    this.armed.push(...timers);
-  }
-}
+import { T0, defineType, enqueue, freshQueuePerTest, RecordingTimers, RecordingWaker } from '../../../../support/lib-fixtures.js';
 
 const waker = new RecordingWaker();
 const queue = freshQueuePerTest({ waker, settings: { shards: 4, pollerPartitions: 2 } });
 
-const queued = (shard: number, dueAtMs: number): WrittenLaneEntry => ({ lane: { kind: 'queued', type: 'a' }, shard, dueAtMs });
-const claim = (dueAtMs: number): WrittenLaneEntry => ({ lane: { kind: 'claims' }, shard: 0, dueAtMs });
+const queued = (shard: number, dueAtMs: number): WakingEntry & { partition: string } => ({
+  kind: 'lane',
+  lane: { kind: 'queued', type: 'a' },
+  shard,
+  dueAtMs,
+  partition: lanePartition({ kind: 'queued', type: 'a' }, Math.floor(dueAtMs / 60_000), shard),
+});
+const claim = (dueAtMs: number): WakingEntry & { partition: string } => ({
+  kind: 'lane',
+  lane: { kind: 'claims' },
+  shard: 0,
+  dueAtMs,
+  partition: lanePartition({ kind: 'claims' }, Math.floor(dueAtMs / 60_000), 0),
+});
 
 function setUp(): { timers: RecordingTimers; waker: RecordingWaker } {
   waker.requests.length = 0;
   return { timers: new RecordingTimers(), waker };
 }
 
-describe('an entry due within WAKE_NOW_WITHIN_MS', () => {
+describe(`an entry due within DUE_SOON_MS (${DUE_SOON_MS} ms)`, () => {
   test('wakes the poller partition owning its shard, and arms no timer', async () => {
     const { timers } = setUp();
-    await wakeForWrittenEntries(queue().as('waker'), [queued(3, T0 + WAKE_NOW_WITHIN_MS)], timers);
+    await wakeForWrittenEntries(queue().as('waker'), [queued(3, T0 + DUE_SOON_MS)], timers);
     expect(waker.requests).toEqual([{ role: 'poller', shards: [1, 3] }]);
     expect(timers.armed).toEqual([]);
   });
@@ -56,27 +59,38 @@ describe('an entry due within WAKE_NOW_WITHIN_MS', () => {
   });
 });
 
+test('a bulk operation written wakes the sweeper at once', async () => {
+  const { timers } = setUp();
+  await wakeForWrittenEntries(queue().as('waker'), [{ kind: 'operation' }], timers);
+  expect(waker.requests).toEqual([{ role: 'sweeper' }]);
+});
+
+test('a schedule\'s next firing within a tick\'s reach arms a timer for the poller that fires schedules', async () => {
+  const { timers } = setUp();
+  await wakeForWrittenEntries(queue().as('waker'), [{ kind: 'schedule', dueAtMs: T0 + 40_000, partition: SCHEDULES_PARTITION }], timers);
+  expect(timers.armed.map(({ timer }) => timer)).toEqual([{ role: 'poller', partition: 0, dueAtMs: T0 + 40_000, lanePartitions: [SCHEDULES_PARTITION] }]);
+});
+
 describe('an entry due later, within a tick\'s reach', () => {
-  test('arms a timer that comes back TIMER_LEAD_MS or a little more before it falls due, and wakes no one now', async () => {
+  test('arms a timer that comes back at least TIMER_LEAD_MS, and less than two seconds more, before it falls due, and wakes no one now', async () => {
     const { timers } = setUp();
     await wakeForWrittenEntries(queue().as('waker'), [claim(T0 + 30_000)], timers);
     expect(waker.requests).toEqual([]);
     expect(timers.armed).toHaveLength(1);
     const [{ timer, delayS }] = timers.armed as [{ timer: WakeTimer; delayS: number }];
-    expect(timer).toMatchObject({ role: 'sweeper', partition: 0 });
-    expect(timer.dueAtMs).toBeGreaterThanOrEqual(T0 + 30_000);
+    expect(timer).toEqual({ role: 'sweeper', partition: 0, dueAtMs: T0 + 30_000, lanePartitions: [claim(T0 + 30_000).partition] });
     expect(T0 + delayS * 1000).toBeLessThanOrEqual(T0 + 30_000 - TIMER_LEAD_MS);
     expect(T0 + delayS * 1000).toBeGreaterThan(T0 + 30_000 - TIMER_LEAD_MS - 2_000);
   });
 
-  test('shares one timer with the entries of its function due in the same second, in this batch and the next', async () => {
+  test('shares one timer with the entries of its function due in the same second, in this batch and the next, naming each partition', async () => {
     const { timers } = setUp();
     const ctx = queue().as('waker');
     await wakeForWrittenEntries(ctx, [queued(0, T0 + 20_100), queued(2, T0 + 20_900), queued(1, T0 + 20_500)], timers);
     await wakeForWrittenEntries(ctx, [queued(0, T0 + 20_200)], timers);
-    expect(timers.armed.map(({ timer }) => [timer.role, timer.partition])).toEqual([
-      ['poller', 0],
-      ['poller', 1],
+    expect(timers.armed.map(({ timer }) => [timer.role, timer.partition, timer.dueAtMs, timer.lanePartitions])).toEqual([
+      ['poller', 0, T0 + 20_900, [queued(0, T0 + 20_100).partition, queued(2, T0 + 20_900).partition]],
+      ['poller', 1, T0 + 20_500, [queued(1, T0 + 20_500).partition]],
     ]);
   });
 
@@ -97,7 +111,7 @@ test('an entry due past a tick\'s cover wakes no one and arms nothing: the minut
   expect(timers.armed).toEqual([]);
 });
 
-test('timers that come back wake each function they name once', async () => {
+test('timers that come back without naming partitions wake each function they name once', async () => {
   setUp();
   await wakeForTimers(queue().as('waker'), [
     { role: 'sweeper', partition: 0, dueAtMs: T0 },
@@ -106,4 +120,28 @@ test('timers that come back wake each function they name once', async () => {
   ]);
   expect(waker.requests).toEqual(expect.arrayContaining([{ role: 'sweeper' }, { role: 'poller', shards: [1, 3] }]));
   expect(waker.requests).toHaveLength(2);
+});
+
+describe('a timer that comes back naming lane partitions', () => {
+  test('wakes its poller while a job it names is still due there', async () => {
+    setUp();
+    const { ctx, as } = queue();
+    await enqueue(ctx, await defineType(ctx, 'a'), 'j1', { runAfterMs: T0 + 1_000 });
+    const shard = shardOf('j1', ctx.settings.shards);
+    const partition = lanePartition({ kind: 'queued', type: 'a' }, Math.floor((T0 + 1_000) / 60_000), shard);
+    await wakeForTimers(as('waker'), [{ role: 'poller', partition: shard % 2, dueAtMs: T0 + 1_000, lanePartitions: [partition] }]);
+    expect(waker.requests).toHaveLength(1);
+  });
+
+  test('wakes no one once what it names has left (claimed, ended, moved)', async () => {
+    setUp();
+    await wakeForTimers(queue().as('waker'), [{ role: 'sweeper', partition: 0, dueAtMs: T0, lanePartitions: [claim(T0).partition] }]);
+    expect(waker.requests).toEqual([]);
+  });
+
+  test('reads nothing but the due index\'s partitions of due work: a name that is none is passed over', async () => {
+    setUp();
+    await wakeForTimers(queue().as('waker'), [{ role: 'sweeper', partition: 0, dueAtMs: T0, lanePartitions: ['KEYS'] }]);
+    expect(waker.requests).toEqual([{ role: 'sweeper' }]);
+  });
 });

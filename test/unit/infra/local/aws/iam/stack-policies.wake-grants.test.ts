@@ -14,6 +14,8 @@ import type { WakeRequest } from '../../../../../../lib/domain/invocations.js';
 const account = { region: 'eu-west-1', accountId: LOCAL_ACCOUNT_ID, tableName: 'jobs' };
 /** The functions that write what the poller and the sweeper act on, and the waker, which reads it from the table's stream. */
 const WAKERS = new Set(['api', 'poller', 'sweeper', 'waker']);
+/** The functions that hold leases on wake items, reading them as they start and look. */
+const LEASE_HOLDERS = new Set(['poller', 'sweeper']);
 const wakeRecordKey = { pk: `${PARTITION_PREFIX.wake}poller#0`, sk: 'WAKE' };
 
 let iam: LocalIam;
@@ -54,11 +56,14 @@ describe('invoking the functions', () => {
 });
 
 describe('wake records', () => {
-  test.each(QUEUE_FUNCTIONS)('the %s may read and update a WAKE# item only if it wakes the poller and the sweeper', async (fn) => {
+  test.each(QUEUE_FUNCTIONS)('the %s may update a WAKE# item (a hold, a lease) only if it wakes the poller and the sweeper, and read one only if it holds leases', async (fn) => {
     const check = iam.check.forFunction(fn);
-    for (const call of ['GetItem', 'UpdateItem']) {
+    for (const [call, allowed] of [
+      ['UpdateItem', WAKERS],
+      ['GetItem', LEASE_HOLDERS],
+    ] as const) {
       const requests = dynamoDbRequests(call, { TableName: account.tableName, Key: wakeRecordKey }, account);
-      if (WAKERS.has(fn)) await expect(check.authorize(requests)).resolves.toBeUndefined();
+      if (allowed.has(fn)) await expect(check.authorize(requests)).resolves.toBeUndefined();
       else await expect(check.authorize(requests)).rejects.toBeInstanceOf(AccessDeniedException);
     }
   });
