@@ -14,6 +14,7 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
     items: {
       // A debounce enqueue reads its key's pointer.
       // Before an enqueue due soon, the poller partition's wake item says whether one will find it (queue/wake/ensure-awake.ts).
+      // A job type made reads the claim lane's cursor: from when its lanes' bucket directory is complete.
       GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation', 'debounce', 'wake'],
       // A correlated, dedup or debounce enqueue writes the job and its key's pointer in one transaction; a far
       // run_after records its bucket.
