@@ -13,6 +13,7 @@ export const TABLE_GRANTS: Record<QueueFunctionName, TableGrants> = {
   api: {
     items: {
       // A debounce enqueue reads its key's pointer.
+      // A job type made reads the claim lane's cursor: from when its lanes' bucket directory is complete.
       GetItem: ['job', 'jobType', 'correlation', 'cursor', 'schedule', 'operation', 'debounce'],
       // A correlated, dedup or debounce enqueue writes the job and its key's pointer in one transaction; a far
       // run_after records its bucket.

@@ -8,7 +8,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { readQueueSettings, requiredSetting } from '../../lib/queue/settings.js';
 import { createDynamoClients } from '../../lib/store/client.js';
-import { ASYNC_DELIVERY_CALL_LIMITS, type DynamoCallLimits } from '../../lib/domain/limits.js';
+import { ASYNC_DELIVERY_CALL_LIMITS, SECRET_READ_CALL_LIMITS, TARGET_LAMBDA_CALL_LIMITS, type DynamoCallLimits } from '../../lib/domain/limits.js';
 import { createEventBridgePublisher } from '../../lib/aws/eventbridge.js';
 import { createLambdaWaker } from '../../lib/aws/lambda.js';
 import type { WakeInvoker, WakeTimers } from '../../lib/domain/invocations.js';
@@ -32,8 +32,11 @@ let lambda: LambdaClient | undefined;
  */
 export const lambdaClient = (): LambdaClient => (lambda ??= new LambdaClient(ASYNC_DELIVERY_CALL_LIMITS));
 let targetLambda: LambdaClient | undefined;
-/** `lambda` targets, invoked and waited for: their attempt's timeout aborts the call, not a request timeout. */
-const targetLambdaClient = (): LambdaClient => (targetLambda ??= new LambdaClient({}));
+/**
+ * `lambda` targets, invoked and waited for: their attempt's timeout aborts the call, and the request timeout only
+ * backstops the longest attempt; tried once, so a target never runs twice in one attempt (TARGET_LAMBDA_CALL_LIMITS).
+ */
+const targetLambdaClient = (): LambdaClient => (targetLambda ??= new LambdaClient(TARGET_LAMBDA_CALL_LIMITS));
 
 export const logLifecycleEvent = (event: LifecycleEvent): void => log('info', event.name, lifecycleEventDetail(event));
 
@@ -116,12 +119,16 @@ export function targetClientsFromEnvironment(env: NodeJS.ProcessEnv = process.en
   };
 }
 
+let secretsManager: SecretsManagerClient | undefined;
+/** The callback token secret, read by the authorizer within its timeout, so each read is bounded (SECRET_READ_CALL_LIMITS). */
+const secretsManagerClient = (): SecretsManagerClient => (secretsManager ??= new SecretsManagerClient(SECRET_READ_CALL_LIMITS));
+
 /**
  * The secret callback tokens are signed with: read from Secrets Manager at run time when the stack names it
  * (CALLBACK_TOKEN_SECRET_ARN), or taken as given (CALLBACK_TOKEN_SECRET) where there is no Secrets Manager.
  */
 export function callbackTokenSecretFromEnvironment(env: NodeJS.ProcessEnv = process.env): SecretSource | undefined {
-  if (env.CALLBACK_TOKEN_SECRET_ARN) return secretsManagerSecret(new SecretsManagerClient({}), env.CALLBACK_TOKEN_SECRET_ARN);
+  if (env.CALLBACK_TOKEN_SECRET_ARN) return secretsManagerSecret(secretsManagerClient(), env.CALLBACK_TOKEN_SECRET_ARN);
   return env.CALLBACK_TOKEN_SECRET ? fixedSecret(env.CALLBACK_TOKEN_SECRET) : undefined;
 }
 

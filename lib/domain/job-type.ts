@@ -85,13 +85,20 @@ export interface JobType {
   signingSecret?: string;
   createdAtMs: number;
   updatedAtMs: number;
+  /**
+   * From when every write into the type's lanes recorded its bucket in the bucket directory first
+   * (queue/lanes/bucket-directory.ts), so a walk of them trusts the directory from there whatever its cursor says:
+   * set when the type is made, to its creation unless a release that did not record may still be writing. Absent
+   * on a type made by a release before it was kept: its walks trust the directory from where their cursors adopted it.
+   */
+  directoryFromMs?: number;
 }
 
 /**
  * What defines a job type, as its producer gives it: everything but its name, the times the queue stamps, and
  * its secret. `paused` absent keeps the type as it was (a new type runs).
  */
-export type JobTypeDefinition = Omit<JobType, 'name' | 'paused' | 'signingSecret' | 'createdAtMs' | 'updatedAtMs'> & { paused?: boolean | undefined };
+export type JobTypeDefinition = Omit<JobType, 'name' | 'paused' | 'signingSecret' | 'createdAtMs' | 'updatedAtMs' | 'directoryFromMs'> & { paused?: boolean | undefined };
 
 /** The type `definition` defines under `name`, stamped `times`; paused as it was when the definition says nothing. */
 export function jobTypeOf(name: string, definition: JobTypeDefinition, times: { createdAtMs: number; updatedAtMs: number }, pausedBefore = false): JobType {

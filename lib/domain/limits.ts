@@ -56,6 +56,19 @@ export const REQUEST_PATH_DYNAMODB_CALL_LIMITS: DynamoCallLimits = {
 };
 
 /**
+ * Secrets Manager's GetSecretValue: the callback token secret, read at a cold start and again every
+ * SECRET_CACHE_MS (lib/aws/secrets.ts), its two versions side by side. The authorizer reads it to admit a
+ * callback, its only call for one, and must answer within AUTHORIZER_TIMEOUT_S; the worker reads it to sign an
+ * http target's callback URL, before the request and within the attempt. Secrets Manager answers in tens of
+ * milliseconds: 2 tries of at most 0.5 s to connect and 1 s to answer, with one backoff (at most 1 s), keep a
+ * read at most 4 s. A refresh that fails keeps serving the value read before.
+ */
+export const SECRET_READ_CALL_LIMITS: DynamoCallLimits = {
+  maxAttempts: 2,
+  requestHandler: { connectionTimeout: 500, requestTimeout: 1_000, throwOnRequestTimeout: true },
+};
+
+/**
  * The same request paths on DynamoDB Local (`npm start`): it answers in milliseconds when idle, but runs every
  * write on one thread, so under load a call waits its turn for a second or more. A try abandoned at 1 s is
  * still carried out there, and its retry only lengthens the queue; so each try may take as long as the
@@ -109,3 +122,18 @@ const LIFECYCLE_EVENTS_ALLOWANCE_MS = 30_000;
  * long ones can run out of the invocation's time.)
  */
 export const MAX_WORKER_ATTEMPT_S = Math.floor(WORKER_TIMEOUT_S - (3 * MAX_DYNAMODB_CALL_MS + LIFECYCLE_EVENTS_ALLOWANCE_MS) / 1000);
+
+/**
+ * `lambda` targets: a synchronous invoke, answered only once the function has run, which may take the job's whole
+ * `timeout_s`. The attempt's timeout aborts the call (its signal), as it ends any attempt, within
+ * MAX_WORKER_ATTEMPT_S, which leaves the worker's Lambda timeout room to record the outcome. A request timeout
+ * shorter than that would cut a long run short, so it is the longest attempt: a backstop for a call no abort
+ * reaches. One try: the SDK retries a dropped connection or a server error, after which the function may have
+ * run, and would run it again within the same attempt, unseen by the queue (twice, for an at_most_once job). A
+ * failed invoke, a throttled one too, fails the attempt, and the type's retry policy decides, counted. 1 s to
+ * connect, as for asynchronous invokes.
+ */
+export const TARGET_LAMBDA_CALL_LIMITS: DynamoCallLimits = {
+  maxAttempts: 1,
+  requestHandler: { connectionTimeout: 1_000, requestTimeout: MAX_WORKER_ATTEMPT_S * 1000, throwOnRequestTimeout: true },
+};

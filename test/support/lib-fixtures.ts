@@ -8,7 +8,8 @@ import type { QueueContext } from '../../lib/queue/context.js';
 import type { QueueSettings } from '../../lib/queue/settings.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
-import { jobKey } from '../../lib/store/keys.js';
+import { jobKey, jobTypeKey } from '../../lib/store/keys.js';
+import { updateItem } from '../../lib/store/send.js';
 import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import type { JobInput, WorkerIdentity } from '../../lib/domain/job.js';
 import type { Job } from '../../lib/domain/job.js';
@@ -53,6 +54,16 @@ export function freshQueuePerTest(
 /** Creates a job type from an API-shaped body (defaults applied by the real schema). */
 export async function defineType(ctx: QueueContext, name: string, body: Record<string, unknown> = {}): Promise<JobType> {
   return (await putJobType(ctx, name, parseJobTypeDefinition({ target: { kind: 'handler', name }, ...body }))).jobType;
+}
+
+/**
+ * A job type as a release before types said from when their lanes' bucket directory is complete made it: without
+ * `directoryFromMs`, so its walks trust the directory only from where their cursors adopted it.
+ */
+export async function defineTypeOfOlderRelease(ctx: QueueContext, name: string, body: Record<string, unknown> = {}): Promise<JobType> {
+  const { directoryFromMs: _dropped, ...jobType } = await defineType(ctx, name, body);
+  await updateItem(ctx, { Key: jobTypeKey(name), UpdateExpression: 'REMOVE directoryFromMs' });
+  return jobType;
 }
 
 export async function enqueue(

@@ -9,6 +9,7 @@ import { JOB_TYPES_PARTITION, jobTypeKey } from '../../store/keys.js';
 import { claimsJobs, jobTypeOf, type JobType, type JobTypeDefinition } from '../../domain/job-type.js';
 import { newSigningSecret } from '../../domain/signing.js';
 import { beforeJobTypesChange, wakeEveryPoller } from '../wake/ensure-awake.js';
+import { directoryFromMsOfNewType } from '../lanes/bucket-directory.js';
 
 /**
  * How long a process may act on a job type as it read it: pollers list types again this often, so a new,
@@ -51,6 +52,9 @@ export async function putJobType(
       { createdAtMs: existing?.createdAtMs ?? nowMs, updatedAtMs: nowMs },
       existing?.paused ?? false,
     );
+    // A replacement keeps what the type said, or that it said nothing: writes before may not have recorded.
+    const directoryFromMs = existing ? existing.directoryFromMs : await directoryFromMsOfNewType(ctx, nowMs);
+    if (directoryFromMs !== undefined) jobType.directoryFromMs = directoryFromMs;
     let generated: string | undefined;
     if (existing?.signingSecret !== undefined) jobType.signingSecret = existing.signingSecret;
     else if (jobType.target.kind === 'http') jobType.signingSecret = generated = newSigningSecret();

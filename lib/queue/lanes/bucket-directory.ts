@@ -37,16 +37,42 @@ export function advanceLaneCursor(
 }
 
 /**
- * A lane shard's cursor, as a walk reads it. A shard no walk has moved yet (one added by raising SHARDS, or a type
- * new) would adopt the directory only an hour after its first advance, and walk from its type's creation bucket
- * by bucket until then: a week of them for a shard added to a type a week old. Where another shard of the lane
- * has adopted the directory, the directory is complete from there for this shard too: the reason a cursor waits
- * before trusting it (writes begun by a release that did not record) is about the releases running, not about
- * the shard, and every write into the lane records its bucket whichever shard it goes to. So such a shard takes
- * the earliest start the others adopted, and walks the directory's buckets as they do.
+ * From when the lanes of a job type made at `createdAtMs` may trust the bucket directory (JobType
+ * directoryFromMs). Every write into them is made after the type exists, so from its creation, unless a release
+ * that did not record the directory may still be writing: a cursor waits for that, from its first advance, as
+ * long as DIRECTORY_ADOPTION_MS. Which releases run is about the deployment, not the lane, so the claim lane,
+ * which every deployment's sweeper walks, tells it with one read: adopted already (the usual case, and every
+ * deployment an hour into a recording release), the type trusts the directory from its creation, or from where
+ * the claim lane will; moved only by a release that did not record (a deploy from one under way), from an hour
+ * on, as a first advance now would; never moved, no sweeper has walked the table, so nothing older than this
+ * release has written to it, and the type trusts the directory from its creation.
  */
-export async function readWalkCursor(ctx: QueueContext, lane: Lane, shard: number): Promise<LaneCursor> {
+export async function directoryFromMsOfNewType(ctx: QueueContext, createdAtMs: number): Promise<number> {
+  const claims = await readLaneCursor(ctx, { kind: 'claims' }, 0);
+  if (claims.directoryFromBucket !== undefined) return Math.max(createdAtMs, bucketStartMs(claims.directoryFromBucket, ctx.settings.bucketMs));
+  return claims.bucket === undefined ? createdAtMs : createdAtMs + DIRECTORY_ADOPTION_MS;
+}
+
+/**
+ * A lane shard's cursor, as a walk reads it. Where the lane's type says from when its directory is complete
+ * (`typeDirectoryFromMs`, JobType directoryFromMs), the walk trusts it from there or from where the cursor
+ * adopted it, whichever comes first: a type first polled a week after it was made walks one directory read and
+ * the buckets it recorded, and its cursor's first advance keeps that start.
+ *
+ * Otherwise (the claim lane, a type made before types said), a shard no walk has moved yet (one added by raising
+ * SHARDS) would adopt the directory only an hour after its first advance, and walk from its type's creation
+ * bucket by bucket until then: a week of them for a shard added to a type a week old. Where another
+ * shard of the lane has adopted the directory, the directory is complete from there for this shard too: the
+ * reason a cursor waits before trusting it (writes begun by a release that did not record) is about the releases
+ * running, not about the shard, and every write into the lane records its bucket whichever shard it goes to. So
+ * such a shard takes the earliest start the others adopted, and walks the directory's buckets as they do.
+ */
+export async function readWalkCursor(ctx: QueueContext, lane: Lane, shard: number, typeDirectoryFromMs?: number): Promise<LaneCursor> {
   const read = await readLaneCursor(ctx, lane, shard);
+  if (typeDirectoryFromMs !== undefined) {
+    const typeFromBucket = bucketOf(typeDirectoryFromMs, ctx.settings.bucketMs);
+    return { ...read, directoryFromBucket: Math.min(read.directoryFromBucket ?? typeFromBucket, typeFromBucket) };
+  }
   if (read.bucket !== undefined || read.directoryFromBucket !== undefined) return read;
   const others = laneShards(ctx.settings, lane).filter((other) => other !== shard);
   const adopted = (await Promise.all(others.map((other) => readLaneCursor(ctx, lane, other)))).flatMap((cursor) => cursor.directoryFromBucket ?? []);

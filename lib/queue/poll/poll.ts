@@ -77,7 +77,7 @@ async function scanShard(
   let directoryFromBucket = options.directoryFromBuckets?.get(cacheKey);
   if (options.cursors.has(cacheKey)) cursor = options.cursors.get(cacheKey);
   else {
-    const read = await readWalkCursor(ctx, lane, shard);
+    const read = await readWalkCursor(ctx, lane, shard, jobType.directoryFromMs);
     cursor = read.bucket;
     directoryFromBucket = read.directoryFromBucket;
     if (directoryFromBucket !== undefined) options.directoryFromBuckets?.set(cacheKey, directoryFromBucket);

@@ -3,7 +3,9 @@
  * day. One shard, one-minute buckets and a one-minute safety margin, as in lane-walk.cursor.test.ts. A walk reads only the
  * buckets the bucket directory recorded among those that settled, from an hour after its cursor first advanced
  * (DIRECTORY_ADOPTION_MS); before that, and near now, it queries bucket by bucket, at most MAX_QUERIES_PER_SCAN
- * a scan.
+ * a scan. The types here are made as a release before types said from when their lanes' directory is complete
+ * made them, so their walks follow that rule; one made by this release trusts it from its creation
+ * (lane-walk.new-type.test.ts).
  */
 import { describe, expect, test } from 'vitest';
 import type { JobType } from '../../../../../lib/domain/job-type.js';
@@ -18,7 +20,7 @@ import { bucketOf, type Lane } from '../../../../../lib/store/keys.js';
 import { createPollerHandler } from '../../../../../functions/poller/app.js';
 import type { QueueMetrics } from '../../../../../functions/shared/metrics.js';
 import { asFunction, type TestClock } from '../../../../support/queue.js';
-import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from '../../../../support/lib-fixtures.js';
+import { RecordingInvoker, T0, defineType, defineTypeOfOlderRelease, enqueue, freshQueuePerTest, poll } from '../../../../support/lib-fixtures.js';
 import { countQueries, withLatency } from '../../../../support/sdk-calls.js';
 
 const MINUTE = 60_000;
@@ -47,7 +49,7 @@ async function pollUntilCaughtUp(ctx: QueueContext, jobType: JobType): Promise<n
  * cursors first advanced at T0 + 5 min, so the directory is trusted from T0 + 1 h 5 min.
  */
 async function typePolledUntilTwoHours(ctx: QueueContext, clock: TestClock, sweep?: () => Promise<unknown>): Promise<JobType> {
-  const emails = await defineType(ctx, 'emails');
+  const emails = await defineTypeOfOlderRelease(ctx, 'emails');
   clock.set(T0 + 5 * MINUTE);
   await poll(ctx, [emails], new RecordingInvoker());
   await sweep?.();
@@ -120,7 +122,7 @@ describe('a poller back after an outage', () => {
   test('a walk the directory cannot shorten yet queries at most a scan’s worth a poll, its cursor moving as it goes', async () => {
     const q = queue();
     const { ctx, clock } = q;
-    const emails = await defineType(ctx, 'emails');
+    const emails = await defineTypeOfOlderRelease(ctx, 'emails');
     clock.set(T0 + 10 * MINUTE);
     await enqueue(ctx, emails, 'early');
     // No poller ever walked the lane: the first advance of its cursor adopts the directory, from an hour ahead.
@@ -149,7 +151,7 @@ describe('a poller whose run is ending', () => {
   test('stops walking a lane far behind at the end it was given, and hands over what it claimed', async () => {
     const q = queue();
     const { ctx, clock } = q;
-    const emails = await defineType(ctx, 'emails');
+    const emails = await defineTypeOfOlderRelease(ctx, 'emails');
     await enqueue(ctx, emails, 'early');
     clock.set(T0 + WALK_HOURS * HOUR);
     // Each query takes 100 ms of this clock; the run must end 2 s from now.

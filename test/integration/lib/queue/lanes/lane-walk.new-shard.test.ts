@@ -1,7 +1,9 @@
 /**
  * A shard added by raising SHARDS on a type a week old, against DynamoDB Local: its cursor item does not exist
  * yet, and its first walk begins at the type's creation. One-minute buckets and a one-minute safety margin, as
- * in lane-walk.catch-up.test.ts; the queue runs with one shard for a week, then with two.
+ * in lane-walk.catch-up.test.ts; the queue runs with one shard for a week, then with two. The type is made as a
+ * release before types said from when their lanes' directory is complete made it: a type made by this release
+ * says so for every shard of its lanes (lane-walk.new-type.test.ts).
  */
 import { describe, expect, test } from 'vitest';
 import type { JobType } from '../../../../../lib/domain/job-type.js';
@@ -15,7 +17,7 @@ import { readCursor, readLaneCursor } from '../../../../../lib/store/due-index.j
 import { bucketOf, shardOf, type Lane } from '../../../../../lib/store/keys.js';
 import type { QueueFunctionName } from '../../../../../infra/local/aws/iam/stack-policies.js';
 import { asFunction, type TestClock } from '../../../../support/queue.js';
-import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll } from '../../../../support/lib-fixtures.js';
+import { RecordingInvoker, T0, defineTypeOfOlderRelease, enqueue, freshQueuePerTest, poll } from '../../../../support/lib-fixtures.js';
 import { countQueries, withLatency } from '../../../../support/sdk-calls.js';
 
 const MINUTE = 60_000;
@@ -45,7 +47,7 @@ const queuedLane = (jobType: JobType): Lane => ({ kind: 'queued', type: jobType.
 
 /** A type created at T0 whose one shard was polled from T0 + 5 min for two hours, and the sweeper with it. */
 async function typeWithOneShard(ctx: QueueContext, clock: TestClock): Promise<JobType> {
-  const emails = await defineType(ctx, 'emails');
+  const emails = await defineTypeOfOlderRelease(ctx, 'emails');
   const sweep = () => sweepOnce(asFunction(ctx, 'sweeper'), { customPolicies: {} });
   clock.set(T0 + 5 * MINUTE);
   await poll(ctx, [emails], new RecordingInvoker());
