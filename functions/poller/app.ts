@@ -1,4 +1,7 @@
-/** The poller function: one invocation loops for about a minute, so an every-minute schedule gives sub-second lag. */
+/**
+ * The poller function: an invocation polls while work is due within a couple of seconds, for about a minute at
+ * most; a minute tick, a wake or a timer starts it (lib/queue/wake/lease-keeper.ts).
+ */
 import type { Context } from 'aws-lambda';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { ConfigError } from '../../lib/domain/errors.js';

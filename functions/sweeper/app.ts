@@ -1,6 +1,6 @@
 /**
  * The sweeper function: wires the sweeper's loop (lib/queue/sweep/sweeper-loop.ts) to its lease, its logs and its
- * metrics, for about a minute an invocation while work is in reach.
+ * metrics: an invocation sweeps while work is due (a claim lapsed, a bulk operation running), for about a minute at most.
  */
 import type { Context } from 'aws-lambda';
 import type { QueueContext } from '../../lib/queue/context.js';

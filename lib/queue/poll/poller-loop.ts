@@ -45,7 +45,7 @@ export interface PollerLoopOptions {
   typesChangedAtMs?: number;
   /**
    * Read every TYPES_CHECK_MS while the loop waits between polls: when job types last changed. A change ends the
-   * wait, as a type made a moment ago may have a job due now that a lease covered, so no wake comes for it.
+   * wait, as a type made a moment ago may have a job due now, which the holder's lanes do not include yet.
    */
   typesChangedAtMsNow?: () => Promise<number>;
 }

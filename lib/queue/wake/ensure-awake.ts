@@ -20,20 +20,23 @@ export const TICK_COVER_MS = 70_000;
  * least this past the write. An entry the index shows later still is found by the next tick.
  */
 export const INDEX_LAG_MS = 2_000;
-/** A hold lasts this far past its work's due time beyond a poll interval (or a sweep's): the look that finds it begins after. */
+/** A hold lasts this far past its work's due time (a poller's: beyond a poll interval, for a poll begun after it). */
 const AFTER_DUE_MARGIN_MS = 250;
 
-/** When a hold for work due at `dueAtMs` (written at `writtenAtMs`, when just now) may end. */
+/**
+ * When a hold for work due at `dueAtMs` (written at `writtenAtMs`, when just now) may end. The sweeper's are asked
+ * once the work is due (timers.ts's dueSoon), and a woken sweeper sweeps as it starts.
+ */
 function holdUntilFor(ctx: QueueContext, role: WakeRole, work: { dueAtMs: number; writtenAtMs?: number }): number {
-  const roundMs = role === 'poller' ? ctx.settings.pollIntervalMs : ctx.settings.sweepIntervalMs;
+  const roundMs = role === 'poller' ? ctx.settings.pollIntervalMs : 0;
   return Math.max(work.dueAtMs + roundMs + AFTER_DUE_MARGIN_MS, (work.writtenAtMs ?? -Infinity) + INDEX_LAG_MS);
 }
 
 interface Seen {
-  /** The wake item as this process last found it, by a read or by its own hold. */
+  /** The wake item as this process's last hold found it. */
   state: WakeState | undefined;
   /**
-   * The ask under way (read, hold, wake), until it ends. Another entry waits for it and is judged by what it found:
+   * The ask under way (hold, wake), until it ends. Another entry waits for it and is judged by what it found:
    * a burst's entries, which one hold covers, would otherwise each read, hold and wake.
    */
   asking?: Promise<void>;
@@ -90,7 +93,9 @@ async function askFor(ctx: QueueContext, waker: WakeInvoker, entry: Seen, ask: {
     entry.state = held.state;
     if (!holderStaysFor(entry.state, ask.holdUntilMs, ctx.nowMs())) await waker.wake(wakeRequestFor(ctx.settings, ask.role, ask.partition));
   } catch {
-    // The next minute tick finds the work: its bucket was recorded before it was written.
+    // The next minute tick finds the work: its bucket was recorded before it was written. Forgotten, the hold covers
+    // nothing more from this process, and the next work judged asks again.
+    entry.state = undefined;
   }
 }
 
@@ -104,7 +109,7 @@ export function pollerPartitionOfShard(ctx: QueueContext, shard: number): number
   return shard % ctx.settings.pollerPartitions;
 }
 
-/** Wakes every poller partition for work due now, whatever the leases say: a type resumed, whose lanes no walk reached. */
+/** Asks every poller partition for a hold, waking it unless its holder stays: a type resumed, whose lanes no walk reached. */
 export async function wakeEveryPoller(ctx: QueueContext): Promise<void> {
   const partitions = Array.from({ length: ctx.settings.pollerPartitions }, (_, partition) => partition);
   if (!ctx.waker) return;

@@ -1,6 +1,6 @@
 /**
  * Sleeping pollers and sweepers. A minute tick, a wake or a timer (queue/wake/ensure-awake.ts, timers.ts) starts
- * an invocation; it stays only while work is due within DUE_SOON_MS or a hold asks it to. Awake, it holds a short
+ * an invocation; it stays only while work is due soon (timers.ts's dueSoon) or a hold asks it to. Awake, it holds a short
  * lease on its wake item, renewed while it stays: the waker reads it to know whether someone awake will honour its
  * hold, and a tick whether someone is there already. Once nothing has happened for a while it looks again: with
  * nothing due soon and no hold asked for since the look began, it gives the lease up and ends, having armed a
@@ -12,7 +12,7 @@ import { readWakeState, recordWalkedParams, renewLeaseParams, stopLeaseParams, t
 import type { QueueContext } from '../context.js';
 import { wakeRequestFor } from './wake-requests.js';
 import { type StartKind } from '../../domain/invocations.js';
-import { armTimers, DUE_SOON_MS, type DueWork } from './timers.js';
+import { armTimers, dueSoon } from './timers.js';
 
 /** How long a lease promises work; renewed once less than RENEW_BELOW_MS of it is left, so about every second. */
 export const LEASE_MS = 3_000;
@@ -37,13 +37,10 @@ export const HANDOVER_MS = 1_500;
  */
 export const REACH_MS = 90_000;
 
-/** The earliest work of a function due by a time: its due time, and the lane partitions it lies in (a timer checks them). */
-export type EarliestWork = Pick<DueWork, 'dueAtMs' | 'lanePartitions'>;
-
 /** What an invocation of a role looks for before it stays or sleeps. */
 export interface AwakeWork {
-  /** The earliest work due by `untilMs` (overdue work counts, due now), or undefined when there is none. */
-  earliestDue(untilMs: number): Promise<EarliestWork | undefined>;
+  /** When the earliest work due by `untilMs` falls due (overdue work: now), or undefined when there is none. */
+  earliestDueAtMs(untilMs: number): Promise<number | undefined>;
   /**
    * Where every lane's walk stands, for the next tick to look from, with when types had last changed as the lanes
    * walked were listed (a later change makes it unknown); undefined when not known.
@@ -84,16 +81,19 @@ function coveredBy(state: WakeState, kind: StartKind, nowMs: number): boolean {
 }
 
 /**
- * Work keeps an invocation awake when it is due soon; later work, when no timer can wake it for that (nothing to
- * send them with: a context without timers polls as pollers did before timers).
+ * Work keeps an invocation awake when it is due soon (timers.ts's dueSoon); later work, when no timer can wake it
+ * for that (nothing to send them with: a context without timers polls as pollers did before timers).
  */
-const staysFor = (ctx: QueueContext, earliest: EarliestWork | undefined, nowMs: number): boolean =>
-  earliest !== undefined && (earliest.dueAtMs <= nowMs + DUE_SOON_MS || !ctx.wakeTimers);
+const staysFor = (ctx: QueueContext, role: WakeRole, earliestDueAtMs: number | undefined, nowMs: number): boolean =>
+  earliestDueAtMs !== undefined && (dueSoon(role, earliestDueAtMs, nowMs) || !ctx.wakeTimers);
 
-/** Arms the timer for the earliest work an invocation leaves; one that fails leaves that work to the next tick. */
-async function armTimerFor(ctx: QueueContext, role: WakeRole, partition: number, earliest: EarliestWork): Promise<void> {
+/**
+ * Arms the timer for the earliest work an invocation leaves, naming no partition: it wakes whatever it finds, since
+ * the work behind the earliest waits on the invocation it starts. One that fails leaves the work to the next tick.
+ */
+async function armTimerFor(ctx: QueueContext, role: WakeRole, partition: number, dueAtMs: number): Promise<void> {
   if (!ctx.wakeTimers) return;
-  await armTimers(ctx, ctx.wakeTimers, [{ role, partition, ...earliest }]).catch(() => undefined);
+  await armTimers(ctx, ctx.wakeTimers, [{ role, partition, dueAtMs }]).catch(() => undefined);
 }
 
 export interface AwakeOptions {
@@ -120,13 +120,13 @@ export async function startAwake(ctx: QueueContext, options: AwakeOptions): Prom
   if (coveredBy(state, kind, nowMs)) return { awake: false, reason: 'covered', state };
   const key = wakeKey(role, partition);
   if (state.holdUntilMs <= nowMs) {
-    const earliest = await work.earliestDue(nowMs + REACH_MS);
-    if (!staysFor(ctx, earliest, nowMs)) {
+    const earliestDueAtMs = await work.earliestDueAtMs(nowMs + REACH_MS);
+    if (!staysFor(ctx, role, earliestDueAtMs, nowMs)) {
       const walked = work.walkedFromBucket();
       // Read from the cursors this time: the next ticks read it here.
       if (state.walkedFromBucket === undefined && walked !== undefined) await writeWake(ctx, recordWalkedParams(key, walked));
-      if (!earliest) return { awake: false, reason: 'idle', state };
-      await armTimerFor(ctx, role, partition, earliest);
+      if (earliestDueAtMs === undefined) return { awake: false, reason: 'idle', state };
+      await armTimerFor(ctx, role, partition, earliestDueAtMs);
       return { awake: false, reason: 'timer', state };
     }
   }
@@ -166,8 +166,8 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
       nextLookAtMs = state.holdUntilMs;
       return;
     }
-    const earliest = await work.earliestDue(lookedAtMs + REACH_MS);
-    if (staysFor(ctx, earliest, lookedAtMs)) return;
+    const earliestDueAtMs = await work.earliestDueAtMs(lookedAtMs + REACH_MS);
+    if (staysFor(ctx, role, earliestDueAtMs, lookedAtMs)) return;
     const stopped = await writeWake(ctx, stopLeaseParams(key, ownerId, lookedAtMs, work.walkedFromBucket()));
     // Refused: a hold was asked for since the look began, and the next look comes as it ends.
     if (!stopped.ok) {
@@ -175,7 +175,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
       return;
     }
     stopping = true;
-    if (earliest) await armTimerFor(ctx, role, partition, earliest);
+    if (earliestDueAtMs !== undefined) await armTimerFor(ctx, role, partition, earliestDueAtMs);
   }
 
   async function renew(): Promise<void> {

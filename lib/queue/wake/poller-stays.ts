@@ -7,13 +7,13 @@ import { claimsJobs, type JobType } from '../../domain/job-type.js';
 import { queryDue, readLaneCursor } from '../../store/due-index.js';
 import { bucketOf, SCHEDULES_PARTITION, sortKeyTimeMs, type Lane } from '../../store/keys.js';
 import { readWakeState, type Walked, type WakeState } from '../../store/wake.js';
-import { startAwake, type AwakeWork, type EarliestWork, type SleepReason } from './lease-keeper.js';
+import { startAwake, type AwakeWork, type SleepReason } from './lease-keeper.js';
 import type { QueueContext } from '../context.js';
 import { listJobTypes } from '../catalog/job-types.js';
 import { cursorCacheKey, type CursorCache } from '../poll/poll-state.js';
 import type { PollerLoopOptions, PollRound } from '../poll/poller-loop.js';
 import type { StartKind } from '../../domain/invocations.js';
-import { earliestEntryDue, type LaneInReach } from './work-in-reach.js';
+import { earliestEntryDueAtMs, type LaneInReach } from './work-in-reach.js';
 
 /** What the poll loop last knew: the types it polls and where their walks stand. */
 export interface PollerView {
@@ -71,11 +71,11 @@ export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): Awake
     }));
   }
 
-  /** The next schedule to fire by `untilMs`, from the index's schedules partition. */
-  async function scheduleDue(untilMs: number): Promise<EarliestWork | undefined> {
+  /** When the next schedule to fire by `untilMs` fires, from the index's schedules partition. */
+  async function scheduleDueAtMs(untilMs: number): Promise<number | undefined> {
     if (!options.firesSchedules) return undefined;
     const [next] = await queryDue(ctx, SCHEDULES_PARTITION, untilMs, 1);
-    return next ? { dueAtMs: sortKeyTimeMs(next.gsi1sk), lanePartitions: [SCHEDULES_PARTITION] } : undefined;
+    return next ? sortKeyTimeMs(next.gsi1sk) : undefined;
   }
 
   async function lanes(): Promise<LaneInReach[]> {
@@ -84,10 +84,10 @@ export function pollerWork(ctx: QueueContext, options: PollerWorkOptions): Awake
   }
 
   return {
-    async earliestDue(untilMs) {
-      const [schedule, entry] = await Promise.all([scheduleDue(untilMs), (async () => earliestEntryDue(ctx, await lanes(), untilMs))()]);
-      if (!schedule || !entry) return schedule ?? entry;
-      return schedule.dueAtMs <= entry.dueAtMs ? schedule : entry;
+    async earliestDueAtMs(untilMs) {
+      const found = await Promise.all([scheduleDueAtMs(untilMs), (async () => earliestEntryDueAtMs(ctx, await lanes(), untilMs))()]);
+      const dueAtMs = found.filter((atMs) => atMs !== undefined);
+      return dueAtMs.length > 0 ? Math.min(...dueAtMs) : undefined;
     },
     walkedFromBucket() {
       const view = options.view();

@@ -13,7 +13,7 @@ import { readWakeState, recordSweptParams, type Walked, type WakeState } from '.
 import { RENEW_BELOW_MS, startAwake, type AwakeKeeper, type AwakeWork, type SleepReason } from './lease-keeper.js';
 import type { StartKind } from '../../domain/invocations.js';
 import type { QueueContext } from '../context.js';
-import { earliestEntryDue, type LaneInReach } from './work-in-reach.js';
+import { earliestEntryDueAtMs, type LaneInReach } from './work-in-reach.js';
 
 const CLAIMS: Lane = { kind: 'claims' };
 
@@ -47,14 +47,13 @@ function sweeperWork(ctx: QueueContext, state: WakeState): AwakeWork {
   }
 
   return {
-    async earliestDue(untilMs) {
-      const nowMs = ctx.nowMs();
+    async earliestDueAtMs(untilMs) {
       if (backstopOwed) {
         backstopOwed = false;
-        return { dueAtMs: nowMs };
+        return ctx.nowMs();
       }
-      if ((await runningOperationIds(ctx)).length > 0) return { dueAtMs: nowMs };
-      return earliestEntryDue(ctx, [await claimLane()], untilMs);
+      if ((await runningOperationIds(ctx)).length > 0) return ctx.nowMs();
+      return earliestEntryDueAtMs(ctx, [await claimLane()], untilMs);
     },
     walkedFromBucket: () => walked,
   };
@@ -64,7 +63,7 @@ export type SweeperAwake =
   | { stays: false; reason: SleepReason }
   | {
       stays: true;
-      /** Until when to go on sweeping: the invocation's end, or the lease's once nothing is in reach. */
+      /** Until when to go on sweeping: the invocation's end, or now once it gave its lease up. */
       untilMs: () => number;
       /** The last sweep or bulk page did some work. */
       markBusy: () => void;

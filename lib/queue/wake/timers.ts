@@ -9,16 +9,16 @@ import type { WakeRole } from '../../store/keys.js';
 import type { QueueContext } from '../context.js';
 
 /**
- * Work due this soon is not left to a timer: a timer's second of precision, and its trip through the queue and the
- * waker, would make it late. The waker makes sure of it at once; an awake poller or sweeper stays for it.
+ * Work due this soon is not left to a poller's timer: a timer's second of precision, and its trip through the queue
+ * and the waker, would make it late. The waker makes sure of it at once; an awake poller stays for it.
  */
 export const DUE_SOON_MS = 2_000;
-/** A timer comes back at least this long before its work falls due: the waker's reads and the wake's start. */
+/** A poller's timer comes back at least this long before its work falls due: the waker's reads and the wake's start. */
 export const TIMER_LEAD_MS = 200;
 /** SQS delays a message at most 15 minutes. */
 export const MAX_TIMER_DELAY_S = 900;
 
-/** Work for a function, due at a time, in the lane partitions named (none: not in a lane, such as a schedule). */
+/** Work for a function, due at a time, in the lane partitions named (none: the timer wakes whatever it finds). */
 export interface DueWork {
   role: WakeRole;
   partition: number;
@@ -26,50 +26,85 @@ export interface DueWork {
   lanePartitions?: readonly string[];
 }
 
-const targetKey = ({ role, partition }: Pick<WakeTimer, 'role' | 'partition'>): string => `${role}#${partition}`;
-
 /**
- * Timers this process sent, by table, function and second, until that second passes: a stream batch delivered
- * again, or the next entry due in the same second, sends none. Another process may send the same timer once more;
- * the wake it brings finds the function awake, or its work gone, and costs a read.
+ * How many whole seconds (SQS's unit) a timer for work due at `dueAtMs` waits: a poller's comes back before its
+ * due second begins (less TIMER_LEAD_MS), so before every entry due in that second, up to about two seconds before;
+ * the sweeper's comes back after the second its claim lapses in, so the sweep it starts finds the claim lapsed.
  */
-const armed = new Map<string, number>();
-const MAX_ARMED = 10_000;
-
-function forgetPassed(nowMs: number): void {
-  for (const [key, untilMs] of armed) if (untilMs <= nowMs) armed.delete(key);
-  if (armed.size >= MAX_ARMED) armed.clear();
+function timerDelayS(role: WakeRole, dueAtMs: number, nowMs: number): number {
+  const second = Math.floor(dueAtMs / 1000);
+  const delayS = role === 'poller' ? Math.floor((second * 1000 - TIMER_LEAD_MS - nowMs) / 1000) : Math.ceil(((second + 1) * 1000 - nowMs) / 1000);
+  return Math.min(MAX_TIMER_DELAY_S, Math.max(0, delayS));
 }
 
 /**
- * Arms a timer for each work's function and due second not armed yet from this process. SQS counts delays in whole
- * seconds: the message comes back within the second before its due second begins (less TIMER_LEAD_MS), so before
- * every entry due in that second, and on average about a second before.
+ * Work no timer waits for: the sweeper's once due (a claim lapsed, an operation running); a poller's due within
+ * DUE_SOON_MS, or so soon that its timer would come back at once, before the index may show the entry it checks.
  */
+export function dueSoon(role: WakeRole, dueAtMs: number, nowMs: number): boolean {
+  if (role === 'sweeper') return dueAtMs <= nowMs;
+  return dueAtMs <= nowMs + DUE_SOON_MS || timerDelayS(role, dueAtMs, nowMs) === 0;
+}
+
+const targetKey = ({ role, partition }: Pick<WakeTimer, 'role' | 'partition'>): string => `${role}#${partition}`;
+
+/** The latest time a timer for work due at `dueAtMs` stands for: the end of its due second. */
+export const timerCoversUntilMs = (dueAtMs: number): number => Math.floor(dueAtMs / 1000) * 1000 + 999;
+
+interface Armed {
+  /** The lane partitions the timers sent for this second name; undefined once one names none (it wakes whatever it finds). */
+  lanePartitions: Set<string> | undefined;
+  untilMs: number;
+}
+
+/**
+ * Timers this process sent, by table, function and second, until that second passes: a stream batch delivered
+ * again, or the next entry due in the same second and partition, sends none. Work in a partition no timer of that
+ * second names gets one of its own: the timer sent checks only the partitions it names. Another process may send
+ * the same timer once more; the wake it brings finds the function awake, or its work gone, and costs a read.
+ */
+const armed = new Map<string, Armed>();
+const MAX_ARMED = 10_000;
+
+function forgetPassed(nowMs: number): void {
+  for (const [key, { untilMs }] of armed) if (untilMs <= nowMs) armed.delete(key);
+  if (armed.size >= MAX_ARMED) armed.clear();
+}
+
+/** Whether the timers sent stand for `work`: one that names no partition, or every partition `work` lies in. */
+const covered = (sent: Armed | undefined, work: DueWork): boolean =>
+  sent !== undefined && (sent.lanePartitions === undefined || (work.lanePartitions !== undefined && work.lanePartitions.every((name) => sent.lanePartitions?.has(name))));
+
+/** Adds `names` (undefined: the timer wakes whatever it finds) to what a timer names, none once that is too many. */
+function nameAlso(named: Set<string> | undefined, names: readonly string[] | undefined): Set<string> | undefined {
+  if (named === undefined || names === undefined) return undefined;
+  for (const name of names) named.add(name);
+  return named.size > MAX_TIMER_LANE_PARTITIONS ? undefined : named;
+}
+
+/** Arms a timer for each work's function and due second, unless one sent from this process stands for it already. */
 export async function armTimers(ctx: QueueContext, timers: WakeTimers, works: readonly DueWork[]): Promise<void> {
   const nowMs = ctx.nowMs();
   forgetPassed(nowMs);
   const toArm = new Map<string, { timer: WakeTimer; delayS: number; lanePartitions: Set<string> | undefined }>();
   for (const work of works) {
-    const second = Math.floor(work.dueAtMs / 1000);
-    const key = `${ctx.settings.tableName}\u0000${targetKey(work)}\u0000${second}`;
-    if (armed.has(key)) continue;
+    const key = `${ctx.settings.tableName}\u0000${targetKey(work)}\u0000${Math.floor(work.dueAtMs / 1000)}`;
+    if (covered(armed.get(key), work)) continue;
     const pending = toArm.get(key);
     if (pending) {
-      // One timer checks every partition whose entries it stands for; one that would name too many names none.
-      if (!work.lanePartitions) pending.lanePartitions = undefined;
-      else for (const name of work.lanePartitions) pending.lanePartitions?.add(name);
-      if (pending.lanePartitions && pending.lanePartitions.size > MAX_TIMER_LANE_PARTITIONS) pending.lanePartitions = undefined;
+      pending.lanePartitions = nameAlso(pending.lanePartitions, work.lanePartitions);
       pending.timer.dueAtMs = Math.max(pending.timer.dueAtMs, work.dueAtMs);
       continue;
     }
-    const delayS = Math.min(MAX_TIMER_DELAY_S, Math.max(0, Math.floor((second * 1000 - TIMER_LEAD_MS - nowMs) / 1000)));
-    const lanePartitions = work.lanePartitions && work.lanePartitions.length <= MAX_TIMER_LANE_PARTITIONS ? new Set(work.lanePartitions) : undefined;
-    toArm.set(key, { timer: { role: work.role, partition: work.partition, dueAtMs: work.dueAtMs }, delayS, lanePartitions });
+    const timer: WakeTimer = { role: work.role, partition: work.partition, dueAtMs: work.dueAtMs };
+    toArm.set(key, { timer, delayS: timerDelayS(work.role, work.dueAtMs, nowMs), lanePartitions: nameAlso(new Set(), work.lanePartitions) });
   }
   if (toArm.size === 0) return;
   await timers.arm(
     [...toArm.values()].map(({ timer, delayS, lanePartitions }) => ({ timer: lanePartitions ? { ...timer, lanePartitions: [...lanePartitions] } : timer, delayS })),
   );
-  for (const [key, { timer }] of toArm) armed.set(key, timer.dueAtMs);
+  for (const [key, { timer, lanePartitions }] of toArm) {
+    const sent = armed.get(key);
+    armed.set(key, { lanePartitions: sent ? nameAlso(sent.lanePartitions, lanePartitions && [...lanePartitions]) : lanePartitions, untilMs: timerCoversUntilMs(timer.dueAtMs) });
+  }
 }

@@ -1,17 +1,17 @@
 /**
  * The waker: what wakes a sleeping poller or sweeper once work is written for it (a lane entry, a schedule's next
  * firing, a bulk operation). It reads the table's stream, so it judges each entry after its write committed, and no
- * writer reads, holds or invokes anything on its way: an entry falling due within DUE_SOON_MS is made sure of at
+ * writer reads, holds or invokes anything on its way: an entry due soon (timers.ts's dueSoon) is made sure of at
  * once (ensureAwake: a hold, and a wake unless someone awake will honour it); one due later, within a tick's reach,
- * gets a timer (queue/wake/timers.ts) that comes back to the waker shortly before, and wakes its function then if
- * the entry is still there. Later still, a minute tick finds it.
+ * gets a timer (queue/wake/timers.ts) that comes back to the waker about when it falls due, and wakes its function
+ * then if the entry is still there. Later still, a minute tick finds it and arms a timer for the earliest work.
  */
 import type { WakeTimer, WakeTimers } from '../../domain/invocations.js';
 import { laneBucketOf, SCHEDULES_PARTITION, type WakingEntry } from '../../store/keys.js';
 import { queryDue } from '../../store/due-index.js';
 import type { QueueContext } from '../context.js';
 import { ensureAwake, pollerPartitionOfShard, TICK_COVER_MS } from './ensure-awake.js';
-import { armTimers, DUE_SOON_MS, type DueWork } from './timers.js';
+import { armTimers, dueSoon, timerCoversUntilMs, type DueWork } from './timers.js';
 
 /** Who acts on a written entry, and when: a lane's poller or the sweeper, the poller that fires schedules, the sweeper for a bulk operation. */
 function workOf(ctx: QueueContext, entry: WakingEntry, nowMs: number): DueWork {
@@ -42,26 +42,28 @@ function latestPerTarget<T extends Pick<WakeTimer, 'role' | 'partition' | 'dueAt
 /** Wakes whoever must act on the written entries: now for those due soon, by a timer for those due within a tick's reach. */
 export async function wakeForWrittenEntries(ctx: QueueContext, entries: readonly WakingEntry[], timers: WakeTimers): Promise<void> {
   const nowMs = ctx.nowMs();
-  const dueSoon: DueWork[] = [];
+  const soon: DueWork[] = [];
   const later: DueWork[] = [];
   for (const work of entries.map((entry) => workOf(ctx, entry, nowMs))) {
-    // Past a tick's cover, the next minute tick finds it and arms a timer for it (queue/wake/lease-keeper.ts).
+    // Past a tick's cover, a minute tick finds it (queue/wake/lease-keeper.ts).
     if (work.dueAtMs >= nowMs + TICK_COVER_MS) continue;
-    (work.dueAtMs <= nowMs + DUE_SOON_MS ? dueSoon : later).push(work);
+    (dueSoon(work.role, work.dueAtMs, nowMs) ? soon : later).push(work);
   }
-  await Promise.all(latestPerTarget(dueSoon).map((work) => ensureAwake(ctx, work.role, work.partition, { dueAtMs: work.dueAtMs, writtenAtMs: nowMs })));
+  await Promise.all(latestPerTarget(soon).map((work) => ensureAwake(ctx, work.role, work.partition, { dueAtMs: work.dueAtMs, writtenAtMs: nowMs })));
   await armTimers(ctx, timers, later);
 }
 
 /**
- * Whether a timer's work is still there: an entry due by its time in a lane partition it names. A claim renewed, a
- * job claimed, ended or moved since leaves none, and the timer wakes no one; the entry's new place armed its own.
+ * Whether a timer's work is still there: an entry due by the end of its second in a lane partition it names. A claim
+ * renewed, a job claimed, ended or moved since leaves none, and the timer wakes no one: the entry's new place armed
+ * its own. A timer that names no partition (a poller's or sweeper's, for the earliest work it left) always wakes:
+ * the work behind that earliest is found only by the invocation it starts.
  */
 async function stillDue(ctx: QueueContext, timer: WakeTimer): Promise<boolean> {
   // Only the index's partitions of due work are read: a message names nothing else.
   const lanePartitions = timer.lanePartitions?.filter((name) => name === SCHEDULES_PARTITION || laneBucketOf(name) !== undefined);
   if (!lanePartitions || lanePartitions.length === 0) return true;
-  const found = await Promise.all(lanePartitions.map((lanePartition) => queryDue(ctx, lanePartition, timer.dueAtMs, 1)));
+  const found = await Promise.all(lanePartitions.map((lanePartition) => queryDue(ctx, lanePartition, timerCoversUntilMs(timer.dueAtMs), 1)));
   return found.some((entries) => entries.length > 0);
 }
 

@@ -7,7 +7,6 @@ import { bucketOf, lanePartition, sortKeyTimeMs, type Lane } from '../../store/k
 import { queryDue } from '../../store/due-index.js';
 import { recordedBuckets } from '../../store/listing.js';
 import type { QueueContext } from '../context.js';
-import type { EarliestWork } from './lease-keeper.js';
 
 export interface LaneInReach {
   lane: Lane;
@@ -26,11 +25,10 @@ async function bucketsInReach(ctx: QueueContext, lane: LaneInReach, untilMs: num
 }
 
 /**
- * The earliest entry due by `untilMs` in the lanes, with the lane partitions holding one due within a second of it
- * (a timer armed for it checks them). The index may lag behind a write; the hold the waker asks for an entry just
- * written covers that.
+ * When the earliest entry due by `untilMs` in the lanes falls due. The index may lag behind a write; the hold the
+ * waker asks for an entry just written covers that.
  */
-export async function earliestEntryDue(ctx: QueueContext, lanes: readonly LaneInReach[], untilMs: number): Promise<EarliestWork | undefined> {
+export async function earliestEntryDueAtMs(ctx: QueueContext, lanes: readonly LaneInReach[], untilMs: number): Promise<number | undefined> {
   const partitions = (
     await Promise.all(
       lanes.map(async (lane) => {
@@ -39,14 +37,7 @@ export async function earliestEntryDue(ctx: QueueContext, lanes: readonly LaneIn
       }),
     )
   ).flat();
-  const firsts = await Promise.all(
-    partitions.map(async (partition) => {
-      const [entry] = await queryDue(ctx, partition, untilMs, 1);
-      return entry ? [{ partition, dueAtMs: sortKeyTimeMs(entry.gsi1sk) }] : [];
-    }),
-  );
+  const firsts = await Promise.all(partitions.map(async (partition) => (await queryDue(ctx, partition, untilMs, 1)).map((entry) => sortKeyTimeMs(entry.gsi1sk))));
   const found = firsts.flat();
-  if (found.length === 0) return undefined;
-  const dueAtMs = Math.min(...found.map((entry) => entry.dueAtMs));
-  return { dueAtMs, lanePartitions: found.filter((entry) => entry.dueAtMs < dueAtMs + 1_000).map((entry) => entry.partition) };
+  return found.length > 0 ? Math.min(...found) : undefined;
 }

@@ -77,6 +77,23 @@ describe('a burst handed to the waker at once, after an idle spell', () => {
   });
 });
 
+describe('a wake that failed', () => {
+  test('leaves no hold behind in the memo: the next work judged asks, and wakes, again', async () => {
+    const { as } = queue();
+    const wakes: string[] = [];
+    const failingOnce = {
+      wake: async () => {
+        wakes.push(wakes.length === 0 ? 'refused' : 'started');
+        if (wakes.length === 1) throw new Error('injected: TooManyRequestsException');
+      },
+    };
+    const wakerCtx = { ...as('waker'), waker: failingOnce };
+    await ensureAwake(wakerCtx, 'poller', 0, { dueAtMs: T0, writtenAtMs: T0 });
+    await ensureAwake(wakerCtx, 'poller', 0, { dueAtMs: T0, writtenAtMs: T0 });
+    expect(wakes).toEqual(['refused', 'started']);
+  });
+});
+
 describe('a type resumed while a holder renews its lease', () => {
   test('asks for a hold: the holder must not stop on a look at the types it listed before', async () => {
     const { ctx, as } = queue();

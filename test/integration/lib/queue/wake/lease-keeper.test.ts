@@ -8,18 +8,17 @@
 import { describe, expect, test } from 'vitest';
 import type { QueueContext } from '../../../../../lib/queue/context.js';
 import { INDEX_LAG_MS, TICK_COVER_MS, ensureAwake, pollerPartitionOf } from '../../../../../lib/queue/wake/ensure-awake.js';
-import { HANDOVER_MS, IDLE_BEFORE_LOOK_MS, LEASE_MS, startAwake, TYPES_CHECK_MS, type AwakeWork, type EarliestWork } from '../../../../../lib/queue/wake/lease-keeper.js';
+import { HANDOVER_MS, IDLE_BEFORE_LOOK_MS, LEASE_MS, startAwake, TYPES_CHECK_MS, type AwakeWork } from '../../../../../lib/queue/wake/lease-keeper.js';
 import { DUE_SOON_MS } from '../../../../../lib/queue/wake/timers.js';
 import { startPollerAwake } from '../../../../../lib/queue/wake/poller-stays.js';
 import { runPollerLoop } from '../../../../../lib/queue/poll/poller-loop.js';
 import { setJobTypePaused } from '../../../../../lib/queue/catalog/job-types.js';
-import { lanePartition, wakeKey } from '../../../../../lib/store/keys.js';
+import { wakeKey } from '../../../../../lib/store/keys.js';
 import { holdParams, readWakeState, recordSweptParams, stopLeaseParams, takeLeaseParams, writeWake } from '../../../../../lib/store/wake.js';
 import { countQueries } from '../../../../support/sdk-calls.js';
 import { startBulkOperation } from '../../../../../lib/queue/bulk/start-bulk-operation.js';
 import { BACKSTOP_SWEEP_EVERY_MS, startSweeperAwake } from '../../../../../lib/queue/wake/sweeper-stays.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll, RecordingTimers, RecordingWaker } from '../../../../support/lib-fixtures.js';
-import { shardOf } from '../../../../../lib/store/keys.js';
 
 const waker = new RecordingWaker();
 const timers = new RecordingTimers();
@@ -36,9 +35,6 @@ function recordNothingYet(): void {
   timers.armed.length = 0;
 }
 
-/** The lane partition a queued job of `type` due at `dueAtMs` sits in. */
-const queuedPartitionOf = (ctx: QueueContext, type: string, id: string, dueAtMs: number): string =>
-  lanePartition({ kind: 'queued', type }, Math.floor(dueAtMs / ctx.settings.bucketMs), shardOf(id, ctx.settings.shards));
 
 /** The poller's context, whose clock moves with every sleep of its loop; `onSleep` runs before each sleep. */
 function pollerLoop(ctx: QueueContext, advance: (ms: number) => void, runForMs = 55_000, onSleep: () => Promise<void> = async () => undefined) {
@@ -93,14 +89,13 @@ describe('a minute tick', () => {
     expect(timers.armed).toEqual([]);
   });
 
-  test('with a job due before the next tick, sleeps, having armed one timer for its due second that names its lane partition', async () => {
+  test('with a job due before the next tick, sleeps, having armed one timer for its due second, which wakes whatever it finds', async () => {
     recordNothingYet();
     const { ctx, clock, as } = queue();
     await enqueue(ctx, await defineType(ctx, 'soon'), 'in-30s', { runAfterMs: T0 + 30_000 });
     expect(await pollerLoop(as('poller'), clock.advance).run()).toEqual({ stayed: false, reason: 'timer' });
-    expect(timers.armed).toEqual([
-      { timer: { role: 'poller', partition: 0, dueAtMs: T0 + 30_000, lanePartitions: [queuedPartitionOf(ctx, 'soon', 'in-30s', T0 + 30_000)] }, delayS: 29 },
-    ]);
+    // It names no lane partition: the work behind this job waits on the invocation the timer starts.
+    expect(timers.armed).toEqual([{ timer: { role: 'poller', partition: 0, dueAtMs: T0 + 30_000 }, delayS: 29 }]);
     expect((await readWakeState(ctx, 'poller', 0)).ownerId).toBeUndefined();
   });
 
@@ -280,12 +275,12 @@ async function holderAt(ctx: QueueContext, work: AwakeWork, endsAtMs = T0 + 55_0
 }
 
 /** Looks that answer `found` in turn (the last one after), due now for the start. */
-function looksFinding(ctx: QueueContext, ...found: ((nowMs: number) => EarliestWork | undefined)[]): AwakeWork & { looks: number } {
+function looksFinding(ctx: QueueContext, ...found: ((nowMs: number) => number | undefined)[]): AwakeWork & { looks: number } {
   const work = {
     looks: -1,
-    earliestDue: async () => {
+    earliestDueAtMs: async () => {
       work.looks++;
-      if (work.looks === 0) return { dueAtMs: ctx.nowMs() };
+      if (work.looks === 0) return ctx.nowMs();
       return found[Math.min(work.looks - 1, found.length - 1)]!(ctx.nowMs());
     },
     walkedFromBucket: () => undefined,
@@ -296,7 +291,7 @@ function looksFinding(ctx: QueueContext, ...found: ((nowMs: number) => EarliestW
 describe('a holder about to stop', () => {
   test(`stays while work is due within ${DUE_SOON_MS} ms`, async () => {
     const { ctx, clock } = queue();
-    const start = await holderAt(ctx, looksFinding(ctx, (nowMs) => ({ dueAtMs: nowMs + DUE_SOON_MS })));
+    const start = await holderAt(ctx, looksFinding(ctx, (nowMs) => nowMs + DUE_SOON_MS));
     clock.advance(IDLE_BEFORE_LOOK_MS);
     await start.keeper.afterRound(false);
     expect(start.keeper.stopping).toBe(false);
@@ -306,21 +301,21 @@ describe('a holder about to stop', () => {
     recordNothingYet();
     const { clock, as } = queue();
     const ctx = as('poller');
-    const start = await holderAt(ctx, looksFinding(ctx, (nowMs) => ({ dueAtMs: nowMs + 20_000, lanePartitions: ['Q#a#1#0'] })));
+    const start = await holderAt(ctx, looksFinding(ctx, (nowMs) => nowMs + 20_000));
     clock.advance(IDLE_BEFORE_LOOK_MS);
     const round = await start.keeper.afterRound(false);
     expect(start.keeper.stopping).toBe(true);
     expect(round.untilMs).toBe(clock.nowMs());
     expect(await readWakeState(ctx, 'poller', 0)).toMatchObject({ stopping: true });
-    expect(timers.armed.map(({ timer }) => timer)).toEqual([{ role: 'poller', partition: 0, dueAtMs: clock.nowMs() + 20_000, lanePartitions: ['Q#a#1#0'] }]);
+    expect(timers.armed.map(({ timer }) => timer)).toEqual([{ role: 'poller', partition: 0, dueAtMs: clock.nowMs() + 20_000 }]);
   });
 
   test('does not stop when the waker asked for a hold after its look began: the look may have missed that work', async () => {
     const { ctx, clock } = queue();
     const work = looksFinding(ctx, () => undefined);
     const lookAskingForHold: AwakeWork = {
-      earliestDue: async (untilMs) => {
-        const found = await work.earliestDue(untilMs);
+      earliestDueAtMs: async (untilMs) => {
+        const found = await work.earliestDueAtMs(untilMs);
         // The waker asks for someone awake while the holder takes the look it would stop on.
         if (work.looks === 1) await writeWake(ctx, holdParams(wakeKey('poller', 0), ctx.nowMs() + HOLD_FOR_MS));
         return found;
@@ -341,7 +336,7 @@ describe('a holder about to stop', () => {
     recordNothingYet();
     const { clock, as } = queue();
     const ctx = as('poller');
-    const start = await holderAt(ctx, looksFinding(ctx, (nowMs) => ({ dueAtMs: nowMs })), T0 + 10_000);
+    const start = await holderAt(ctx, looksFinding(ctx, (nowMs) => nowMs), T0 + 10_000);
     clock.advance(10_000 - HANDOVER_MS - 100);
     await start.keeper.afterRound(true);
     expect(waker.requests).toEqual([]);
@@ -353,7 +348,7 @@ describe('a holder about to stop', () => {
 
   test('lists job types again once a type changed while it was awake', async () => {
     const { ctx, clock } = queue();
-    const start = await holderAt(ctx, looksFinding(ctx, (nowMs) => ({ dueAtMs: nowMs })));
+    const start = await holderAt(ctx, looksFinding(ctx, (nowMs) => nowMs));
     const before = (await start.keeper.afterRound(true)).typesChangedAtMs;
     await defineType(queue().as('api'), 'new-type');
     // Well before its lease needs renewing: a type's first job may be due now.
@@ -394,7 +389,7 @@ describe('a sweeper', () => {
     expect(waker.requests).not.toContainEqual({ role: 'sweeper' });
   });
 
-  test('with a claim lapsing before the next tick, sleeps, having armed a timer for the lapse', async () => {
+  test('with a claim lapsing before the next tick, sleeps, having armed a timer that comes back after the lapse', async () => {
     recordNothingYet();
     const { ctx, as } = queue();
     await writeWake(ctx, recordSweptParams(wakeKey('sweeper', 0), T0));
@@ -402,7 +397,8 @@ describe('a sweeper', () => {
     await enqueue(ctx, jobType, 'j1');
     expect(await poll(ctx, [jobType], new RecordingInvoker())).toMatchObject({ claimed: 1 });
     expect(await sweeperTick(as('sweeper'))).toEqual({ stays: false, reason: 'timer' });
-    expect(timers.armed.map(({ timer }) => timer)).toEqual([expect.objectContaining({ role: 'sweeper', partition: 0, dueAtMs: T0 + jobType.visibilityTimeoutS * 1000 })]);
+    const lapseAtMs = T0 + jobType.visibilityTimeoutS * 1000;
+    expect(timers.armed).toEqual([{ timer: { role: 'sweeper', partition: 0, dueAtMs: lapseAtMs }, delayS: (lapseAtMs - T0) / 1000 + 1 }]);
   });
 
   test('stays while a bulk operation runs', async () => {

@@ -36,7 +36,7 @@ function setUp(): { timers: RecordingTimers; waker: RecordingWaker } {
   return { timers: new RecordingTimers(), waker };
 }
 
-describe(`an entry due within DUE_SOON_MS (${DUE_SOON_MS} ms)`, () => {
+describe(`a lane entry due within DUE_SOON_MS (${DUE_SOON_MS} ms)`, () => {
   test('wakes the poller partition owning its shard, and arms no timer', async () => {
     const { timers } = setUp();
     await wakeForWrittenEntries(queue().as('waker'), [queued(3, T0 + DUE_SOON_MS)], timers);
@@ -52,11 +52,20 @@ describe(`an entry due within DUE_SOON_MS (${DUE_SOON_MS} ms)`, () => {
     expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBeGreaterThan(T0 + 1_500);
   });
 
-  test('of a claim wakes the sweeper', async () => {
+  test('of a claim lapsed already wakes the sweeper', async () => {
     const { timers } = setUp();
     await wakeForWrittenEntries(queue().as('waker'), [claim(T0)], timers);
     expect(waker.requests).toEqual([{ role: 'sweeper' }]);
   });
+});
+
+test('a lane entry due a little later, whose timer would come back at once, is made sure of at once: a timer would check the index before it may show the entry', async () => {
+  const { timers } = setUp();
+  const { as, clock } = queue();
+  clock.advance(900);
+  await wakeForWrittenEntries(as('waker'), [queued(0, T0 + 2_950)], timers);
+  expect(waker.requests).toEqual([{ role: 'poller', shards: [0, 2] }]);
+  expect(timers.armed).toEqual([]);
 });
 
 test('a bulk operation written wakes the sweeper at once', async () => {
@@ -72,15 +81,24 @@ test('a schedule\'s next firing within a tick\'s reach arms a timer for the poll
 });
 
 describe('an entry due later, within a tick\'s reach', () => {
-  test('arms a timer that comes back at least TIMER_LEAD_MS, and less than two seconds more, before it falls due, and wakes no one now', async () => {
+  test('for a poller, arms a timer that comes back at least TIMER_LEAD_MS, and less than two seconds more, before it falls due, and wakes no one now', async () => {
     const { timers } = setUp();
-    await wakeForWrittenEntries(queue().as('waker'), [claim(T0 + 30_000)], timers);
+    await wakeForWrittenEntries(queue().as('waker'), [queued(0, T0 + 30_500)], timers);
     expect(waker.requests).toEqual([]);
     expect(timers.armed).toHaveLength(1);
     const [{ timer, delayS }] = timers.armed as [{ timer: WakeTimer; delayS: number }];
-    expect(timer).toEqual({ role: 'sweeper', partition: 0, dueAtMs: T0 + 30_000, lanePartitions: [claim(T0 + 30_000).partition] });
-    expect(T0 + delayS * 1000).toBeLessThanOrEqual(T0 + 30_000 - TIMER_LEAD_MS);
-    expect(T0 + delayS * 1000).toBeGreaterThan(T0 + 30_000 - TIMER_LEAD_MS - 2_000);
+    expect(timer).toEqual({ role: 'poller', partition: 0, dueAtMs: T0 + 30_500, lanePartitions: [queued(0, T0 + 30_500).partition] });
+    expect(T0 + delayS * 1000).toBeLessThanOrEqual(T0 + 30_500 - TIMER_LEAD_MS);
+    expect(T0 + delayS * 1000).toBeGreaterThan(T0 + 30_500 - TIMER_LEAD_MS - 2_000);
+  });
+
+  test('for the sweeper (a claim), arms a timer that comes back after the second the claim lapses in: the sweep it starts finds it lapsed', async () => {
+    const { timers } = setUp();
+    await wakeForWrittenEntries(queue().as('waker'), [claim(T0 + 1_500)], timers);
+    expect(waker.requests).toEqual([]);
+    const [{ timer, delayS }] = timers.armed as [{ timer: WakeTimer; delayS: number }];
+    expect(timer).toMatchObject({ role: 'sweeper', dueAtMs: T0 + 1_500 });
+    expect(T0 + delayS * 1000).toBeGreaterThanOrEqual(T0 + 2_000);
   });
 
   test('shares one timer with the entries of its function due in the same second, in this batch and the next, naming each partition', async () => {
@@ -92,6 +110,14 @@ describe('an entry due later, within a tick\'s reach', () => {
       ['poller', 0, T0 + 20_900, [queued(0, T0 + 20_100).partition, queued(2, T0 + 20_900).partition]],
       ['poller', 1, T0 + 20_500, [queued(1, T0 + 20_500).partition]],
     ]);
+  });
+
+  test('gets a timer of its own when due in a second already armed but in a partition that timer does not name: it checks only those it names', async () => {
+    const { timers } = setUp();
+    const ctx = queue().as('waker');
+    await wakeForWrittenEntries(ctx, [queued(0, T0 + 40_100)], timers);
+    await wakeForWrittenEntries(ctx, [queued(2, T0 + 40_700)], timers);
+    expect(timers.armed.map(({ timer }) => timer.lanePartitions)).toEqual([[queued(0, T0 + 40_100).partition], [queued(2, T0 + 40_700).partition]]);
   });
 
   test('arms its timer again when the batch is delivered again after the send failed', async () => {
@@ -130,6 +156,16 @@ describe('a timer that comes back naming lane partitions', () => {
     const shard = shardOf('j1', ctx.settings.shards);
     const partition = lanePartition({ kind: 'queued', type: 'a' }, Math.floor((T0 + 1_000) / 60_000), shard);
     await wakeForTimers(as('waker'), [{ role: 'poller', partition: shard % 2, dueAtMs: T0 + 1_000, lanePartitions: [partition] }]);
+    expect(waker.requests).toHaveLength(1);
+  });
+
+  test('wakes its poller for a job due later in the same second and partition than the one it was armed for', async () => {
+    setUp();
+    const { ctx, as } = queue();
+    await enqueue(ctx, await defineType(ctx, 'a'), 'j1', { runAfterMs: T0 + 1_800 });
+    const shard = shardOf('j1', ctx.settings.shards);
+    const partition = lanePartition({ kind: 'queued', type: 'a' }, Math.floor((T0 + 1_800) / 60_000), shard);
+    await wakeForTimers(as('waker'), [{ role: 'poller', partition: shard % 2, dueAtMs: T0 + 1_200, lanePartitions: [partition] }]);
     expect(waker.requests).toHaveLength(1);
   });
 
