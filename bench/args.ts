@@ -24,6 +24,8 @@ export interface BenchArgs {
   idleSeconds: number;
   /** How long idle-types counts each of its measurements. */
   idleTypesSeconds: number;
+  /** wake-outcomes' idle window, the longest idle spell; the shorter spells scale with it. */
+  wakeIdleSeconds: number;
   deadlineSeconds: number;
   w2RatePerS: number;
   /** The bench job type's `concurrency`; undefined: unlimited. */
@@ -60,7 +62,11 @@ export const USAGE = `npm run bench -- [options]
                              with 10 job types and nothing due: DynamoDB calls an hour through a counting proxy,
                              billed poller and sweeper seconds an hour from its report lines), wake-latency
                              (npm start: how late a job due on arrival starts with the pollers asleep, and the
-                             first job of a type made a moment ago, asleep and awake; 20 tries each), write-designs
+                             first job of a type made a moment ago, asleep and awake; 20 tries each), wake-outcomes
+                             (one npm start: 10 idle types' calls and billed s an hour, jobs due on arrival after
+                             idle spells of 1 to 5 minutes (--wake-idle-seconds sets the longest), a new type's
+                             first job, 5 jobs due 65 s ahead one every 20 s and their billed s beyond idle, then
+                             HTTP-W2-steady at --w2-rate), write-designs
                              (write units per job of three designs of the claim, and what reading past running
                              jobs costs a poll), and over HTTP
                              through npm start: put-ceiling, disk-ceiling, HTTP-W1-immediate, HTTP-W1-batch,
@@ -71,6 +77,7 @@ export const USAGE = `npm run bench -- [options]
   --delivery D               at_least_once (default) or at_most_once
   --idle-seconds S           how long the idle poller is measured (default 20)
   --idle-types-seconds S     how long idle-types counts each of its measurements (default 120)
+  --wake-idle-seconds S      wake-outcomes' idle window, its longest idle spell (default 300)
   --deadline-seconds S       a job not run this long after the last is due is lost (default 120)
   --w2-rate R                jobs due per second in W2-steady (default 200)
   --type-concurrency L       the job type's concurrency limit (default: none; W1-limited's is L, or 64)
@@ -102,7 +109,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     }
   }
   if (values.has('help')) return 'help';
-  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'idle-types-seconds', 'deadline-seconds', 'w2-rate', 'type-concurrency', 'http-n', 'http-concurrency', 'arrival-rate', 'http-storage']);
+  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'idle-types-seconds', 'wake-idle-seconds', 'deadline-seconds', 'w2-rate', 'type-concurrency', 'http-n', 'http-concurrency', 'arrival-rate', 'http-storage']);
   for (const name of values.keys()) if (!known.has(name)) throw new Error(`unknown option --${name}\n${USAGE}`);
   const int = (name: string, fallback: number): number => (values.has(name) ? positiveInteger(name, values.get(name) as string) : fallback);
   const delivery = values.get('delivery') ?? 'at_least_once';
@@ -124,6 +131,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     delivery,
     idleSeconds: int('idle-seconds', 20),
     idleTypesSeconds: int('idle-types-seconds', 120),
+    wakeIdleSeconds: int('wake-idle-seconds', 300),
     deadlineSeconds: int('deadline-seconds', 120),
     w2RatePerS: int('w2-rate', 200),
     typeConcurrency: values.has('type-concurrency') ? int('type-concurrency', 1) : undefined,

@@ -15,6 +15,7 @@ import { HTTP_WORKLOADS, httpTables, runHttpBench, summariseHttp, type HttpBench
 import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';
 import { IDLE_TYPE_COUNTS, idleTypesTable, runIdleTypes, type IdleTypesResult } from './idle-types.js';
 import { runWakeLatency, wakeLatencyTable, type WakeLatencyResult } from './wake-latency.js';
+import { runWakeOutcomes, WAKE_OUTCOMES_DEFAULTS, wakeOutcomesTable, type WakeOutcomesResult } from './wake-outcomes.js';
 import { runWriteDesigns, writeDesignsTables } from './write-designs.js';
 import { fmt, lagAndOutcomeCells, median, type WorkloadSummary } from './stats.js';
 import { benchTableName, PHASES } from './system.js';
@@ -245,6 +246,16 @@ async function main(): Promise<number> {
     for (const jobTypes of IDLE_TYPE_COUNTS) idleTypes.push(await runIdleTypes(jobTypes, args.idleTypesSeconds * 1_000, args.httpStorage, (line) => console.log(line)));
   }
   const wakeLatency: WakeLatencyResult[] = wants('wake-latency') ? await runWakeLatency(args.httpStorage, (line) => console.log(line)) : [];
+  let wakeOutcomes: WakeOutcomesResult | undefined;
+  if (wants('wake-outcomes')) {
+    const idleMs = args.wakeIdleSeconds * 1_000;
+    const scale = idleMs / WAKE_OUTCOMES_DEFAULTS.idleMs;
+    wakeOutcomes = await runWakeOutcomes(
+      args.httpStorage,
+      { ...WAKE_OUTCOMES_DEFAULTS, idleMs, spellsMs: WAKE_OUTCOMES_DEFAULTS.spellsMs.map((spellMs) => Math.round(spellMs * scale)), w2RatePerS: args.w2RatePerS, w2Jobs: args.w2RatePerS * 60 },
+      (line) => console.log(line),
+    );
+  }
   let http: HttpBenchResults | undefined;
   if (HTTP_WORKLOADS.some(wants)) {
     http = await runHttpBench(
@@ -376,6 +387,7 @@ async function main(): Promise<number> {
   }
   if (idleTypes.length > 0) console.log(`\n${idleTypesTable(idleTypes, table)}`);
   if (wakeLatency.length > 0) console.log(`\n${wakeLatencyTable(wakeLatency, table)}`);
+  if (wakeOutcomes) console.log(`\n${wakeOutcomesTable(wakeOutcomes, table)}`);
   if (writeDesigns) console.log(`\n${writeDesignsTables(writeDesigns, table)}`);
   const scaleSummaries = Object.values(scale).map(summarise);
   if (scaleSummaries.length > 0) {
@@ -397,7 +409,7 @@ async function main(): Promise<number> {
   const outFile = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   await writeFile(
     outFile,
-    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, idleTypes, wakeLatency, writeDesigns, mixes, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
+    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, idleTypes, wakeLatency, wakeOutcomes, writeDesigns, mixes, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
   );
   console.log(`\nwrote ${outFile}`);
   if (failures.length > 0) {
