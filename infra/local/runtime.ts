@@ -43,7 +43,7 @@ import { admitted, LOCAL_API_ADMISSION, type AdmissionLimits } from './aws/admis
 import { createLocalAsyncInvoker, enforceEventBridgeLimits, workerDeliveryFrom, type LocalAsyncInvokerOptions, type WorkerDelivery } from './aws/limits.js';
 import { startLocalMonitoring } from './aws/monitoring.js';
 import { invokeWithTimeout, outsideInvocation, type InvocationContext } from './aws/lambda-timeout.js';
-import { createMeter, stackHoldingsOf, type Meter } from './aws/meter.js';
+import { createMeter, deployedCostOf, stackHoldingsOf, type Meter } from './aws/meter.js';
 import { localSecretsManagerClient } from './aws/secrets-manager.js';
 import { createInvocationReporter } from './aws/invocation-report.js';
 import { FUNCTION_MEMORY_SIZES_MB, reservedConcurrency } from '../delayed-job-queue.js';
@@ -212,7 +212,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
     ...(env.API_TOKEN ? { staticAdminToken: env.API_TOKEN } : {}),
     callbackTokenSecret: secrets.authorizer,
   });
-  const api = createApiHandler({ ctx: contexts.api, registry, alarms: monitoring.alarmStates });
+  const api = createApiHandler({ ctx: contexts.api, registry, alarms: monitoring.alarmStates, deployedCost: () => deployedCostOf(meter.snapshot()) });
   const gateway = createLocalGateway({ authorizer, api, authorizerTimeoutMs: timeoutsMs.authorizer, apiTimeoutMs: timeoutsMs.api, authorizerCacheTtlMs: authorizerCacheTtlMs(env), report });
   const server = createHttpServer(admitted(meter.gateway(gateway), apiAdmission(env)));
   await listen(server, port);

@@ -14,6 +14,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { lifecycleEventEntry, putEventsEntryBytes, type PutEventsRequestEntry } from '../../../lib/aws/eventbridge.js';
 import { utf8Bytes } from '../../../lib/domain/json-size.js';
+import type { DeployedCost } from '../../../lib/domain/deployed-cost.js';
 import type { LifecycleEvent } from '../../../lib/domain/lifecycle-events.js';
 import { queueAlarmDefinitions, type AlarmSettings } from '../../alarm-definitions.js';
 import { ACCESS_LOG_FORMAT } from '../../http-api.js';
@@ -43,7 +44,7 @@ import type { SdkClient } from './iam/iam-check.js';
 import { QUEUE_FUNCTIONS, type QueueFunctionName, type StackPolicies } from './iam/stack-policies.js';
 import { billedDurationMs, type InvocationReporter } from './invocation-report.js';
 import { localAlarmedResources } from './monitoring.js';
-import { HOURS_PER_MONTH } from './prices.js';
+import { HOURS_PER_MONTH, PRICE_REGION, PRICES_AS_OF } from './prices.js';
 
 /** Who a unit is counted for: a function, or API Gateway itself (its requests and access log). */
 export const METERED_SOURCES = [...QUEUE_FUNCTIONS, 'gateway'] as const;
@@ -303,3 +304,17 @@ export function stackHoldingsOf(stack: AlarmSettings & Pick<StackSettings, 'logR
   };
 }
 
+/** The snapshot's bill as `GET /v1/stats` shows it. */
+export function deployedCostOf(snapshot: MeterSnapshot): DeployedCost {
+  const priced = bill(snapshot);
+  return {
+    sinceMs: snapshot.startedAtMs,
+    pricesAsOf: PRICES_AS_OF,
+    region: PRICE_REGION,
+    units: { ...priced.usage },
+    trafficDollars: priced.trafficDollars,
+    trafficDollarsByFunction: priced.trafficDollarsBySource,
+    fixedDollarsPerMonth: priced.fixedDollarsPerMonth,
+    totalDollars: priced.totalDollars,
+  };
+}

@@ -14,6 +14,8 @@ import { onLogLine } from '../../../../functions/shared/log.js';
 import { consumedUnitsOf } from '../../../../infra/local/aws/capacity-meter.js';
 import { freePort } from '../../../../infra/local/aws/dynamodb-local.js';
 import { METERED_SOURCES, type MeterSnapshot } from '../../../../infra/local/aws/meter.js';
+import { PRICES_AS_OF } from '../../../../infra/local/aws/prices.js';
+import type { Stats } from '../../../../lib/client/types.js';
 import { QUEUE_FUNCTIONS } from '../../../../infra/local/aws/iam/stack-policies.js';
 import { startLocalRuntime, type LocalRuntime } from '../../../../infra/local/runtime.js';
 import { createDynamoClients } from '../../../../lib/store/client.js';
@@ -71,6 +73,7 @@ let requestsMade = 0;
 let requestsRefused = 0;
 const reportLines: { function: string; invocations: number }[] = [];
 let metered: MeterSnapshot;
+let stats: Stats;
 
 async function call(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
   requestsMade += 1;
@@ -96,6 +99,7 @@ beforeAll(async () => {
     for (let index = 0; index < JOBS; index++) {
       await eventually(() => call('GET', `/v1/jobs/metered/job-${index}`), (job) => job.status === 'succeeded', 30_000, 100);
     }
+    stats = (await call('GET', '/v1/stats')) as unknown as Stats;
     // A callback token the authorizer checks against the callback-token secret, and refuses.
     requestsMade += 1;
     requestsRefused += 1;
@@ -152,4 +156,12 @@ test('each job that succeeded put its lifecycle event on the bus', () => {
 test("the worker's log holds at least Lambda's own lines of each invocation, and its metrics are counted", () => {
   expect(metered.usage.worker.logBytes).toBeGreaterThanOrEqual(250 * metered.usage.worker.lambdaRequests);
   expect(metered.usage.worker.customMetrics).toBeGreaterThan(0);
+});
+
+test('GET /v1/stats says what the traffic so far would have cost deployed, by service, at the dated prices', () => {
+  expect(stats.deployed_cost).toMatchObject({ prices_as_of: PRICES_AS_OF, region: 'us-east-1' });
+  expect(stats.deployed_cost?.units.lambda_requests).toBeGreaterThan(0);
+  expect(stats.deployed_cost?.traffic_dollars.dynamodb).toBeGreaterThan(0);
+  expect(stats.deployed_cost?.fixed_dollars_per_month.secrets_manager).toBeCloseTo(0.4);
+  expect(stats.deployed_cost?.total_dollars).toBeGreaterThan(0);
 });
