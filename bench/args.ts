@@ -38,6 +38,11 @@ export interface BenchArgs {
   arrivalRatePerS: number;
   /** Where the HTTP workloads' DynamoDB Local keeps its data. */
   httpStorage: HttpStorage;
+  /** cost's arrival scenario: the rate, in jobs a day, and how long it runs. */
+  costJobsPerDay: number;
+  costSeconds: number;
+  /** cost's idle scenario: how long it is metered. */
+  costIdleMinutes: number;
 }
 
 const BOOLEAN_FLAGS = new Set(['split-shards', 'scale', 'help']);
@@ -72,7 +77,9 @@ export const USAGE = `npm run bench -- [options]
                              through npm start: put-ceiling, disk-ceiling, HTTP-W1-immediate, HTTP-W1-batch,
                              HTTP-W1-http, HTTP-W2-steady, HTTP-due-on-arrival, HTTP-overload (1x, 2x, 5x the
                              knee, open-loop), HTTP-burst (1 000 PUTs at once), HTTP-calls; and the reference on the same DynamoDB Local: naive-W1,
-                             naive-W2 (a naive queue in one process: put, query what is due, claim, delete)
+                             naive-W2 (a naive queue in one process: put, query what is due, claim, delete); and cost
+                             (a fresh local runtime, read by its meter: jobs due on arrival on one of 10 types,
+                             then 10 idle types; units per job or hour by service, $ per million jobs or a month)
   --scale                    also run W1-immediate at N = 2000, 20000, 200000 (--scale-ns to change)
   --delivery D               at_least_once (default) or at_most_once
   --idle-seconds S           how long the idle poller is measured (default 20)
@@ -87,6 +94,9 @@ export const USAGE = `npm run bench -- [options]
   --http-storage S           the HTTP workloads' DynamoDB Local: disk (a flush per write, DYNAMODB_LOCAL_SYNC=full),
                              disk-nosync (no flush per write, DYNAMODB_LOCAL_SYNC=off) or memory; default: as npm
                              start keeps its data at its defaults (disk-nosync where libeatmydata is installed)
+  --cost-jobs-per-day J      cost's arrival rate (default 1000000: 11.6 jobs/s)
+  --cost-seconds S           how long cost's arrival scenario enqueues (default 300)
+  --cost-idle-minutes M      how long cost's idle scenario is metered (default 10)
 Queue settings come from the environment as in production (POLL_INTERVAL_MS, CLAIM_CONCURRENCY, ...).`;
 
 function positiveInteger(name: string, raw: string): number {
@@ -109,7 +119,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     }
   }
   if (values.has('help')) return 'help';
-  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'idle-types-seconds', 'wake-idle-seconds', 'deadline-seconds', 'w2-rate', 'type-concurrency', 'http-n', 'http-concurrency', 'arrival-rate', 'http-storage']);
+  const known = new Set([...BOOLEAN_FLAGS, 'n', 'concurrency', 'producer-concurrency', 'shards', 'pollers', 'runs', 'only', 'scale-ns', 'delivery', 'idle-seconds', 'idle-types-seconds', 'wake-idle-seconds', 'deadline-seconds', 'w2-rate', 'type-concurrency', 'http-n', 'http-concurrency', 'arrival-rate', 'http-storage', 'cost-jobs-per-day', 'cost-seconds', 'cost-idle-minutes']);
   for (const name of values.keys()) if (!known.has(name)) throw new Error(`unknown option --${name}\n${USAGE}`);
   const int = (name: string, fallback: number): number => (values.has(name) ? positiveInteger(name, values.get(name) as string) : fallback);
   const delivery = values.get('delivery') ?? 'at_least_once';
@@ -139,5 +149,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs | 'help' {
     httpConcurrency: int('http-concurrency', 64),
     arrivalRatePerS: int('arrival-rate', 100),
     httpStorage: httpStorage as HttpStorage,
+    costJobsPerDay: int('cost-jobs-per-day', 1_000_000),
+    costSeconds: int('cost-seconds', 300),
+    costIdleMinutes: int('cost-idle-minutes', 10),
   };
 }

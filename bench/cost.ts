@@ -1,13 +1,5 @@
-/** What measured capacity and invocations cost on AWS at on-demand list prices. */
-
-/** US East on-demand list prices, in dollars per million. */
-export const PRICES_PER_MILLION = {
-  writeRequestUnits: 0.625,
-  readRequestUnits: 0.125,
-  lambdaRequests: 0.2,
-  /** Lambda duration on x86, per million GB-seconds. */
-  lambdaGbSeconds: 16.6667,
-} as const;
+/** What measured capacity and invocations cost on AWS, at the prices of infra/local/aws/prices.ts. */
+import { HOURS_PER_MONTH, priced } from '../infra/local/aws/prices.js';
 
 export interface PerJob {
   writeUnits: number;
@@ -22,11 +14,11 @@ export interface DollarsPerMillionJobs {
   total: number;
 }
 
-/** Dollars per million jobs: a unit per job is a million units per million jobs, priced per million. */
+/** Dollars per million jobs: a unit per job is a million units per million jobs. */
 export function dollarsPerMillionJobs(perJob: PerJob): DollarsPerMillionJobs {
-  const writes = perJob.writeUnits * PRICES_PER_MILLION.writeRequestUnits;
-  const reads = perJob.readUnits * PRICES_PER_MILLION.readRequestUnits;
-  const lambdaRequests = perJob.workerInvocations * PRICES_PER_MILLION.lambdaRequests;
+  const writes = priced('dynamoDbWriteRequestUnit', perJob.writeUnits * 1_000_000);
+  const reads = priced('dynamoDbReadRequestUnit', perJob.readUnits * 1_000_000);
+  const lambdaRequests = priced('lambdaRequest', perJob.workerInvocations * 1_000_000);
   return { writes, reads, lambdaRequests, total: writes + reads + lambdaRequests };
 }
 
@@ -36,12 +28,12 @@ export function perHour(units: number, elapsedMs: number): number {
   return (units * 3_600_000) / elapsedMs;
 }
 
-/** Dollars per 30-day month for a steady Lambda duration in GB-seconds per hour. */
+/** Dollars per month for a steady Lambda duration in GB-seconds per hour: the stack's functions run on arm64. */
 export function lambdaDollarsPerMonth(gbSecondsPerHour: number): number {
-  return (gbSecondsPerHour * 24 * 30 * PRICES_PER_MILLION.lambdaGbSeconds) / 1_000_000;
+  return priced('lambdaArm64Duration', gbSecondsPerHour * HOURS_PER_MONTH);
 }
 
-/** Dollars per 30-day month for a steady read rate in RRU per hour. */
+/** Dollars per month for a steady read rate in RRU per hour. */
 export function readDollarsPerMonth(readUnitsPerHour: number): number {
-  return (readUnitsPerHour * 24 * 30 * PRICES_PER_MILLION.readRequestUnits) / 1_000_000;
+  return priced('dynamoDbReadRequestUnit', readUnitsPerHour * HOURS_PER_MONTH);
 }

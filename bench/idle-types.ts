@@ -70,7 +70,7 @@ export interface IdleTypesResult {
 }
 
 /** Past the first minute tick after the types were defined, and the invocation it started. */
-const AFTER_TYPES_CHANGED_MS = 70_000;
+export const AFTER_TYPES_CHANGED_MS = 70_000;
 
 /** A window holding one sweeper tick, at least, and the poller's. */
 const BACKSTOP_WINDOW_MS = 65_000;

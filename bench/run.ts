@@ -13,6 +13,7 @@ import { readQueueSettings } from '../lib/queue/settings.js';
 import { parseBenchArgs, USAGE, type BenchArgs } from './args.js';
 import { HTTP_WORKLOADS, httpTables, runHttpBench, summariseHttp, type HttpBenchResults } from './http-run.js';
 import { dollarsPerMillionJobs, readDollarsPerMonth } from './cost.js';
+import { costTables, runCostScenarios, type CostScenarioResult } from './cost-scenarios.js';
 import { IDLE_TYPE_COUNTS, idleTypesTable, runIdleTypes, type IdleTypesResult } from './idle-types.js';
 import { runWakeLatency, wakeLatencyTable, type WakeLatencyResult } from './wake-latency.js';
 import { runWakeOutcomes, WAKE_OUTCOMES_DEFAULTS, wakeOutcomesTable, type WakeOutcomesResult } from './wake-outcomes.js';
@@ -256,6 +257,10 @@ async function main(): Promise<number> {
       (line) => console.log(line),
     );
   }
+  // Its runtime runs in this process with console.log muted: the bench's own lines go straight to stdout.
+  const costScenarios: CostScenarioResult[] = wants('cost')
+    ? await runCostScenarios({ jobsPerDay: args.costJobsPerDay, arrivalSeconds: args.costSeconds, idleMinutes: args.costIdleMinutes, storage: args.httpStorage }, (line) => process.stdout.write(`${line}\n`))
+    : [];
   let http: HttpBenchResults | undefined;
   if (HTTP_WORKLOADS.some(wants)) {
     http = await runHttpBench(
@@ -388,6 +393,7 @@ async function main(): Promise<number> {
   if (idleTypes.length > 0) console.log(`\n${idleTypesTable(idleTypes, table)}`);
   if (wakeLatency.length > 0) console.log(`\n${wakeLatencyTable(wakeLatency, table)}`);
   if (wakeOutcomes) console.log(`\n${wakeOutcomesTable(wakeOutcomes, table)}`);
+  if (costScenarios.length > 0) console.log(`\n${costTables(costScenarios, table)}`);
   if (writeDesigns) console.log(`\n${writeDesignsTables(writeDesigns, table)}`);
   const scaleSummaries = Object.values(scale).map(summarise);
   if (scaleSummaries.length > 0) {
@@ -409,7 +415,7 @@ async function main(): Promise<number> {
   const outFile = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   await writeFile(
     outFile,
-    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, idles, idleTypes, wakeLatency, wakeOutcomes, writeDesigns, mixes, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
+    `${JSON.stringify({ args, settings, machine: { ...machine, loadAverageAtEnd: loadavg() }, summaries, ceilingJobsPerS, ceilings, cost, costScenarios, idles, idleTypes, wakeLatency, wakeOutcomes, writeDesigns, mixes, scale: scaleSummaries, raw, rawScale: scale, http: http && { summaries: httpSummaries, ceilings: httpCeilings, callsPerJob: http.callsPerJob, raw: http } }, null, 2)}\n`,
   );
   console.log(`\nwrote ${outFile}`);
   if (failures.length > 0) {

@@ -47,6 +47,12 @@ export function lastFireOutcome(lastFire: { job_status?: string | null; skipped?
   return lastFire.job_status ? lastFire.job_status.replace('_', ' ') : 'job gone';
 }
 
+/** Dollars to the cent, and a sum under a cent to two significant digits, so a quiet queue's bill does not read as nothing. */
+export function dollars(value: number): string {
+  if (value === 0) return '$0';
+  return value < 0.01 ? `$${value.toPrecision(2)}` : `$${value.toFixed(2)}`;
+}
+
 /** Job data is any JSON: shown as indented JSON text, never as markup. */
 export function json(value: unknown): string {
   return value === undefined ? ABSENT : JSON.stringify(value, null, 2);

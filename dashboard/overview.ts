@@ -1,9 +1,9 @@
 /** The front page: one row per job type with its counts and pause / resume, and the hour's charts. */
-import { apiPath, ApiError, type JobTypeStats, type RosterEntry } from './api.js';
+import { apiPath, ApiError, type DeployedCost, type JobTypeStats, type RosterEntry } from './api.js';
 import { finishedChart, lagChart } from './charts.js';
 import type { View, ViewContext } from './context.js';
 import { h, routeLink } from './dom.js';
-import { concurrencyInUse, count, duration, pausedState } from './format.js';
+import { clock, concurrencyInUse, count, dollars, duration, pausedState } from './format.js';
 
 type SetPaused = (type: JobTypeStats, paused: boolean) => Promise<void>;
 
@@ -65,11 +65,47 @@ function rosterList(entries: { role: string; entry: RosterEntry }[]): HTMLUListE
   );
 }
 
+const SERVICE_NAMES: Readonly<Record<string, string>> = {
+  lambda: 'Lambda',
+  dynamodb: 'DynamoDB',
+  api_gateway: 'API Gateway',
+  eventbridge: 'EventBridge',
+  sqs: 'SQS',
+  secrets_manager: 'Secrets Manager',
+  cloudwatch_metrics: 'CloudWatch metrics',
+  cloudwatch_alarms: 'CloudWatch alarms',
+  cloudwatch_logs: 'CloudWatch Logs',
+};
+
+/** Each service the traffic or the stack costs anything in: what the traffic so far cost, and what the stack costs a month. */
+function costTable(cost: DeployedCost): HTMLTableElement {
+  const services = Object.keys(SERVICE_NAMES).filter((service) => (cost.traffic_dollars[service] ?? 0) > 0 || (cost.fixed_dollars_per_month[service] ?? 0) > 0);
+  return h(
+    'table',
+    { class: 'cost' },
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Service'), h('th', { scope: 'col', class: 'number' }, 'Traffic so far'), h('th', { scope: 'col', class: 'number' }, 'Fixed, a month'))),
+    h(
+      'tbody',
+      {},
+      ...services.map((service) =>
+        h(
+          'tr',
+          { 'data-service': service },
+          h('th', { scope: 'row' }, SERVICE_NAMES[service] ?? service),
+          h('td', { class: 'number' }, dollars(cost.traffic_dollars[service] ?? 0)),
+          h('td', { class: 'number' }, dollars(cost.fixed_dollars_per_month[service] ?? 0)),
+        ),
+      ),
+    ),
+  );
+}
+
 export function overviewView(context: ViewContext): View {
   const queues = h('section', { class: 'panel', 'aria-labelledby': 'queues-title' });
   const charts = h('section', { class: 'panel', 'aria-labelledby': 'charts-title' });
   const roster = h('section', { class: 'panel', 'aria-labelledby': 'roster-title' });
-  const element = h('div', { class: 'overview' }, queues, charts, roster);
+  const cost = h('section', { class: 'panel', 'aria-labelledby': 'cost-title' });
+  const element = h('div', { class: 'overview' }, queues, charts, roster, cost);
 
   const setPaused = async (type: JobTypeStats, paused: boolean) => {
     const action = paused ? 'pause' : 'resume';
@@ -115,10 +151,23 @@ export function overviewView(context: ViewContext): View {
     );
   };
 
+  // Only a server that meters itself (npm start) says it; deployed, the AWS bill does.
+  const renderCost = () => {
+    const deployed = context.data.stats?.deployed_cost;
+    cost.hidden = deployed === undefined;
+    if (!deployed) return;
+    cost.replaceChildren(
+      h('h2', { id: 'cost-title' }, 'Would have cost deployed'),
+      h('p', {}, `Since ${clock(Date.parse(deployed.since))}: ${dollars(deployed.total_dollars)}, the traffic and the stack's fixed costs over that time, at the ${deployed.region} list prices of ${deployed.prices_as_of}.`),
+      costTable(deployed),
+    );
+  };
+
   const update = () => {
     renderQueues();
     renderCharts();
     renderRoster();
+    renderCost();
   };
   update();
   return { element, update };

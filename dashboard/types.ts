@@ -6,7 +6,7 @@
  */
 import type * as Wire from '../lib/client/types.js';
 
-export { JOB_STATUSES, type Attempt, type FieldIssue, type Job, type JobPage, type JobProgress, type RosterEntry } from '../lib/client/types.js';
+export { JOB_STATUSES, type Attempt, type DeployedCost, type FieldIssue, type Job, type JobPage, type JobProgress, type RosterEntry } from '../lib/client/types.js';
 export type { Schedule, SchedulePage } from '../lib/client/schedule-types.js';
 
 export type { BulkOperation } from '../lib/client/bulk.js';

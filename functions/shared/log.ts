@@ -18,7 +18,19 @@ class ConsoleLogger extends Logger {
     item.prepareForPrint();
     const line = JSON.stringify(item.getAttributes(), this.getJsonReplacer());
     (logLevel >= LogLevelThreshold.WARN ? console.error : console.log)(line);
+    for (const listener of lineListeners) listener(line);
   }
+}
+
+const lineListeners = new Set<(line: string) => void>();
+
+/**
+ * Hears every line written outside Lambda, as written: the local runtime counts the bytes each function's lines
+ * would put into CloudWatch Logs. Deployed, CloudWatch Logs counts them itself. Returns the way to stop hearing.
+ */
+export function onLogLine(listener: (line: string) => void): () => void {
+  lineListeners.add(listener);
+  return () => lineListeners.delete(listener);
 }
 
 const inLambda = process.env.AWS_LAMBDA_FUNCTION_NAME !== undefined;

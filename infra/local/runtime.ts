@@ -26,7 +26,7 @@ import { createDynamoClients, type DynamoClientOptions } from '../../lib/store/c
 import { startLocalWaker } from './waker.js';
 import { LOCAL_REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/domain/limits.js';
 import { createMemoryPublisher, type LifecycleEvent, type LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
-import { fixedSecret } from '../../lib/aws/secrets.js';
+import { secretsManagerSecret } from '../../lib/aws/secrets.js';
 import { ensureTable } from '../../lib/store/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/domain/invocations.js';
@@ -42,7 +42,9 @@ import { QUEUE_FUNCTIONS, readStackPolicies, type QueueFunctionName } from './aw
 import { admitted, LOCAL_API_ADMISSION, type AdmissionLimits } from './aws/admission.js';
 import { createLocalAsyncInvoker, enforceEventBridgeLimits, workerDeliveryFrom, type LocalAsyncInvokerOptions, type WorkerDelivery } from './aws/limits.js';
 import { startLocalMonitoring } from './aws/monitoring.js';
-import { invokeWithTimeout, type InvocationContext } from './aws/lambda-timeout.js';
+import { invokeWithTimeout, outsideInvocation, type InvocationContext } from './aws/lambda-timeout.js';
+import { createMeter, deployedCostOf, stackHoldingsOf, type Meter } from './aws/meter.js';
+import { localSecretsManagerClient } from './aws/secrets-manager.js';
 import { createInvocationReporter } from './aws/invocation-report.js';
 import { FUNCTION_MEMORY_SIZES_MB, reservedConcurrency } from '../delayed-job-queue.js';
 import { functionTimeoutsS } from '../queue-stack.js';
@@ -60,6 +62,8 @@ export interface LocalRuntime {
   /** Every lifecycle event published so far (they are logged too). */
   lifecycleEvents: LifecycleEvent[];
   dynamoEndpoint: string;
+  /** What the runtime's functions have done so far, in the units AWS would bill deployed. */
+  meter: Pick<Meter, 'snapshot'>;
   stop(): Promise<void>;
 }
 
@@ -155,21 +159,24 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   await ensureTable(clients.base, tableName);
 
   const settings = readQueueSettings({ ...env, TABLE_NAME: tableName });
-  const events = createMemoryPublisher(logLifecycleEvent);
+  // Deployed, lifecycle events go to their bus, not to the log of the function that publishes them.
+  const events = createMemoryPublisher((event) => outsideInvocation(() => logLifecycleEvent(event)));
   const adminKey = env.API_TOKEN || (await localAdminKey(createQueueContext(clients.db, settings, { events }), dataDir));
 
   // Each function runs under its role as the stack deploys it, with the deployer's own context (cdk.json).
+  const stackPolicies = readStackPolicies(deployContext());
+  const stack = deployStackSettings();
+  const meter = createMeter({ memorySizesMb: FUNCTION_MEMORY_SIZES_MB, stack: stackHoldingsOf(stack, stackPolicies, tableName) });
   const iam = createLocalIam(
-    readStackPolicies(deployContext()),
+    stackPolicies,
     { region: await clients.base.config.region(), accountId: LOCAL_ACCOUNT_ID, tableName },
-    { onDecision: logDenial, indexLagMs: integerSetting(env, INDEX_LAG_SETTING, 0, 0, 600_000) },
+    { onDecision: logDenial, indexLagMs: integerSetting(env, INDEX_LAG_SETTING, 0, 0, 600_000), meter },
   );
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
-  const stack = deployStackSettings();
-  const monitoring = startLocalMonitoring({ stack, tableName }, shutdown.signal);
+  const monitoring = startLocalMonitoring({ stack, tableName, onEmfLine: meter.emfLine }, shutdown.signal);
   const timeoutsMs = functionTimeoutsMs(settings, options.functionTimeoutsMs);
-  const report = createInvocationReporter({ memorySizesMb: FUNCTION_MEMORY_SIZES_MB, summarisedFunctions: REQUEST_PATHS });
+  const report = meter.invocations(createInvocationReporter({ memorySizesMb: FUNCTION_MEMORY_SIZES_MB, summarisedFunctions: REQUEST_PATHS }));
   // An invocation cut at its timeout may still be running: stop waits for it as for any other.
   const invoke = <T>(fn: QueueFunctionName, handler: (context: InvocationContext) => Promise<T>): Promise<T> =>
     invokeWithTimeout(fn, timeoutsMs[fn], handler, { running: inFlight, report });
@@ -179,10 +186,10 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   );
   const { functionClients, contexts } = functionContexts(iam, clientOptions, settings, events, scheduled);
 
-  const callbackTokenSecret = await keptSecret(env.CALLBACK_TOKEN_SECRET, join(dataDir, 'callback-token-secret'), 'cbs_');
+  const secrets = callbackTokenSecrets(iam, await keptSecret(env.CALLBACK_TOKEN_SECRET, join(dataDir, 'callback-token-secret'), 'cbs_'));
   const url = env.PUBLIC_API_URL ?? `http://localhost:${port}`;
   const targets: TargetClients = {
-    http: { apiBaseUrl: url, callbackTokenSecret: fixedSecret(callbackTokenSecret) },
+    http: { apiBaseUrl: url, callbackTokenSecret: secrets.worker },
     lambda: iam.sdkClientFor('worker', new LambdaClient({}), 'Lambda'),
     eventBridge: enforceEventBridgeLimits(iam.sdkClientFor('worker', new EventBridgeClient({}), 'EventBridge')),
   };
@@ -191,22 +198,23 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   const identity = processIdentity();
   const workerHandler = createWorkerHandler({ ctx: contexts.worker, registry, worker: identity, targets, metrics: monitoring.metricsFor('worker') });
   const delivery = options.workerDelivery ?? workerDeliveryFrom(env);
-  const invoker = localWorkerInvoker(iam, (batch) => invoke('worker', () => workerHandler(batch)), { delivery, inFlight, signal: shutdown.signal, metrics: monitoring.workerInvokes });
+  const invoker = localWorkerInvoker(iam, meter, (batch) => invoke('worker', () => workerHandler(batch)), { delivery, inFlight, signal: shutdown.signal, metrics: monitoring.workerInvokes });
   const pollerHandler = createPollerHandler({ ctx: contexts.poller, invoker, identity, signal: shutdown.signal, metrics: monitoring.metricsFor('poller') });
   const sweeperHandler = createSweeperHandler({ ctx: contexts.sweeper, registry, signal: shutdown.signal, metrics: monitoring.metricsFor('sweeper') });
   const streamDelayMs = integerSetting(env, STREAM_DELAY_SETTING, 0, 0, 600_000);
-  const waker = await startLocalWaker({ iam, ctx: contexts.waker, clientOptions, tableName, inFlight, signal: shutdown.signal, invoke: (run) => invoke('waker', run), streamDelayMs });
+  const invokeWaker = (run: () => Promise<void>, source: 'stream' | 'timers') => (source === 'timers' ? meter.fromQueue('waker', () => invoke('waker', run)) : invoke('waker', run));
+  const waker = await startLocalWaker({ iam, ctx: contexts.waker, clientOptions, tableName, inFlight, signal: shutdown.signal, invoke: invokeWaker, streamDelayMs });
   // Before the first tick: the poller and the sweeper arm a timer for the work they leave as they sleep.
   for (const fn of ['poller', 'sweeper'] as const) contexts[fn].wakeTimers = waker.timersFor(fn);
   const ticks = scheduled.startTicks();
   const authorizer = createAuthorizer({
     ctx: contexts.authorizer,
     ...(env.API_TOKEN ? { staticAdminToken: env.API_TOKEN } : {}),
-    callbackTokenSecret: fixedSecret(callbackTokenSecret),
+    callbackTokenSecret: secrets.authorizer,
   });
-  const api = createApiHandler({ ctx: contexts.api, registry, alarms: monitoring.alarmStates });
+  const api = createApiHandler({ ctx: contexts.api, registry, alarms: monitoring.alarmStates, deployedCost: () => deployedCostOf(meter.snapshot()) });
   const gateway = createLocalGateway({ authorizer, api, authorizerTimeoutMs: timeoutsMs.authorizer, apiTimeoutMs: timeoutsMs.api, authorizerCacheTtlMs: authorizerCacheTtlMs(env), report });
-  const server = createHttpServer(admitted(gateway, apiAdmission(env)));
+  const server = createHttpServer(admitted(meter.gateway(gateway), apiAdmission(env)));
   await listen(server, port);
 
   return {
@@ -216,6 +224,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
     tableName,
     lifecycleEvents: events.events,
     dynamoEndpoint: endpoint ?? `DynamoDB in ${await clients.base.config.region()}`,
+    meter,
     stop: async () => {
       shutdown.abort();
       ticks.stop();
@@ -225,7 +234,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
       report.flush();
       clients.base.destroy();
       for (const [, { base }] of functionClients) base.destroy();
-      for (const client of [targets.lambda, targets.eventBridge]) client?.destroy();
+      for (const client of [targets.lambda, targets.eventBridge, ...secrets.clients]) client?.destroy();
       await waker.stop();
       await dynamo?.stop();
     },
@@ -240,14 +249,30 @@ function logDenial(decision: IamDecision): void {
 }
 
 /** Lambda's async invoke of the worker as deployed: its payload limit and metrics, and late, throttled or twice-delivered batches when asked for. */
-function localWorkerInvoker(iam: LocalIam, runBatch: (batch: WorkerBatch) => Promise<unknown>, options: Omit<LocalAsyncInvokerOptions, 'onError'>): WorkerInvoker {
-  return iam.invokerFor('poller', createLocalAsyncInvoker(runBatch, { ...options, onError: logWorkerFailure }));
+function localWorkerInvoker(iam: LocalIam, meter: Meter, runBatch: (batch: WorkerBatch) => Promise<unknown>, options: Omit<LocalAsyncInvokerOptions, 'onError'>): WorkerInvoker {
+  const onError = (error: unknown, batch: WorkerBatch): void => {
+    meter.deadLettered('worker', Buffer.byteLength(JSON.stringify(batch)));
+    outsideInvocation(() => logWorkerFailure(error, batch));
+  };
+  return iam.invokerFor('poller', createLocalAsyncInvoker(runBatch, { ...options, onError }));
 }
 
 /** The stack sets the worker's async retryAttempts to 0: Lambda sends a batch whose invocation failed to the dead-letter queue. */
 function logWorkerFailure(error: unknown, batch: WorkerBatch): void {
   const jobs = batch.jobs.map(({ type, id, attempt }) => ({ type, id, attempt }));
   log('error', 'worker invocation failed; not retried, and deployed its batch would go to the dead-letter queue', { error, jobs });
+}
+
+/** The callback-token secret as the worker and the authorizer read it deployed: from Secrets Manager, each through its role and with its own cache. */
+function callbackTokenSecrets(iam: LocalIam, value: string) {
+  const { account, arns } = iam.check.policies;
+  const clientFor = (fn: 'worker' | 'authorizer') => iam.sdkClientFor(fn, localSecretsManagerClient(account.region, { arn: arns.callbackTokenSecret, value }), 'Secrets Manager');
+  const clients = { worker: clientFor('worker'), authorizer: clientFor('authorizer') };
+  return {
+    worker: secretsManagerSecret(clients.worker, arns.callbackTokenSecret),
+    authorizer: secretsManagerSecret(clients.authorizer, arns.callbackTokenSecret),
+    clients: Object.values(clients),
+  };
 }
 
 /** AUTHORIZER_CACHE_TTL_S, locally only: the stack's TTL unless a test or a demo of revocation wants it shorter. */

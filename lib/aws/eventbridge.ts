@@ -104,15 +104,20 @@ export interface EventBridgePublisherOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-/** Publishes lifecycle events to an EventBridge bus in chunks of ten; never rejects. */
-export function createEventBridgePublisher(client: EventBridgeClient, options: EventBridgePublisherOptions): LifecyclePublisher {
-  const toEntry = (event: LifecycleEvent): PutEventsRequestEntry => ({
-    EventBusName: options.busName,
+/** A lifecycle event as the entry put on bus `busName`. */
+export function lifecycleEventEntry(busName: string, event: LifecycleEvent): PutEventsRequestEntry {
+  return {
+    EventBusName: busName,
     Source: LIFECYCLE_EVENT_SOURCE,
     DetailType: event.name,
     Detail: JSON.stringify(lifecycleEventDetail(event)),
     Time: new Date(event.atMs),
-  });
+  };
+}
+
+/** Publishes lifecycle events to an EventBridge bus in chunks of ten; never rejects. */
+export function createEventBridgePublisher(client: EventBridgeClient, options: EventBridgePublisherOptions): LifecyclePublisher {
+  const toEntry = (event: LifecycleEvent): PutEventsRequestEntry => lifecycleEventEntry(options.busName, event);
   const publishChunk = async (chunk: LifecycleEvent[]): Promise<void> => {
     const { eventIds, refusal } = await putEventsResendingRefused(client, chunk.map(toEntry), {
       ...(options.maxAttempts !== undefined ? { maxCalls: options.maxAttempts } : {}),

@@ -317,6 +317,23 @@ export interface Stats {
   workers: WorkerEntry[];
   /** The stack's alarms (`DueLagAlarm`, ...), where the server evaluates them (`npm start`): why and when each went into its state. */
   alarms?: { name: string; state: 'OK' | 'ALARM' | 'INSUFFICIENT_DATA'; reason: string; changed_at: string }[] | undefined;
+  /** What the traffic the server has seen would have cost deployed, where it meters itself (`npm start`), at the list prices of `prices_as_of`. */
+  deployed_cost?: DeployedCost | undefined;
+}
+
+export interface DeployedCost {
+  since: string;
+  prices_as_of: string;
+  region: string;
+  /** Billed units counted since, all functions together: `lambda_requests`, `dynamo_db_write_units`, ... */
+  units: Record<string, number>;
+  /** By service: `lambda`, `dynamodb`, `api_gateway`, ... */
+  traffic_dollars: Record<string, number>;
+  /** By function, and `gateway` for API Gateway itself. */
+  traffic_dollars_by_function: Record<string, number>;
+  /** The secret, the alarms and the timer queue's polling, by service. */
+  fixed_dollars_per_month: Record<string, number>;
+  total_dollars: number;
 }
 
 export interface MetricsMinute {

@@ -1,6 +1,7 @@
 /** What the route modules share: a route's signature, the api's dependencies, and the path parameters routes name. */
 import { mayRead } from '../access.js';
 import type { AlarmStatus } from '../../../lib/domain/alarms.js';
+import type { DeployedCost } from '../../../lib/domain/deployed-cost.js';
 import type { QueueContext } from '../../../lib/queue/context.js';
 import type { CustomRetryPolicies } from '../../../lib/domain/retry.js';
 import { JOB_ID_PATTERN } from '../../../lib/domain/job.js';
@@ -36,6 +37,8 @@ export interface ApiDeps {
    * shows them. Deployed the api does not read CloudWatch, and they are left out.
    */
   alarms?: () => readonly AlarmStatus[];
+  /** What the traffic so far would have cost deployed, where the server meters itself (the local runtime); `GET /v1/stats` shows it. */
+  deployedCost?: () => DeployedCost;
 }
 
 /**

@@ -4,13 +4,13 @@ import { rosterEntryToApi } from '../../../lib/wire/roster.js';
 import { metricsHistoryToApi } from '../../../lib/wire/metrics.js';
 import { readMetricsHistory } from '../../../lib/queue/telemetry/metrics-history.js';
 import { statsOfTypes } from '../../../lib/queue/read/type-stats.js';
-import { alarmStatusToApi, typeStatsToApi } from '../../../lib/wire/stats.js';
+import { alarmStatusToApi, deployedCostToApi, typeStatsToApi } from '../../../lib/wire/stats.js';
 import { metricsQuerySchema } from '../../../lib/wire/api-requests.js';
 import { parseWith } from '../../../lib/wire/parse.js';
 import { json } from '../../shared/http.js';
 import { readableJobTypes, type ApiDeps, type Route } from './route.js';
 
-export function statsRoutes({ ctx, alarms }: ApiDeps) {
+export function statsRoutes({ ctx, alarms, deployedCost }: ApiDeps) {
   return {
     stats: async (_event, principal) => {
       const readable = await readableJobTypes(ctx, principal);
@@ -25,6 +25,7 @@ export function statsRoutes({ ctx, alarms }: ApiDeps) {
         pollers: roster.poller.map(rosterEntryToApi),
         workers: roster.worker.map(rosterEntryToApi),
         ...(alarms ? { alarms: alarms().map(alarmStatusToApi) } : {}),
+        ...(deployedCost ? { deployed_cost: deployedCostToApi(deployedCost()) } : {}),
       });
     },
     metrics: async (event, principal) => {

@@ -39,7 +39,7 @@ interface Datapoint {
 }
 
 /** One key per metric: namespace, name and dimensions, whatever order the dimensions come in. */
-function metricKey(metric: MetricRef): string {
+export function metricKey(metric: MetricRef): string {
   const dimensions = Object.entries(metric.dimensions).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return JSON.stringify([metric.namespace, metric.name, dimensions]);
 }

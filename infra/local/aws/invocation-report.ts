@@ -52,6 +52,8 @@ export interface InvocationEnd {
 export interface InvocationReporter {
   /** Called by every invocation as it ends (./lambda-timeout.ts). */
   ended(end: InvocationEnd): void;
+  /** Called with each line an invocation of `fn` writes to its log, where one hears them (./meter.ts). */
+  logged?(fn: string, line: string): void;
   /** Logs what the summarised functions have not yet reported, and stops the periodic summary. */
   flush(): void;
 }

@@ -9,6 +9,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { onLogLine } from '../../../functions/shared/log.js';
 import type { InvocationReporter } from './invocation-report.js';
 import type { SdkClient } from './iam/iam-check.js';
 
@@ -16,9 +17,25 @@ interface Invocation {
   fn: string;
   timeoutMs: number;
   deadlineAtMs: number;
+  report: InvocationReporter | undefined;
 }
 
-const invocations = new AsyncLocalStorage<Invocation>();
+/** The invocation code runs in; undefined inside `outsideInvocation`. */
+const invocations = new AsyncLocalStorage<Invocation | undefined>();
+
+// One listener for the process: a line goes to the reporter of the invocation that wrote it, whichever runtime runs it.
+onLogLine((line) => {
+  const invocation = invocations.getStore();
+  invocation?.report?.logged?.(invocation.fn, line);
+});
+
+/**
+ * Runs `run` as no invocation: what the local runtime writes in an invocation's stead (its report lines, the
+ * lifecycle events a bus would carry deployed) is not that function's log.
+ */
+export function outsideInvocation<T>(run: () => T): T {
+  return invocations.run(undefined, run);
+}
 
 /** The invocation's failure as Lambda reports it, with the line Lambda logs for it as the message. */
 export class LambdaTimeoutError extends Error {
@@ -49,7 +66,7 @@ export function invokeWithTimeout<T>(
   options: { running?: Set<Promise<unknown>>; report?: InvocationReporter; requestId?: string } = {},
 ): Promise<T> {
   const startedAtMs = performance.now();
-  const invocation: Invocation = { fn, timeoutMs, deadlineAtMs: Date.now() + timeoutMs };
+  const invocation: Invocation = { fn, timeoutMs, deadlineAtMs: Date.now() + timeoutMs, report: options.report };
   const context: InvocationContext = { getRemainingTimeInMillis: () => Math.max(0, invocation.deadlineAtMs - Date.now()) };
   return invocations.run(invocation, () => {
     const handled = Promise.resolve().then(() => handler(context));
@@ -64,7 +81,7 @@ export function invokeWithTimeout<T>(
       timer = setTimeout(() => reject(new LambdaTimeoutError(fn, timeoutMs)), timeoutMs);
     });
     const ended = (timedOut: boolean): void =>
-      options.report?.ended({ fn, requestId: options.requestId ?? randomUUID(), durationMs: performance.now() - startedAtMs, timedOut });
+      outsideInvocation(() => options.report?.ended({ fn, requestId: options.requestId ?? randomUUID(), durationMs: performance.now() - startedAtMs, timedOut }));
     return Promise.race([handled, timedOut]).then(
       (result) => {
         clearTimeout(timer);

@@ -15,6 +15,7 @@ import { alarmedMetrics, queueAlarmDefinitions, type AlarmedResources, type Alar
 import { DEFAULT_STACK_NAME } from '../../queue-app.js';
 import { createLocalCloudWatch, EVALUATION_INTERVAL_MS } from './cloudwatch.js';
 import type { QueueFunctionName } from './iam/stack-policies.js';
+import { outsideInvocation } from './lambda-timeout.js';
 import type { AsyncInvokeMetrics } from './limits.js';
 
 export interface LocalMonitoring {
@@ -34,6 +35,8 @@ export interface LocalMonitoringOptions {
   tableName: string;
   nowMs: () => number;
   onStateChange?: (status: AlarmStatus) => void;
+  /** Hears each EMF line function `fn` writes, which deployed goes to its log. */
+  onEmfLine?: (fn: QueueFunctionName, line: string) => void;
 }
 
 /** The local runtime's names for what the alarms watch: the namespace the stack would use, and names of its own. */
@@ -51,7 +54,11 @@ export function createLocalMonitoring(options: LocalMonitoringOptions): LocalMon
   });
   let deadLetters = 0;
   return {
-    metricsFor: (fn) => createEmfMetrics({ POWERTOOLS_METRICS_NAMESPACE: resources.metricsNamespace, POWERTOOLS_SERVICE_NAME: fn }, cloudWatch.putEmf),
+    metricsFor: (fn) =>
+      createEmfMetrics({ POWERTOOLS_METRICS_NAMESPACE: resources.metricsNamespace, POWERTOOLS_SERVICE_NAME: fn }, (line) => {
+        options.onEmfLine?.(fn, line);
+        cloudWatch.putEmf(line);
+      }),
     workerInvokes: {
       throttled: () => cloudWatch.put(metrics.workerThrottles, 1),
       delivered: (ageMs) => cloudWatch.put(metrics.workerAsyncEventAge, ageMs),
@@ -70,7 +77,7 @@ export function createLocalMonitoring(options: LocalMonitoringOptions): LocalMon
 }
 
 /** The runtime's: on the real clock, each change of state logged as it comes, until `signal` aborts. */
-export function startLocalMonitoring(options: Pick<LocalMonitoringOptions, 'stack' | 'tableName'>, signal: AbortSignal): LocalMonitoring {
+export function startLocalMonitoring(options: Pick<LocalMonitoringOptions, 'stack' | 'tableName' | 'onEmfLine'>, signal: AbortSignal): LocalMonitoring {
   const monitoring = createLocalMonitoring({ ...options, nowMs: Date.now, onStateChange: logStateChange });
   // Never what keeps the process alive: a runtime that failed to start has no one to abort it.
   const timer = setInterval(monitoring.minute, EVALUATION_INTERVAL_MS).unref();
@@ -78,7 +85,10 @@ export function startLocalMonitoring(options: Pick<LocalMonitoringOptions, 'stac
   return monitoring;
 }
 
-/** Where the stack's alarm actions would notify ALARM_TOPIC_ARN, `npm start` says it in its log. */
+/**
+ * Where the stack's alarm actions would notify ALARM_TOPIC_ARN, `npm start` says it in its log: its own line, not
+ * that of the api invocation whose stats request evaluated the alarms.
+ */
 function logStateChange({ name, state, reason }: AlarmStatus): void {
-  log(state === 'ALARM' ? 'warn' : 'info', `alarm ${name} is ${state}`, { reason });
+  outsideInvocation(() => log(state === 'ALARM' ? 'warn' : 'info', `alarm ${name} is ${state}`, { reason }));
 }

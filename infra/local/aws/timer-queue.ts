@@ -35,8 +35,11 @@ interface Message {
 }
 
 export interface TimerQueue {
-  /** An SQS client whose sends land here; wrap it in the IAM check of the function that sends. */
-  client: SQSClient;
+  /**
+   * An SQS client whose sends land here, a new one each time it is read: each sending function wraps its own in
+   * its IAM check (and the meter), where wrapping one client for several would leave it checked as the last only.
+   */
+  readonly client: SQSClient;
   /** Messages sent and not yet handled. */
   pending(): number;
 }
@@ -119,7 +122,12 @@ export function createTimerQueue(options: TimerQueueOptions): TimerQueue {
     return messageId;
   };
 
-  return { client: answeringClient(options.region, send), pending: () => pending };
+  return {
+    get client() {
+      return answeringClient(options.region, send);
+    },
+    pending: () => pending,
+  };
 }
 
 /** An SQS client whose sends `send` answers, none of them reaching a network. */

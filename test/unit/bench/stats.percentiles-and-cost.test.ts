@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { dollarsPerMillionJobs, perHour, readDollarsPerMonth } from '../../../bench/cost.js';
+import { dollarsPerMillionJobs, lambdaDollarsPerMonth, perHour, readDollarsPerMonth } from '../../../bench/cost.js';
 import { median, percentile, summariseLag } from '../../../bench/stats.js';
 import { scannedBuckets } from '../../../bench/workloads.js';
 
@@ -52,8 +52,12 @@ describe('cost', () => {
     expect(() => perHour(1, 0)).toThrow(RangeError);
   });
 
-  test('readDollarsPerMonth prices a steady read rate over 30 days', () => {
-    expect(readDollarsPerMonth(1_000_000 / 720)).toBeCloseTo(0.125);
+  test('readDollarsPerMonth prices a steady read rate over the 730 hours AWS bills a month by', () => {
+    expect(readDollarsPerMonth(1_000_000 / 730)).toBeCloseTo(0.125);
+  });
+
+  test('lambdaDollarsPerMonth prices a steady duration at the arm64 rate the stack deploys its functions on', () => {
+    expect(lambdaDollarsPerMonth(1_000_000 / 730)).toBeCloseTo(13.3334);
   });
 });
 

@@ -7,7 +7,8 @@
  * AWS they are `events:PutEvents` and `lambda:InvokeFunction` calls, so they
  * are checked as those. With an index lag, every function's queries on the
  * `due` index also answer as AWS's eventually consistent index may (../index-lag.ts).
- * Every one of them is refused to an invocation past its Lambda timeout (../lambda-timeout.ts).
+ * Every one of them is refused to an invocation past its Lambda timeout (../lambda-timeout.ts), and counted by the
+ * meter, when given, as AWS would bill it (../meter.ts).
  */
 import { createDynamoClients, type DynamoClients, type DynamoClientOptions } from '../../../../lib/store/client.js';
 import type { LifecyclePublisher } from '../../../../lib/domain/lifecycle-events.js';
@@ -17,6 +18,7 @@ import { enforceAwsRules } from '../dynamodb-rules.js';
 import { IndexJournal } from '../index-journal.js';
 import { consistentReader, lagIndexOf } from '../index-lag.js';
 import { assertWithinTimeout, cutAtLambdaTimeout } from '../lambda-timeout.js';
+import type { Meter } from '../meter.js';
 import { checkCallsOf, createIamCheck, type IamCheck, type IamDecision } from './iam-check.js';
 import { localPolicies, type LocalAccount } from './local-policies.js';
 import { lambdaInvokeRequests, putEventsRequests } from './requests.js';
@@ -43,12 +45,15 @@ export interface LocalIamOptions {
   indexLagMs?: number;
   /** The clock the lag is measured on, the functions' own: Date.now by default, a test's clock in tests. */
   indexLagClock?: () => number;
+  /** Counts what each function's calls would cost deployed. */
+  meter?: Meter;
 }
 
 export function createLocalIam(stack: StackPolicies, account: LocalAccount, options: LocalIamOptions = {}): LocalIam {
   const check = createIamCheck(localPolicies(stack, account), options);
   const { arns } = check.policies;
   const indexLagMs = options.indexLagMs ?? 0;
+  const { meter } = options;
   // One journal for every function, as AWS has one index: what one function writes, another's query sees late.
   let journal: IndexJournal | undefined;
   const journalFor = (clientOptions: DynamoClientOptions): IndexJournal =>
@@ -61,15 +66,20 @@ export function createLocalIam(stack: StackPolicies, account: LocalAccount, opti
       enforceAwsRules(clients.base, [TABLE_SCHEMA.partitionKey, TABLE_SCHEMA.sortKey]);
       if (indexLagMs > 0) lagIndexOf(clients.base, journalFor(clientOptions), account.tableName);
       cutAtLambdaTimeout(clients.base);
+      meter?.dynamoDbClient(fn, clients.base);
       return clients;
     },
     indexJournal: () => journal,
-    sdkClientFor: (fn, client, service) => cutAtLambdaTimeout(checkCallsOf(client, service, check.forFunction(fn))),
+    sdkClientFor: (fn, client, service) => {
+      meter?.sdkClient(fn, client, service);
+      return cutAtLambdaTimeout(checkCallsOf(client, service, check.forFunction(fn)));
+    },
     publisherFor: (fn, publisher) => ({
       publish: async (events) => {
         if (events.length > 0) {
           await check.forFunction(fn).authorize(putEventsRequests([arns.lifecycleBus], account));
           assertWithinTimeout();
+          meter?.lifecycleEventsPut(fn, events);
         }
         await publisher.publish(events);
       },
@@ -78,6 +88,7 @@ export function createLocalIam(stack: StackPolicies, account: LocalAccount, opti
       invoke: async (batch) => {
         await check.forFunction(fn).authorize(lambdaInvokeRequests(arns.workerFunction, account));
         assertWithinTimeout();
+        meter?.asyncInvoke('worker', Buffer.byteLength(JSON.stringify(batch)));
         await invoker.invoke(batch);
       },
     }),

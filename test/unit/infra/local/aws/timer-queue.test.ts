@@ -87,3 +87,13 @@ test('loses a message when told to, and hands one twice when told to', async () 
   await vi.advanceTimersByTimeAsync(1);
   expect(bodies.flat()).toEqual(['twice', 'twice']);
 });
+
+test('hands each sender a client of its own, every one sending to the same queue', async () => {
+  const { queue, bodies } = queueWith();
+  const [waker, poller] = [queue.client, queue.client];
+  expect(waker).not.toBe(poller);
+  await waker.send(new SendMessageCommand({ QueueUrl: QUEUE_URL, MessageBody: 'from the waker' }));
+  await poller.send(new SendMessageCommand({ QueueUrl: QUEUE_URL, MessageBody: 'from the poller' }));
+  await vi.advanceTimersByTimeAsync(1);
+  expect(bodies.flat()).toEqual(['from the waker', 'from the poller']);
+});
