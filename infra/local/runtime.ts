@@ -146,6 +146,31 @@ function functionTimeoutsMs(settings: QueueSettings, overridesMs: Partial<Record
   return Object.fromEntries(QUEUE_FUNCTIONS.map((fn) => [fn, overridesMs[fn] ?? stackS[fn] * 1000])) as Record<QueueFunctionName, number>;
 }
 
+/**
+ * The waker, started by the table's stream and its timer queue (the timers' batches metered as SQS deliveries), and,
+ * before the first tick, the timers the poller and the sweeper arm on its queue for the work they leave as they sleep.
+ */
+async function startWaker(
+  env: Env,
+  deps: {
+    iam: LocalIam;
+    meter: Meter;
+    contexts: Record<QueueFunctionName, QueueContext>;
+    clientOptions: DynamoClientOptions;
+    tableName: string;
+    inFlight: Set<Promise<unknown>>;
+    signal: AbortSignal;
+    invoke: (fn: 'waker', run: () => Promise<void>) => Promise<void>;
+  },
+) {
+  const { iam, meter, contexts, invoke } = deps;
+  const streamDelayMs = integerSetting(env, STREAM_DELAY_SETTING, 0, 0, 600_000);
+  const invokeWaker = (run: () => Promise<void>, source: 'stream' | 'timers') => (source === 'timers' ? meter.fromQueue('waker', () => invoke('waker', run)) : invoke('waker', run));
+  const waker = await startLocalWaker({ iam, ctx: contexts.waker, clientOptions: deps.clientOptions, tableName: deps.tableName, inFlight: deps.inFlight, signal: deps.signal, invoke: invokeWaker, streamDelayMs });
+  for (const fn of ['poller', 'sweeper'] as const) contexts[fn].wakeTimers = waker.timersFor(fn);
+  return waker;
+}
+
 export async function startLocalRuntime(env: Env = process.env, options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
   const port = Number(env.PORT ?? 3000);
   const dataDir = resolve(env.DATA_DIR ?? '.data');
@@ -201,11 +226,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   const invoker = localWorkerInvoker(iam, meter, (batch) => invoke('worker', () => workerHandler(batch)), { delivery, inFlight, signal: shutdown.signal, metrics: monitoring.workerInvokes });
   const pollerHandler = createPollerHandler({ ctx: contexts.poller, invoker, identity, signal: shutdown.signal, metrics: monitoring.metricsFor('poller') });
   const sweeperHandler = createSweeperHandler({ ctx: contexts.sweeper, registry, signal: shutdown.signal, metrics: monitoring.metricsFor('sweeper') });
-  const streamDelayMs = integerSetting(env, STREAM_DELAY_SETTING, 0, 0, 600_000);
-  const invokeWaker = (run: () => Promise<void>, source: 'stream' | 'timers') => (source === 'timers' ? meter.fromQueue('waker', () => invoke('waker', run)) : invoke('waker', run));
-  const waker = await startLocalWaker({ iam, ctx: contexts.waker, clientOptions, tableName, inFlight, signal: shutdown.signal, invoke: invokeWaker, streamDelayMs });
-  // Before the first tick: the poller and the sweeper arm a timer for the work they leave as they sleep.
-  for (const fn of ['poller', 'sweeper'] as const) contexts[fn].wakeTimers = waker.timersFor(fn);
+  const waker = await startWaker(env, { iam, meter, contexts, clientOptions, tableName, inFlight, signal: shutdown.signal, invoke });
   const ticks = scheduled.startTicks();
   const authorizer = createAuthorizer({
     ctx: contexts.authorizer,
