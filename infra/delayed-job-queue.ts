@@ -100,8 +100,8 @@ export const FUNCTION_MEMORY_SIZES_MB: Record<QueueFunctionName, number> = { api
 
 /**
  * The functions that wake a sleeping poller or sweeper are told their names and may invoke them
- * (lib/queue/wake/wake-requests.ts): the waker, the api (a schedule saved, a type resumed, a bulk operation started)
- * and the poller and the sweeper themselves (a handover). Both are named by their
+ * (lib/queue/wake/wake-requests.ts): the waker, and the poller and the sweeper themselves (a handover). No writer
+ * is: the waker reads what they write on the table's stream. Both are named by their
  * literal names, never through a reference, which would make the functions depend on each other.
  */
 function allowWakes(wakers: QueueFunction[], woken: { poller: QueueFunction; sweeper: QueueFunction }): void {
@@ -312,7 +312,7 @@ export class DelayedJobQueue extends Construct {
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.waker,
     });
     startWakerFrom(waker, { table: this.table, timerQueue: this.wakeTimerQueue, timerSenders: [poller, sweeper] });
-    allowWakes([api, poller, sweeper, waker], { poller, sweeper });
+    allowWakes([poller, sweeper, waker], { poller, sweeper });
     return { api, authorizer, poller, worker, sweeper, waker };
   }
 

@@ -6,6 +6,10 @@
  */
 import type { QueueContext } from '../../lib/queue/context.js';
 import { parseWakeTimer, type WakeTimer, type WakeTimers } from '../../lib/domain/invocations.js';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { claimsJobs } from '../../lib/domain/job-type.js';
+import { itemToJobType } from '../../lib/store/items.js';
 import { wakingEntryOf, type WakingEntry } from '../../lib/store/keys.js';
 import { TABLE_SCHEMA } from '../../lib/store/table.js';
 import { wakeForTimers, wakeForWrittenEntries } from '../../lib/queue/wake/wake-on-write.js';
@@ -34,8 +38,9 @@ export function readWakerEvent(event: unknown): { entries: WakingEntry[]; timers
     if (record.eventSource === 'aws:dynamodb') {
       const image = record.dynamodb?.NewImage;
       const entry = wakingEntryOf({ gsi1pk: image?.[TABLE_SCHEMA.dueIndex.partitionKey]?.S, gsi1sk: image?.[TABLE_SCHEMA.dueIndex.sortKey]?.S });
-      if (entry) entries.push(entry);
-      else ignored++;
+      if (!entry) ignored++;
+      // A type written paused (or with no room) has nothing due: only one that claims jobs may have been resumed.
+      else if (entry.kind !== 'jobType' || claimsJobs(itemToJobType(unmarshall(image as Record<string, AttributeValue>)))) entries.push(entry);
     } else if (record.eventSource === 'aws:sqs' && typeof record.body === 'string') {
       const timer = parseWakeTimer(record.body);
       if (timer) timers.push(timer);

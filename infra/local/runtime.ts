@@ -107,8 +107,8 @@ async function keptSecret(given: string | undefined, file: string, prefix: strin
  */
 const REQUEST_PATHS: ReadonlySet<QueueFunctionName> = new Set(['api', 'authorizer']);
 
-/** The functions the stack lets wake the poller and the sweeper (infra/delayed-job-queue.ts): the waker, the api (a type resumed) and the two themselves (a handover). */
-const WAKERS: ReadonlySet<QueueFunctionName> = new Set(['api', 'poller', 'sweeper', 'waker']);
+/** The functions the stack lets wake the poller and the sweeper (infra/delayed-job-queue.ts): the waker and the two themselves (a handover). */
+const WAKERS: ReadonlySet<QueueFunctionName> = new Set(['poller', 'sweeper', 'waker']);
 
 /**
  * LOCAL_STREAM_DELAY_MS: how much later than DynamoDB Local's stream has them the waker gets the table's records, on

@@ -365,24 +365,26 @@ export function purgeAtS(finishedAtMs: number, retentionDays: number): number {
 }
 
 /**
- * The due-index partitions whose items someone must act on at a time, and so the stream's filter lets through:
- * every lane partition starts with one of these prefixes (`Q#<type>#…`, `C#…`), and schedules and running bulk
- * operations have one partition each.
+ * The due-index partitions whose items someone must act on, and so the stream's filter lets through: every lane
+ * partition starts with one of these prefixes (`Q#<type>#…`, `C#…`), and schedules, running bulk operations and
+ * job types (one resumed has work due at once) have one partition each.
  */
 export const WAKING_PARTITION_PREFIXES = ['Q#', 'C#'] as const;
-export const WAKING_PARTITIONS = [SCHEDULES_PARTITION, OPERATIONS_PARTITION] as const;
+export const WAKING_PARTITIONS = [SCHEDULES_PARTITION, OPERATIONS_PARTITION, JOB_TYPES_PARTITION] as const;
 
 /** What an item's due-index keys ask of whoever acts on them, and when; undefined for keys that ask nothing. */
 export type WakingEntry =
   | { kind: 'lane'; lane: Lane; shard: number; dueAtMs: number; partition: string }
   | { kind: 'schedule'; dueAtMs: number; partition: string }
-  | { kind: 'operation' };
+  | { kind: 'operation' }
+  | { kind: 'jobType' };
 
-/** Where an item's index keys put it (a lane entry and when it falls due or, a claim, lapses; a schedule's next firing; a bulk operation running). */
+/** Where an item's index keys put it (a lane entry and when it falls due or, a claim, lapses; a schedule's next firing; a bulk operation running; a job type). */
 export function wakingEntryOf(keys: { gsi1pk?: unknown; gsi1sk?: unknown }): WakingEntry | undefined {
   const { gsi1pk: partition, gsi1sk: sortKey } = keys;
   if (typeof partition !== 'string' || typeof sortKey !== 'string') return undefined;
   if (partition === OPERATIONS_PARTITION) return { kind: 'operation' };
+  if (partition === JOB_TYPES_PARTITION) return { kind: 'jobType' };
   const dueAtMs = sortKeyTimeMs(sortKey);
   if (!Number.isFinite(dueAtMs)) return undefined;
   if (partition === SCHEDULES_PARTITION) return { kind: 'schedule', dueAtMs, partition };

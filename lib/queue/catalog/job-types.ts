@@ -6,9 +6,9 @@ import { itemToJobType } from '../../store/items.js';
 import { getItem, putItem, updateItem } from '../../store/send.js';
 import { listIndexedItems } from '../../store/listing.js';
 import { JOB_TYPES_PARTITION, jobTypeKey } from '../../store/keys.js';
-import { claimsJobs, jobTypeOf, type JobType, type JobTypeDefinition } from '../../domain/job-type.js';
+import { jobTypeOf, type JobType, type JobTypeDefinition } from '../../domain/job-type.js';
 import { newSigningSecret } from '../../domain/signing.js';
-import { beforeJobTypesChange, wakeEveryPoller } from '../wake/ensure-awake.js';
+import { beforeJobTypesChange } from '../wake/ensure-awake.js';
 import { directoryFromMsOfNewType } from '../lanes/bucket-directory.js';
 
 /**
@@ -64,8 +64,6 @@ export async function putJobType(
       if (tries >= PUT_JOB_TYPE_TRIES) throw new ConflictError(`job type "${name}" kept changing while it was replaced; try again`);
       continue;
     }
-    // Given room again (its concurrency was 0): its queued jobs are due now, wherever the others' walks stand.
-    if (existing && !claimsJobs(existing) && claimsJobs(jobType)) await wakeEveryPoller(ctx);
     return { jobType, created: existing === undefined, ...(generated !== undefined ? { newSigningSecret: generated } : {}) };
   }
 }
@@ -78,9 +76,7 @@ export async function setJobTypePaused(ctx: QueueContext, name: string, paused: 
   await beforeJobTypesChange(ctx);
   const result = await updateItem(ctx, setJobTypePausedParams(name, paused, ctx.nowMs()));
   if (!result.ok) throw new NotFoundError(`job type "${name}" does not exist`);
-  const jobType = itemToJobType(result.item ?? {});
-  if (claimsJobs(jobType)) await wakeEveryPoller(ctx);
-  return jobType;
+  return itemToJobType(result.item ?? {});
 }
 
 export async function listJobTypes(ctx: QueueContext): Promise<JobType[]> {

@@ -122,10 +122,9 @@ export async function wakeEveryPoller(ctx: QueueContext): Promise<void> {
  * Before a job type is made or changed: awake pollers list types again at their next round, and the next minute
  * tick looks at every lane from its cursor, since a type resumed (or given room again) may have work far behind
  * where the others' walks stand. Written first, as a lane's bucket is recorded before its entry: if this fails,
- * the change is not made. A resumed type wakes every poller at once.
+ * the change is not made. The waker reads the type written on the table's stream and wakes every poller.
  */
 export async function beforeJobTypesChange(ctx: QueueContext): Promise<void> {
-  if (!ctx.waker) return;
   const partitions = Array.from({ length: ctx.settings.pollerPartitions }, (_, partition) => partition);
   await Promise.all(partitions.map((partition) => updateItem(ctx, typesChangedParams(wakeKey('poller', partition), ctx.nowMs()))));
 }

@@ -10,11 +10,11 @@ import type { WakeTimer, WakeTimers } from '../../domain/invocations.js';
 import { laneBucketOf, SCHEDULES_PARTITION, type WakingEntry } from '../../store/keys.js';
 import { queryDue } from '../../store/due-index.js';
 import type { QueueContext } from '../context.js';
-import { ensureAwake, pollerPartitionOfShard, TICK_COVER_MS } from './ensure-awake.js';
+import { ensureAwake, pollerPartitionOfShard, TICK_COVER_MS, wakeEveryPoller } from './ensure-awake.js';
 import { armTimers, dueSoon, timerCoversUntilMs, type DueWork } from './timers.js';
 
 /** Who acts on a written entry, and when: a lane's poller or the sweeper, the poller that fires schedules, the sweeper for a bulk operation. */
-function workOf(ctx: QueueContext, entry: WakingEntry, nowMs: number): DueWork {
+function workOf(ctx: QueueContext, entry: Exclude<WakingEntry, { kind: 'jobType' }>, nowMs: number): DueWork {
   switch (entry.kind) {
     case 'operation':
       return { role: 'sweeper', partition: 0, dueAtMs: nowMs };
@@ -44,12 +44,16 @@ export async function wakeForWrittenEntries(ctx: QueueContext, entries: readonly
   const nowMs = ctx.nowMs();
   const soon: DueWork[] = [];
   const later: DueWork[] = [];
-  for (const work of entries.map((entry) => workOf(ctx, entry, nowMs))) {
+  // A type that claims jobs, written: one resumed (or given room again) has its queued jobs due at once, wherever
+  // the walks stand, and every poller partition must look.
+  const typeWritten = entries.some((entry) => entry.kind === 'jobType');
+  for (const work of entries.flatMap((entry) => (entry.kind === 'jobType' ? [] : [workOf(ctx, entry, nowMs)]))) {
     // Past a tick's cover, a minute tick finds it (queue/wake/lease-keeper.ts).
     if (work.dueAtMs >= nowMs + TICK_COVER_MS) continue;
     (dueSoon(work.role, work.dueAtMs, nowMs) ? soon : later).push(work);
   }
   await Promise.all(latestPerTarget(soon).map((work) => ensureAwake(ctx, work.role, work.partition, { dueAtMs: work.dueAtMs, writtenAtMs: nowMs })));
+  if (typeWritten) await wakeEveryPoller(ctx);
   await armTimers(ctx, timers, later);
 }
 

@@ -210,8 +210,8 @@ describe('least privilege', () => {
     );
   });
 
-  test('the api and the sweeper may also publish lifecycle events and wake the poller and the sweeper, the sweeper arm wake timers, the authorizer read the callback token secret', () => {
-    expect(actionsOf('api').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', ...LOGS].sort());
+  test('the api may also publish lifecycle events, and wakes no one: the waker does; the sweeper may also wake the poller and the sweeper and arm wake timers, the authorizer read the callback token secret', () => {
+    expect(actionsOf('api').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', ...LOGS].sort());
     expect(actionsOf('sweeper').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', ...TIMER_SENDS, ...LOGS].sort());
     expect(actionsOf('authorizer').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['secretsmanager:GetSecretValue', ...LOGS].sort());
   });
@@ -310,11 +310,11 @@ describe('the waker', () => {
   const mappingOf = (source: unknown) =>
     Object.values(template.findResources('AWS::Lambda::EventSourceMapping')).find((mapping) => JSON.stringify(mapping.Properties.EventSourceArn) === JSON.stringify(source))?.Properties;
 
-  test("reads the table's stream from its latest record, handed only lane entries, schedules and bulk operations put or changed, and drops a batch a minute old", () => {
+  test("reads the table's stream from its latest record, handed only lane entries, schedules, bulk operations and job types put or changed, and drops a batch a minute old", () => {
     const mapping = mappingOf({ 'Fn::GetAtt': [logicalIdOf(stack.table), 'StreamArn'] });
     expect(mapping).toMatchObject({ StartingPosition: 'LATEST', BisectBatchOnFunctionError: true, MaximumRetryAttempts: 5, MaximumRecordAgeInSeconds: 60 });
     const patterns = (mapping.FilterCriteria.Filters as { Pattern: string }[]).map((filter) => JSON.parse(filter.Pattern));
-    expect(patterns).toEqual([{ eventName: ['INSERT', 'MODIFY'], dynamodb: { NewImage: { gsi1pk: { S: [{ prefix: 'Q#' }, { prefix: 'C#' }, 'SCHEDULES', 'OPS'] } } } }]);
+    expect(patterns).toEqual([{ eventName: ['INSERT', 'MODIFY'], dynamodb: { NewImage: { gsi1pk: { S: [{ prefix: 'Q#' }, { prefix: 'C#' }, 'SCHEDULES', 'OPS', 'TYPES'] } } } }]);
   });
 
   test('reads its timers from a queue of its own, which only it, the poller and the sweeper may send to', () => {
@@ -334,7 +334,7 @@ describe('the waker', () => {
 });
 
 describe('waking the poller and the sweeper', () => {
-  const WAKERS = ['api', 'poller', 'sweeper', 'waker'] as const;
+  const WAKERS = ['poller', 'sweeper', 'waker'] as const;
   const variablesOf = (subject: Template, subjectStack: { getLogicalId: QueueStack['getLogicalId'] }, fn: { role: { node: { defaultChild?: unknown } } }) =>
     Object.values(subject.findResources('AWS::Lambda::Function', { Properties: { Role: { 'Fn::GetAtt': [subjectStack.getLogicalId(fn.role.node.defaultChild as never), 'Arn'] } } }))[0]
       ?.Properties.Environment.Variables;

@@ -19,6 +19,20 @@ test("a stream record of a schedule says when it next fires; a paused one's says
   expect(readWakerEvent(event)).toEqual({ entries: [{ kind: 'schedule', dueAtMs: 1_764_000_060_000, partition: 'SCHEDULES' }], timers: [], ignored: 1 });
 });
 
+test('a stream record of a job type that claims jobs says a type was written; one paused, or with no room, says nothing', () => {
+  const type = (paused: boolean, concurrency?: number) =>
+    streamRecord({
+      pk: { S: 'TYPE#a' },
+      sk: { S: 'TYPE' },
+      gsi1pk: { S: 'TYPES' },
+      gsi1sk: { S: 'a' },
+      name: { S: 'a' },
+      ...(paused ? { paused: { BOOL: true } } : {}),
+      ...(concurrency !== undefined ? { concurrency: { N: String(concurrency) } } : {}),
+    } as never);
+  expect(readWakerEvent({ Records: [type(false), type(true), type(false, 0)] })).toEqual({ entries: [{ kind: 'jobType' }], timers: [], ignored: 0 });
+});
+
 test('a stream record of a bulk operation running says so', () => {
   const event = { Records: [streamRecord({ gsi1pk: { S: 'OPS' }, gsi1sk: { S: '1764000000000#op-1' } })] };
   expect(readWakerEvent(event).entries).toEqual([{ kind: 'operation' }]);

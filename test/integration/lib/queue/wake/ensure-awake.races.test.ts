@@ -11,6 +11,7 @@ import { LEASE_MS, startAwake } from '../../../../../lib/queue/wake/lease-keeper
 import { setJobTypePaused } from '../../../../../lib/queue/catalog/job-types.js';
 import { pollerWork, startPollerAwake, type PollerView } from '../../../../../lib/queue/wake/poller-stays.js';
 import { INDEX_LAG_MS, ensureAwake } from '../../../../../lib/queue/wake/ensure-awake.js';
+import { wakeForWrittenEntries } from '../../../../../lib/queue/wake/wake-on-write.js';
 import { bucketOf, wakeKey } from '../../../../../lib/store/keys.js';
 import { holdParams, readWakeState, stopLeaseParams, takeLeaseParams, writeWake } from '../../../../../lib/store/wake.js';
 import { faultError } from '../../../../support/faults.js';
@@ -95,13 +96,11 @@ describe('a wake that failed', () => {
 });
 
 describe('a type resumed while a holder renews its lease', () => {
-  test('asks for a hold: the holder must not stop on a look at the types it listed before', async () => {
+  test('gets a hold from the waker that reads it: the holder must not stop on a look at the types it listed before', async () => {
     const { ctx, as } = queue();
-    await defineType(ctx, 'resumed');
-    await setJobTypePaused(ctx, 'resumed', true);
     await writeWake(ctx, takeLeaseParams(wakeKey('poller', 0), { ownerId: 'holder', awakeUntilMs: T0 + LEASE_MS, ownerEndsAtMs: T0 + 50_000 }));
     waker.requests.length = 0;
-    await setJobTypePaused(as('api'), 'resumed', false);
+    await wakeForWrittenEntries(as('waker'), [{ kind: 'jobType' }], { arm: async () => undefined });
     expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(T0 + INDEX_LAG_MS);
     // The holder will outlast the hold: it lists the types again at its next renewal, and no other is woken.
     expect(waker.requests).toEqual([]);

@@ -144,6 +144,16 @@ describe('a writer', () => {
     expect(waker.requests).toEqual([]);
     expect((await readWakeState(ctx, 'sweeper', 0)).holdUntilMs).toBe(0);
   });
+
+  test('resuming a type asks no one: the waker reads the type on the stream', async () => {
+    const { ctx, as } = queue();
+    await defineType(ctx, 'resumed');
+    await setJobTypePaused(ctx, 'resumed', true);
+    recordNothingYet();
+    await setJobTypePaused(as('api'), 'resumed', false);
+    expect(waker.requests).toEqual([]);
+    expect((await readWakeState(ctx, 'poller', 0)).holdUntilMs).toBe(0);
+  });
 });
 
 describe('making sure of work written (ensureAwake, as the waker does)', () => {
@@ -210,23 +220,6 @@ describe('making sure of work written (ensureAwake, as the waker does)', () => {
     await ensureAwake(two, 'poller', pollerPartitionOf(two, id), { dueAtMs: T0 });
     const partition = pollerPartitionOf(two, id);
     expect(waker.requests).toEqual([{ role: 'poller', shards: partition === 0 ? [0, 2] : [1, 3] }]);
-  });
-
-  test('resuming a type wakes every poller partition, whatever the leases say', async () => {
-    const { ctx, as } = queue();
-    const two = { ...as('api'), settings: { ...ctx.settings, pollerPartitions: 2 } };
-    await defineType(ctx, 'resumed');
-    await setJobTypePaused(two, 'resumed', true);
-    recordNothingYet();
-    await setJobTypePaused(two, 'resumed', false);
-    // Both partitions are woken side by side, in either order.
-    expect(waker.requests).toHaveLength(2);
-    expect(waker.requests).toEqual(
-      expect.arrayContaining([
-        { role: 'poller', shards: [0, 2] },
-        { role: 'poller', shards: [1, 3] },
-      ]),
-    );
   });
 });
 

@@ -74,6 +74,18 @@ test('a bulk operation written wakes the sweeper at once', async () => {
   expect(waker.requests).toEqual([{ role: 'sweeper' }]);
 });
 
+test('a job type written (one resumed may have jobs due behind every walk) wakes every poller partition', async () => {
+  const { timers } = setUp();
+  await wakeForWrittenEntries(queue().as('waker'), [{ kind: 'jobType' }], timers);
+  expect(waker.requests).toHaveLength(2);
+  expect(waker.requests).toEqual(
+    expect.arrayContaining([
+      { role: 'poller', shards: [0, 2] },
+      { role: 'poller', shards: [1, 3] },
+    ]),
+  );
+});
+
 test('a schedule\'s next firing within a tick\'s reach arms a timer for the poller that fires schedules', async () => {
   const { timers } = setUp();
   await wakeForWrittenEntries(queue().as('waker'), [{ kind: 'schedule', dueAtMs: T0 + 40_000, partition: SCHEDULES_PARTITION }], timers);

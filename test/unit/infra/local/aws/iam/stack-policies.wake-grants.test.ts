@@ -12,8 +12,10 @@ import { PARTITION_PREFIX } from '../../../../../../lib/store/keys.js';
 import type { WakeRequest } from '../../../../../../lib/domain/invocations.js';
 
 const account = { region: 'eu-west-1', accountId: LOCAL_ACCOUNT_ID, tableName: 'jobs' };
-/** The functions that write what the poller and the sweeper act on, and the waker, which reads it from the table's stream. */
-const WAKERS = new Set(['api', 'poller', 'sweeper', 'waker']);
+/** The waker, which reads what the poller and the sweeper act on from the table's stream, and the two themselves (a handover). */
+const WAKERS = new Set(['poller', 'sweeper', 'waker']);
+/** The functions that write WAKE# items: those that wake, and the api, which notes a job type's change there for awake pollers. */
+const WAKE_ITEM_WRITERS = new Set([...WAKERS, 'api']);
 /** The functions that hold leases on wake items, reading them as they start and look. */
 const LEASE_HOLDERS = new Set(['poller', 'sweeper']);
 const wakeRecordKey = { pk: `${PARTITION_PREFIX.wake}poller#0`, sk: 'WAKE' };
@@ -31,15 +33,13 @@ describe('invoking the functions', () => {
     expect(arns.workerFunction).toMatch(/:function:WorkerFunction[0-9A-F]{8}$/);
   });
 
-  test("the api's role may invoke the poller and the sweeper, and not the worker", async () => {
+  test("the api's role may invoke none of the functions: the waker reads what it writes", async () => {
     const { arns } = iam.check.policies;
     const api = iam.check.forFunction('api');
-    await expect(api.authorize(lambdaInvokeRequests(arns.pollerFunction, account))).resolves.toBeUndefined();
-    await expect(api.authorize(lambdaInvokeRequests(arns.sweeperFunction, account))).resolves.toBeUndefined();
-    await expect(api.authorize(lambdaInvokeRequests(arns.workerFunction, account))).rejects.toBeInstanceOf(AccessDeniedException);
+    for (const arn of [arns.pollerFunction, arns.sweeperFunction, arns.workerFunction]) await expect(api.authorize(lambdaInvokeRequests(arn, account))).rejects.toBeInstanceOf(AccessDeniedException);
   });
 
-  test.each(QUEUE_FUNCTIONS)('the %s may wake the poller and the sweeper only if it writes or reads what they act on', async (fn) => {
+  test.each(QUEUE_FUNCTIONS)('the %s may wake the poller and the sweeper only if it reads what they act on, or is one of them', async (fn) => {
     const wake = iam.wakerFor(fn, { wake: async () => undefined });
     const requests: WakeRequest[] = [{ role: 'poller', shards: [0] }, { role: 'sweeper' }];
     for (const request of requests) {
@@ -56,10 +56,10 @@ describe('invoking the functions', () => {
 });
 
 describe('wake records', () => {
-  test.each(QUEUE_FUNCTIONS)('the %s may update a WAKE# item (a hold, a lease) only if it wakes the poller and the sweeper, and read one only if it holds leases', async (fn) => {
+  test.each(QUEUE_FUNCTIONS)('the %s may update a WAKE# item (a hold, a lease, a types change) only if it wakes the poller and the sweeper or changes job types, and read one only if it holds leases', async (fn) => {
     const check = iam.check.forFunction(fn);
     for (const [call, allowed] of [
-      ['UpdateItem', WAKERS],
+      ['UpdateItem', WAKE_ITEM_WRITERS],
       ['GetItem', LEASE_HOLDERS],
     ] as const) {
       const requests = dynamoDbRequests(call, { TableName: account.tableName, Key: wakeRecordKey }, account);
