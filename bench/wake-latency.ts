@@ -44,7 +44,8 @@ function wakeItemReader(system: HttpSystem) {
   };
 }
 
-async function startLagMs(system: HttpSystem, type: string, id: string): Promise<number> {
+/** How late job `type/id` started: its first attempt's start minus its run_after, both from the runtime's clock. */
+export async function startLagMs(system: HttpSystem, type: string, id: string): Promise<number> {
   const deadlineMs = Date.now() + TRY_TIMEOUT_MS;
   for (;;) {
     const job: Job = await system.client.get(type, id);

@@ -11,13 +11,13 @@
  * A job's start lag is its attempt's started_at minus its run_after, both from the runtime's clock.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Job } from '../lib/client/types.js';
 import type { HttpStorage } from './args.js';
 import { perHour } from './cost.js';
 import { runHttpWorkload, type HttpWorkloadResult } from './http-workloads.js';
 import { startHttpSystem, type CallCounts, type HttpSystem } from './http-system.js';
 import { billedWithin, SCHEDULED_FUNCTIONS } from './idle-types.js';
 import { fmt } from './stats.js';
+import { startLagMs } from './wake-latency.js';
 import { W2_LEAD_MS, w2Steady } from './workloads.js';
 
 export interface WakeOutcomesOptions {
@@ -57,19 +57,7 @@ const AFTER_TYPES_CHANGED_MS = 70_000;
 const IDLE_TYPES = 10;
 /** After the last spaced job fell due: the poller's last look, and a sweeper woken for its claim, have ended. */
 const SPACED_TAIL_MS = 40_000;
-const START_TIMEOUT_MS = 120_000;
 const echo = { target: { kind: 'handler' as const, name: 'echo' } };
-
-async function startLagMs(system: HttpSystem, type: string, id: string): Promise<number> {
-  const deadlineMs = Date.now() + START_TIMEOUT_MS;
-  for (;;) {
-    const job: Job = await system.client.get(type, id);
-    const startedAt = job.history[0]?.started_at;
-    if (startedAt && job.run_after) return Date.parse(startedAt) - Date.parse(job.run_after);
-    if (Date.now() > deadlineMs) throw new Error(`${type}/${id} did not start within ${START_TIMEOUT_MS / 1000} s`);
-    await sleep(20);
-  }
-}
 
 const totalCalls = (counts: CallCounts): number => Object.values(counts).reduce((sum, count) => sum + count, 0);
 const billedSeconds = (system: HttpSystem, fromMs: number, toMs: number): number =>
