@@ -57,6 +57,9 @@ export function createTimerQueue(options: TimerQueueOptions): TimerQueue {
   };
 
   const later = (ms: number, message: Message): void => {
+    // Sent while the runtime stops (a poller giving its lease up as its run is cut): an abort that already happened
+    // would never clear the wait, and stopping would wait for it, up to the longest delay.
+    if (options.signal.aborted) return;
     track(
       new Promise<void>((resolve) => {
         const timer = setTimeout(() => {

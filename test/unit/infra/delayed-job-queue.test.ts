@@ -97,8 +97,8 @@ test("two queues in one stack synthesize without a dependency cycle, and each qu
   );
   expect(new Set(names).size).toBe(4);
   for (const queue of [first, second]) {
-    const api = resources[stack.getLogicalId(queue.functions.api.function.node.defaultChild as never)]!;
-    expect(api.Properties.Environment?.Variables).toMatchObject({
+    const waker = resources[stack.getLogicalId(queue.functions.waker.function.node.defaultChild as never)]!;
+    expect(waker.Properties.Environment?.Variables).toMatchObject({
       POLLER_FUNCTION_NAME: queue.functions.poller.literalName?.name,
       SWEEPER_FUNCTION_NAME: queue.functions.sweeper.literalName?.name,
     });

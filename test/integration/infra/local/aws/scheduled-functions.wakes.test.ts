@@ -38,9 +38,9 @@ function runtimeWith(handlerMs: number, timeoutMs: number) {
   return { scheduled, reports, events };
 }
 
-test("the api's wake starts a poller invocation at once, with the wake event, and resolves before it ends; its REPORT line follows its end", async () => {
+test("the waker's wake starts a poller invocation at once, with the wake event, and resolves before it ends; its REPORT line follows its end", async () => {
   const { scheduled, reports, events } = runtimeWith(300, 5_000);
-  await scheduled.wakerFor('api').wake({ role: 'poller', shards: [0, 2] });
+  await scheduled.wakerFor('waker').wake({ role: 'poller', shards: [0, 2] });
   await eventually(async () => events.length, (started) => started > 0);
   expect(events).toEqual([{ fn: 'poller', event: { wake: true, shards: [0, 2] } }]);
   expect(reports).toEqual([]);

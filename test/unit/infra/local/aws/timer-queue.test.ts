@@ -97,3 +97,13 @@ test('hands each sender a client of its own, every one sending to the same queue
   await vi.advanceTimersByTimeAsync(1);
   expect(bodies.flat()).toEqual(['from the waker', 'from the poller']);
 });
+
+test('a message sent once the runtime began stopping is dropped, and holds nothing in flight for stop to wait on', async () => {
+  const inFlight = new Set<Promise<unknown>>();
+  const { queue, bodies } = queueWith({ inFlight });
+  stop.abort();
+  await queue.client.send(new SendMessageCommand({ QueueUrl: QUEUE_URL, MessageBody: 'too late', DelaySeconds: 60 }));
+  expect(inFlight.size).toBe(0);
+  await vi.advanceTimersByTimeAsync(61_000);
+  expect(bodies).toEqual([]);
+});
