@@ -117,8 +117,19 @@ async function runAttempt(
       ),
     runLimitS * 1000,
   );
-  // A renewal that fails on a passing store error is simply tried again at the next tick.
-  const renewTimer = setInterval(() => extend(visibilityMs).catch(() => undefined), visibilityMs / 2);
+  // Renewed whenever the claim has half a visibility timeout left, the first time counted from the claim's deadline,
+  // not from the start: a claim taken up with little more than half left (a batch that reached the worker late)
+  // would otherwise lapse, with the start recorded since, before its first renewal, and the sweeper hand it back
+  // while the handler runs. A renewal that fails on a passing store error is simply tried again at the next one.
+  const renewEveryMs = visibilityMs / 2;
+  let renewTimer: ReturnType<typeof setTimeout> | undefined;
+  const renewIn = (delayMs: number): void => {
+    renewTimer = setTimeout(() => {
+      void extend(visibilityMs).catch(() => undefined);
+      renewIn(renewEveryMs);
+    }, delayMs);
+  };
+  renewIn(Math.max(0, (job.claimedUntilMs ?? ctx.nowMs() + visibilityMs) - ctx.nowMs() - renewEveryMs));
   const attributes = { 'djq.job.type': job.type, 'djq.job.id': job.id, 'djq.attempt': job.attempt };
   try {
     // A span of the job's trace: the SDK's when one records it, else a new span id of the same trace.
@@ -134,7 +145,7 @@ async function runAttempt(
   } finally {
     stopWatching();
     clearTimeout(timeoutTimer);
-    clearInterval(renewTimer);
+    clearTimeout(renewTimer);
   }
 }
 
