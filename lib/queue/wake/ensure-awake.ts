@@ -2,8 +2,8 @@
  * Making sure someone finds work written (queue/wake/lease-keeper.ts keeps the other side): a minute tick finds
  * what falls due past TICK_COVER_MS from now; anything sooner gets a hold on the wake item, which keeps whoever is
  * awake from stopping before it ends (or on a look begun before it was asked), and, unless the lease's holder
- * will still be there when it ends, a wake. Every caller judges work already written (the waker, from the table's
- * stream or a timer; a bulk operation or a type once recorded), so the holder's polls after the hold find it.
+ * will still be there when it ends, a wake. Its caller is the waker, judging work already written (read from the
+ * table's stream, or named by a timer), so the holder's polls after the hold find it.
  */
 import { shardOf, wakeKey, type WakeRole } from '../../store/keys.js';
 import { updateItem } from '../../store/send.js';
@@ -37,7 +37,7 @@ interface Seen {
   state: WakeState | undefined;
   /**
    * The ask under way (hold, wake), until it ends. Another entry waits for it and is judged by what it found:
-   * a burst's entries, which one hold covers, would otherwise each read, hold and wake.
+   * a burst's entries, which one hold covers, would otherwise each hold and wake.
    */
   asking?: Promise<void>;
 }

@@ -46,7 +46,8 @@ export function dueSoon(role: WakeRole, dueAtMs: number, nowMs: number): boolean
   return dueAtMs <= nowMs + DUE_SOON_MS || timerDelayS(role, dueAtMs, nowMs) === 0;
 }
 
-const targetKey = ({ role, partition }: Pick<WakeTimer, 'role' | 'partition'>): string => `${role}#${partition}`;
+/** A function's key: a poller partition's, or the sweeper's. */
+export const targetKey = ({ role, partition }: Pick<WakeTimer, 'role' | 'partition'>): string => `${role}#${partition}`;
 
 /** The latest time a timer for work due at `dueAtMs` stands for: the end of its due second. */
 export const timerCoversUntilMs = (dueAtMs: number): number => Math.floor(dueAtMs / 1000) * 1000 + 999;

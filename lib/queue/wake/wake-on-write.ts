@@ -11,7 +11,7 @@ import { laneBucketOf, SCHEDULES_PARTITION, type WakingEntry } from '../../store
 import { queryDue } from '../../store/due-index.js';
 import type { QueueContext } from '../context.js';
 import { ensureAwake, pollerPartitionOfShard, TICK_COVER_MS, wakeEveryPoller } from './ensure-awake.js';
-import { armTimers, dueSoon, timerCoversUntilMs, type DueWork } from './timers.js';
+import { armTimers, dueSoon, targetKey, timerCoversUntilMs, type DueWork } from './timers.js';
 
 /** Who acts on a written entry, and when: a lane's poller or the sweeper, the poller that fires schedules, the sweeper for a bulk operation. */
 function workOf(ctx: QueueContext, entry: Exclude<WakingEntry, { kind: 'jobType' }>, nowMs: number): DueWork {
@@ -33,7 +33,7 @@ function workOf(ctx: QueueContext, entry: Exclude<WakingEntry, { kind: 'jobType'
 function latestPerTarget<T extends Pick<WakeTimer, 'role' | 'partition' | 'dueAtMs'>>(wakes: Iterable<T>): T[] {
   const latest = new Map<string, T>();
   for (const wake of wakes) {
-    const key = `${wake.role}#${wake.partition}`;
+    const key = targetKey(wake);
     if (wake.dueAtMs > (latest.get(key)?.dueAtMs ?? -Infinity)) latest.set(key, wake);
   }
   return [...latest.values()];
@@ -52,8 +52,9 @@ export async function wakeForWrittenEntries(ctx: QueueContext, entries: readonly
     if (work.dueAtMs >= nowMs + TICK_COVER_MS) continue;
     (dueSoon(work.role, work.dueAtMs, nowMs) ? soon : later).push(work);
   }
-  await Promise.all(latestPerTarget(soon).map((work) => ensureAwake(ctx, work.role, work.partition, { dueAtMs: work.dueAtMs, writtenAtMs: nowMs })));
+  // First: its holds are what the work due soon in the same batch then finds, where it would otherwise ask again.
   if (typeWritten) await wakeEveryPoller(ctx);
+  await Promise.all(latestPerTarget(soon).map((work) => ensureAwake(ctx, work.role, work.partition, { dueAtMs: work.dueAtMs, writtenAtMs: nowMs })));
   await armTimers(ctx, timers, later);
 }
 
