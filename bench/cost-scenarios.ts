@@ -1,6 +1,6 @@
 /**
- * cost: what the queue would cost on AWS, from the local runtime's meter (infra/local/aws/meter.ts), in two of
- * issue 40's scenarios, each on a fresh runtime as `npm start` runs it (its own DynamoDB Local on disk, its data
+ * cost: what the queue would cost on AWS, from the local runtime's meter (infra/local/aws/meter.ts), in two
+ * scenarios, each on a fresh runtime as `npm start` runs it (its own DynamoDB Local on disk, its data
  * directory, the default settings), read between two snapshots of its meter:
  *
  * - arrival: a steady rate of jobs a day (a million: 11.6 jobs/s) on one of 10 job types, each due on arrival,
