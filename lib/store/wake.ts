@@ -27,6 +27,30 @@ export interface WakeState {
   typesChangedAtMs: number;
   /** The sweeper's: when a whole sweep last ended, backstop and counters included. */
   sweptAtMs: number;
+  /**
+   * A poller partition's: until when the waker asked for each type's lanes to be polled (EVERY_LANE: all of them),
+   * for work written there. An awake poller polls only these, and the types whose lanes it found work in, between
+   * polls of every lane. Never later than `holdUntilMs`.
+   */
+  laneHoldsUntilMs: ReadonlyMap<string, number>;
+}
+
+/** A lane hold's name for work that may lie in any lane: a timer for the earliest work a poller left, a type resumed. */
+export const EVERY_LANE = '*';
+const LANE_HOLD_PREFIX = 'laneHold#';
+
+function laneHoldsOf(item: Item | undefined): Map<string, number> {
+  const holds = new Map<string, number>();
+  for (const [name, value] of Object.entries(item ?? {})) {
+    if (name.startsWith(LANE_HOLD_PREFIX) && typeof value === 'number') holds.set(name.slice(LANE_HOLD_PREFIX.length), value);
+  }
+  return holds;
+}
+
+/** Placeholders and names for the lane holds of `lanes`, for an update expression. */
+function laneHoldNames(lanes: readonly string[]): { placeholders: string[]; names: Record<string, string> } {
+  const placeholders = lanes.map((_, at) => `#lane${at}`);
+  return { placeholders, names: Object.fromEntries(lanes.map((lane, at) => [`#lane${at}`, `${LANE_HOLD_PREFIX}${lane}`])) };
 }
 
 const numberOr = (value: unknown, fallback: number): number => (typeof value === 'number' ? value : fallback);
@@ -53,6 +77,7 @@ export function itemToWakeState(item: Item | undefined): WakeState {
     walkedFromBucket: walkedOf(item),
     typesChangedAtMs: numberOr(item?.typesChangedAtMs, 0),
     sweptAtMs: numberOr(item?.sweptAtMs, 0),
+    laneHoldsUntilMs: laneHoldsOf(item),
   };
 }
 
@@ -92,13 +117,16 @@ export function renewLeaseParams(key: ItemKey, lease: Omit<Lease, 'ownerEndsAtMs
 
 /**
  * Gives the lease up, on a look that began at `lookedAtMs` and found nothing due soon: refused when the waker asked
- * since for someone awake (a hold past that time), whose entry the look may not have seen.
+ * since for someone awake (a hold past that time), whose entry the look may not have seen. The lane holds the look
+ * found (`passedLanes`) go: none can have been asked for since, as each lies within the hold that would refuse this.
  */
-export function stopLeaseParams(key: ItemKey, ownerId: string, lookedAtMs: number, walked: Walked | undefined): UpdateParams {
+export function stopLeaseParams(key: ItemKey, ownerId: string, lookedAtMs: number, walked: Walked | undefined, passedLanes: readonly string[] = []): UpdateParams {
+  const { placeholders, names } = laneHoldNames(passedLanes);
   return {
     Key: key,
-    UpdateExpression: `SET stopping = :yes${walkedSet(walked)}`,
+    UpdateExpression: `SET stopping = :yes${walkedSet(walked)}${placeholders.length > 0 ? ` REMOVE ${placeholders.join(', ')}` : ''}`,
     ConditionExpression: 'ownerId = :owner AND (attribute_not_exists(holdUntilMs) OR holdUntilMs <= :looked)',
+    ...(placeholders.length > 0 ? { ExpressionAttributeNames: names } : {}),
     ExpressionAttributeValues: { ':owner': ownerId, ':yes': true, ':looked': lookedAtMs, ...walkedValues(walked) },
     ReturnValues: 'ALL_NEW',
   };
@@ -109,11 +137,31 @@ export function stopLeaseParams(key: ItemKey, ownerId: string, lookedAtMs: numbe
  * as it is: a hold whose answer was lost is refused on the SDK's second try, and the waker must judge the holder
  * as the hold found it, not as it read it before.
  */
-export function holdParams(key: ItemKey, holdUntilMs: number): UpdateParams {
+export function holdParams(key: ItemKey, holdUntilMs: number, lanes: readonly string[] = []): UpdateParams {
+  // Every lane hold is at most the hold, so one raised with it is raised, never lowered.
+  const { placeholders, names } = laneHoldNames(lanes);
   return {
     Key: key,
-    UpdateExpression: 'SET holdUntilMs = :hold',
+    UpdateExpression: `SET ${['holdUntilMs', ...placeholders].map((name) => `${name} = :hold`).join(', ')}`,
     ConditionExpression: 'attribute_not_exists(holdUntilMs) OR holdUntilMs < :hold',
+    ...(placeholders.length > 0 ? { ExpressionAttributeNames: names } : {}),
+    ExpressionAttributeValues: { ':hold': holdUntilMs },
+    ReturnValues: 'ALL_NEW',
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  };
+}
+
+/**
+ * Raises the lane holds of `lanes` to `holdUntilMs`, under a hold that already lasts as long (holdParams refused):
+ * refused, answering the item as it is, when another waker raised one of them meanwhile.
+ */
+export function laneHoldParams(key: ItemKey, holdUntilMs: number, lanes: readonly string[]): UpdateParams {
+  const { placeholders, names } = laneHoldNames(lanes);
+  return {
+    Key: key,
+    UpdateExpression: `SET ${placeholders.map((name) => `${name} = :hold`).join(', ')}`,
+    ConditionExpression: placeholders.map((name) => `(attribute_not_exists(${name}) OR ${name} < :hold)`).join(' AND '),
+    ExpressionAttributeNames: names,
     ExpressionAttributeValues: { ':hold': holdUntilMs },
     ReturnValues: 'ALL_NEW',
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD',

@@ -52,3 +52,16 @@ export function recordQueryItemCounts(client: DynamoDBClient, pkPrefix: string):
   );
   return counts;
 }
+
+/** Every call `client` sends from now on: its command's name and its input, as JSON. */
+export function recordCalls(client: DynamoDBClient): { command: string; input: string }[] {
+  const calls: { command: string; input: string }[] = [];
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      calls.push({ command: context.commandName ?? '', input: JSON.stringify(args.input) });
+      return next(args);
+    },
+    { step: 'initialize' },
+  );
+  return calls;
+}

@@ -33,6 +33,11 @@ export interface PollResult {
    * the loop polls again at once to catch up.
    */
   behind: boolean;
+  /**
+   * The types whose lanes this poll found an entry in (due, ahead, or held back by a limit), whose walk is behind,
+   * or that keep a blocked run: polled again at the next poll, where the rest wait for a lane hold (store/wake.ts).
+   */
+  typesWithWork: Set<string>;
 }
 
 /** Cursors this poller has read or moved, so a steady loop does not re-read them every poll. */
@@ -57,6 +62,8 @@ export interface PollOptions {
   /** Token buckets this poller has seen; a fresh map costs one failed write per rate-limited type. */
   rateBuckets?: RateBucketCache;
   shards?: number[];
+  /** Poll only the lanes of these types; undefined: of every active type. */
+  types?: ReadonlySet<string>;
   /**
    * Also read the jobs that fall due within this long, and claim each when it falls due, from a timer inside
    * the poll (types without concurrency, throttle or rate limits). The loop passes its poll interval, so a job
@@ -117,5 +124,5 @@ export interface Poll {
 }
 
 export function emptyPollResult(): PollResult {
-  return { claimed: 0, lostRaces: 0, expired: 0, dispatched: 0, released: 0, saturated: false, arrivals: 0, oldestDueLagMs: 0, behind: false };
+  return { claimed: 0, lostRaces: 0, expired: 0, dispatched: 0, released: 0, saturated: false, arrivals: 0, oldestDueLagMs: 0, behind: false, typesWithWork: new Set() };
 }

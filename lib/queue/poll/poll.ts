@@ -115,6 +115,7 @@ async function scanShard(
   for (const entry of scan.entries) result.oldestDueLagMs = Math.max(result.oldestDueLagMs, Math.max(0, poll.nowMs - readyAtMsOf(entry)));
   // A walk stopped short while its cursor is held (a backlog) goes on over the next polls through its gap, paced.
   if (!scan.caughtUp && scan.advanceTo !== undefined) result.behind = true;
+  if (scan.entries.length > 0 || !scan.caughtUp) result.typesWithWork.add(jobType.name);
   return { entries: scan.entries, full: scan.entries.length >= settings.claimPageSize, readAfterFromBucket: scan.readAfterFromBucket };
 }
 
@@ -269,6 +270,7 @@ async function pollType(poll: Poll, sink: ClaimSink, jobType: JobType): Promise<
     throwFirstRejection(scans);
     shards = readOn;
   }
+  if (runs && poll.shards.some((shard) => runs.has(blockedRunKey(jobType.name, shard)))) poll.result.typesWithWork.add(jobType.name);
 }
 
 /**
@@ -335,7 +337,7 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
     },
   };
   // A paused type (paused, or concurrency 0) keeps its jobs queued; nothing is claimed.
-  const activeTypes = options.jobTypes.filter(claimsJobs);
+  const activeTypes = options.jobTypes.filter((jobType) => claimsJobs(jobType) && (options.types?.has(jobType.name) ?? true));
   // Settled too: what one type claimed is dispatched whatever happened to another.
   const typeOutcomes = await Promise.allSettled(activeTypes.map((jobType) => pollType(poll, sink, jobType)));
   batcher.close();

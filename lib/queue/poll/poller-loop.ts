@@ -7,7 +7,8 @@
 import type { JobType } from '../../domain/job-type.js';
 import type { QueueSettings } from '../settings.js';
 import { abortableSleep } from '../../domain/sleep.js';
-import { TYPES_CHECK_MS } from '../wake/lease-keeper.js';
+import { TYPES_CHECK_MS, type WakeNews } from '../wake/lease-keeper.js';
+import { EVERY_LANE } from '../../store/wake.js';
 import type { WorkerInvoker } from '../../domain/invocations.js';
 import type { QueueContext } from '../context.js';
 import { fireDueSchedules, type FireResult } from '../schedules/fire-schedules.js';
@@ -37,17 +38,21 @@ export interface PollerLoopOptions {
   onSchedulesFired?: (result: FireResult) => void;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /**
-   * After each poll, with what the loop knows: answers until when to go on (never past the run's end) and when
-   * job types last changed, so the loop lists them again at once (queue/wake/lease-keeper.ts keeps a lease so).
+   * After each poll, with what the loop knows: answers until when to go on (never past the run's end) and the wake
+   * item's news (queue/wake/lease-keeper.ts keeps a lease so): when job types last changed, so the loop lists them
+   * again at once, and which types' lanes the waker asked it to poll. With it, a poll reads only those lanes and
+   * the lanes it found work in, and every lane once it lists types (every JOB_TYPES_REFRESH_MS): an idle type costs
+   * no reads between, whatever the traffic of the others.
    */
-  afterRound?: (round: PollRound) => Promise<{ untilMs: number; typesChangedAtMs: number }>;
-  /** When job types last changed as `afterRound`'s keeper knew it before the loop first listed them. */
-  typesChangedAtMs?: number;
+  afterRound?: (round: PollRound) => Promise<{ untilMs: number } & WakeNews>;
+  /** The wake item's news as `afterRound`'s keeper knew it before the loop first listed types. */
+  news?: WakeNews;
   /**
-   * Read every TYPES_CHECK_MS while the loop waits between polls: when job types last changed. A change ends the
-   * wait, as a type made a moment ago may have a job due now, which the holder's lanes do not include yet.
+   * Read every TYPES_CHECK_MS while the loop waits between polls: the wake item's news. A type changed (one made a
+   * moment ago may have a job due now, which the holder's lanes do not include yet), or a lane held anew (a job
+   * written there), ends the wait.
    */
-  typesChangedAtMsNow?: () => Promise<number>;
+  newsNow?: () => Promise<WakeNews>;
 }
 
 export interface PollRound {
@@ -143,19 +148,64 @@ function addPollResult(totals: PollResult, result: PollResult): void {
   totals.behind ||= result.behind;
 }
 
+/** Whether `latest` asks for a poll `known` did not: types changed since, or a lane held past what it knew, and still held. */
+function newsCallsForPoll(latest: WakeNews, known: WakeNews, nowMs: number): boolean {
+  if (latest.typesChangedAtMs !== known.typesChangedAtMs) return true;
+  for (const [lane, untilMs] of latest.laneHoldsUntilMs) if (untilMs >= nowMs && untilMs > (known.laneHoldsUntilMs.get(lane) ?? 0)) return true;
+  return false;
+}
+
 /**
- * Waits `ms`, in slices of TYPES_CHECK_MS when the loop can read when job types last changed: answers that time
- * once it differs from `knownAtMs`, ending the wait, and undefined when the wait ran out first.
+ * The types whose lanes a poll reads, between polls of every lane (undefined): those it found work in last time,
+ * and those the waker holds lanes of.
  */
-async function sleepUnlessTypesChange(
+function typesToPoll(news: WakeNews, typesWithWork: ReadonlySet<string>, nowMs: number): Set<string> | undefined {
+  if ((news.laneHoldsUntilMs.get(EVERY_LANE) ?? 0) >= nowMs) return undefined;
+  const types = new Set(typesWithWork);
+  for (const [lane, untilMs] of news.laneHoldsUntilMs) if (untilMs >= nowMs) types.add(lane);
+  return types;
+}
+
+/**
+ * What the loop knows of its wake item's news (nothing without a lease keeper: every poll reads every lane), and
+ * which lanes the next poll reads from it.
+ */
+function createNewsView(options: Pick<PollerLoopOptions, 'news' | 'afterRound'>) {
+  let news = options.news;
+  let typesWithWork: ReadonlySet<string> = new Set();
+  return {
+    get news(): WakeNews | undefined {
+      return news;
+    },
+    /** The types the next poll reads; undefined: every lane, as once types were listed, so what no hold named (a timer lost, a write the waker missed) waits no longer. */
+    typesToPoll(listing: boolean, nowMs: number): Set<string> | undefined {
+      return listing || !options.afterRound || !news ? undefined : typesToPoll(news, typesWithWork, nowMs);
+    },
+    polled(result: PollResult): void {
+      typesWithWork = result.typesWithWork;
+    },
+    /** Takes the latest news in: answers whether job types changed since the last. */
+    take(latest: WakeNews): boolean {
+      const typesChanged = news !== undefined && latest.typesChangedAtMs !== news.typesChangedAtMs;
+      news = { typesChangedAtMs: latest.typesChangedAtMs, laneHoldsUntilMs: latest.laneHoldsUntilMs };
+      return typesChanged;
+    },
+  };
+}
+
+/**
+ * Waits `ms`, in slices of TYPES_CHECK_MS when the loop can read the wake item's news: answers them once they
+ * call for a poll `known` did not, ending the wait, and undefined when the wait ran out first.
+ */
+async function sleepUntilNews(
   ctx: QueueContext,
   ms: number,
   sleep: NonNullable<PollerLoopOptions['sleep']>,
-  options: Pick<PollerLoopOptions, 'signal' | 'typesChangedAtMsNow'>,
-  knownAtMs: number | undefined,
-): Promise<number | undefined> {
-  const readTypesChangedAtMs = options.typesChangedAtMsNow;
-  if (!readTypesChangedAtMs || knownAtMs === undefined) {
+  options: Pick<PollerLoopOptions, 'signal' | 'newsNow'>,
+  known: WakeNews | undefined,
+): Promise<WakeNews | undefined> {
+  const readNews = options.newsNow;
+  if (!readNews || known === undefined) {
     await sleep(ms, options.signal);
     return undefined;
   }
@@ -169,8 +219,8 @@ async function sleepUnlessTypesChange(
     // The poll comes next, and the round after it reads the change.
     if (ctx.nowMs() >= endsAtMs) break;
     // A read that fails waits for the next slice, or for the next round's.
-    const latestAtMs: number = await readTypesChangedAtMs().catch((): number => knownAtMs);
-    if (latestAtMs !== knownAtMs) return latestAtMs;
+    const latest = await readNews().catch(() => known);
+    if (newsCallsForPoll(latest, known, ctx.nowMs())) return latest;
   }
   return undefined;
 }
@@ -181,7 +231,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   const refreshMs = options.jobTypesRefreshMs ?? JOB_TYPES_REFRESH_MS;
   const deadlineMs = ctx.nowMs() + (options.runForMs ?? ctx.settings.pollerRunMs);
   let untilMs = deadlineMs;
-  let typesChangedAtMs = options.typesChangedAtMs;
+  const known = createNewsView(options);
   let typesChanged = false;
   const cursors: CursorCache = new Map();
   const rateBuckets: RateBucketCache = new Map();
@@ -198,10 +248,12 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   do {
     const pollStartedAtMs = ctx.nowMs();
     try {
-      if (ctx.nowMs() - jobTypesReadAtMs >= refreshMs) {
+      const listing = ctx.nowMs() - jobTypesReadAtMs >= refreshMs;
+      if (listing) {
         jobTypes = await listJobTypes(ctx);
         jobTypesReadAtMs = ctx.nowMs();
       }
+      const types = known.typesToPoll(listing, ctx.nowMs());
       let fired = 0;
       if (firesSchedules && ctx.nowMs() - schedulesCheckedAtMs >= SCHEDULE_CHECK_MS) {
         schedulesCheckedAtMs = ctx.nowMs();
@@ -228,23 +280,26 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         sleep: (ms) => sleep(ms, options.signal),
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.shards ? { shards: options.shards } : {}),
+        ...(types ? { types } : {}),
       });
+      known.polled(result);
       addPollResult(totals, result);
       options.onPoll?.(result);
       if (options.afterRound) {
         const busy = fired > 0 || result.claimed + result.expired + result.lostRaces > 0 || pollsAgainAtOnce(result);
         const next = await options.afterRound({ busy, jobTypes, cursors });
         untilMs = Math.min(deadlineMs, next.untilMs);
-        typesChanged = typesChangedAtMs !== undefined && next.typesChangedAtMs !== typesChangedAtMs;
+        typesChanged = known.take(next);
         if (typesChanged) jobTypesReadAtMs = -Infinity;
-        typesChangedAtMs = next.typesChangedAtMs;
       }
       const waitMs = pacer.waitAfter(result, pollStartedAtMs, ctx.nowMs(), claimAheadMs);
-      // A type made a moment ago, or while waiting, is polled at once: its first job may be due now.
-      const changedAtMs = pollsAgainAtOnce(result) || typesChanged ? undefined : await sleepUnlessTypesChange(ctx, waitMs, sleep, options, typesChangedAtMs);
-      if (changedAtMs !== undefined) [typesChangedAtMs, jobTypesReadAtMs] = [changedAtMs, -Infinity];
+      // A type made a moment ago, or while waiting, is polled at once: its first job may be due now; so is a lane held anew.
+      const latest = pollsAgainAtOnce(result) || typesChanged ? undefined : await sleepUntilNews(ctx, waitMs, sleep, options, known.news);
+      if (latest !== undefined && known.take(latest)) jobTypesReadAtMs = -Infinity;
     } catch (error) {
       options.onError?.(error);
+      // The next poll reads every lane.
+      jobTypesReadAtMs = -Infinity;
       cursors.clear();
       blockedRuns.clear();
       settledGaps.clear();

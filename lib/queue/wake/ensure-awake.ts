@@ -7,7 +7,7 @@
  */
 import { shardOf, wakeKey, type WakeRole } from '../../store/keys.js';
 import { updateItem } from '../../store/send.js';
-import { holdParams, typesChangedParams, writeWake, type WakeState } from '../../store/wake.js';
+import { EVERY_LANE, holdParams, laneHoldParams, typesChangedParams, writeWake, type WakeState } from '../../store/wake.js';
 import type { QueueContext } from '../context.js';
 import { RENEW_BELOW_MS } from './lease-keeper.js';
 import { wakeRequestFor } from './wake-requests.js';
@@ -23,11 +23,20 @@ export const INDEX_LAG_MS = 2_000;
 /** A hold lasts this far past its work's due time (a poller's: beyond a poll interval, for a poll begun after it). */
 const AFTER_DUE_MARGIN_MS = 250;
 
+/** Work a poller must find, and where: a hold for it names the types whose lanes it lies in (store/wake.ts's lane holds). */
+export interface WorkToFind {
+  dueAtMs: number;
+  /** When it was written, when just now: the index may not show it for INDEX_LAG_MS. */
+  writtenAtMs?: number;
+  /** The types whose lanes the work lies in (EVERY_LANE: any); none for work in no lane (a schedule, a sweep). */
+  lanes?: readonly string[];
+}
+
 /**
  * When a hold for work due at `dueAtMs` (written at `writtenAtMs`, when just now) may end. The sweeper's are asked
  * once the work is due (timers.ts's dueSoon), and a woken sweeper sweeps as it starts.
  */
-function holdUntilFor(ctx: QueueContext, role: WakeRole, work: { dueAtMs: number; writtenAtMs?: number }): number {
+function holdUntilFor(ctx: QueueContext, role: WakeRole, work: WorkToFind): number {
   const roundMs = role === 'poller' ? ctx.settings.pollIntervalMs : 0;
   return Math.max(work.dueAtMs + roundMs + AFTER_DUE_MARGIN_MS, (work.writtenAtMs ?? -Infinity) + INDEX_LAG_MS);
 }
@@ -60,6 +69,13 @@ function seenOf(waker: WakeInvoker): Map<string, Seen> {
   return seen;
 }
 
+/** Whether the wake item, as last found, asks for someone awake until `holdUntilMs`, and polls of `lanes` as long. */
+const holdStands = (state: WakeState | undefined, holdUntilMs: number, lanes: readonly string[]): boolean =>
+  state !== undefined && state.holdUntilMs >= holdUntilMs && lanes.every((lane) => (state.laneHoldsUntilMs.get(lane) ?? 0) >= holdUntilMs);
+
+/** Lane holds another waker raises meanwhile refuse a raise; it is tried again for the rest this often at most. */
+const LANE_HOLD_TRIES = 3;
+
 /** The holder will still be working past the hold, and will honour it: waking another adds nothing. */
 const holderStaysFor = (state: WakeState | undefined, holdUntilMs: number, nowMs: number): boolean =>
   state !== undefined && state.ownerId !== undefined && state.awakeUntilMs > nowMs && !state.stopping && state.ownerEndsAtMs >= holdUntilMs + RENEW_BELOW_MS;
@@ -69,28 +85,36 @@ const holderStaysFor = (state: WakeState | undefined, holdUntilMs: number, nowMs
  * a hold already asked for that lasts long enough covers it. Never throws: a wake that fails leaves the work to the
  * next minute tick, late but never lost.
  */
-export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: number, work: { dueAtMs: number; writtenAtMs?: number }): Promise<void> {
+export async function ensureAwake(ctx: QueueContext, role: WakeRole, partition: number, work: WorkToFind): Promise<void> {
   const { waker } = ctx;
   if (!waker || work.dueAtMs >= ctx.nowMs() + TICK_COVER_MS) return;
   const holdUntilMs = holdUntilFor(ctx, role, work);
+  const lanes = role === 'poller' ? [...new Set(work.lanes ?? [])] : [];
   const seen = seenOf(waker);
   const memo = memoKey(ctx, role, partition);
   for (let inFlight = seen.get(memo)?.asking; inFlight; inFlight = seen.get(memo)?.asking) await inFlight;
-  if ((seen.get(memo)?.state?.holdUntilMs ?? 0) >= holdUntilMs) return;
+  if (holdStands(seen.get(memo)?.state, holdUntilMs, lanes)) return;
   if (seen.size >= MAX_SEEN) seen.clear();
   const entry: Seen = { state: seen.get(memo)?.state };
   seen.set(memo, entry);
-  const asking = askFor(ctx, waker, entry, { role, partition, holdUntilMs }).finally(() => delete entry.asking);
+  const asking = askFor(ctx, waker, entry, { role, partition, holdUntilMs, lanes }).finally(() => delete entry.asking);
   entry.asking = asking;
   await asking;
 }
 
-/** Asks for a hold and wakes `role` unless its lease's holder stays past it. */
-async function askFor(ctx: QueueContext, waker: WakeInvoker, entry: Seen, ask: { role: WakeRole; partition: number; holdUntilMs: number }): Promise<void> {
+/** Asks for a hold (and for polls of its lanes as long), and wakes `role` unless its lease's holder stays past it. */
+async function askFor(ctx: QueueContext, waker: WakeInvoker, entry: Seen, ask: { role: WakeRole; partition: number; holdUntilMs: number; lanes: readonly string[] }): Promise<void> {
   try {
-    const held = await writeWake(ctx, holdParams(wakeKey(ask.role, ask.partition), ask.holdUntilMs));
+    const key = wakeKey(ask.role, ask.partition);
+    let held = await writeWake(ctx, holdParams(key, ask.holdUntilMs, ask.lanes));
     // Written or refused (a later hold stands), the item as the hold met it.
     entry.state = held.state;
+    for (let tries = 0; !held.ok && tries < LANE_HOLD_TRIES; tries++) {
+      const lower = ask.lanes.filter((lane) => (held.state?.laneHoldsUntilMs.get(lane) ?? 0) < ask.holdUntilMs);
+      if (lower.length === 0) break;
+      held = await writeWake(ctx, laneHoldParams(key, ask.holdUntilMs, lower));
+      entry.state = held.state;
+    }
     if (!holderStaysFor(entry.state, ask.holdUntilMs, ctx.nowMs())) await waker.wake(wakeRequestFor(ctx.settings, ask.role, ask.partition));
   } catch {
     // The next minute tick finds the work: its bucket was recorded before it was written. Forgotten, the hold covers
@@ -115,7 +139,7 @@ export async function wakeEveryPoller(ctx: QueueContext): Promise<void> {
   if (!ctx.waker) return;
   const seen = seenOf(ctx.waker);
   for (const partition of partitions) seen.delete(memoKey(ctx, 'poller', partition));
-  await Promise.all(partitions.map((partition) => ensureAwake(ctx, 'poller', partition, { dueAtMs: ctx.nowMs(), writtenAtMs: ctx.nowMs() })));
+  await Promise.all(partitions.map((partition) => ensureAwake(ctx, 'poller', partition, { dueAtMs: ctx.nowMs(), writtenAtMs: ctx.nowMs(), lanes: [EVERY_LANE] })));
 }
 
 /**

@@ -20,8 +20,8 @@ export const RENEW_BELOW_MS = 2_000;
 /** No work for this long, and the holder looks whether anything is due soon; again this often while something is. */
 export const IDLE_BEFORE_LOOK_MS = 500;
 /**
- * Between renewals the holder reads its wake item this often (after a round of work), so a job type made while it
- * is awake is polled within about a poll interval.
+ * Between renewals the holder reads its wake item this often (after a round of work, and while its loop waits), so
+ * a job type made, or a lane held for work written, while it is awake is polled within about this long.
  */
 export const TYPES_CHECK_MS = 250;
 /**
@@ -48,21 +48,27 @@ export interface AwakeWork {
   walkedFromBucket(): Walked | undefined;
 }
 
-export interface AwakeRound {
+/** What the wake item last said that changes what a poller polls. */
+export interface WakeNews {
+  /** When job types last changed. */
+  typesChangedAtMs: number;
+  /** Until when the waker asked for each type's lanes to be polled (store/wake.ts). */
+  laneHoldsUntilMs: ReadonlyMap<string, number>;
+}
+
+export interface AwakeRound extends WakeNews {
   /** Until when to keep working: the invocation's end, or now once the holder gave the lease up. */
   untilMs: number;
-  /** When job types last changed, as the wake item says. */
-  typesChangedAtMs: number;
 }
 
 export interface AwakeKeeper {
   /** After each round of work (`busy` when it did some): renews, looks and stops as due. */
   afterRound(busy: boolean): Promise<AwakeRound>;
   /**
-   * While the loop waits between rounds: when job types last changed, read again once TYPES_CHECK_MS has passed
-   * since the last read, so a type made meanwhile is polled without waiting out the poll interval.
+   * While the loop waits between rounds: the wake item's news, read again once TYPES_CHECK_MS has passed since the
+   * last read, so a type made or a lane held meanwhile is polled without waiting out the poll interval.
    */
-  typesChangedAtMs(): Promise<number>;
+  news(): Promise<WakeNews>;
   readonly stopping: boolean;
 }
 
@@ -135,17 +141,19 @@ export async function startAwake(ctx: QueueContext, options: AwakeOptions): Prom
   return { awake: true, keeper: createKeeper(ctx, options, held), state: held };
 }
 
+const newsOf = (state: WakeState): WakeNews => ({ typesChangedAtMs: state.typesChangedAtMs, laneHoldsUntilMs: state.laneHoldsUntilMs });
+
 function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState): AwakeKeeper {
   const { role, partition, ownerId, endsAtMs, work } = options;
   const lookEveryMs = options.lookEveryMs ?? IDLE_BEFORE_LOOK_MS;
   const key = wakeKey(role, partition);
   let leaseUntilMs = taken.awakeUntilMs;
-  let typesChangedAtMs = taken.typesChangedAtMs;
+  let news: WakeNews = newsOf(taken);
   let stopping = false;
   let nextLookAtMs = ctx.nowMs() + (options.firstLookAfterMs ?? lookEveryMs);
   let lastReadAtMs = ctx.nowMs();
   let handedOver = false;
-  const round = (): AwakeRound => ({ untilMs: stopping ? ctx.nowMs() : endsAtMs, typesChangedAtMs });
+  const round = (): AwakeRound => ({ untilMs: stopping ? ctx.nowMs() : endsAtMs, ...news });
 
   /**
    * Nothing due soon, on a look begun after every hold asked for: gives the lease up, unless a hold came since (its
@@ -156,7 +164,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
     nextLookAtMs = lookedAtMs + lookEveryMs;
     const state = await readWakeState(ctx, role, partition);
     lastReadAtMs = lookedAtMs;
-    typesChangedAtMs = state.typesChangedAtMs;
+    news = newsOf(state);
     if (state.ownerId !== ownerId) {
       stopping = true;
       return;
@@ -168,7 +176,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
     }
     const earliestDueAtMs = await work.earliestDueAtMs(lookedAtMs + REACH_MS);
     if (staysFor(ctx, role, earliestDueAtMs, lookedAtMs)) return;
-    const stopped = await writeWake(ctx, stopLeaseParams(key, ownerId, lookedAtMs, work.walkedFromBucket()));
+    const stopped = await writeWake(ctx, stopLeaseParams(key, ownerId, lookedAtMs, work.walkedFromBucket(), [...state.laneHoldsUntilMs.keys()]));
     // Refused: a hold was asked for since the look began, and the next look comes as it ends.
     if (!stopped.ok) {
       nextLookAtMs = lookedAtMs;
@@ -188,7 +196,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
     }
     leaseUntilMs = awakeUntilMs;
     lastReadAtMs = ctx.nowMs();
-    typesChangedAtMs = renewed.state.typesChangedAtMs;
+    news = newsOf(renewed.state);
   }
 
   /** Still awake at its end, the holder starts its successor; a wake that fails leaves the gap to the next tick. */
@@ -197,18 +205,18 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
     await ctx.waker?.wake(wakeRequestFor(ctx.settings, role, partition)).catch(() => undefined);
   }
 
-  async function readTypesChanged(): Promise<void> {
+  async function readNews(): Promise<void> {
     lastReadAtMs = ctx.nowMs();
-    typesChangedAtMs = (await readWakeState(ctx, role, partition)).typesChangedAtMs;
+    news = newsOf(await readWakeState(ctx, role, partition));
   }
 
   return {
     get stopping() {
       return stopping;
     },
-    async typesChangedAtMs(): Promise<number> {
-      if (ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readTypesChanged();
-      return typesChangedAtMs;
+    async news(): Promise<WakeNews> {
+      if (ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readNews();
+      return news;
     },
     async afterRound(busy: boolean): Promise<AwakeRound> {
       const nowMs = ctx.nowMs();
@@ -216,7 +224,7 @@ function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState
       if (!stopping && nowMs >= nextLookAtMs) await lookAndMaybeStop();
       if (!stopping && !handedOver && endsAtMs - ctx.nowMs() <= HANDOVER_MS) await handOver();
       if (!stopping && leaseUntilMs - ctx.nowMs() < RENEW_BELOW_MS && leaseUntilMs < endsAtMs) await renew();
-      else if (!stopping && role === 'poller' && ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readTypesChanged();
+      else if (!stopping && role === 'poller' && ctx.nowMs() - lastReadAtMs >= TYPES_CHECK_MS) await readNews();
       return round();
     },
   };

@@ -7,7 +7,7 @@ import { claimsJobs, type JobType } from '../../domain/job-type.js';
 import { queryDue, readLaneCursor } from '../../store/due-index.js';
 import { bucketOf, SCHEDULES_PARTITION, sortKeyTimeMs, type Lane } from '../../store/keys.js';
 import { readWakeState, type Walked, type WakeState } from '../../store/wake.js';
-import { startAwake, type AwakeWork, type SleepReason } from './lease-keeper.js';
+import { startAwake, type AwakeRound, type AwakeWork, type SleepReason, type WakeNews } from './lease-keeper.js';
 import type { QueueContext } from '../context.js';
 import { listJobTypes } from '../catalog/job-types.js';
 import { cursorCacheKey, type CursorCache } from '../poll/poll-state.js';
@@ -109,11 +109,11 @@ export type PollerAwake =
   | { stays: false; reason: SleepReason }
   | {
       stays: true;
-      afterRound: ((round: PollRound) => Promise<{ untilMs: number; typesChangedAtMs: number }>) | undefined;
-      /** When job types last changed as the lease found it, before the loop lists them. */
-      typesChangedAtMs?: number;
-      /** While the loop waits between polls: when job types last changed, as the wake item says now. */
-      typesChangedAtMsNow?: () => Promise<number>;
+      afterRound: ((round: PollRound) => Promise<AwakeRound>) | undefined;
+      /** The wake item's news as the lease found it, before the loop lists types. */
+      news?: WakeNews;
+      /** While the loop waits between polls: the wake item's news now. */
+      newsNow?: () => Promise<WakeNews>;
       /** Why the wake item could not be read or written, when the invocation polls its whole run for that. */
       wakeItemError?: unknown;
     };
@@ -136,7 +136,7 @@ export async function startPollerAwake(ctx: QueueContext, options: { shards: num
     let typesKnownChangedAtMs = start.state.typesChangedAtMs;
     return {
       stays: true,
-      typesChangedAtMs: typesKnownChangedAtMs,
+      news: { typesChangedAtMs: start.state.typesChangedAtMs, laneHoldsUntilMs: start.state.laneHoldsUntilMs },
       afterRound: async (round) => {
         const listedUnderMs = view !== undefined && view.jobTypes === round.jobTypes ? view.typesChangedAtMs : typesKnownChangedAtMs;
         view = { ...round, typesChangedAtMs: listedUnderMs };
@@ -144,9 +144,10 @@ export async function startPollerAwake(ctx: QueueContext, options: { shards: num
         typesKnownChangedAtMs = next.typesChangedAtMs;
         return next;
       },
-      typesChangedAtMsNow: async () => {
-        typesKnownChangedAtMs = await keeper.typesChangedAtMs();
-        return typesKnownChangedAtMs;
+      newsNow: async () => {
+        const news = await keeper.news();
+        typesKnownChangedAtMs = news.typesChangedAtMs;
+        return news;
       },
     };
   } catch (error) {
@@ -155,10 +156,10 @@ export async function startPollerAwake(ctx: QueueContext, options: { shards: num
 }
 
 /** The poll loop's options that keep a staying invocation's lease: the one place a lease is wired to the loop. */
-export function leaseLoopOptions(awake: Extract<PollerAwake, { stays: true }>): Pick<PollerLoopOptions, 'afterRound' | 'typesChangedAtMs' | 'typesChangedAtMsNow'> {
+export function leaseLoopOptions(awake: Extract<PollerAwake, { stays: true }>): Pick<PollerLoopOptions, 'afterRound' | 'news' | 'newsNow'> {
   return {
     ...(awake.afterRound ? { afterRound: awake.afterRound } : {}),
-    ...(awake.typesChangedAtMs !== undefined ? { typesChangedAtMs: awake.typesChangedAtMs } : {}),
-    ...(awake.typesChangedAtMsNow ? { typesChangedAtMsNow: awake.typesChangedAtMsNow } : {}),
+    ...(awake.news ? { news: awake.news } : {}),
+    ...(awake.newsNow ? { newsNow: awake.newsNow } : {}),
   };
 }

@@ -13,8 +13,11 @@ import type { QueueContext } from '../context.js';
  * and the waker, would make it late. The waker makes sure of it at once; an awake poller stays for it.
  */
 export const DUE_SOON_MS = 2_000;
-/** A poller's timer comes back at least this long before its work falls due: the waker's reads and the wake's start. */
-export const TIMER_LEAD_MS = 200;
+/**
+ * A poller's timer comes back at least this long before its work falls due: the waker's reads and the wake's start,
+ * or, for an awake poller, its next read of the lane hold the timer asks for (lease-keeper.ts's TYPES_CHECK_MS).
+ */
+export const TIMER_LEAD_MS = 600;
 /** SQS delays a message at most 15 minutes. */
 export const MAX_TIMER_DELAY_S = 900;
 

@@ -9,6 +9,7 @@
 import type { WakeTimer, WakeTimers } from '../../domain/invocations.js';
 import { laneBucketOf, SCHEDULES_PARTITION, type WakingEntry } from '../../store/keys.js';
 import { queryDue } from '../../store/due-index.js';
+import { EVERY_LANE } from '../../store/wake.js';
 import type { QueueContext } from '../context.js';
 import { ensureAwake, pollerPartitionOfShard, TICK_COVER_MS, wakeEveryPoller } from './ensure-awake.js';
 import { armTimers, dueSoon, targetKey, timerCoversUntilMs, type DueWork } from './timers.js';
@@ -29,12 +30,27 @@ function workOf(ctx: QueueContext, entry: Exclude<WakingEntry, { kind: 'jobType'
   }
 }
 
-/** One wake per function, for the latest due time of those given: a hold must outlast them all. */
-function latestPerTarget<T extends Pick<WakeTimer, 'role' | 'partition' | 'dueAtMs'>>(wakes: Iterable<T>): T[] {
-  const latest = new Map<string, T>();
+/**
+ * The types whose lanes a poller's work lies in, from the partitions it names: every lane when it names none (the
+ * timer of an invocation that left work behind its earliest), none for a schedule's.
+ */
+function lanesOf(lanePartitions: readonly string[] | undefined): string[] {
+  if (lanePartitions === undefined) return [EVERY_LANE];
+  return lanePartitions.flatMap((name) => {
+    const lane = laneBucketOf(name)?.lane;
+    return lane?.kind === 'queued' ? [lane.type] : [];
+  });
+}
+
+/** One wake per function, for the latest due time of those given (a hold must outlast them all) and every lane they lie in. */
+function latestPerTarget(wakes: Iterable<DueWork>): (Omit<DueWork, 'lanePartitions'> & { lanes: Set<string> })[] {
+  const latest = new Map<string, Omit<DueWork, 'lanePartitions'> & { lanes: Set<string> }>();
   for (const wake of wakes) {
     const key = targetKey(wake);
-    if (wake.dueAtMs > (latest.get(key)?.dueAtMs ?? -Infinity)) latest.set(key, wake);
+    const found = latest.get(key) ?? { role: wake.role, partition: wake.partition, dueAtMs: wake.dueAtMs, lanes: new Set<string>() };
+    found.dueAtMs = Math.max(found.dueAtMs, wake.dueAtMs);
+    for (const lane of lanesOf(wake.lanePartitions)) found.lanes.add(lane);
+    latest.set(key, found);
   }
   return [...latest.values()];
 }
@@ -54,7 +70,7 @@ export async function wakeForWrittenEntries(ctx: QueueContext, entries: readonly
   }
   // First: its holds are what the work due soon in the same batch then finds, where it would otherwise ask again.
   if (typeWritten) await wakeEveryPoller(ctx);
-  await Promise.all(latestPerTarget(soon).map((work) => ensureAwake(ctx, work.role, work.partition, { dueAtMs: work.dueAtMs, writtenAtMs: nowMs })));
+  await Promise.all(latestPerTarget(soon).map((work) => ensureAwake(ctx, work.role, work.partition, { dueAtMs: work.dueAtMs, writtenAtMs: nowMs, lanes: [...work.lanes] })));
   await armTimers(ctx, timers, later);
 }
 
@@ -75,5 +91,7 @@ async function stillDue(ctx: QueueContext, timer: WakeTimer): Promise<boolean> {
 /** Timers that came back: whoever they name is made sure of now, once per function, where their work is still there. */
 export async function wakeForTimers(ctx: QueueContext, fired: readonly WakeTimer[]): Promise<void> {
   const checked = await Promise.all(fired.map(async (timer) => ((await stillDue(ctx, timer)) ? [timer] : [])));
-  await Promise.all(latestPerTarget(checked.flat()).map((timer) => ensureAwake(ctx, timer.role, timer.partition, { dueAtMs: Math.max(timer.dueAtMs, ctx.nowMs()) })));
+  await Promise.all(
+    latestPerTarget(checked.flat()).map((timer) => ensureAwake(ctx, timer.role, timer.partition, { dueAtMs: Math.max(timer.dueAtMs, ctx.nowMs()), lanes: [...timer.lanes] })),
+  );
 }

@@ -10,7 +10,7 @@ import type { QueueContext } from '../../../../../lib/queue/context.js';
 import { INDEX_LAG_MS, TICK_COVER_MS, ensureAwake, pollerPartitionOf } from '../../../../../lib/queue/wake/ensure-awake.js';
 import { HANDOVER_MS, IDLE_BEFORE_LOOK_MS, LEASE_MS, startAwake, TYPES_CHECK_MS, type AwakeWork } from '../../../../../lib/queue/wake/lease-keeper.js';
 import { DUE_SOON_MS } from '../../../../../lib/queue/wake/timers.js';
-import { startPollerAwake } from '../../../../../lib/queue/wake/poller-stays.js';
+import { leaseLoopOptions, startPollerAwake } from '../../../../../lib/queue/wake/poller-stays.js';
 import { runPollerLoop } from '../../../../../lib/queue/poll/poller-loop.js';
 import { setJobTypePaused } from '../../../../../lib/queue/catalog/job-types.js';
 import { wakeKey } from '../../../../../lib/store/keys.js';
@@ -52,9 +52,7 @@ function pollerLoop(ctx: QueueContext, advance: (ms: number) => void, runForMs =
           await onSleep();
           advance(Math.max(ms, 10));
         },
-        ...(awake.afterRound ? { afterRound: awake.afterRound } : {}),
-        ...(awake.typesChangedAtMs !== undefined ? { typesChangedAtMs: awake.typesChangedAtMs } : {}),
-        ...(awake.typesChangedAtMsNow ? { typesChangedAtMsNow: awake.typesChangedAtMsNow } : {}),
+        ...leaseLoopOptions(awake),
       });
       return { stayed: true as const, totals, ranForMs: ctx.nowMs() - startedAtMs };
     },

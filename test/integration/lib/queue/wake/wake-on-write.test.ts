@@ -10,7 +10,7 @@ import { TICK_COVER_MS } from '../../../../../lib/queue/wake/ensure-awake.js';
 import { DUE_SOON_MS, TIMER_LEAD_MS } from '../../../../../lib/queue/wake/timers.js';
 import { wakeForTimers, wakeForWrittenEntries } from '../../../../../lib/queue/wake/wake-on-write.js';
 import { lanePartition, SCHEDULES_PARTITION, shardOf, type WakingEntry } from '../../../../../lib/store/keys.js';
-import { readWakeState } from '../../../../../lib/store/wake.js';
+import { EVERY_LANE, readWakeState } from '../../../../../lib/store/wake.js';
 import { T0, defineType, enqueue, freshQueuePerTest, RecordingTimers, RecordingWaker } from '../../../../support/lib-fixtures.js';
 
 const waker = new RecordingWaker();
@@ -191,5 +191,75 @@ describe('a timer that comes back naming lane partitions', () => {
     setUp();
     await wakeForTimers(queue().as('waker'), [{ role: 'sweeper', partition: 0, dueAtMs: T0, lanePartitions: ['KEYS'] }]);
     expect(waker.requests).toEqual([{ role: 'sweeper' }]);
+  });
+});
+
+describe('lane holds: which types an awake poller polls between its polls of every lane', () => {
+  const ofType = (type: string, shard: number, dueAtMs: number): WakingEntry => ({
+    kind: 'lane',
+    lane: { kind: 'queued', type },
+    shard,
+    dueAtMs,
+    partition: lanePartition({ kind: 'queued', type }, Math.floor(dueAtMs / 60_000), shard),
+  });
+
+  test('an entry due soon holds its type\'s lanes on its poller partition as long as the hold itself', async () => {
+    const { timers } = setUp();
+    const { as, ctx } = queue();
+    await wakeForWrittenEntries(as('waker'), [ofType('a', 0, T0), ofType('b', 2, T0 + 1_000)], timers);
+    const state = await readWakeState(ctx, 'poller', 0);
+    expect([...state.laneHoldsUntilMs.keys()].sort()).toEqual(['a', 'b']);
+    expect(state.laneHoldsUntilMs.get('a')).toBe(state.holdUntilMs);
+    expect((await readWakeState(ctx, 'poller', 1)).laneHoldsUntilMs.size).toBe(0);
+  });
+
+  test('a later entry of another type, due before the hold standing ends, still holds its own type\'s lanes', async () => {
+    const { timers } = setUp();
+    const { as, ctx } = queue();
+    await wakeForWrittenEntries(as('waker'), [ofType('a', 0, T0 + 1_900)], timers);
+    const before = await readWakeState(ctx, 'poller', 0);
+    await wakeForWrittenEntries(as('waker'), [ofType('b', 0, T0)], timers);
+    const after = await readWakeState(ctx, 'poller', 0);
+    expect(after.holdUntilMs).toBe(before.holdUntilMs);
+    expect(after.laneHoldsUntilMs.get('a')).toBe(before.holdUntilMs);
+    expect(after.laneHoldsUntilMs.get('b')).toBeGreaterThanOrEqual(T0 + 2_000);
+    expect(after.laneHoldsUntilMs.get('b')).toBeLessThan(before.holdUntilMs);
+  });
+
+  test('a type\'s lane hold is never lowered by an entry due before it', async () => {
+    const { timers } = setUp();
+    const { as, ctx } = queue();
+    await wakeForWrittenEntries(as('waker'), [ofType('a', 0, T0 + 1_900)], timers);
+    const held = (await readWakeState(ctx, 'poller', 0)).laneHoldsUntilMs.get('a');
+    await wakeForWrittenEntries(as('waker'), [ofType('a', 2, T0)], timers);
+    expect((await readWakeState(ctx, 'poller', 0)).laneHoldsUntilMs.get('a')).toBe(held);
+  });
+
+  test('a timer naming a type\'s lane partition holds that type\'s lanes when it wakes its poller', async () => {
+    setUp();
+    const { ctx, as } = queue();
+    await enqueue(ctx, await defineType(ctx, 'a'), 'j1', { runAfterMs: T0 + 1_000 });
+    const shard = shardOf('j1', ctx.settings.shards);
+    const partition = lanePartition({ kind: 'queued', type: 'a' }, Math.floor((T0 + 1_000) / 60_000), shard);
+    await wakeForTimers(as('waker'), [{ role: 'poller', partition: shard % 2, dueAtMs: T0 + 1_000, lanePartitions: [partition] }]);
+    expect([...(await readWakeState(ctx, 'poller', shard % 2)).laneHoldsUntilMs.keys()]).toEqual(['a']);
+  });
+
+  test('a timer naming no partition, and a job type written, hold every lane: the work they stand for may lie in any', async () => {
+    setUp();
+    const { ctx, as } = queue();
+    await wakeForTimers(as('waker'), [{ role: 'poller', partition: 1, dueAtMs: T0 }]);
+    await wakeForWrittenEntries(as('waker'), [{ kind: 'jobType' }], new RecordingTimers());
+    expect([...(await readWakeState(ctx, 'poller', 1)).laneHoldsUntilMs.keys()]).toEqual([EVERY_LANE]);
+    expect([...(await readWakeState(ctx, 'poller', 0)).laneHoldsUntilMs.keys()]).toEqual([EVERY_LANE]);
+  });
+
+  test('a schedule due soon holds no lane: the poller that fires schedules looks for them every second whatever it polls', async () => {
+    const { timers } = setUp();
+    const { as, ctx } = queue();
+    await wakeForWrittenEntries(as('waker'), [{ kind: 'schedule', dueAtMs: T0, partition: SCHEDULES_PARTITION }], timers);
+    const state = await readWakeState(ctx, 'poller', 0);
+    expect(state.holdUntilMs).toBeGreaterThan(T0);
+    expect(state.laneHoldsUntilMs.size).toBe(0);
   });
 });
