@@ -111,6 +111,14 @@ describe('a minute tick', () => {
     await writeWake(ctx, holdParams(wakeKey('poller', 0), T0 + HOLD_FOR_MS));
     expect(await pollerLoop(as('poller'), clock.advance).run()).toMatchObject({ stayed: true });
   });
+
+  test('gives the lease up removing the lane holds that ended, so the wake item does not grow with every type ever held', async () => {
+    const { ctx, clock, as } = queue();
+    await defineType(ctx, 'quiet');
+    await writeWake(ctx, holdParams(wakeKey('poller', 0), T0 + HOLD_FOR_MS, ['quiet', 'gone']));
+    expect(await pollerLoop(as('poller'), clock.advance).run()).toMatchObject({ stayed: true });
+    expect(await readWakeState(ctx, 'poller', 0)).toMatchObject({ stopping: true, laneHoldsUntilMs: new Map() });
+  });
 });
 
 describe('a poller with nowhere to send timers', () => {
