@@ -19,15 +19,13 @@ import type { QueueFunction } from './queue-function.js';
  */
 export const WAKER_TIMEOUT_S = 30;
 
-/**
- * Stream records older than this are dropped after their retries: by then a minute tick has found their entries.
- * Lambda's least.
- */
-const WAKER_STREAM_RECORD_MAX_AGE = Duration.minutes(1);
-
 /** How the waker's mappings hand it records, here and in the local runtime (infra/local/waker.ts). */
 export const WAKER_MAPPINGS = {
-  stream: { batchSize: 100, retryAttempts: 5 },
+  /**
+   * Stream records older than maxRecordAgeS are dropped, retried or not: by then a minute tick has found their
+   * entries. Lambda's least.
+   */
+  stream: { batchSize: 100, retryAttempts: 5, maxRecordAgeS: 60 },
   /** Kept an hour at most: a timer is worth nothing once a minute tick has passed its due time. */
   timers: { batchSize: 10, retentionS: 3_600, visibilityTimeoutS: 6 * WAKER_TIMEOUT_S },
 } as const;
@@ -84,7 +82,7 @@ export function startWakerFrom(waker: QueueFunction, sources: { table: Table; ti
     // A failing batch holds its shard back: split it to pass what can be handled, and drop what ticks will find.
     bisectBatchOnError: true,
     retryAttempts: WAKER_MAPPINGS.stream.retryAttempts,
-    maxRecordAge: WAKER_STREAM_RECORD_MAX_AGE,
+    maxRecordAge: Duration.seconds(WAKER_MAPPINGS.stream.maxRecordAgeS),
     filters: WAKER_STREAM_FILTERS.map((pattern) => FilterCriteria.filter(pattern)),
   });
   waker.function.addEventSource(new SqsEventSource(timerQueue, { batchSize: WAKER_MAPPINGS.timers.batchSize }));

@@ -3,9 +3,10 @@
  * polled about four times a second from the latest record when it starts (StartingPosition LATEST), records kept
  * by the mapping's filters, handed to the function in batches of at most `batchSize`, in order per shard. A batch
  * that fails is handed again (at least once, as Lambda does) up to `retryAttempts` times, then dropped, as the
- * stack's mapping drops it; `delayMs` holds each record back that much longer, and `duplicate` hands a batch twice,
- * to show what a late or repeated delivery does. The mapping's own reads of the stream are checked against the
- * function's role, as Lambda reads with it.
+ * stack's mapping drops it, and so is a record older than `maxRecordAgeS` when it would be handed. `delayMs` holds
+ * each record back that much longer, `duplicate` hands a batch twice, and `pause` stops the handing until `resume`
+ * (a mapping disabled, or Lambda's pollers down): to show what a late, repeated or interrupted delivery does. The
+ * mapping's own reads of the stream are checked against the function's role, as Lambda reads with it.
  */
 import {
   DescribeStreamCommand,
@@ -39,6 +40,15 @@ export interface TableStreamOptions {
   /** A read of the stream, or a batch's handling, failed: the read is made again, the batch handed again. */
   onError: (error: unknown, during: 'read' | 'handle') => void;
   signal: AbortSignal;
+  /**
+   * Records older than this are dropped rather than handed over, as the stack's mapping drops them (its
+   * MaximumRecordAgeInSeconds). Aged from when the mapping read them: DynamoDB Local dates a record to the minute
+   * only, and shows it on its stream about a second after its write.
+   */
+  maxRecordAgeS?: number;
+  /** Records dropped for their age, by batch. */
+  onExpired?: (records: number) => void;
+  /** Each record is handed over no earlier than this long after it was read. */
   delayMs?: number;
   /** Hands this share of batches twice (0 to 1). */
   duplicate?: number;
@@ -50,6 +60,13 @@ export interface TableStream {
   ready: Promise<void>;
   /** Resolves when the polling ended (after the signal). */
   stopped: Promise<void>;
+  /**
+   * Stops handing records over, once the batch under way is handled: they wait on the stream, ageing, as behind a
+   * mapping disabled or pollers down.
+   */
+  pause(): void;
+  /** Hands records over again from where it stopped, those past maxRecordAgeS dropped. */
+  resume(): void;
 }
 
 /** Whether `value` matches a filter pattern as Lambda's event filtering does: every key of the pattern, a leaf being a list of choices. */
@@ -71,27 +88,44 @@ function matchesChoice(choice: unknown, value: unknown): boolean {
 /** A record as Lambda hands it to the function: the stream's, with its source named. */
 const asLambdaRecord = (record: StreamRecord): Record<string, unknown> => ({ ...record, eventSource: 'aws:dynamodb' });
 
+/** A record the mapping read, waiting to be handed over. */
+interface ReadRecord {
+  record: Record<string, unknown>;
+  readAtMs: number;
+}
+
 export function startTableStream(options: TableStreamOptions): TableStream {
+  const handing = { paused: false };
   let markReady!: () => void;
   let failReady!: (error: unknown) => void;
   const ready = new Promise<void>((resolve, reject) => {
     markReady = resolve;
     failReady = reject;
   });
-  const stopped = run(options, () => markReady()).catch((error: unknown) => {
+  const stopped = run(options, handing, () => markReady()).catch((error: unknown) => {
     failReady(error);
     if (!options.signal.aborted) throw error;
   });
-  return { ready, stopped };
+  return {
+    ready,
+    stopped,
+    pause: () => void (handing.paused = true),
+    resume: () => void (handing.paused = false),
+  };
 }
 
-async function run(options: TableStreamOptions, onReady: () => void): Promise<void> {
+async function run(options: TableStreamOptions, handing: { paused: boolean }, onReady: () => void): Promise<void> {
   const { signal } = options;
   const { Table } = await options.tables.send(new DescribeTableCommand({ TableName: options.tableName }));
   const streamArn = Table?.LatestStreamArn;
   if (!streamArn) throw new Error(`table ${options.tableName} has no stream: ensureTable turns it on`);
   /** Each shard's next iterator; undefined once the shard ended, or for one that ended before the mapping began. */
   const iterators = new Map<string, string | undefined>();
+  /**
+   * Each shard's records read and not handed over yet, oldest first. Reading goes on while they wait (a delay, a
+   * pause), so each is aged from about when it was written.
+   */
+  const waiting = new Map<string, ReadRecord[]>();
   /** Shards open now are read from their latest record; shards that appear later (a split, a rollover) from their first. */
   const followShards = async (position: 'LATEST' | 'TRIM_HORIZON'): Promise<void> => {
     const { StreamDescription } = await options.streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
@@ -124,15 +158,17 @@ async function run(options: TableStreamOptions, onReady: () => void): Promise<vo
         }
         const { Records, NextShardIterator } = read;
         iterators.set(shardId, NextShardIterator);
+        const readAtMs = Date.now();
         const kept = (Records ?? []).filter((record) => options.filters.some((pattern) => matchesFilter(pattern, record)));
-        if (kept.length > 0 && options.delayMs) await abortableSleep(options.delayMs, signal);
-        for (let start = 0; start < kept.length && !signal.aborted; start += options.batchSize) {
-          await handOver(options, kept.slice(start, start + options.batchSize).map(asLambdaRecord));
-        }
+        if (kept.length > 0) waiting.set(shardId, [...(waiting.get(shardId) ?? []), ...kept.map((record) => ({ record: asLambdaRecord(record), readAtMs }))]);
       }
     } catch (error) {
       // A read that failed is read again at the next poll, from the same iterator, as Lambda's poller does.
       options.onError(error, 'read');
+    }
+    for (const [shardId, records] of waiting) {
+      await handReady(options, handing, records);
+      if (records.length === 0) waiting.delete(shardId);
     }
     await abortableSleep(STREAM_POLL_INTERVAL_MS, signal);
   }
@@ -150,13 +186,28 @@ async function readShard(streams: DynamoDBStreamsClient, iterator: string): Prom
   }
 }
 
+/** Hands over a shard's records that waited out `delayMs`, in batches, in order, until a pause; each is taken from `records` as it goes. */
+async function handReady(options: TableStreamOptions, handing: { paused: boolean }, records: ReadRecord[]): Promise<void> {
+  while (!handing.paused && !options.signal.aborted) {
+    const readBeforeMs = Date.now() - (options.delayMs ?? 0);
+    let ready = 0;
+    while (ready < Math.min(records.length, options.batchSize) && records[ready]!.readAtMs <= readBeforeMs) ready++;
+    if (ready === 0) return;
+    await handOver(options, records.splice(0, ready));
+  }
+}
+
 /** Hands a batch over until it succeeds or its retries run out; the shard waits meanwhile, as Lambda's does. */
-async function handOver(options: TableStreamOptions, records: unknown[]): Promise<void> {
+async function handOver(options: TableStreamOptions, batch: ReadRecord[]): Promise<void> {
+  let records = batch;
   const times = (options.random ?? Math.random)() < (options.duplicate ?? 0) ? 2 : 1;
   for (let delivery = 0; delivery < times; delivery++) {
     for (let attempt = 0; attempt <= options.retryAttempts && !options.signal.aborted; attempt++) {
+      // Lambda drops a record past the mapping's maximum age at any try, a retry's included.
+      records = withinAge(options, records);
+      if (records.length === 0) return;
       try {
-        await options.handle({ Records: records });
+        await options.handle({ Records: records.map(({ record }) => record) });
         break;
       } catch (error) {
         options.onError(error, 'handle');
@@ -164,4 +215,12 @@ async function handOver(options: TableStreamOptions, records: unknown[]): Promis
       }
     }
   }
+}
+
+function withinAge(options: TableStreamOptions, records: ReadRecord[]): ReadRecord[] {
+  if (options.maxRecordAgeS === undefined) return records;
+  const readAfterMs = Date.now() - options.maxRecordAgeS * 1000;
+  const fresh = records.filter(({ readAtMs }) => readAtMs >= readAfterMs);
+  if (fresh.length < records.length) options.onExpired?.(records.length - fresh.length);
+  return fresh;
 }
