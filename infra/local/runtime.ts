@@ -166,7 +166,7 @@ async function startWaker(
   const { iam, meter, contexts, invoke } = deps;
   const streamDelayMs = integerSetting(env, STREAM_DELAY_SETTING, 0, 0, 600_000);
   const invokeWaker = (run: () => Promise<void>, source: 'stream' | 'timers') => (source === 'timers' ? meter.fromQueue('waker', () => invoke('waker', run)) : invoke('waker', run));
-  const waker = await startLocalWaker({ iam, ctx: contexts.waker, clientOptions: deps.clientOptions, tableName: deps.tableName, inFlight: deps.inFlight, signal: deps.signal, invoke: invokeWaker, streamDelayMs });
+  const waker = await startLocalWaker({ iam, ctx: contexts.waker, clientOptions: deps.clientOptions, tableName: deps.tableName, inFlight: deps.inFlight, signal: deps.signal, invoke: invokeWaker, stream: { delayMs: streamDelayMs } });
   for (const fn of ['poller', 'sweeper'] as const) contexts[fn].wakeTimers = waker.timersFor(fn);
   return waker;
 }

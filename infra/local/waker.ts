@@ -14,8 +14,8 @@ import { createDynamoClients, dynamoClientConfig, type DynamoClientOptions } fro
 import { WAKER_MAPPINGS, WAKER_STREAM_FILTERS } from '../waker.js';
 import type { LocalIam } from './aws/iam/local-iam.js';
 import { streamReadRequests } from './aws/iam/requests.js';
-import { startTableStream } from './aws/table-stream.js';
-import { createTimerQueue } from './aws/timer-queue.js';
+import { startTableStream, type TableStream, type TableStreamOptions } from './aws/table-stream.js';
+import { createTimerQueue, type TimerQueueOptions } from './aws/timer-queue.js';
 
 export interface LocalWakerOptions {
   iam: LocalIam;
@@ -29,13 +29,20 @@ export interface LocalWakerOptions {
   invoke: (run: () => Promise<void>, source: 'stream' | 'timers', records: number) => Promise<unknown>;
   /** A read or a batch that failed, to be read or handed again; logged when not given. */
   onError?: (error: unknown, during: 'stream read' | 'stream batch' | 'timers batch') => void;
-  /** How much later than DynamoDB Local's stream has them the waker gets the records. */
-  streamDelayMs?: number;
+  /**
+   * How the stream's mapping misbehaves (LOCAL_STREAM_DELAY_MS, the fault suite): records handed later than
+   * DynamoDB Local's stream has them, batches handed twice; prompt and once by default.
+   */
+  stream?: Pick<TableStreamOptions, 'delayMs' | 'duplicate' | 'random' | 'onExpired'>;
+  /** How the timer queue misbehaves (the fault suite): messages lost, or handed twice; none by default. */
+  timers?: Pick<TimerQueueOptions, 'lose' | 'onLost' | 'duplicate' | 'random'>;
 }
 
 export interface LocalWaker {
   /** Timers sent by `fn` (the poller, the sweeper), under its role, to the waker's queue. */
   timersFor: (fn: QueueFunctionName) => WakeTimers;
+  /** The stream's mapping: paused, it hands nothing until resumed, then what waited, past those too old. */
+  stream: Pick<TableStream, 'pause' | 'resume'>;
   stop: () => Promise<void>;
 }
 
@@ -54,6 +61,7 @@ export async function startLocalWaker(options: LocalWakerOptions): Promise<Local
     visibilityTimeoutMs: WAKER_MAPPINGS.timers.visibilityTimeoutS * 1000,
     retentionMs: WAKER_MAPPINGS.timers.retentionS * 1000,
     onError: (error) => onError(error, 'timers batch'),
+    ...options.timers,
   });
   const senders: SQSClient[] = [];
   const timersFor = (fn: QueueFunctionName): WakeTimers => {
@@ -74,11 +82,12 @@ export async function startLocalWaker(options: LocalWakerOptions): Promise<Local
     handle: run('stream'),
     onError: (error, during) => onError(error, during === 'read' ? 'stream read' : 'stream batch'),
     signal,
-    ...(options.streamDelayMs ? { delayMs: options.streamDelayMs } : {}),
+    ...options.stream,
   });
   await stream.ready;
   return {
     timersFor,
+    stream,
     stop: async () => {
       await stream.stopped;
       for (const client of [tables, streams, ...senders]) client.destroy();

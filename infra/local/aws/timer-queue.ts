@@ -23,6 +23,8 @@ export interface TimerQueueOptions {
   visibilityTimeoutMs: number;
   retentionMs: number;
   lose?: number;
+  /** Each message `lose` dropped, by its body: what the fault suite excuses as left to a tick. */
+  onLost?: (body: string) => void;
   duplicate?: number;
   random?: () => number;
 }
@@ -116,7 +118,10 @@ export function createTimerQueue(options: TimerQueueOptions): TimerQueue {
 
   const send = (entry: { MessageBody?: string | undefined; DelaySeconds?: number | undefined }): string => {
     const messageId = randomUUID();
-    if (random() < (options.lose ?? 0)) return messageId;
+    if (random() < (options.lose ?? 0)) {
+      options.onLost?.(entry.MessageBody ?? '');
+      return messageId;
+    }
     const copies = random() < (options.duplicate ?? 0) ? 2 : 1;
     for (let copy = 0; copy < copies; copy++) {
       pending++;

@@ -79,13 +79,15 @@ test('refuses a delay past 15 minutes, as SQS does', async () => {
   await expect(queue.client.send(new SendMessageCommand({ QueueUrl: QUEUE_URL, MessageBody: 'x', DelaySeconds: 901 }))).rejects.toThrow('DelaySeconds');
 });
 
-test('loses a message when told to, and hands one twice when told to', async () => {
+test('loses a message when told to, saying which, and hands one twice when told to', async () => {
   const draws = [0, 1, 0];
-  const { queue, bodies } = queueWith({ lose: 0.5, duplicate: 0.5, random: () => draws.shift() ?? 1 });
+  const lost: string[] = [];
+  const { queue, bodies } = queueWith({ lose: 0.5, onLost: (body) => void lost.push(body), duplicate: 0.5, random: () => draws.shift() ?? 1 });
   await queue.client.send(new SendMessageCommand({ QueueUrl: QUEUE_URL, MessageBody: 'lost' }));
   await queue.client.send(new SendMessageCommand({ QueueUrl: QUEUE_URL, MessageBody: 'twice' }));
   await vi.advanceTimersByTimeAsync(1);
   expect(bodies.flat()).toEqual(['twice', 'twice']);
+  expect(lost).toEqual(['lost']);
 });
 
 test('hands each sender a client of its own, every one sending to the same queue', async () => {
