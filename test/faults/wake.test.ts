@@ -15,31 +15,25 @@
  * stream's delivery included, or, when a poller's wake failed around it (refused by Lambda, or its wake item's
  * read or hold failed), by the first tick after it.
  */
-import type { FinalizeHandler, FinalizeHandlerArguments, InitializeHandler, InitializeHandlerArguments, MetadataBearer } from '@smithy/types';
-import { afterAll, beforeAll, describe, expect, inject, test, vi } from 'vitest';
-import { createPollerHandler } from '../../functions/poller/app.js';
-import { createSweeperHandler } from '../../functions/sweeper/app.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { STREAM_POLL_INTERVAL_MS } from '../../infra/local/aws/table-stream.js';
-import { startLocalWaker } from '../../infra/local/waker.js';
-import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
-import type { JobType } from '../../lib/domain/job-type.js';
-import type { JobInput } from '../../lib/domain/job.js';
-import type { WorkerInvoker } from '../../lib/domain/invocations.js';
-import type { WorkerBatch } from '../../lib/domain/invocations.js';
-import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
-import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
-import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { INDEX_LAG_MS } from '../../lib/queue/wake/ensure-awake.js';
-import { wakeEventOf } from '../../lib/domain/invocations.js';
-import { type WakeInvoker } from '../../lib/domain/invocations.js';
-import { type WakeRequest } from '../../lib/domain/invocations.js';
-import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
-import type { DynamoClients } from '../../lib/store/client.js';
-import { shardsOfPartition } from '../../lib/store/keys.js';
-import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
-import { injectFaults, isInjected, loseAnswers, seededRandom, type FaultCounts } from '../support/faults.js';
+import { isInjected, seededRandom } from '../support/faults.js';
 import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
-import { auditJobs, countingHandler, waitUntilTerminal, type ScenarioError } from '../support/scenario.js';
+import { auditJobs, countingHandler, waitUntilTerminal } from '../support/scenario.js';
+import {
+  defineTypes,
+  distribution,
+  enqueueBursts,
+  firstTickAfter,
+  judgeLateness,
+  keepFunctionWarnings,
+  latenessOf,
+  startStack,
+  type Accepted,
+  type BurstPlan,
+  type Seen,
+} from '../support/sleeping-stack.js';
 import { FULL, scaled } from './scale.js';
 
 /**
@@ -80,10 +74,15 @@ const LOST_INVOKE_RATE = 0.05;
  */
 const SLOW_WRITE_RATE = 0.05;
 const SLOW_WRITE_MS = 2_500;
-const SEND_TRIES = 6;
-const LIMITED_CONCURRENCY = 2;
 /** One job in this many is of the limited type, few enough that two at a time drain them within the run. */
 const LIMITED_EVERY = scaled(6, 15);
+const BURST_PLAN: BurstPlan = {
+  bursts: Array.from({ length: BURSTS }, (_, burst) => ({ atMs: FIRST_BURST_AT_MS + burst * BURST_EVERY_MS, aheadMs: AHEAD_MS })),
+  jobsPerBurst: BURST_JOBS,
+  burstMs: BURST_MS,
+  limitedEvery: LIMITED_EVERY,
+  sendTries: 6,
+};
 const SETTLE_MS = scaled(60_000, 180_000);
 const TEST_TIMEOUT_MS = FIRST_BURST_AT_MS + BURSTS * BURST_EVERY_MS + SETTLE_MS + 60_000;
 
@@ -105,281 +104,6 @@ const STREAM_LAG_MS = STREAM_POLL_INTERVAL_MS + WAKER_HANDLING_MS;
  */
 const onTimeMsOf = (indexLagMs: number): number => STREAM_LAG_MS + INDEX_LAG_MS + 5_000 + indexLagMs;
 
-/** The lines the functions logged as warnings or errors (console.error) since the audit last took them. */
-const logged: string[] = [];
-
-interface Accepted {
-  type: string;
-  id: string;
-  dueOnArrival: boolean;
-  sentAtMs: number;
-  answeredAtMs: number;
-  runAfterMs: number;
-}
-
-/** Lambda's asynchronous invoke of a function, as a WakeInvoker: started a little later, sometimes twice, sometimes refused. */
-class LambdaWaker implements WakeInvoker {
-  constructor(
-    private readonly start: (request: WakeRequest) => void,
-    private readonly random: () => number,
-    /** When a poller's wake failed: what the jobs written then were promised changes. */
-    private readonly pollerWakeFailedAtMs: number[],
-  ) {}
-
-  async wake(request: WakeRequest): Promise<void> {
-    // The first poller wake of a run is refused, whatever the draw: each run sees a job left to a tick.
-    const firstOfPoller = request.role === 'poller' && this.pollerWakeFailedAtMs.length === 0;
-    if (firstOfPoller || this.random() < WAKE_REFUSAL_RATE) {
-      if (request.role === 'poller') this.pollerWakeFailedAtMs.push(Date.now());
-      throw Object.assign(new Error('injected: TooManyRequestsException'), { name: 'TooManyRequestsException' });
-    }
-    const deliveries = this.random() < WAKE_TWICE_RATE ? 2 : 1;
-    for (let i = 0; i < deliveries; i++) setTimeout(() => this.start(request), this.random() * 100);
-  }
-}
-
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
-const distribution = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return { count: sorted.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 };
-};
-
-/** A share of the job items' writes through `clients` wait SLOW_WRITE_MS before they are sent. */
-function slowJobWrites(clients: DynamoClients, random: () => number, counted: () => void): void {
-  clients.base.middlewareStack.addRelativeTo(
-    (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
-      const item = (args.input as { Item?: { pk?: unknown } }).Item;
-      if (item !== undefined && JSON.stringify(item.pk).includes('"JOB#') && random() < SLOW_WRITE_RATE) {
-        counted();
-        await new Promise((resolve) => setTimeout(resolve, SLOW_WRITE_MS));
-      }
-      return next(args);
-    },
-    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'slowJobWrites' },
-  );
-}
-
-/**
- * The calls through `clients` to a poller's wake item (the waker's reads and holds) that fail, injected faults
- * and all the SDK's retries spent: ensureAwake gives up on that wake, and the entries it judged are left to the
- * next tick. A hold the item refused (its condition) is an answer, not a failure.
- */
-function watchPollerWakeFailures(clients: DynamoClients, failedAtMs: number[]): void {
-  clients.base.middlewareStack.add(
-    (next: InitializeHandler<object, MetadataBearer>) => async (args: InitializeHandlerArguments<object>) => {
-      try {
-        return await next(args);
-      } catch (error) {
-        const refusedHold = error instanceof Error && error.name === 'ConditionalCheckFailedException';
-        if (!refusedHold && JSON.stringify(args.input).includes('"WAKE#poller#')) failedAtMs.push(Date.now());
-        throw error;
-      }
-    },
-    { step: 'initialize', name: 'watchPollerWakeFailures' },
-  );
-}
-
-/**
- * The scenario's own timetable (the ticks, the bursts' arrivals), kept on the wall clock: the promise under test is
- * a time from an enqueue's answer to its claim, so when things happen is what the run is made of, not a wait for them.
- */
-const sleepUntil = (atMs: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, atMs - Date.now())));
-
-/**
- * The functions as the stack runs them: each its own process (a faulty client, a waker of its own); the poller
- * and the sweeper started only by the ticks and by wakes, each start an invocation of the handler with
- * INVOCATION_TIMEOUT_MS remaining; the worker by the poller's asynchronous invokes, some of them lost; the waker
- * by its mapping on the table's stream and by the timers it armed. Resolves once the stream is read from its
- * latest record, before the first tick.
- */
-async function startStack(queue: TestQueue, random: () => number) {
-  const stop = new AbortController();
-  const faultyClients: DynamoClients[] = [];
-  const faultCounts: { fn: QueueFunctionName; counts: FaultCounts }[] = [];
-  const invocations = new Set<Promise<unknown>>();
-  const seen = {
-    started: { tick: 0, wake: 0 },
-    /** Lambda refused a poller's wake, or a call to a poller's wake item failed (watchPollerWakeFailures). */
-    pollerWakeFailedAtMs: [] as number[],
-    tickAtMs: [] as number[],
-    firstClaimAtMs: new Map<string, number>(),
-    slowWrites: 0,
-    wakerHoldAnswersLost: { lost: 0 },
-    /** The waker's invocations: from the stream (with the lane entries handed) and from its timers, and how long each took. */
-    waker: { streamBatches: 0, streamRecords: 0, timerBatches: 0, timers: 0, handlingMs: [] as number[] },
-  };
-  const track = (run: Promise<unknown>): void => {
-    invocations.add(run);
-    void run.finally(() => invocations.delete(run));
-  };
-  const processOf = (fn: QueueFunctionName): QueueContext => {
-    const clients = queue.iam.dynamoClientsFor(fn, { endpoint: inject('dynamoEndpoint') });
-    faultyClients.push(clients);
-    faultCounts.push({ fn, counts: injectFaults(clients.base, { rate: FAULT_RATE, random }) });
-    if (fn === 'api') slowJobWrites(clients, random, () => seen.slowWrites++);
-    if (fn === 'waker') {
-      // Only the waker reads and holds wake items for entries written: its failures are what leaves a job to a tick.
-      watchPollerWakeFailures(clients, seen.pollerWakeFailedAtMs);
-      // One hold covers a burst, so the waker makes only a few dozen calls a run, and FAULT_RATE may miss them all:
-      // its first hold of a poller's wake item (or its first two, sent together) is applied and its answer lost,
-      // whatever the draw, so the SDK's retry meets the hold as the first try left it.
-      seen.wakerHoldAnswersLost = loseAnswers(clients.base, ({ commandName, input }) => commandName === 'UpdateItemCommand' && JSON.stringify(input).includes('"WAKE#poller#'));
-    }
-    const base = queue.as(fn);
-    return createQueueContext(clients.db, base.settings, { events: base.events, waker: new LambdaWaker(startWoken, random, seen.pollerWakeFailedAtMs) });
-  };
-
-  const counter = countingHandler(20);
-  /** What the worker reports and what invocations throw; what the functions log as warnings and errors is in `logged`. */
-  const errors: ScenarioError[] = [];
-  const worker = processOf('worker');
-  const invoker: WorkerInvoker = {
-    async invoke(batch: WorkerBatch) {
-      for (const job of batch.jobs) if (!seen.firstClaimAtMs.has(job.id) && job.claimedAtMs !== undefined) seen.firstClaimAtMs.set(job.id, job.claimedAtMs);
-      if (random() < LOST_INVOKE_RATE) return;
-      track(
-        runWorkerBatch(worker, structuredClone(batch), {
-          registry: { handlers: { count: counter.handler }, retryPolicies: {} },
-          worker: { id: 'w', host: 'h' },
-          onError: (job, error) => errors.push({ by: 'worker', at: `${job.type}/${job.id}`, error }),
-        }),
-      );
-    },
-  };
-  const sleepers = { poller: processOf('poller'), sweeper: processOf('sweeper') };
-  const pollerHandler = createPollerHandler({ ctx: sleepers.poller, invoker, identity: { id: 'poller', host: 'h' }, signal: stop.signal });
-  const sweeperHandler = createSweeperHandler({ ctx: sleepers.sweeper, registry: { retryPolicies: {} }, signal: stop.signal });
-  function invoke(event: unknown, request: WakeRequest): void {
-    if (stop.signal.aborted) return;
-    const endsAtMs = Date.now() + INVOCATION_TIMEOUT_MS;
-    const handler = request.role === 'poller' ? pollerHandler : sweeperHandler;
-    track(handler(event, { getRemainingTimeInMillis: () => endsAtMs - Date.now() }).catch((error: unknown) => errors.push({ by: request.role, error })));
-  }
-  function startWoken(request: WakeRequest): void {
-    seen.started.wake++;
-    invoke(wakeEventOf(request), request);
-  }
-  const { pollerPartitions, shards } = queue.ctx.settings;
-  function tick(): void {
-    seen.tickAtMs.push(Date.now());
-    seen.started.tick++;
-    for (let partition = 0; partition < pollerPartitions; partition++) {
-      const request: WakeRequest = { role: 'poller', shards: shardsOfPartition(partition, pollerPartitions, shards) };
-      invoke({ shards: request.shards }, request);
-      // A wake racing the tick: both start at the same instant.
-      startWoken(request);
-    }
-    invoke({}, { role: 'sweeper' });
-  }
-  const waker = await startWaker(queue, processOf('waker'), {
-    signal: stop.signal,
-    inFlight: invocations,
-    onBatch: (source, records, handlingMs) => {
-      if (source === 'stream') {
-        seen.waker.streamBatches++;
-        seen.waker.streamRecords += records;
-      } else {
-        seen.waker.timerBatches++;
-        seen.waker.timers += records;
-      }
-      seen.waker.handlingMs.push(handlingMs);
-    },
-    onError: (error) => errors.push({ by: 'waker', error }),
-  });
-  // Before the first tick: the poller and the sweeper arm a timer on the waker's queue for the work they leave.
-  for (const fn of ['poller', 'sweeper'] as const) sleepers[fn].wakeTimers = waker.timersFor(fn);
-  const startedAtMs = Date.now();
-  const ticklessFromMs = startedAtMs + FIRST_BURST_AT_MS;
-  const ticks = (async () => {
-    for (let tickAtMs = startedAtMs; !stop.signal.aborted; tickAtMs += TICK_MS) {
-      await sleepUntil(tickAtMs);
-      if (!stop.signal.aborted && (tickAtMs < ticklessFromMs || tickAtMs >= ticklessFromMs + TICKLESS_MS)) tick();
-    }
-  })();
-
-  return {
-    startedAtMs,
-    seen,
-    errors,
-    starts: counter.starts,
-    startsByAttempt: counter.byAttempt,
-    api: () => processOf('api'),
-    injected: (fn?: QueueFunctionName) => faultCounts.reduce((sum, { fn: of, counts }) => sum + (fn === undefined || fn === of ? counts.injected : 0), 0),
-    calls: (fn: QueueFunctionName) => faultCounts.reduce((sum, { fn: of, counts }) => sum + (fn === of ? counts.calls : 0), 0),
-    async stop() {
-      stop.abort();
-      await ticks;
-      while (invocations.size > 0) await Promise.allSettled([...invocations]);
-      await waker.stop();
-      for (const clients of faultyClients) clients.base.destroy();
-    },
-  };
-}
-
-/**
- * The waker as the stack starts it (infra/local/waker.ts): its mapping on the table's stream, with the stack's
- * filters, its reads checked against its role, and its timer queue, whose sends are checked too; both hand their
- * batches to one handler, with `ctx` (the waker's faulty clients and its Lambda-like waker).
- */
-function startWaker(
-  queue: TestQueue,
-  ctx: QueueContext,
-  options: {
-    signal: AbortSignal;
-    inFlight: Set<Promise<unknown>>;
-    onBatch: (source: 'stream' | 'timers', records: number, handlingMs: number) => void;
-    onError: (error: unknown) => void;
-  },
-) {
-  return startLocalWaker({
-    iam: queue.iam,
-    ctx,
-    clientOptions: { endpoint: inject('dynamoEndpoint') },
-    tableName: queue.tableName,
-    inFlight: options.inFlight,
-    signal: options.signal,
-    invoke: async (run, source, records) => {
-      const startedAtMs = Date.now();
-      try {
-        await run();
-      } finally {
-        options.onBatch(source, records, Date.now() - startedAtMs);
-      }
-    },
-    onError: (error) => options.onError(error),
-  });
-}
-
-/** BURSTS bursts of BURST_JOBS jobs from two api instances, half due on arrival, each sent again while its outcome is unknown. */
-async function enqueueBursts(instances: QueueContext[], types: Map<string, JobType>, random: () => number, fromMs: number) {
-  const accepted: Accepted[] = [];
-  /** Enqueues never answered: each may have made its job, or not. */
-  const unanswered: { type: string; id: string }[] = [];
-  const LANES = 5;
-  await Promise.all(
-    Array.from({ length: LANES }, async (_, lane) => {
-      for (let i = lane; i < JOBS; i += LANES) {
-        const burst = Math.floor(i / BURST_JOBS);
-        await sleepUntil(fromMs + FIRST_BURST_AT_MS + burst * BURST_EVERY_MS + ((i % BURST_JOBS) * BURST_MS) / BURST_JOBS);
-        const type = i % LIMITED_EVERY === 0 ? 'limited' : ['plain', 'once'][i % 2]!;
-        const dueOnArrival = random() < 0.5;
-        const input: JobInput = { data: { i }, priority: 100, weight: 1, ...(dueOnArrival ? {} : { runAfterMs: Date.now() + Math.floor(random() * AHEAD_MS) }) };
-        const sentAtMs = Date.now();
-        for (let send = 1; send <= SEND_TRIES; send++) {
-          try {
-            const { job } = await enqueueJob(instances[lane % instances.length]!, types.get(type)!, `${type}-${i}`, input);
-            accepted.push({ type, id: job.id, dueOnArrival, sentAtMs, answeredAtMs: Date.now(), runAfterMs: job.runAfterMs });
-            break;
-          } catch {
-            if (send === SEND_TRIES) unanswered.push({ type, id: `${type}-${i}` });
-          }
-        }
-      }
-    }),
-  );
-  return { accepted, unanswered };
-}
-
 /**
  * How late each job was claimed, from when it was due and written, and which jobs due on arrival broke the
  * promise: onTimeMs, or, with a poller's wake failed around it, the first tick after it and onTimeMs. Around it:
@@ -387,40 +111,19 @@ async function enqueueBursts(instances: QueueContext[], types: Map<string, JobTy
  * failed wake leaves what it judged to the tick, and so does the hold it leaves for INDEX_LAG_MS after, since one hold
  * covers a burst: an entry judged under it asks for nothing.
  */
-function judgeLateness(accepted: Accepted[], seen: Awaited<ReturnType<typeof startStack>>['seen'], onTimeMs: number) {
-  const lateness = (job: Accepted): number => Math.max(0, (seen.firstClaimAtMs.get(job.id) ?? Infinity) - Math.max(job.runAfterMs, job.answeredAtMs));
+function judgeWakes(accepted: Accepted[], seen: Seen, onTimeMs: number) {
+  const lateness = latenessOf(seen);
   const wakeFailedAround = (job: Accepted): boolean =>
     seen.pollerWakeFailedAtMs.some((atMs) => atMs >= job.sentAtMs - INDEX_LAG_MS && atMs <= job.answeredAtMs + STREAM_LAG_MS);
-  const firstTickAfter = (atMs: number): number => seen.tickAtMs.find((tickMs) => tickMs >= atMs) ?? Infinity;
-  // The limited type's jobs wait for a slot as well as for a poller; only the others measure the wakes.
-  const measured = accepted.filter((job) => job.type !== 'limited');
-  const dueNow = measured.filter((job) => job.dueOnArrival);
-  const late = dueNow.filter((job) => lateness(job) > onTimeMs);
-  return {
-    dueNowMs: distribution(dueNow.map(lateness)),
-    dueLaterMs: distribution(measured.filter((job) => !job.dueOnArrival).map(lateness)),
-    late: late.map((job) => ({ id: job.id, lateMs: lateness(job), wakeFailed: wakeFailedAround(job) })),
-    broken: late.flatMap((job) => {
-      const promisedMs = wakeFailedAround(job) ? firstTickAfter(job.answeredAtMs) - job.answeredAtMs + onTimeMs : onTimeMs;
-      return lateness(job) <= promisedMs ? [] : [`${job.id}: claimed ${lateness(job)} ms after its enqueue answered, promised within ${promisedMs} ms`];
-    }),
-  };
+  const judged = judgeLateness(accepted, seen, (job) => {
+    if (!job.dueOnArrival) return Infinity;
+    return wakeFailedAround(job) ? firstTickAfter(seen, job.answeredAtMs) - job.answeredAtMs + onTimeMs : onTimeMs;
+  });
+  const late = accepted.filter((job) => job.type !== 'limited' && job.dueOnArrival && lateness(job) > onTimeMs);
+  return { ...judged, late: late.map((job) => ({ id: job.id, lateMs: lateness(job), wakeFailed: wakeFailedAround(job) })) };
 }
 
-async function defineTypes(ctx: QueueContext): Promise<Map<string, JobType>> {
-  const body = { target: { kind: 'handler', name: 'count' }, attempts: 10, retry: { kind: 'fixed', delay_s: 1 }, visibility_timeout_s: 2 };
-  const types = new Map<string, JobType>();
-  for (const [name, extra] of [
-    ['plain', {}],
-    ['once', { delivery_strategy: 'at_most_once', attempts: 1 }],
-    ['limited', { concurrency: LIMITED_CONCURRENCY }],
-  ] as const) {
-    types.set(name, (await putJobType(ctx, name, parseJobTypeDefinition({ ...body, ...extra }))).jobType);
-  }
-  return types;
-}
-
-function runScenario(indexLagMs: number, seed: number) {
+function runScenario(indexLagMs: number, seed: number, warnings: ReturnType<typeof keepFunctionWarnings>) {
   let queue: TestQueue;
   beforeAll(async () => {
     queue = await createTestQueue({
@@ -436,20 +139,31 @@ function runScenario(indexLagMs: number, seed: number) {
   test(`every accepted job ends terminal, no at_most_once job starts twice, and jobs due on arrival are claimed within the protocol's promise (index lag ${indexLagMs} ms)`, async () => {
     const random = seededRandom(seed);
     const types = await defineTypes(queue.ctx);
-    const stack = await startStack(queue, random);
-    const { accepted, unanswered } = await enqueueBursts([stack.api(), stack.api()], types, random, stack.startedAtMs);
+    const counter = countingHandler(20);
+    const stack = await startStack(queue, {
+      random,
+      dynamoFaultRate: FAULT_RATE,
+      slowJobWrites: { rate: SLOW_WRITE_RATE, ms: SLOW_WRITE_MS },
+      loseWakerHoldAnswer: true,
+      invokes: { wakeRefusalRate: WAKE_REFUSAL_RATE, wakeTwiceRate: WAKE_TWICE_RATE, refuseFirstPollerWake: true, lostInvokeRate: LOST_INVOKE_RATE, hangMs: 0 },
+      tickMs: TICK_MS,
+      tickless: { fromMs: FIRST_BURST_AT_MS, forMs: TICKLESS_MS },
+      invocationTimeoutMs: INVOCATION_TIMEOUT_MS,
+      counter,
+    });
+    const { accepted, unanswered } = await enqueueBursts([stack.api(), stack.api()], types, random, stack.startedAtMs, BURST_PLAN);
     const open = await waitUntilTerminal(queue.ctx, accepted, SETTLE_MS);
     await stack.stop();
 
     // What the functions logged as warnings or errors (the handlers log what they survive): each must be a fault injected here.
-    const loggedErrors = logged.splice(0).map((line): ScenarioError => ({ by: line.includes('"sweep') ? 'sweeper' : 'poller', error: new Error(line) }));
-    const audit = await auditJobs(queue.ctx, accepted, stack.starts, types, {
+    const loggedErrors = warnings.take();
+    const audit = await auditJobs(queue.ctx, accepted, counter.starts, types, {
       unknown: unanswered,
-      startsByAttempt: stack.startsByAttempt,
+      startsByAttempt: counter.byAttempt,
       errors: [...stack.errors, ...loggedErrors],
       expectedError: isInjected,
     });
-    const lateness = judgeLateness(accepted, stack.seen, onTimeMsOf(indexLagMs));
+    const lateness = judgeWakes(accepted, stack.seen, onTimeMsOf(indexLagMs));
     console.info('sleeping pollers under faults', {
       indexLagMs,
       jobs: accepted.length,
@@ -487,15 +201,9 @@ function runScenario(indexLagMs: number, seed: number) {
 }
 
 describe(`${JOBS} jobs enqueued while pollers and sweepers sleep between ticks and wakes, under ${FAULT_RATE * 100} % injected faults`, () => {
-  // The handlers log every invocation; the run prints its own summary. Their warnings and errors are kept, and the
-  // audit refuses each that is not an injected fault.
-  beforeAll(() => {
-    vi.spyOn(console, 'log').mockImplementation(() => undefined);
-    vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(' ')));
-  });
-  afterAll(() => vi.restoreAllMocks());
+  const warnings = keepFunctionWarnings();
 
   // The normal suite runs the lagging index alone, to stay short; the soak runs both.
-  if (FULL) describe('the index current', () => runScenario(0, 30));
-  describe('the index lagging', () => runScenario(1_000, 31));
+  if (FULL) describe('the index current', () => runScenario(0, 30, warnings));
+  describe('the index lagging', () => runScenario(1_000, 31, warnings));
 });
