@@ -6,6 +6,7 @@
  * and the sleepers arm (infra/local/waker.ts). Jobs come in bursts from api instances, and each is judged by how
  * late it was claimed and audited (support/scenario.ts).
  */
+import { setMaxListeners } from 'node:events';
 import type { FinalizeHandler, FinalizeHandlerArguments, InitializeHandler, InitializeHandlerArguments, MetadataBearer } from '@smithy/types';
 import { afterAll, beforeAll, inject, vi } from 'vitest';
 import { createPollerHandler } from '../../functions/poller/app.js';
@@ -206,6 +207,8 @@ export type Seen = SleepingStack['seen'];
 export async function startStack(queue: TestQueue, options: StackOptions) {
   const { random } = options;
   const stop = new AbortController();
+  // Every invocation, answer hanging and loop of the run waits on it.
+  setMaxListeners(0, stop.signal);
   const faultyClients: DynamoClients[] = [];
   const faultCounts: { fn: QueueFunctionName; counts: FaultCounts }[] = [];
   const invocations = new Set<Promise<unknown>>();
@@ -337,7 +340,8 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
     options.tickless === undefined || tickAtMs < startedAtMs + options.tickless.fromMs || tickAtMs >= startedAtMs + options.tickless.fromMs + options.tickless.forMs;
   const ticks = (async () => {
     for (let tickAtMs = startedAtMs; !stop.signal.aborted; tickAtMs += options.tickMs) {
-      await sleepUntil(tickAtMs);
+      // Ended by the stop, so a run ends with its jobs rather than at the next tick.
+      await abortableSleep(tickAtMs - Date.now(), stop.signal);
       if (!stop.signal.aborted && ticked(tickAtMs)) tick();
     }
   })();
@@ -372,8 +376,11 @@ export interface Accepted {
 }
 
 export interface BurstPlan {
-  /** When each burst begins, from the stack's start, and how far ahead its jobs not due on arrival fall due (at most). */
-  bursts: readonly { atMs: number; aheadMs: number }[];
+  /**
+   * When each burst begins, from the stack's start, the share of its jobs due on arrival (half by default), and how
+   * far ahead the others fall due (at most).
+   */
+  bursts: readonly { atMs: number; dueOnArrival?: number; aheadMs: number }[];
   jobsPerBurst: number;
   /** A burst's jobs are sent evenly over this long. */
   burstMs: number;
@@ -385,7 +392,7 @@ export interface BurstPlan {
   longWork?: { every: number; ms: number };
 }
 
-/** The plan's bursts from api `instances`, half of each due on arrival, each sent again while its outcome is unknown. */
+/** The plan's bursts from api `instances`, each job sent again while its outcome is unknown. */
 export async function enqueueBursts(instances: QueueContext[], types: Map<string, JobType>, random: () => number, fromMs: number, plan: BurstPlan) {
   const accepted: Accepted[] = [];
   /** Enqueues never answered: each may have made its job, or not. */
@@ -398,7 +405,7 @@ export async function enqueueBursts(instances: QueueContext[], types: Map<string
         const burst = plan.bursts[Math.floor(i / plan.jobsPerBurst)]!;
         await sleepUntil(fromMs + burst.atMs + ((i % plan.jobsPerBurst) * plan.burstMs) / plan.jobsPerBurst);
         const type = plan.limitedEvery !== undefined && i % plan.limitedEvery === 0 ? 'limited' : ['plain', 'once'][i % 2]!;
-        const dueOnArrival = random() < 0.5;
+        const dueOnArrival = random() < (burst.dueOnArrival ?? 0.5);
         const workMs = plan.longWork && i % plan.longWork.every === 1 ? { workMs: plan.longWork.ms } : {};
         const input: JobInput = { data: { i, ...workMs }, priority: 100, weight: 1, ...(dueOnArrival ? {} : { runAfterMs: Date.now() + Math.floor(random() * burst.aheadMs) }) };
         const sentAtMs = Date.now();

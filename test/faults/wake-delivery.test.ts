@@ -1,0 +1,297 @@
+/**
+ * The waker's deliveries at their worst (issue 41's fault list), each fault a run of its own on the stack as
+ * test/support/sleeping-stack.ts starts it: pollers and sweepers sleep between ticks and wakes, no writer wakes
+ * anyone, and the waker learns of each lane entry from the table's stream and of work falling due from its timers.
+ *
+ * - The stream's records reach the waker 5 s late, and every batch twice (Lambda's mapping is at-least-once).
+ * - The waker's mapping is down for a spell (5 minutes in the soak) and then hands over from where it stopped,
+ *   dropping the records older than its maximum age (60 s), as Lambda's does.
+ * - Timers are lost, and others delivered twice.
+ * - Every Lambda Invoke (the waker's wakes, the sleepers' handovers, the poller's worker batches) answers 30 s late
+ *   (8 s in the normal suite): Lambda queued the event at once, and the caller waits.
+ *
+ * Each run proves: every accepted job ends terminal; no at_most_once job starts twice; no claim renewal leaves after
+ * the claim it renews lapsed, so no at_least_once job is handed back and started again while it runs; every job is
+ * claimed within a tick period (and a small margin) of when it was due and written; and, where the fault leaves the
+ * waker a way to be on time, within the wake's own promise, so a waker that loses what the fault tests shows.
+ */
+import { describe, expect, test, beforeAll, afterAll } from 'vitest';
+import { STREAM_POLL_INTERVAL_MS } from '../../infra/local/aws/table-stream.js';
+import { WAKER_MAPPINGS } from '../../infra/waker.js';
+import type { QueueContext } from '../../lib/queue/context.js';
+import { INDEX_LAG_MS, pollerPartitionOf } from '../../lib/queue/wake/ensure-awake.js';
+import { isInjected, seededRandom } from '../support/faults.js';
+import { createTestQueue, realClock, type TestQueue } from '../support/queue.js';
+import { auditJobs, countStarts, waitUntilTerminal } from '../support/scenario.js';
+import {
+  defineTypes,
+  distribution,
+  enqueueBursts,
+  firstTickAfter,
+  judgeLateness,
+  keepFunctionWarnings,
+  PROMPT_INVOKES,
+  sleepUntil,
+  startStack,
+  type Accepted,
+  type BurstPlan,
+  type InvokeFaults,
+  type Seen,
+  type SleepingStack,
+  type StackOptions,
+} from '../support/sleeping-stack.js';
+import { FULL, scaled } from './scale.js';
+
+/** The minute tick, shortened to keep the runs short, yet longer than the wake's promise (CLAIM_MS), so a job left to a tick shows. */
+const TICK_MS = scaled(15_000, 30_000);
+/** A tick's own invocation on top of its period, the bound every job is held to: its start, its reads, a poll. */
+const TICK_MARGIN_MS = 3_000;
+/** A run lasts about a tick period, as the stack's 55 s runs do against its minute ticks; the handlers end theirs 5 s before. */
+const INVOCATION_TIMEOUT_MS = TICK_MS + 5_000;
+/**
+ * The waker's handling of a batch its mapping hands it, DynamoDB Local's own lag in showing a record on its stream
+ * included; from an enqueue's answer to the waker's judgment of its entry, a poll of the mapping comes on top.
+ */
+const WAKER_HANDLING_MS = 2_000;
+const STREAM_LAG_MS = STREAM_POLL_INTERVAL_MS + WAKER_HANDLING_MS;
+/**
+ * From the waker's judgment of an entry due (or a timer's return) to the job's claim: the hold lasts INDEX_LAG_MS,
+ * sized for the index's lag and a poll, and the woken invocation's start and first calls come on top.
+ */
+const CLAIM_MS = INDEX_LAG_MS + 3_000;
+/** Claims lapse this long after they were made or renewed: the worker renews at half of it. */
+const VISIBILITY_TIMEOUT_S = 4;
+/** Every third job runs past two renewals. */
+const LONG_WORK = { every: 3, ms: 4_500 };
+const JOBS_PER_BURST = scaled(60, 300);
+const BURST_MS = 1_500;
+const SETTLE_MS = scaled(60_000, 180_000);
+
+/** The promise every job is held to, whatever the fault: claimed by the first tick after it was due and written. */
+const TICK_BOUND_MS = TICK_MS + TICK_MARGIN_MS;
+
+/**
+ * How long after it was due and written `job` may be claimed when someone makes sure of it by `judgedByMs` (the
+ * waker's judgment of its entry, a tick): claimed CLAIM_MS after that or after its due time, whichever is later.
+ */
+const onTimeMs = (job: Accepted, judgedByMs: number): number => Math.max(job.runAfterMs, judgedByMs) + CLAIM_MS - Math.max(job.runAfterMs, job.answeredAtMs);
+
+interface DeliveryScenario {
+  seed: number;
+  plan: BurstPlan;
+  mappings?: StackOptions['mappings'];
+  invokes?: InvokeFaults;
+  /** The fault's own timetable, beside the bursts. */
+  spell?: (stack: SleepingStack) => Promise<void>;
+  /** When someone makes sure of each job at the latest under the fault; Infinity when only the tick bound holds. */
+  judgedByMs: (job: Accepted, seen: Seen, ctx: QueueContext) => number;
+  /** What the run saw of its fault: printed, and checked by `faulted`. */
+  facts: (seen: Seen) => Record<string, unknown>;
+  /** The fault happened as the run means it to. */
+  faulted: (seen: Seen) => void;
+}
+
+const warnings = keepFunctionWarnings();
+
+/** Runs `scenario` on a table of its own (with the stream the waker reads), enqueueing its bursts, and judges every job. */
+function runDelivery(title: string, scenario: DeliveryScenario): void {
+  let queue: TestQueue;
+  beforeAll(async () => {
+    queue = await createTestQueue({ clock: realClock, stream: true, settings: { bucketMs: 5_000, pollerPartitions: 2, pollIntervalMs: 100, sweepIntervalMs: 500 } });
+  });
+  afterAll(() => queue.drop());
+  const lastDueMs = Math.max(...scenario.plan.bursts.map((burst) => burst.atMs + scenario.plan.burstMs + burst.aheadMs));
+
+  test(title, async () => {
+    const random = seededRandom(scenario.seed);
+    const types = await defineTypes(queue.ctx, VISIBILITY_TIMEOUT_S);
+    const counter = countStarts(async (data) => {
+      const { workMs } = data as { workMs?: number };
+      await new Promise((resolve) => setTimeout(resolve, workMs ?? Math.random() * 20));
+      return 'done';
+    });
+    const stack = await startStack(queue, {
+      random,
+      dynamoFaultRate: 0,
+      invokes: scenario.invokes ?? PROMPT_INVOKES,
+      tickMs: TICK_MS,
+      invocationTimeoutMs: INVOCATION_TIMEOUT_MS,
+      counter,
+      ...(scenario.mappings ? { mappings: scenario.mappings } : {}),
+    });
+    const [{ accepted, unanswered }] = await Promise.all([
+      enqueueBursts([stack.api(), stack.api()], types, random, stack.startedAtMs, scenario.plan),
+      scenario.spell?.(stack),
+    ]);
+    const open = await waitUntilTerminal(queue.ctx, accepted, SETTLE_MS);
+    await stack.stop();
+
+    const audit = await auditJobs(queue.ctx, accepted, counter.starts, types, {
+      unknown: unanswered,
+      startsByAttempt: counter.byAttempt,
+      errors: [...stack.errors, ...warnings.take()],
+      expectedError: isInjected,
+    });
+    const { seen } = stack;
+    const withinATick = judgeLateness(accepted, seen, () => TICK_BOUND_MS);
+    const onTime = judgeLateness(accepted, seen, (job) => onTimeMs(job, scenario.judgedByMs(job, seen, queue.ctx)));
+    const startedTwice = [...counter.starts].filter(([, starts]) => starts > 1).map(([id]) => id);
+    console.info(title, {
+      jobs: accepted.length,
+      unanswered: unanswered.length,
+      open,
+      byStatus: audit.byStatus,
+      latenessDueNowMs: withinATick.dueNowMs,
+      latenessDueLaterMs: withinATick.dueLaterMs,
+      claimedPastATick: withinATick.broken.length,
+      claimedPastTheWakesPromise: onTime.broken,
+      renewals: { sent: seen.renewals.sent, late: seen.renewals.late.size },
+      startedTwice,
+      invocations: seen.started,
+      waker: { ...seen.waker, handlingMs: distribution(seen.waker.handlingMs) },
+      ...scenario.facts(seen),
+    });
+
+    scenario.faulted(seen);
+    expect(seen.renewals.sent).toBeGreaterThan(0);
+    expect(open).toBe(0);
+    expect(audit.findings).toEqual([]);
+    expect([...seen.renewals.late]).toEqual([]);
+    expect(withinATick.broken).toEqual([]);
+    expect(onTime.broken).toEqual([]);
+  }, lastDueMs + SETTLE_MS + 60_000);
+}
+
+describe('the waker\'s deliveries under faults: every job ends, none starts twice where it may not, no renewal comes late, and each is claimed within a tick and, where the fault allows, on time', () => {
+  describe('stream records handed 5 s late, every batch twice', () => {
+    const DELAY_MS = 5_000;
+    runDelivery(`every job is claimed within ${DELAY_MS} ms more than the wake's promise, a duplicated batch waking no one twice`, {
+      seed: 41,
+      plan: {
+        bursts: [
+          { atMs: 1_000, aheadMs: scaled(10_000, 20_000) },
+          // Just after a tick, once the burst before was claimed and its holders stopped, all due at once: only the
+          // waker, late, or the next tick claims them.
+          { atMs: TICK_MS + 500, dueOnArrival: 1, aheadMs: 0 },
+          ...(FULL ? [{ atMs: 2 * TICK_MS + 500, aheadMs: 25_000 }] : []),
+        ],
+        jobsPerBurst: JOBS_PER_BURST,
+        burstMs: BURST_MS,
+        sendTries: 1,
+        longWork: LONG_WORK,
+      },
+      mappings: { stream: { delayMs: DELAY_MS, duplicate: 1 } },
+      judgedByMs: (job) => job.answeredAtMs + DELAY_MS + STREAM_LAG_MS,
+      facts: (seen) => ({ streamRecordsHanded: seen.waker.streamRecords }),
+      faulted: (seen) => expect(seen.waker.streamBatches % 2).toBe(0),
+    });
+  });
+
+  describe(`the waker's mapping down for ${scaled(20, 300)} s`, () => {
+    const OUTAGE_MS = scaled(20_000, 300_000);
+    /**
+     * The mapping comes back 2 s after a tick, and the last burst comes between the two, due before the next tick:
+     * only the stream's records, handed from where the mapping stopped, wake anyone for it in time.
+     */
+    const UP_AT_MS = scaled(2, 11) * TICK_MS + 2_000;
+    const DOWN_AT_MS = UP_AT_MS - OUTAGE_MS;
+    const MAX_RECORD_AGE_MS = WAKER_MAPPINGS.stream.maxRecordAgeS * 1000;
+    const outage = { downAtMs: Infinity, upAtMs: Infinity };
+    /**
+     * When the waker judges a job's entry: its record is handed before the outage, at the resume, or never (older
+     * than the mapping's maximum age by then; a record is read after its write was sent, and within STREAM_LAG_MS
+     * of its answer). A tick after its write finds it too: it claims what is due and arms a timer for the earliest
+     * work it leaves, and the woken invocations each arm one for the next.
+     */
+    const judgedByMs = (job: Accepted, seen: Seen): number => {
+      const handedByMs = job.answeredAtMs + STREAM_LAG_MS;
+      const byStream = handedByMs < outage.downAtMs ? handedByMs : outage.upAtMs - job.sentAtMs < MAX_RECORD_AGE_MS ? outage.upAtMs + STREAM_LAG_MS : Infinity;
+      return Math.min(byStream, firstTickAfter(seen, job.answeredAtMs));
+    };
+    runDelivery('every job is claimed on time from the stream, a tick or the timers they arm, and those whose records the outage outlived by the first tick after', {
+      seed: 42,
+      plan: {
+        bursts: [
+          // While the mapping is up.
+          { atMs: 1_000, aheadMs: 8_000 },
+          // Just after it went down: in the soak, its records are past the maximum age when it resumes.
+          { atMs: DOWN_AT_MS + 1_000, aheadMs: scaled(12_000, 60_000) },
+          // After the last tick before it resumes, due before the next.
+          { atMs: UP_AT_MS - 2_000 + 300, aheadMs: TICK_MS - 5_000 },
+        ],
+        jobsPerBurst: JOBS_PER_BURST,
+        burstMs: BURST_MS,
+        sendTries: 1,
+        longWork: LONG_WORK,
+      },
+      spell: async (stack) => {
+        await sleepUntil(stack.startedAtMs + DOWN_AT_MS);
+        outage.downAtMs = Date.now();
+        stack.stream.pause();
+        await sleepUntil(stack.startedAtMs + UP_AT_MS);
+        outage.upAtMs = Date.now();
+        stack.stream.resume();
+      },
+      judgedByMs,
+      facts: (seen) => ({ outageMs: outage.upAtMs - outage.downAtMs, streamRecordsExpired: seen.streamRecordsExpired }),
+      faulted: (seen) => {
+        expect(outage.upAtMs - outage.downAtMs).toBeGreaterThanOrEqual(OUTAGE_MS);
+        // A spell past the maximum age drops what was written at its start; a shorter one drops nothing.
+        if (OUTAGE_MS > MAX_RECORD_AGE_MS) expect(seen.streamRecordsExpired).toBeGreaterThan(0);
+        else expect(seen.streamRecordsExpired).toBe(0);
+      },
+    });
+  });
+
+  describe('timers lost, and timers delivered twice', () => {
+    const LOST_RATE = 0.3;
+    const TWICE_RATE = 0.3;
+    /** Far enough ahead, and few enough, that a sleeper's partition often has nothing due soon between them: the timers wake it. */
+    const AHEAD_MS = scaled(40_000, 60_000);
+    runDelivery('every job is claimed on time by its timer, or, its timer lost, by the first tick after it fell due', {
+      seed: 43,
+      plan: {
+        bursts: Array.from({ length: scaled(1, 2) }, (_, burst) => ({ atMs: 1_000 + burst * (AHEAD_MS + 6_000), aheadMs: AHEAD_MS })),
+        jobsPerBurst: scaled(60, 100),
+        burstMs: BURST_MS,
+        sendTries: 1,
+        longWork: LONG_WORK,
+      },
+      // Draws of their own, so which timers are lost depends on the order they are sent in, not on the enqueues'.
+      mappings: { timers: { lose: LOST_RATE, duplicate: TWICE_RATE, random: seededRandom(143) } },
+      judgedByMs: (job, seen, ctx) => {
+        // The timer of its poller and second was lost: no one in the process arms that second again, and the first
+        // tick after it fell due claims it, unless an invocation awake for other work does first.
+        const second = Math.floor(job.runAfterMs / 1000);
+        const partition = pollerPartitionOf(ctx, job.id);
+        const timerLost = seen.timersLost.some((timer) => timer.role === 'poller' && timer.partition === partition && Math.floor(timer.dueAtMs / 1000) === second);
+        return timerLost ? firstTickAfter(seen, Math.max(job.runAfterMs, job.answeredAtMs)) : job.answeredAtMs + STREAM_LAG_MS;
+      },
+      facts: (seen) => ({ timersLost: seen.timersLost.length, timersHanded: seen.waker.timers }),
+      faulted: (seen) => {
+        expect(seen.timersLost.length).toBeGreaterThan(0);
+        expect(seen.waker.timers).toBeGreaterThan(0);
+      },
+    });
+  });
+
+  describe(`every Lambda Invoke answering ${scaled(8, 30)} s late`, () => {
+    const HANG_MS = scaled(8_000, 30_000);
+    const AHEAD_MS = scaled(8_000, 20_000);
+    runDelivery('renewals never wait on an Invoke and come on time, and every job is claimed within a tick', {
+      seed: 44,
+      plan: {
+        bursts: Array.from({ length: 2 }, (_, burst) => ({ atMs: 1_000 + burst * (AHEAD_MS + HANG_MS + 6_000), aheadMs: AHEAD_MS })),
+        jobsPerBurst: JOBS_PER_BURST,
+        burstMs: BURST_MS,
+        sendTries: 1,
+        longWork: LONG_WORK,
+      },
+      invokes: { ...PROMPT_INVOKES, hangMs: HANG_MS },
+      // A holder stuck in an Invoke honours no hold meanwhile: only the tick bound holds.
+      judgedByMs: () => Infinity,
+      facts: (seen) => ({ invokesHung: seen.hung.invokes }),
+      faulted: (seen) => expect(seen.hung.invokes).toBeGreaterThan(0),
+    });
+  });
+});
