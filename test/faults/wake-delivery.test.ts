@@ -4,16 +4,18 @@
  * anyone, and the waker learns of each lane entry from the table's stream and of work falling due from its timers.
  *
  * - The stream's records reach the waker 5 s late, and every batch twice (Lambda's mapping is at-least-once).
- * - The waker's mapping is down for a spell (5 minutes in the soak) and then hands over from where it stopped,
- *   dropping the records older than its maximum age (60 s), as Lambda's does.
+ * - The waker's mapping is down for a spell (5 minutes in the soak, 20 s in the normal suite), then hands over from
+ *   where it stopped, dropping the records older than its maximum age (60 s), as Lambda's does.
  * - Timers are lost, and others delivered twice.
  * - Every Lambda Invoke (the waker's wakes, the sleepers' handovers, the poller's worker batches) answers 30 s late
- *   (8 s in the normal suite): Lambda queued the event at once, and the caller waits.
+ *   (8 s in the normal suite), Lambda having queued its event at once: the deployed clients give up on it first and
+ *   send it again, and the poller hands the batch back; in the soak, also callers that wait each one out.
  *
- * Each run proves: every accepted job ends terminal; no at_most_once job starts twice; no claim renewal leaves after
- * the claim it renews lapsed, so no at_least_once job is handed back and started again while it runs; every job is
- * claimed within a tick period (and a small margin) of when it was due and written; and, where the fault leaves the
- * waker a way to be on time, within the wake's own promise, so a waker that loses what the fault tests shows.
+ * Each run proves: every accepted job ends terminal; no at_most_once job starts twice; no renewal of a running
+ * attempt leaves after the claim it renews lapsed, so no at_least_once job is handed back and started again while it
+ * runs; every job is claimed within a tick period (and a small margin) of when it was due and written (once the hang
+ * ended, for callers that wait it out); and, where the fault leaves the waker a way to be on time, within the wake's
+ * own promise, so a waker that loses what the fault tests shows.
  */
 import { describe, expect, test, beforeAll, afterAll } from 'vitest';
 import { STREAM_POLL_INTERVAL_MS } from '../../infra/local/aws/table-stream.js';
@@ -89,6 +91,8 @@ interface DeliveryScenario {
   facts: (seen: Seen) => Record<string, unknown>;
   /** The fault happened as the run means it to. */
   faulted: (seen: Seen) => void;
+  /** How long after it was due and written any job may be claimed. @default TICK_BOUND_MS */
+  boundMs?: number;
 }
 
 const warnings = keepFunctionWarnings();
@@ -133,7 +137,7 @@ function runDelivery(title: string, scenario: DeliveryScenario): void {
       expectedError: isInjected,
     });
     const { seen } = stack;
-    const withinATick = judgeLateness(accepted, seen, () => TICK_BOUND_MS);
+    const withinBound = judgeLateness(accepted, seen, () => scenario.boundMs ?? TICK_BOUND_MS);
     const onTime = judgeLateness(accepted, seen, (job) => onTimeMs(job, scenario.judgedByMs(job, seen, queue.ctx)));
     const startedTwice = [...counter.starts].filter(([, starts]) => starts > 1).map(([id]) => id);
     console.info(title, {
@@ -141,11 +145,11 @@ function runDelivery(title: string, scenario: DeliveryScenario): void {
       unanswered: unanswered.length,
       open,
       byStatus: audit.byStatus,
-      latenessDueNowMs: withinATick.dueNowMs,
-      latenessDueLaterMs: withinATick.dueLaterMs,
-      claimedPastATick: withinATick.broken.length,
+      latenessDueNowMs: withinBound.dueNowMs,
+      latenessDueLaterMs: withinBound.dueLaterMs,
+      claimedPastTheBound: withinBound.broken.length,
       claimedPastTheWakesPromise: onTime.broken,
-      renewals: { sent: seen.renewals.sent, late: seen.renewals.late.size },
+      renewals: { sent: seen.renewals.sent, late: seen.renewals.lateMs.size, lateBeforeStart: seen.renewals.lateBeforeStart },
       startedTwice,
       invocations: seen.started,
       waker: { ...seen.waker, handlingMs: distribution(seen.waker.handlingMs) },
@@ -156,10 +160,44 @@ function runDelivery(title: string, scenario: DeliveryScenario): void {
     expect(seen.renewals.sent).toBeGreaterThan(0);
     expect(open).toBe(0);
     expect(audit.findings).toEqual([]);
-    expect([...seen.renewals.late]).toEqual([]);
-    expect(withinATick.broken).toEqual([]);
+    expect([...seen.renewals.lateMs.keys()]).toEqual([]);
+    expect(withinBound.broken).toEqual([]);
     expect(onTime.broken).toEqual([]);
   }, lastDueMs + SETTLE_MS + 60_000);
+}
+
+/**
+ * How late every Invoke answers, Lambda having queued its event at once: longer than a deployed client waits for an
+ * answer (ASYNC_DELIVERY_CALL_LIMITS: 2 s a try), and in the soak a tick period.
+ */
+const HANG_MS = scaled(8_000, 30_000);
+
+/**
+ * Jobs enqueued while every Invoke hangs, its callers `callers` (InvokeFaults.hang); every job held to
+ * `boundMs` after it was due and written.
+ */
+function hungInvokes(callers: 'deployed' | 'waiting', seed: number, boundMs: number): void {
+  const AHEAD_MS = scaled(8_000, 15_000);
+  const within = callers === 'deployed' ? 'a tick' : 'a tick once the hang ended';
+  runDelivery(`renewals never wait on an Invoke and come on time, and every job is claimed within ${within}`, {
+    seed,
+    plan: {
+      bursts: Array.from({ length: 2 }, (_, burst) => ({ atMs: 1_000 + burst * (AHEAD_MS + HANG_MS + 6_000), aheadMs: AHEAD_MS })),
+      jobsPerBurst: JOBS_PER_BURST,
+      burstMs: BURST_MS,
+      sendTries: 1,
+      longWork: LONG_WORK,
+    },
+    invokes: { ...PROMPT_INVOKES, hang: { ms: HANG_MS, callers } },
+    // A holder stuck in an Invoke honours no hold meanwhile, and the waker's next judgments wait: only a tick is promised.
+    judgedByMs: () => Infinity,
+    boundMs,
+    facts: (seen) => ({ invokesHung: seen.hung.invokes, invokesGivenUp: seen.gaveUp.invokes }),
+    faulted: (seen) => {
+      expect(seen.hung.invokes).toBeGreaterThan(0);
+      if (callers === 'deployed') expect(seen.gaveUp.invokes).toBeGreaterThan(0);
+    },
+  });
 }
 
 describe('the waker\'s deliveries under faults: every job ends, none starts twice where it may not, no renewal comes late, and each is claimed within a tick and, where the fault allows, on time', () => {
@@ -173,7 +211,6 @@ describe('the waker\'s deliveries under faults: every job ends, none starts twic
           // Just after a tick, once the burst before was claimed and its holders stopped, all due at once: only the
           // waker, late, or the next tick claims them.
           { atMs: TICK_MS + 500, dueOnArrival: 1, aheadMs: 0 },
-          ...(FULL ? [{ atMs: 2 * TICK_MS + 500, aheadMs: 25_000 }] : []),
         ],
         jobsPerBurst: JOBS_PER_BURST,
         burstMs: BURST_MS,
@@ -183,6 +220,7 @@ describe('the waker\'s deliveries under faults: every job ends, none starts twic
       mappings: { stream: { delayMs: DELAY_MS, duplicate: 1 } },
       judgedByMs: (job) => job.answeredAtMs + DELAY_MS + STREAM_LAG_MS,
       facts: (seen) => ({ streamRecordsHanded: seen.waker.streamRecords }),
+      // Every batch handed twice: an odd count would be one handed once.
       faulted: (seen) => expect(seen.waker.streamBatches % 2).toBe(0),
     });
   });
@@ -235,7 +273,8 @@ describe('the waker\'s deliveries under faults: every job ends, none starts twic
       judgedByMs,
       facts: (seen) => ({ outageMs: outage.upAtMs - outage.downAtMs, streamRecordsExpired: seen.streamRecordsExpired }),
       faulted: (seen) => {
-        expect(outage.upAtMs - outage.downAtMs).toBeGreaterThanOrEqual(OUTAGE_MS);
+        // It goes down when its timer fires, which a busy event loop delays: the spell may be a little short of its plan.
+        expect(outage.upAtMs - outage.downAtMs).toBeGreaterThan(OUTAGE_MS - 100);
         // A spell past the maximum age drops what was written at its start; a shorter one drops nothing.
         if (OUTAGE_MS > MAX_RECORD_AGE_MS) expect(seen.streamRecordsExpired).toBeGreaterThan(0);
         else expect(seen.streamRecordsExpired).toBe(0);
@@ -251,7 +290,7 @@ describe('the waker\'s deliveries under faults: every job ends, none starts twic
     runDelivery('every job is claimed on time by its timer, or, its timer lost, by the first tick after it fell due', {
       seed: 43,
       plan: {
-        bursts: Array.from({ length: scaled(1, 2) }, (_, burst) => ({ atMs: 1_000 + burst * (AHEAD_MS + 6_000), aheadMs: AHEAD_MS })),
+        bursts: [{ atMs: 1_000, aheadMs: AHEAD_MS }],
         jobsPerBurst: scaled(60, 100),
         burstMs: BURST_MS,
         sendTries: 1,
@@ -275,23 +314,9 @@ describe('the waker\'s deliveries under faults: every job ends, none starts twic
     });
   });
 
-  describe(`every Lambda Invoke answering ${scaled(8, 30)} s late`, () => {
-    const HANG_MS = scaled(8_000, 30_000);
-    const AHEAD_MS = scaled(8_000, 20_000);
-    runDelivery('renewals never wait on an Invoke and come on time, and every job is claimed within a tick', {
-      seed: 44,
-      plan: {
-        bursts: Array.from({ length: 2 }, (_, burst) => ({ atMs: 1_000 + burst * (AHEAD_MS + HANG_MS + 6_000), aheadMs: AHEAD_MS })),
-        jobsPerBurst: JOBS_PER_BURST,
-        burstMs: BURST_MS,
-        sendTries: 1,
-        longWork: LONG_WORK,
-      },
-      invokes: { ...PROMPT_INVOKES, hangMs: HANG_MS },
-      // A holder stuck in an Invoke honours no hold meanwhile: only the tick bound holds.
-      judgedByMs: () => Infinity,
-      facts: (seen) => ({ invokesHung: seen.hung.invokes }),
-      faulted: (seen) => expect(seen.hung.invokes).toBeGreaterThan(0),
-    });
+  describe(`every Lambda Invoke answering ${HANG_MS / 1000} s late`, () => {
+    describe('through the deployed clients, which give up on it', () => hungInvokes('deployed', 44, TICK_BOUND_MS));
+    // A caller waiting out an Invoke does nothing else meanwhile: the poller claims nothing, the waker judges nothing.
+    if (FULL) describe('by callers that wait it out', () => hungInvokes('waiting', 45, TICK_BOUND_MS + HANG_MS));
   });
 });

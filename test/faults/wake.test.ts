@@ -145,7 +145,7 @@ function runScenario(indexLagMs: number, seed: number, warnings: ReturnType<type
       dynamoFaultRate: FAULT_RATE,
       slowJobWrites: { rate: SLOW_WRITE_RATE, ms: SLOW_WRITE_MS },
       loseWakerHoldAnswer: true,
-      invokes: { wakeRefusalRate: WAKE_REFUSAL_RATE, wakeTwiceRate: WAKE_TWICE_RATE, refuseFirstPollerWake: true, lostInvokeRate: LOST_INVOKE_RATE, hangMs: 0 },
+      invokes: { wakeRefusalRate: WAKE_REFUSAL_RATE, wakeTwiceRate: WAKE_TWICE_RATE, refuseFirstPollerWake: true, lostInvokeRate: LOST_INVOKE_RATE },
       tickMs: TICK_MS,
       tickless: { fromMs: FIRST_BURST_AT_MS, forMs: TICKLESS_MS },
       invocationTimeoutMs: INVOCATION_TIMEOUT_MS,

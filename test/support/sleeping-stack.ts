@@ -13,11 +13,13 @@ import { createPollerHandler } from '../../functions/poller/app.js';
 import { createSweeperHandler } from '../../functions/sweeper/app.js';
 import type { QueueFunctionName } from '../../infra/local/aws/iam/stack-policies.js';
 import { startLocalWaker, type LocalWakerOptions } from '../../infra/local/waker.js';
+import { createLambdaInvoker, createLambdaWaker } from '../../lib/aws/lambda.js';
 import { parseWakeTimer, wakeEventOf, type WakeInvoker, type WakeRequest, type WakeTimer, type WorkerBatch, type WorkerInvoker } from '../../lib/domain/invocations.js';
 import type { JobType } from '../../lib/domain/job-type.js';
-import type { JobInput } from '../../lib/domain/job.js';
+import type { Job, JobInput } from '../../lib/domain/job.js';
 import { abortableSleep } from '../../lib/domain/sleep.js';
 import { runWorkerBatch } from '../../lib/queue/attempt/run-batch.js';
+import type { JobHandler } from '../../lib/targets/handler.js';
 import { putJobType } from '../../lib/queue/catalog/job-types.js';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { enqueueJob } from '../../lib/queue/enqueue/enqueue.js';
@@ -25,6 +27,7 @@ import type { DynamoClients } from '../../lib/store/client.js';
 import { jobKey, shardsOfPartition } from '../../lib/store/keys.js';
 import { parseJobTypeDefinition } from '../../lib/wire/job-types.js';
 import { injectFaults, loseAnswers, type FaultCounts } from './faults.js';
+import { startHangingLambda } from './hanging-lambda.js';
 import type { TestQueue } from './queue.js';
 import type { ScenarioError, StartCounter } from './scenario.js';
 
@@ -40,11 +43,15 @@ export interface InvokeFaults {
   refuseFirstPollerWake: boolean;
   /** Worker invokes lost on the way: their claims lapse and the sweeper hands them back. */
   lostInvokeRate: number;
-  /** Every invoke's answer comes this late: Lambda queued the event at once, and the function starts as usual. */
-  hangMs: number;
+  /**
+   * Every invoke's answer comes `ms` late, Lambda having queued its event at once, and its function starting as
+   * usual. `deployed`: the callers reach Lambda's API (support/hanging-lambda.ts) through the deployed clients,
+   * which give up within ASYNC_DELIVERY_CALL_LIMITS and may send it again; `waiting`: callers that wait it out.
+   */
+  hang?: { ms: number; callers: 'deployed' | 'waiting' };
 }
 
-export const PROMPT_INVOKES: InvokeFaults = { wakeRefusalRate: 0, wakeTwiceRate: 0, refuseFirstPollerWake: false, lostInvokeRate: 0, hangMs: 0 };
+export const PROMPT_INVOKES: InvokeFaults = { wakeRefusalRate: 0, wakeTwiceRate: 0, refuseFirstPollerWake: false, lostInvokeRate: 0 };
 
 /** Lambda's asynchronous invoke of a function, as a WakeInvoker: started a little later, sometimes twice, sometimes refused, maybe answered late. */
 export class LambdaWaker implements WakeInvoker {
@@ -67,14 +74,15 @@ export class LambdaWaker implements WakeInvoker {
     }
     const deliveries = this.random() < this.faults.wakeTwiceRate ? 2 : 1;
     for (let i = 0; i < deliveries; i++) setTimeout(() => this.start(request), this.random() * 100);
-    await hangAnswer(this.faults.hangMs, this.hung, this.signal);
+    await waitOutHang(this.faults, this.hung, this.signal);
   }
 }
 
-async function hangAnswer(hangMs: number, hung: { invokes: number }, signal: AbortSignal): Promise<void> {
-  if (hangMs <= 0) return;
+/** An invoke's answer, hanging for its callers that wait it out. */
+async function waitOutHang(faults: InvokeFaults, hung: { invokes: number }, signal: AbortSignal): Promise<void> {
+  if (faults.hang?.callers !== 'waiting') return;
   hung.invokes++;
-  await abortableSleep(hangMs, signal);
+  await abortableSleep(faults.hang.ms, signal);
 }
 
 export interface Distribution {
@@ -133,11 +141,16 @@ function watchPollerWakeFailures(clients: DynamoClients, failedAtMs: number[]): 
   );
 }
 
-/** Claim renewals the worker sent (each try of lib/queue/attempt/renew-claim.ts's write), and those sent once the claim they renew had lapsed. */
+/**
+ * Claim renewals the worker sent (each try of lib/queue/attempt/renew-claim.ts's write), and those sent once the
+ * claim they renew had lapsed: while its attempt ran (the sweeper may have handed the job back, to start again), or
+ * before (a batch that reached the worker late: the renewal revives the claim or fails, and nothing had started).
+ */
 export interface Renewals {
   sent: number;
-  /** `job#token@until` of each renewal a try of which left at or after the deadline it was to move on. */
-  late: Set<string>;
+  /** By `job#token@until`, how long after the deadline it was to move on each late renewal of a running attempt left. */
+  lateMs: Map<string, number>;
+  lateBeforeStart: number;
 }
 
 /**
@@ -149,10 +162,10 @@ const claimOf = (pk: unknown, token: unknown): string => `${String(pk)}#${String
 
 /**
  * Watches the worker's renewals (extendClaimParams: conditioned on `claimedUntilMs < :until`) through `clients`: a
- * try sent at or after the deadline it moves on lands on a lapsed claim, which the sweeper may have handed back,
- * and an at_least_once job may then start twice.
+ * try sent at or after the deadline it moves on lands on a lapsed claim, which the sweeper may have handed back;
+ * one of an attempt `running` (its handler started) lets an at_least_once job start twice.
  */
-function watchRenewals(clients: DynamoClients, deadlines: ClaimDeadlines, renewals: Renewals): void {
+function watchRenewals(clients: DynamoClients, deadlines: ClaimDeadlines, running: ReadonlySet<string>, renewals: Renewals): void {
   clients.base.middlewareStack.addRelativeTo(
     (next: FinalizeHandler<object, MetadataBearer>) => async (args: FinalizeHandlerArguments<object>) => {
       const input = args.input as { ConditionExpression?: string; Key?: { pk?: { S?: string } }; ExpressionAttributeValues?: Record<string, { S?: string; N?: string }> };
@@ -162,7 +175,11 @@ function watchRenewals(clients: DynamoClients, deadlines: ClaimDeadlines, renewa
       const untilMs = Number(values[':until']?.N);
       renewals.sent++;
       const deadlineMs = deadlines.get(claim);
-      if (deadlineMs !== undefined && Date.now() >= deadlineMs) renewals.late.add(`${claim}@${untilMs}`);
+      const renewal = `${claim}@${untilMs}`;
+      if (deadlineMs !== undefined && Date.now() >= deadlineMs && !renewals.lateMs.has(renewal)) {
+        if (running.has(claim)) renewals.lateMs.set(renewal, Date.now() - deadlineMs);
+        else renewals.lateBeforeStart++;
+      }
       const output = await next(args);
       deadlines.set(claim, Math.max(deadlines.get(claim) ?? 0, untilMs));
       return output;
@@ -213,6 +230,8 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
   const faultCounts: { fn: QueueFunctionName; counts: FaultCounts }[] = [];
   const invocations = new Set<Promise<unknown>>();
   const deadlines: ClaimDeadlines = new Map();
+  /** The claims whose attempt's handler runs. */
+  const running = new Set<string>();
   const seen = {
     started: { tick: 0, wake: 0 },
     /** Lambda refused a poller's wake, or a call to a poller's wake item failed (watchPollerWakeFailures). */
@@ -226,9 +245,11 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
     /** Records the stream's mapping dropped for their age; timers the queue lost. */
     streamRecordsExpired: 0,
     timersLost: [] as WakeTimer[],
-    /** Invokes whose answer hung (InvokeFaults.hangMs). */
+    /** Invokes whose answer hung (InvokeFaults.hang). */
     hung: { invokes: 0 },
-    renewals: { sent: 0, late: new Set<string>() } as Renewals,
+    renewals: { sent: 0, lateMs: new Map(), lateBeforeStart: 0 } as Renewals,
+    /** Invokes the deployed clients gave up on (InvokeFaults.hang). */
+    gaveUp: { invokes: 0 },
   };
   const track = (run: Promise<unknown>): void => {
     invocations.add(run);
@@ -239,7 +260,7 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
     faultyClients.push(clients);
     if (options.dynamoFaultRate > 0) faultCounts.push({ fn, counts: injectFaults(clients.base, { rate: options.dynamoFaultRate, random }) });
     if (fn === 'api' && options.slowJobWrites) slowJobWrites(clients, options.slowJobWrites, random, () => seen.slowWrites++);
-    if (fn === 'worker') watchRenewals(clients, deadlines, seen.renewals);
+    if (fn === 'worker') watchRenewals(clients, deadlines, running, seen.renewals);
     if (fn === 'waker') {
       // Only the waker reads and holds wake items for entries written: its failures are what leaves a job to a tick.
       watchPollerWakeFailures(clients, seen.pollerWakeFailedAtMs);
@@ -251,31 +272,64 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
       }
     }
     const base = queue.as(fn);
-    const waker = WAKERS.has(fn) ? new LambdaWaker(startWoken, random, options.invokes, seen.pollerWakeFailedAtMs, seen.hung, stop.signal) : undefined;
-    return createQueueContext(clients.db, base.settings, { events: base.events, ...(waker ? { waker } : {}) });
+    return createQueueContext(clients.db, base.settings, { events: base.events, ...(WAKERS.has(fn) ? { waker: wakerOf() } : {}) });
   };
+  const lambda =
+    options.invokes.hang?.callers === 'deployed'
+      ? await startHangingLambda({
+          hangMs: options.invokes.hang.ms,
+          invoked: (functionName, event) => {
+            seen.hung.invokes++;
+            if (functionName === 'worker') runBatch(event as WorkerBatch);
+            else startWoken(functionName === 'poller' ? { role: 'poller', shards: (event as { shards: number[] }).shards } : { role: 'sweeper' });
+          },
+        })
+      : undefined;
+  const wakerOf = (): WakeInvoker =>
+    lambda
+      ? createLambdaWaker(lambda.client(seen.gaveUp), { pollerFunctionName: 'poller', sweeperFunctionName: 'sweeper' })
+      : new LambdaWaker(startWoken, random, options.invokes, seen.pollerWakeFailedAtMs, seen.hung, stop.signal);
 
   /** What the worker reports and what invocations throw; what the functions log as warnings and errors is the file's to keep. */
   const errors: ScenarioError[] = [];
   const worker = processOf('worker');
-  const invoker: WorkerInvoker = {
-    async invoke(batch: WorkerBatch) {
-      for (const job of batch.jobs) {
-        if (!seen.firstClaimAtMs.has(job.id) && job.claimedAtMs !== undefined) seen.firstClaimAtMs.set(job.id, job.claimedAtMs);
-        const claim = claimOf(jobKey(job.type, job.id).pk, job.claimToken);
-        if (job.claimedUntilMs !== undefined && !deadlines.has(claim)) deadlines.set(claim, job.claimedUntilMs);
-      }
-      if (random() < options.invokes.lostInvokeRate) return;
-      track(
-        runWorkerBatch(worker, structuredClone(batch), {
-          registry: { handlers: { count: options.counter.handler }, retryPolicies: {} },
-          worker: { id: 'w', host: 'h' },
-          onError: (job, error) => errors.push({ by: 'worker', at: `${job.type}/${job.id}`, error }),
-        }),
-      );
-      await hangAnswer(options.invokes.hangMs, seen.hung, stop.signal);
-    },
+  const claimOfJob = (job: Pick<Job, 'type' | 'id' | 'claimToken'>): string => claimOf(jobKey(job.type, job.id).pk, job.claimToken);
+  const count = options.counter.handler;
+  const handler: JobHandler = async (data, context) => {
+    running.add(claimOfJob(context.job));
+    try {
+      return await count(data, context);
+    } finally {
+      running.delete(claimOfJob(context.job));
+    }
   };
+  /** A batch as it reaches a worker invocation: its claims noted, and its jobs run. */
+  function runBatch(batch: WorkerBatch): void {
+    for (const job of batch.jobs) {
+      if (!seen.firstClaimAtMs.has(job.id) && job.claimedAtMs !== undefined) seen.firstClaimAtMs.set(job.id, job.claimedAtMs);
+      if (job.claimedUntilMs !== undefined && !deadlines.has(claimOfJob(job))) deadlines.set(claimOfJob(job), job.claimedUntilMs);
+    }
+    track(
+      runWorkerBatch(worker, batch, {
+        registry: { handlers: { count: handler }, retryPolicies: {} },
+        worker: { id: 'w', host: 'h' },
+        onError: (job, error) => errors.push({ by: 'worker', at: `${job.type}/${job.id}`, error }),
+      }),
+    );
+  }
+  const invoker: WorkerInvoker = lambda
+    ? createLambdaInvoker(lambda.client(seen.gaveUp), 'worker')
+    : {
+        async invoke(batch: WorkerBatch) {
+          if (random() < options.invokes.lostInvokeRate) {
+            // Its claims are noted all the same: the sweeper hands them back, and the job's first claim was this one.
+            for (const job of batch.jobs) if (!seen.firstClaimAtMs.has(job.id) && job.claimedAtMs !== undefined) seen.firstClaimAtMs.set(job.id, job.claimedAtMs);
+            return;
+          }
+          runBatch(structuredClone(batch));
+          await waitOutHang(options.invokes, seen.hung, stop.signal);
+        },
+      };
   const sleepers = { poller: processOf('poller'), sweeper: processOf('sweeper') };
   const pollerHandler = createPollerHandler({ ctx: sleepers.poller, invoker, identity: { id: 'poller', host: 'h' }, signal: stop.signal });
   const sweeperHandler = createSweeperHandler({ ctx: sleepers.sweeper, registry: { retryPolicies: {} }, signal: stop.signal });
@@ -360,6 +414,7 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
       await ticks;
       while (invocations.size > 0) await Promise.allSettled([...invocations]);
       await waker.stop();
+      await lambda?.close();
       for (const clients of faultyClients) clients.base.destroy();
     },
   };
