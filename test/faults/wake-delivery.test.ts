@@ -61,10 +61,14 @@ const STREAM_LAG_MS = STREAM_POLL_INTERVAL_MS + WAKER_HANDLING_MS;
  * sized for the index's lag and a poll, and the woken invocation's start and first calls come on top.
  */
 const CLAIM_MS = INDEX_LAG_MS + 3_000;
-/** Claims lapse this long after they were made or renewed: the worker renews at half of it. */
-const VISIBILITY_TIMEOUT_S = 4;
+/**
+ * Claims lapse this long after they were made or renewed, and the worker renews at half of it: 3 s to spare, more
+ * than a busy shared machine stalls a renewal, less than a deployed client waits on an Invoke before it gives up
+ * (two tries of 2 s), so a renewal that waited on one would show.
+ */
+const VISIBILITY_TIMEOUT_S = 6;
 /** Every third job runs past two renewals. */
-const LONG_WORK = { every: 3, ms: 4_500 };
+const LONG_WORK = { every: 3, ms: 6_500 };
 const JOBS_PER_BURST = scaled(60, 300);
 const BURST_MS = 1_500;
 const SETTLE_MS = scaled(60_000, 180_000);

@@ -226,7 +226,8 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
   const stop = new AbortController();
   // Every invocation, answer hanging and loop of the run waits on it.
   setMaxListeners(0, stop.signal);
-  const faultyClients: DynamoClients[] = [];
+  /** Every process's clients, by its context, until the run stops (or its worker invocation ends). */
+  const faultyClients = new Map<QueueContext, DynamoClients>();
   const faultCounts: { fn: QueueFunctionName; counts: FaultCounts }[] = [];
   const invocations = new Set<Promise<unknown>>();
   const deadlines: ClaimDeadlines = new Map();
@@ -257,7 +258,6 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
   };
   const processOf = (fn: QueueFunctionName): QueueContext => {
     const clients = queue.iam.dynamoClientsFor(fn, { endpoint: inject('dynamoEndpoint') });
-    faultyClients.push(clients);
     if (options.dynamoFaultRate > 0) faultCounts.push({ fn, counts: injectFaults(clients.base, { rate: options.dynamoFaultRate, random }) });
     if (fn === 'api' && options.slowJobWrites) slowJobWrites(clients, options.slowJobWrites, random, () => seen.slowWrites++);
     if (fn === 'worker') watchRenewals(clients, deadlines, running, seen.renewals);
@@ -272,7 +272,9 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
       }
     }
     const base = queue.as(fn);
-    return createQueueContext(clients.db, base.settings, { events: base.events, ...(WAKERS.has(fn) ? { waker: wakerOf() } : {}) });
+    const ctx = createQueueContext(clients.db, base.settings, { events: base.events, ...(WAKERS.has(fn) ? { waker: wakerOf() } : {}) });
+    faultyClients.set(ctx, clients);
+    return ctx;
   };
   const lambda =
     options.invokes.hang?.callers === 'deployed'
@@ -292,7 +294,6 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
 
   /** What the worker reports and what invocations throw; what the functions log as warnings and errors is the file's to keep. */
   const errors: ScenarioError[] = [];
-  const worker = processOf('worker');
   const claimOfJob = (job: Pick<Job, 'type' | 'id' | 'claimToken'>): string => claimOf(jobKey(job.type, job.id).pk, job.claimToken);
   const count = options.counter.handler;
   const handler: JobHandler = async (data, context) => {
@@ -303,17 +304,26 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
       running.delete(claimOfJob(context.job));
     }
   };
-  /** A batch as it reaches a worker invocation: its claims noted, and its jobs run. */
+  /**
+   * A batch as it reaches a worker invocation: its claims noted, and its jobs run. Lambda runs invocations at once
+   * in execution environments of their own, so each has its own clients: one client for them all would queue their
+   * calls behind its sockets and make renewals late that are not.
+   */
   function runBatch(batch: WorkerBatch): void {
     for (const job of batch.jobs) {
       if (!seen.firstClaimAtMs.has(job.id) && job.claimedAtMs !== undefined) seen.firstClaimAtMs.set(job.id, job.claimedAtMs);
       if (job.claimedUntilMs !== undefined && !deadlines.has(claimOfJob(job))) deadlines.set(claimOfJob(job), job.claimedUntilMs);
     }
+    const worker = processOf('worker');
+    const run = runWorkerBatch(worker, batch, {
+      registry: { handlers: { count: handler }, retryPolicies: {} },
+      worker: { id: 'w', host: 'h' },
+      onError: (job, error) => errors.push({ by: 'worker', at: `${job.type}/${job.id}`, error }),
+    });
     track(
-      runWorkerBatch(worker, batch, {
-        registry: { handlers: { count: handler }, retryPolicies: {} },
-        worker: { id: 'w', host: 'h' },
-        onError: (job, error) => errors.push({ by: 'worker', at: `${job.type}/${job.id}`, error }),
+      run.finally(() => {
+        faultyClients.get(worker)?.base.destroy();
+        faultyClients.delete(worker);
       }),
     );
   }
@@ -415,7 +425,7 @@ export async function startStack(queue: TestQueue, options: StackOptions) {
       while (invocations.size > 0) await Promise.allSettled([...invocations]);
       await waker.stop();
       await lambda?.close();
-      for (const clients of faultyClients) clients.base.destroy();
+      for (const clients of faultyClients.values()) clients.base.destroy();
     },
   };
 }
