@@ -153,7 +153,7 @@ function runDelivery(title: string, scenario: DeliveryScenario): void {
       latenessDueLaterMs: withinBound.dueLaterMs,
       claimedPastTheBound: withinBound.broken.length,
       claimedPastTheWakesPromise: onTime.broken,
-      renewals: { sent: seen.renewals.sent, late: seen.renewals.lateMs.size, lateBeforeStart: seen.renewals.lateBeforeStart },
+      renewals: { sent: seen.renewals.sent, lateMs: distribution([...seen.renewals.lateMs.values()]), lateBeforeStart: seen.renewals.lateBeforeStart },
       startedTwice,
       invocations: seen.started,
       waker: { ...seen.waker, handlingMs: distribution(seen.waker.handlingMs) },
