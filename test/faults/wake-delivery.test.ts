@@ -212,9 +212,9 @@ describe('the waker\'s deliveries under faults: every job ends, none starts twic
       plan: {
         bursts: [
           { atMs: 1_000, aheadMs: scaled(10_000, 20_000) },
-          // Just after a tick, once the burst before was claimed and its holders stopped, all due at once: only the
-          // waker, late, or the next tick claims them.
-          { atMs: TICK_MS + 500, dueOnArrival: 1, aheadMs: 0 },
+          // A second after a tick (whose invocation has looked and gone by then), once the burst before was claimed and
+          // its holders stopped, all due at once: only the waker, late, or the next tick claims them.
+          { atMs: TICK_MS + 1_000, dueOnArrival: 1, aheadMs: 0 },
         ],
         jobsPerBurst: JOBS_PER_BURST,
         burstMs: BURST_MS,
