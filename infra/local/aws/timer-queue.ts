@@ -46,6 +46,14 @@ export interface TimerQueue {
   pending(): number;
 }
 
+/** A message as Lambda's SQS event carries it. */
+const sqsRecordOf = (message: Message) => ({
+  messageId: message.messageId,
+  body: message.body,
+  eventSource: 'aws:sqs',
+  attributes: { ApproximateReceiveCount: String(message.receiveCount), SentTimestamp: String(message.sentAtMs) },
+});
+
 export function createTimerQueue(options: TimerQueueOptions): TimerQueue {
   const random = options.random ?? Math.random;
   let pending = 0;
@@ -100,14 +108,7 @@ export function createTimerQueue(options: TimerQueueOptions): TimerQueue {
       const batch = taken.slice(start, start + options.batchSize);
       for (const message of batch) message.receiveCount++;
       try {
-        await options.handle({
-          Records: batch.map((message) => ({
-            messageId: message.messageId,
-            body: message.body,
-            eventSource: 'aws:sqs',
-            attributes: { ApproximateReceiveCount: String(message.receiveCount), SentTimestamp: String(message.sentAtMs) },
-          })),
-        });
+        await options.handle({ Records: batch.map(sqsRecordOf) });
         pending -= batch.length;
       } catch (error) {
         options.onError(error);
