@@ -22,7 +22,7 @@ const START_RECORD_MS = 300;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// Fails until the worker's first renewal counts from the claim's deadline, not from the attempt's start.
+// Failed while the worker's first renewal counted from the attempt's start, not from the claim's deadline.
 test('an at_most_once job taken up with just over half its visibility timeout left, its start record slow, is renewed before its claim lapses', async () => {
   const { ctx } = queue();
   const type = await defineType(ctx, 'once', { delivery_strategy: 'at_most_once', attempts: 1, visibility_timeout_s: VISIBILITY_TIMEOUT_S });
