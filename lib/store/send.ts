@@ -167,7 +167,9 @@ function reasonsOf(error: TransactionCanceledException): CancellationReason[] {
  * Writes `items` in one transaction. DynamoDB cancels a transaction that touches an item another transaction is
  * writing at that moment, or one it throttled; both are tried again, with jitter from `random`. The SDK's own
  * retries never see these: to it a cancelled transaction is an answer. A transaction still throttled after every
- * try is thrown, as a throttled call is once the SDK gives up.
+ * try is thrown, as a throttled call is once the SDK gives up. A transaction of one item stays one, though it bills
+ * the item twice: the SDK gives each transaction a client request token, so its retry after a lost answer is not
+ * applied again, where a counter's ADD sent as a plain update would be (counter-reconcile.test.ts's lost return).
  */
 export async function transactWrite(ctx: StoreContext & { random: () => number }, items: TransactItem[]): Promise<TransactionResult> {
   for (let tryNumber = 1; ; tryNumber++) {
