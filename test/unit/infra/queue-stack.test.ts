@@ -93,7 +93,7 @@ describe('resources', () => {
   });
 
   test('outputs name the API URL, the table, the event bus, the dead-letter queue and the callback token secret', () => {
-    for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'DeadLetterQueueUrl', 'CallbackTokenSecretArn']) {
+    for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'DeadLetterQueueUrl', 'CallbackTokenParameterName']) {
       template.hasOutput(output, {});
     }
   });
@@ -204,24 +204,29 @@ describe('least privilege', () => {
     expect(invoked).toEqual([{ 'Fn::GetAtt': [logicalIdOf(stack.functions.worker.function), 'Arn'] }, wokenArns()]);
   });
 
-  test('the worker may also read the callback token secret, publish lifecycle events and send to its dead-letter queue, and wakes no one: the waker does', () => {
+  test('the worker may also read and create the callback token parameter, publish lifecycle events and send to its dead-letter queue, and wakes no one: the waker does', () => {
     expect(actionsOf('worker').filter((action) => !action.startsWith('dynamodb:'))).toEqual(
-      ['events:PutEvents', 'secretsmanager:GetSecretValue', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
+      ['events:PutEvents', 'ssm:GetParameter', 'ssm:PutParameter', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
     );
   });
 
   test('the api may also publish lifecycle events, and wakes no one: the waker does; the sweeper may also wake the poller and the sweeper and arm wake timers, the authorizer read the callback token secret', () => {
     expect(actionsOf('api').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', ...LOGS].sort());
     expect(actionsOf('sweeper').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', ...TIMER_SENDS, ...LOGS].sort());
-    expect(actionsOf('authorizer').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['secretsmanager:GetSecretValue', ...LOGS].sort());
+    expect(actionsOf('authorizer').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['ssm:GetParameter', ...LOGS].sort());
   });
 
-  test('the callback token secret is read by its ARN, no other secret', () => {
-    const secretArn = { Ref: logicalIdOf(stack.queue.callbackTokenSecret) };
+  test('the callback token parameter is read by its ARN, no other, and only created, never overwritten, by the worker; no KMS grant: the AWS managed key aws/ssm serves the account', () => {
+    const parameterArn = stack.resolve(stack.queue.callbackTokenParameter.arn);
+    expect(JSON.stringify(parameterArn)).toContain(`:parameter/${stack.stackName}/${stack.queue.node.id}/callback-token-secret`);
     for (const name of ['worker', 'authorizer'] as const) {
-      const reads = statementsOf(name).filter((statement) => statement.Action === 'secretsmanager:GetSecretValue');
-      expect(reads.map((statement) => statement.Resource)).toEqual([secretArn]);
+      const reads = statementsOf(name).filter((statement) => statement.Action === 'ssm:GetParameter');
+      expect(reads.map((statement) => statement.Resource)).toEqual([parameterArn]);
+      expect(actionsOf(name).filter((action) => action.startsWith('kms:') || action.startsWith('secretsmanager:'))).toEqual([]);
     }
+    const puts = statementsOf('worker').filter((statement) => statement.Action === 'ssm:PutParameter');
+    expect(puts).toEqual([expect.objectContaining({ Resource: parameterArn, Condition: { StringEquals: { 'ssm:Overwrite': 'false' } } })]);
+    expect(template.findResources('AWS::SecretsManager::Secret')).toEqual({});
   });
 
   test('the worker may invoke and send to exactly the target functions and buses given in context', () => {
@@ -282,10 +287,10 @@ describe('functions', () => {
     expect(variables('api').API_TOKEN).toBeUndefined();
     expect(variables('authorizer').API_TOKEN).toBeUndefined();
     expect(variables('sweeper').EVENT_BUS_NAME).toEqual({ Ref: logicalIdOf(stack.eventBus) });
-    const secretArn = { Ref: logicalIdOf(stack.queue.callbackTokenSecret) };
-    expect(variables('worker').CALLBACK_TOKEN_SECRET_ARN).toEqual(secretArn);
-    expect(variables('authorizer').CALLBACK_TOKEN_SECRET_ARN).toEqual(secretArn);
-    expect(variables('api').CALLBACK_TOKEN_SECRET_ARN).toBeUndefined();
+    const parameterName = stack.queue.callbackTokenParameter.name;
+    expect(variables('worker').CALLBACK_TOKEN_PARAMETER).toEqual(parameterName);
+    expect(variables('authorizer').CALLBACK_TOKEN_PARAMETER).toEqual(parameterName);
+    expect(variables('api').CALLBACK_TOKEN_PARAMETER).toBeUndefined();
     expect(variables('worker').PUBLIC_API_URL).toBeDefined();
   });
 

@@ -93,7 +93,7 @@ describe('CloudWatch alarms', () => {
 });
 
 describe('dollars', () => {
-  const stack = { secrets: 1, alarmMetrics: 10, timerQueueIdleReceivesPerHour: 900, logRetentionDays: 30 };
+  const stack = { parameters: 1, alarmMetrics: 10, timerQueueIdleReceivesPerHour: 900, logRetentionDays: 30 };
 
   test('a million write units cost the on-demand price, and a failed conditional write is priced as a write', () => {
     expect(dollarsOf({ ...noUsage(), dynamoDbWriteUnits: 600_000, dynamoDbFailedConditionalWriteUnits: 400_000 }, stack).dynamodb).toBeCloseTo(0.625);
@@ -120,9 +120,13 @@ describe('dollars', () => {
     expect(sumOf(dollarsOf(noUsage(), stack))).toBe(0);
   });
 
-  test('what the stack holds costs its secret, its alarm metrics and the timer queue polling a month', () => {
+  test('Parameter Store calls at the standard throughput cost nothing', () => {
+    expect(dollarsOf({ ...noUsage(), ssmCalls: 1_000_000 }, stack).ssm).toBe(0);
+  });
+
+  test('what the stack holds costs its alarm metrics and the timer queue polling a month; its standard parameter, nothing', () => {
     const fixed = fixedDollarsPerMonth(stack);
-    expect(fixed.secrets_manager).toBeCloseTo(0.4);
+    expect(fixed.ssm).toBe(0);
     expect(fixed.cloudwatch_alarms).toBeCloseTo(1);
     expect(fixed.sqs).toBeCloseTo((900 * 730 * 0.4) / 1_000_000);
   });
