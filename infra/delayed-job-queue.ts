@@ -170,7 +170,6 @@ export class DelayedJobQueue extends Construct {
       settings,
       table: this.table,
       worker: functions.worker.function,
-      deadLetterQueue: this.deadLetterQueue,
       metricsNamespace,
     });
 

@@ -2,7 +2,7 @@
  * How AWS turns what the queue does into billed units, and billed units into dollars at ./prices.ts: the
  * arithmetic of the meter (./meter.ts), kept apart so each rule is tested on its own numbers.
  */
-import type { AlarmDefinition } from '../../alarm-definitions.js';
+import { metricsOf, type AlarmDefinition } from '../../alarm-definitions.js';
 import { billedDurationMs } from './invocation-report.js';
 import { BILLING_INCREMENTS, BYTES_PER_GB, HOURS_PER_MONTH, MB_PER_GB, priced } from './prices.js';
 
@@ -46,9 +46,9 @@ export function lambdaPlatformLogLines(invocation: { requestId: string; duration
   ];
 }
 
-/** CloudWatch bills an alarm per metric it reads: one, or each of a metric-math sum's. */
+/** CloudWatch bills an alarm per metric it reads: one, or each of a metric-math expression's. */
 export function alarmMetricsBilled(alarms: readonly AlarmDefinition[]): number {
-  return alarms.reduce((total, alarm) => total + ('sumOf' in alarm.metric ? Object.keys(alarm.metric.sumOf).length : 1), 0);
+  return alarms.reduce((total, alarm) => total + metricsOf(alarm).length, 0);
 }
 
 /**

@@ -13,7 +13,8 @@ import {
   sqsRequestsBilled,
   sumOf,
 } from '../../../../../infra/local/aws/billing.js';
-import type { AlarmDefinition, MetricRef } from '../../../../../infra/alarm-definitions.js';
+import { queueAlarmDefinitions, type AlarmDefinition, type MetricRef } from '../../../../../infra/alarm-definitions.js';
+import { deployStackSettings } from '../../../../../infra/cdk-context.js';
 
 const KB = 1024;
 
@@ -86,9 +87,15 @@ describe('CloudWatch alarms', () => {
     treatMissingData: 'notBreaching',
   });
 
-  test('an alarm on one metric bills one alarm metric, one on a sum of three bills three', () => {
-    const alarms = [alarm('One', metric('a')), alarm('Sum', { label: 'all', sumOf: { a: metric('a'), b: metric('b'), c: metric('c') } })];
+  test('an alarm on one metric bills one alarm metric, one on an expression of three bills three', () => {
+    const terms = { a: { metric: metric('a') }, b: { metric: metric('b') }, c: { metric: metric('c'), statistic: 'Maximum' as const, above: 5 } };
+    const alarms = [alarm('One', metric('a')), alarm('Math', { label: 'all', terms })];
     expect(alarmMetricsBilled(alarms)).toBe(4);
+  });
+
+  test("the stack's alarms bill eight alarm metrics", () => {
+    const resources = { metricsNamespace: 'Jobs', workerFunctionName: 'worker', tableName: 'jobs' };
+    expect(alarmMetricsBilled(queueAlarmDefinitions(deployStackSettings({}), resources))).toBe(8);
   });
 });
 
