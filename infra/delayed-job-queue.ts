@@ -230,7 +230,8 @@ export class DelayedJobQueue extends Construct {
   private callbackTokenParameterOf(): { name: string; arn: string } {
     const stack = Stack.of(this);
     const pathInStack = this.node.path.slice(stack.node.path.length + 1).replace(/[^\w.\-/]/g, '-');
-    const name = `/${stack.stackName}/${pathInStack}/callback-token-secret`;
+    // Under a prefix of its own: Parameter Store refuses a name whose first level starts with "aws" or "ssm", as a stack's may.
+    const name = `/delayed-job-queue/${stack.stackName}/${pathInStack}/callback-token-secret`;
     const arn = stack.formatArn({ service: 'ssm', resource: 'parameter', resourceName: name.slice(1), arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
     return { name, arn };
   }

@@ -218,7 +218,7 @@ describe('least privilege', () => {
 
   test('the callback token parameter is read by its ARN, no other, and only created, never overwritten, by the worker; no KMS grant: the AWS managed key aws/ssm serves the account', () => {
     const parameterArn = stack.resolve(stack.queue.callbackTokenParameter.arn);
-    expect(JSON.stringify(parameterArn)).toContain(`:parameter/${stack.stackName}/${stack.queue.node.id}/callback-token-secret`);
+    expect(JSON.stringify(parameterArn)).toContain(`:parameter/delayed-job-queue/${stack.stackName}/${stack.queue.node.id}/callback-token-secret`);
     for (const name of ['worker', 'authorizer'] as const) {
       const reads = statementsOf(name).filter((statement) => statement.Action === 'ssm:GetParameter');
       expect(reads.map((statement) => statement.Resource)).toEqual([parameterArn]);
