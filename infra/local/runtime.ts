@@ -63,7 +63,7 @@ export interface LocalRuntime {
   lifecycleEvents: LifecycleEvent[];
   dynamoEndpoint: string;
   /** What the runtime's functions have done so far, in the units AWS would bill deployed. */
-  meter: Pick<Meter, 'snapshot'>;
+  meter: Pick<Meter, 'snapshot' | 'customMetricsSentSince'>;
   stop(): Promise<void>;
 }
 

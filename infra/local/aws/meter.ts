@@ -78,6 +78,8 @@ export interface Meter {
   deadLettered(fn: QueueFunctionName, payloadBytes: number): void;
   /** The gateway, each request counted as API Gateway bills it and logs it. */
   gateway(handler: ApiHandler): ApiHandler;
+  /** Distinct custom metrics (per function, as `customMetrics` counts them) sent at `atMs` or since: those a window starting then pays for. */
+  customMetricsSentSince(atMs: number): number;
 }
 
 export interface MeterOptions {
@@ -139,22 +141,27 @@ export function createMeter(options: MeterOptions): Meter {
       usage[fn].sqsRequests += sqsRequestsBilled(payloadBytes);
     },
     gateway: (handler) => meterGateway(handler, usage.gateway, logged, nowMs),
+    customMetricsSentSince: (atMs) => metrics.sentSince(atMs),
   };
 }
 
 /** Distinct metrics and metric-hours per function, from the EMF lines it writes. */
 function metricCounter(usage: Record<MeteredSource, Usage>, nowMs: () => number) {
   const seen = new Set<string>();
+  const lastSentAtMs = new Map<string, number>();
   return {
     sent(fn: QueueFunctionName, line: string): void {
-      const hour = Math.floor(nowMs() / 3_600_000);
+      const atMs = nowMs();
+      const hour = Math.floor(atMs / 3_600_000);
       for (const { metric } of emfMetrics(line)) {
         const key = `${fn} ${metricKey(metric)}`;
         if (!seen.has(key)) usage[fn].customMetrics += 1;
         if (!seen.has(`${hour} ${key}`)) usage[fn].customMetricHours += 1;
         seen.add(key).add(`${hour} ${key}`);
+        lastSentAtMs.set(key, atMs);
       }
     },
+    sentSince: (atMs: number): number => [...lastSentAtMs.values()].filter((sentAtMs) => sentAtMs >= atMs).length,
   };
 }
 

@@ -112,6 +112,16 @@ describe('CloudWatch metrics', () => {
     meter.emfLine('poller', emf('Claimed'));
     expect(meter.snapshot().usage.poller).toMatchObject({ customMetrics: 1, customMetricHours: 2, logEvents: 3 });
   });
+
+  test('the metrics a window pays for are those sent in it, not those of before', () => {
+    const clock = { nowMs: 0 };
+    const meter = meterAt(clock);
+    meter.emfLine('api', emf('Enqueued'));
+    meter.emfLine('poller', emf('Claimed'));
+    clock.nowMs = 60_000;
+    meter.emfLine('poller', emf('Claimed'));
+    expect({ since0: meter.customMetricsSentSince(0), since60s: meter.customMetricsSentSince(60_000), later: meter.customMetricsSentSince(60_001) }).toEqual({ since0: 2, since60s: 1, later: 0 });
+  });
 });
 
 describe('EventBridge', () => {
