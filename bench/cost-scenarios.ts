@@ -40,7 +40,7 @@ export interface CostScenarioResult {
   jobs: number;
   /** Every unit the meter counted in the window, all functions together. */
   usage: Usage;
-  /** Distinct custom metrics sent since the runtime started: in a steady state, each is billed every hour. */
+  /** Distinct custom metrics sent in the window: in the steady state it samples, each is billed every hour. */
   customMetrics: number;
   /** The window's traffic, by service, with its metrics at the steady state's rate. */
   trafficDollars: Record<Service, number>;
@@ -126,12 +126,13 @@ async function runArrival(options: CostScenarioOptions, log: (line: string) => v
     const after = runtime.meter.snapshot();
     const usage = usageBetween(before, after);
     const windowMs = after.atMs - before.atMs;
-    return { scenario: 'arrival', description, windowMs, jobs: ids.size, usage, ...priceWindow(usage, before, after, windowMs) };
+    return { scenario: 'arrival', description, windowMs, jobs: ids.size, usage, ...priceWindow(runtime, usage, before, windowMs) };
   });
 }
 
-function priceWindow(usage: Usage, before: MeterSnapshot, after: MeterSnapshot, windowMs: number) {
-  const customMetrics = METERED_SOURCES.reduce((total, source) => total + after.usage[source].customMetrics, 0);
+/** The window's dollars; its custom metrics are those sent in it, not the ones the runtime's start sent (the types defined, the first tick's). */
+function priceWindow(runtime: LocalRuntime, usage: Usage, before: MeterSnapshot, windowMs: number) {
+  const customMetrics = runtime.meter.customMetricsSentSince(before.atMs);
   return { customMetrics, trafficDollars: windowDollars(usage, customMetrics, windowMs, before), fixedDollarsPerMonth: fixedDollarsPerMonth(before.stack) };
 }
 
@@ -144,7 +145,7 @@ async function runIdle(options: CostScenarioOptions, log: (line: string) => void
     const after = runtime.meter.snapshot();
     const usage = usageBetween(before, after);
     const windowMs = after.atMs - before.atMs;
-    return { scenario: 'idle', description, windowMs, jobs: 0, usage, ...priceWindow(usage, before, after, windowMs) };
+    return { scenario: 'idle', description, windowMs, jobs: 0, usage, ...priceWindow(runtime, usage, before, windowMs) };
   });
 }
 

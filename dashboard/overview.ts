@@ -71,7 +71,7 @@ const SERVICE_NAMES: Readonly<Record<string, string>> = {
   api_gateway: 'API Gateway',
   eventbridge: 'EventBridge',
   sqs: 'SQS',
-  secrets_manager: 'Secrets Manager',
+  ssm: 'Parameter Store',
   cloudwatch_metrics: 'CloudWatch metrics',
   cloudwatch_alarms: 'CloudWatch alarms',
   cloudwatch_logs: 'CloudWatch Logs',

@@ -1,9 +1,14 @@
 /**
  * The queue's alarms as data: the stack creates them in CloudWatch from these (./alarms.ts) and the local runtime
  * evaluates the same ones on the metrics its functions emit (./local/aws/cloudwatch.ts), so what `npm start` shows
- * is what a deploy would alarm on. A due job waiting too long (or a poller silent), failed worker invocations,
- * dead letters, DynamoDB throttling, and worker batches Lambda throttled, held back or could not hand to the
- * dead-letter queue.
+ * is what a deploy would alarm on. Three alarms, one per concern: a due job waiting too long (or a poller
+ * silent); worker batches that failed, were throttled or waited in Lambda's async queue; DynamoDB throttling.
+ *
+ * CloudWatch bills an alarm per metric it reads, a metric-math alarm for each metric of its expression, so
+ * combining alarms saves nothing by itself; what the alarms cost is the metrics they read, 8. The worker's
+ * dead-letter queue depth and its DestinationDeliveryFailures are not among them: with Lambda's retries off, every
+ * batch that lands in the queue, or that Lambda fails to put there, is an invocation that failed (Errors) or an
+ * event that expired after waiting past its claims (AsyncEventAge, Throttles), which the worker alarm reads.
  */
 import { TABLE_SCHEMA } from '../lib/store/table.js';
 import type { StackSettings } from './settings.js';
@@ -24,9 +29,20 @@ export type AlarmComparison = 'GreaterThanThreshold' | 'GreaterThanOrEqualToThre
 /** What a period without a datapoint counts as (CloudWatch's TreatMissingData). */
 export type TreatMissingData = 'breaching' | 'notBreaching' | 'ignore' | 'missing';
 
-/** Several metrics added up, each period's missing value taken as 0: CloudWatch's `FILL(m, 0) + ...`. */
-export interface MetricSum {
-  sumOf: Readonly<Record<string, MetricRef>>;
+/**
+ * One metric of a metric-math expression: its statistic of the period, a missing value taken as 0 (`FILL(m, 0)`);
+ * with `above`, 1 when that is over `above` and 0 otherwise (`IF(FILL(m, 0) > above, 1, 0)`).
+ */
+export interface MathTerm {
+  metric: MetricRef;
+  /** @default the alarm's statistic */
+  statistic?: AlarmStatistic;
+  above?: number;
+}
+
+/** Several metrics' terms added up, CloudWatch's `FILL(a, 0) + IF(FILL(b, 0) > 5, 1, 0) + ...`; a period none of them has a value in is missing. */
+export interface MetricMath {
+  terms: Readonly<Record<string, MathTerm>>;
   label: string;
 }
 
@@ -34,7 +50,7 @@ export interface AlarmDefinition {
   /** Its construct id in the stack; the name the local runtime and the dashboard show it by. */
   id: string;
   description: string;
-  metric: MetricRef | MetricSum;
+  metric: MetricRef | MetricMath;
   statistic: AlarmStatistic;
   periodS: number;
   comparison: AlarmComparison;
@@ -51,7 +67,6 @@ export interface AlarmedResources {
   /** The functions' EMF namespace (the stack's name unless the construct is given one). */
   metricsNamespace: string;
   workerFunctionName: string;
-  deadLetterQueueName: string;
   tableName: string;
 }
 
@@ -67,8 +82,6 @@ export function alarmedMetrics(resources: AlarmedResources) {
     workerErrors: worker('Errors'),
     workerThrottles: worker('Throttles'),
     workerAsyncEventAge: worker('AsyncEventAge'),
-    workerDestinationDeliveryFailures: worker('DestinationDeliveryFailures'),
-    deadLettersVisible: { namespace: 'AWS/SQS', name: 'ApproximateNumberOfMessagesVisible', dimensions: { QueueName: resources.deadLetterQueueName } },
     dynamoDbThrottles: {
       tableReads: dynamoDb('ReadThrottleEvents', table),
       tableWrites: dynamoDb('WriteThrottleEvents', table),
@@ -81,14 +94,17 @@ export function alarmedMetrics(resources: AlarmedResources) {
 /** The settings the alarms' thresholds and descriptions come from. */
 export type AlarmSettings = Pick<StackSettings, 'dueLagAlarmMs' | 'workerEventAgeAlarmMs' | 'reservedConcurrency' | 'workerReservedConcurrency'>;
 
-/** Any occurrence in a period breaches. */
-const anyAtAll = { comparison: 'GreaterThanThreshold', threshold: 0 } as const;
+/** The terms of a sum of metrics, each its own. */
+const termsOf = (metrics: Readonly<Record<string, MetricRef>>): Record<string, MathTerm> =>
+  Object.fromEntries(Object.entries(metrics).map(([id, metric]) => [id, { metric }]));
+
+/** The metrics an alarm reads: its one, or each of its expression's. */
+export function metricsOf(alarm: Pick<AlarmDefinition, 'metric'>): MetricRef[] {
+  return 'terms' in alarm.metric ? Object.values(alarm.metric.terms).map((term) => term.metric) : [alarm.metric];
+}
 
 export function queueAlarmDefinitions(settings: AlarmSettings, resources: AlarmedResources): AlarmDefinition[] {
   const metrics = alarmedMetrics(resources);
-  // A batch that waits past its claims costs its jobs no attempt (the sweeper hands back claims never started),
-  // but they run that much later; and a batch Lambda cannot put into the dead-letter queue is gone without a trace.
-  const anyInFiveMinutes = { ...anyAtAll, periodS: 60, evaluationPeriods: 5, datapointsToAlarm: 1, treatMissingData: 'notBreaching' } as const;
   return [
     {
       id: 'DueLagAlarm',
@@ -103,67 +119,45 @@ export function queueAlarmDefinitions(settings: AlarmSettings, resources: Alarme
       evaluationPeriods: 2,
       datapointsToAlarm: 2,
       // Every poller run reports its lag every METRICS_REPORT_INTERVAL_MS, and a tick that sleeps reports 0: a
-      // minute without it is a poller that stopped, or runs stuck or killed before they report, and its due jobs wait all the same.
+      // minute without it is a poller that stopped, or runs stuck or killed before they report, and its due jobs
+      // wait all the same. This treatment of missing minutes is why the lag has an alarm of its own.
       treatMissingData: 'breaching',
     },
     {
-      id: 'WorkerErrorsAlarm',
-      description: 'Worker invocations failed (crash or Lambda timeout); their jobs come back through the sweeper',
-      metric: metrics.workerErrors,
+      id: 'WorkerAlarm',
+      description:
+        `Worker batches failed (a crash or the Lambda timeout: the batch is in the dead-letter queue, its jobs come back through the sweeper), ` +
+        `Lambda throttled them (its reserved concurrency, WORKER_RESERVED_CONCURRENCY ${settings.reservedConcurrency ? settings.workerReservedConcurrency : 'none'}, or the account's is used up), ` +
+        `or one waited over ${settings.workerEventAgeAlarmMs} ms in Lambda's async queue (its jobs start late, or lose their claims and wait for the sweeper)`,
+      metric: {
+        terms: {
+          errors: { metric: metrics.workerErrors },
+          throttles: { metric: metrics.workerThrottles },
+          late: { metric: metrics.workerAsyncEventAge, statistic: 'Maximum', above: settings.workerEventAgeAlarmMs },
+        },
+        label: 'Worker errors, throttles and batches that waited too long',
+      },
       statistic: 'Sum',
-      periodS: 300,
-      ...anyAtAll,
-      evaluationPeriods: 1,
-      datapointsToAlarm: 1,
-      treatMissingData: 'notBreaching',
-    },
-    {
-      id: 'DeadLettersAlarm',
-      description: 'Worker batches landed in the dead-letter queue',
-      metric: metrics.deadLettersVisible,
-      statistic: 'Maximum',
       periodS: 60,
-      ...anyAtAll,
-      evaluationPeriods: 1,
+      comparison: 'GreaterThanThreshold',
+      threshold: 0,
+      // Any of them in the last five minutes: each is rare, and a failed batch is gone from the metrics once its minute passed.
+      evaluationPeriods: 5,
       datapointsToAlarm: 1,
       treatMissingData: 'notBreaching',
     },
     {
       id: 'DynamoDbThrottlesAlarm',
       description: 'DynamoDB throttled reads or writes on the table or its due index',
-      metric: { sumOf: metrics.dynamoDbThrottles, label: 'DynamoDB throttle events' },
+      // The table's throttle events leave out its index's, which have metrics of their own.
+      metric: { terms: termsOf(metrics.dynamoDbThrottles), label: 'DynamoDB throttle events' },
       statistic: 'Sum',
       periodS: 60,
-      ...anyAtAll,
+      comparison: 'GreaterThanThreshold',
+      threshold: 0,
       evaluationPeriods: 5,
       datapointsToAlarm: 2,
       treatMissingData: 'notBreaching',
-    },
-    {
-      id: 'WorkerThrottlesAlarm',
-      description: `Lambda throttled worker invocations: its reserved concurrency (WORKER_RESERVED_CONCURRENCY, ${settings.reservedConcurrency ? settings.workerReservedConcurrency : 'none'}) or the account's is used up, and batches wait in the async queue`,
-      metric: metrics.workerThrottles,
-      statistic: 'Sum',
-      ...anyInFiveMinutes,
-    },
-    {
-      id: 'WorkerEventAgeAlarm',
-      description: `A worker batch waited over ${settings.workerEventAgeAlarmMs} ms in Lambda's async queue before it ran: its jobs start late, or lose their claims and wait for the sweeper`,
-      metric: metrics.workerAsyncEventAge,
-      statistic: 'Maximum',
-      periodS: 60,
-      comparison: 'GreaterThanThreshold',
-      threshold: settings.workerEventAgeAlarmMs,
-      evaluationPeriods: 3,
-      datapointsToAlarm: 2,
-      treatMissingData: 'notBreaching',
-    },
-    {
-      id: 'WorkerDestinationFailuresAlarm',
-      description: 'Lambda could not put a failed or expired worker batch into the dead-letter queue: the batch is gone (its jobs still come back through the sweeper)',
-      metric: metrics.workerDestinationDeliveryFailures,
-      statistic: 'Sum',
-      ...anyInFiveMinutes,
     },
   ];
 }

@@ -8,16 +8,14 @@ import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
-import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { queueAlarmDefinitions, type AlarmComparison, type AlarmDefinition, type MetricRef, type TreatMissingData as MissingData } from './alarm-definitions.js';
+import { queueAlarmDefinitions, type AlarmComparison, type AlarmDefinition, type AlarmStatistic, type MetricMath, type MetricRef, type TreatMissingData as MissingData } from './alarm-definitions.js';
 import type { StackSettings } from './settings.js';
 
 export interface QueueAlarmsProps {
   settings: StackSettings;
   table: Table;
   worker: IFunction;
-  deadLetterQueue: Queue;
   /** Where the functions' EMF metrics are (the poller's OldestDueLagMs). */
   metricsNamespace: string;
 }
@@ -28,7 +26,6 @@ export function createQueueAlarms(scope: Construct, props: QueueAlarmsProps): IA
   const definitions = queueAlarmDefinitions(settings, {
     metricsNamespace: props.metricsNamespace,
     workerFunctionName: props.worker.functionName,
-    deadLetterQueueName: props.deadLetterQueue.queueName,
     tableName: props.table.tableName,
   });
   const alarms = definitions.map((definition) => alarmOf(scope, definition));
@@ -67,13 +64,20 @@ function alarmOf(scope: Construct, definition: AlarmDefinition): Alarm {
 
 function metricOf({ metric, statistic, periodS }: AlarmDefinition): IMetric {
   const period = Duration.seconds(periodS);
-  const cdkMetric = (ref: MetricRef): Metric => new Metric({ namespace: ref.namespace, metricName: ref.name, dimensionsMap: { ...ref.dimensions }, statistic, period });
-  if (!('sumOf' in metric)) return cdkMetric(metric);
-  const ids = Object.keys(metric.sumOf);
+  const cdkMetric = (ref: MetricRef, of: AlarmStatistic): Metric =>
+    new Metric({ namespace: ref.namespace, metricName: ref.name, dimensionsMap: { ...ref.dimensions }, statistic: of, period });
+  if (!('terms' in metric)) return cdkMetric(metric, statistic);
   return new MathExpression({
-    expression: ids.map((id) => `FILL(${id}, 0)`).join(' + '),
-    usingMetrics: Object.fromEntries(Object.entries(metric.sumOf).map(([id, ref]) => [id, cdkMetric(ref)])),
+    expression: mathExpressionOf(metric),
+    usingMetrics: Object.fromEntries(Object.entries(metric.terms).map(([id, term]) => [id, cdkMetric(term.metric, term.statistic ?? statistic)])),
     period,
     label: metric.label,
   });
+}
+
+/** CloudWatch's expression of `math`: each term's missing values filled with 0, compared where it says, added up. */
+export function mathExpressionOf(math: MetricMath): string {
+  return Object.entries(math.terms)
+    .map(([id, term]) => (term.above === undefined ? `FILL(${id}, 0)` : `IF(FILL(${id}, 0) > ${term.above}, 1, 0)`))
+    .join(' + ');
 }

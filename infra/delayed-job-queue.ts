@@ -2,7 +2,7 @@
  * The whole queue as one construct, to add to a CDK app: the table, the HTTP API in front of the api
  * function, the poller and sweeper on every-minute schedules and woken by the waker, which reads the table's
  * stream, the worker the poller invokes asynchronously, the lifecycle event bus, the callback token
- * secret, alarms and outputs, each function granted only the calls its code makes. It runs the same
+ * parameter's grants, alarms and outputs, each function granted only the calls its code makes. It runs the same
  * functions/ code the local runtime runs, with the handler module given bundled into the worker (and into
  * the api and the sweeper, for its names and retry policies).
  *
@@ -13,14 +13,13 @@
  */
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { CfnOutput, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import type { IAlarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { AttributeType, BillingMode, ProjectionType, StreamViewType, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
-import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ConfigError } from '../lib/domain/errors.js';
@@ -136,8 +135,11 @@ export class DelayedJobQueue extends Construct {
   readonly apiUrl: string;
   /** The functions, each with its role and log group, by name. */
   readonly functions: QueueFunctions;
-  /** Signs the callback tokens http targets receive; rotate by putting a new value. */
-  readonly callbackTokenSecret: Secret;
+  /**
+   * The SecureString parameter of Parameter Store whose value signs the callback tokens http targets receive; the
+   * worker creates it on its first use. Rotate by putting a new value.
+   */
+  readonly callbackTokenParameter: { name: string; arn: string };
   readonly alarms: IAlarm[];
   /** The settings as validated, defaults filled in. */
   readonly settings: StackSettings;
@@ -155,8 +157,8 @@ export class DelayedJobQueue extends Construct {
     this.wakeTimerQueue = createWakeTimerQueue(this);
     // Named after the stack unless given, so two deployments in one account (dev and prod, say) keep their metrics apart.
     const metricsNamespace = props.metricsNamespace ?? Stack.of(this).stackName;
-    const callbackTokenSecret = (this.callbackTokenSecret = this.createCallbackTokenSecret());
-    const functions = this.createFunctions(settings, { metricsNamespace, ...(handlerModule ? { handlerModule } : {}) }, callbackTokenSecret);
+    const callbackTokenParameter = (this.callbackTokenParameter = this.callbackTokenParameterOf());
+    const functions = this.createFunctions(settings, { metricsNamespace, ...(handlerModule ? { handlerModule } : {}) }, callbackTokenParameter);
     const { httpApi, stage } = createQueueHttpApi(this, settings, functions);
     this.httpApi = httpApi;
     this.apiUrl = stage.url;
@@ -168,7 +170,6 @@ export class DelayedJobQueue extends Construct {
       settings,
       table: this.table,
       worker: functions.worker.function,
-      deadLetterQueue: this.deadLetterQueue,
       metricsNamespace,
     });
 
@@ -176,7 +177,10 @@ export class DelayedJobQueue extends Construct {
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.deadLetterQueue.queueUrl });
-    new CfnOutput(this, 'CallbackTokenSecretArn', { value: callbackTokenSecret.secretArn, description: 'Rotate by putting a new value (see docs/operations/deploying.md#rotating-the-callback-token-secret)' });
+    new CfnOutput(this, 'CallbackTokenParameterName', {
+      value: callbackTokenParameter.name,
+      description: 'Rotate by putting a new value (see docs/operations/deploying.md#rotating-the-callback-token-secret)',
+    });
   }
 
   private createTable(settings: StackSettings): Table {
@@ -216,31 +220,33 @@ export class DelayedJobQueue extends Construct {
     return queue;
   }
 
-  /** Signs the callback tokens http targets receive (worker) and verifies them (authorizer). */
-  private createCallbackTokenSecret(): Secret {
-    const secret = new Secret(this, 'CallbackTokenSecret', {
-      description: 'Signs the per-job callback tokens of the delayed job queue',
-      generateSecretString: { passwordLength: 48, excludePunctuation: true },
-    });
-    Validations.of(secret).acknowledge({
-      id: 'AwsSolutions::AwsSolutions-SMG4',
-      reason:
-        'Rotated by putting a new value (see docs/operations/deploying.md#rotating-the-callback-token-secret): the worker and the authorizer re-read it within minutes and the authorizer accepts the previous value too, so no token in flight is refused; a rotation Lambda would add a function for a key only these two read.',
-    });
-    return secret;
+  /**
+   * Where the key that signs the callback tokens http targets receive (worker) and verifies them (authorizer) is
+   * kept: a SecureString parameter of Parameter Store's standard tier, free where a Secrets Manager secret is billed
+   * by the month. CloudFormation makes no SecureString parameter, and one made by a custom resource would carry its
+   * value through the stack's events; so the stack only names it, and the worker creates it with a random value the
+   * first time it signs a token (lib/aws/secrets.ts). Deleting the stack leaves it.
+   */
+  private callbackTokenParameterOf(): { name: string; arn: string } {
+    const stack = Stack.of(this);
+    const pathInStack = this.node.path.slice(stack.node.path.length + 1).replace(/[^\w.\-/]/g, '-');
+    // Under a prefix of its own: Parameter Store refuses a name whose first level starts with "aws" or "ssm", as a stack's may.
+    const name = `/delayed-job-queue/${stack.stackName}/${pathInStack}/callback-token-secret`;
+    const arn = stack.formatArn({ service: 'ssm', resource: 'parameter', resourceName: name.slice(1), arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
+    return { name, arn };
   }
 
   private createFunctions(
     settings: StackSettings,
     shared: Pick<QueueFunctionProps, 'metricsNamespace' | 'handlerModule'>,
-    callbackTokenSecret: Secret,
+    callbackTokenParameter: { name: string; arn: string },
   ): QueueFunctions {
     const queueFunction = (id: string, entry: QueueFunctionName, spec: FunctionSpec): QueueFunction =>
       new QueueFunction(this, id, { ...spec, ...shared, entry, logRetention: settings.logRetention }).allowTable(this.table, TABLE_GRANTS[entry]);
     // Every function may end attempts or expire jobs, so every one publishes lifecycle events.
     const queueEnvironment = { ...settings.queueEnvironment, TABLE_NAME: this.table.tableName, EVENT_BUS_NAME: this.eventBus.eventBusName };
     // Functions get where the secret is, never its value: configuration is readable more widely than the secret.
-    const withCallbackTokenSecret = { ...queueEnvironment, CALLBACK_TOKEN_SECRET_ARN: callbackTokenSecret.secretArn };
+    const withCallbackTokenSecret = { ...queueEnvironment, CALLBACK_TOKEN_PARAMETER: callbackTokenParameter.name };
     // The worker refuses the addresses it may not send to, and the api refuses them when a type is defined.
     const targetAddresses = { HTTP_TARGET_PRIVATE_ADDRESSES: settings.httpTargetPrivateAddresses };
     const timeoutsS = functionTimeoutsS(settings.queue);
@@ -256,7 +262,7 @@ export class DelayedJobQueue extends Construct {
       // wait in Lambda's async queue; a batch that waits past its claims costs its jobs no attempt, only time.
       reservedConcurrentExecutions: reserved.worker,
     })
-      .allowReadSecret(callbackTokenSecret)
+      .allowCallbackTokenParameter(callbackTokenParameter.arn, { create: true })
       .allowPutEvents(this.eventBus, ...settings.targetEventBusArns)
       .allowInvoke(...settings.targetFunctionArns);
     worker.function.configureAsyncInvoke({
@@ -304,7 +310,7 @@ export class DelayedJobQueue extends Construct {
       environment: withCallbackTokenSecret,
       timeout: Duration.seconds(timeoutsS.authorizer),
       memorySizeMb: FUNCTION_MEMORY_SIZES_MB.authorizer,
-    }).allowReadSecret(callbackTokenSecret);
+    }).allowCallbackTokenParameter(callbackTokenParameter.arn, { create: false });
     const waker = queueFunction('Waker', 'waker', {
       description: 'Wakes the poller or the sweeper for lane entries written, at once or by a timer',
       environment: queueEnvironment,

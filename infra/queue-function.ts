@@ -13,7 +13,6 @@ import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, type IFunction } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type CfnLogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
-import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { ConfigError } from '../lib/domain/errors.js';
 import { DUE_INDEX, PARTITION_PREFIX, type PartitionFamily } from '../lib/store/keys.js';
@@ -189,9 +188,17 @@ export class QueueFunction extends Construct {
     return this;
   }
 
-  /** Reading the current and previous values of `secret`, and nothing else of Secrets Manager. */
-  allowReadSecret(secret: ISecret): this {
-    this.role.addToPolicy(new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }));
+  /**
+   * Reading the callback token parameter `parameterArn`, its latest version and the one before, and nothing else of
+   * Parameter Store; with `create`, creating it too, never overwriting it (`ssm:Overwrite`), as its first signer
+   * does. A SecureString under the AWS managed key aws/ssm needs no KMS grant: that key lets every principal of the
+   * account decrypt through Parameter Store what it may read there.
+   */
+  allowCallbackTokenParameter(parameterArn: string, access: { create: boolean }): this {
+    this.role.addToPolicy(new PolicyStatement({ actions: ['ssm:GetParameter'], resources: [parameterArn] }));
+    if (access.create) {
+      this.role.addToPolicy(new PolicyStatement({ actions: ['ssm:PutParameter'], resources: [parameterArn], conditions: { StringEquals: { 'ssm:Overwrite': 'false' } } }));
+    }
     return this;
   }
 

@@ -11,7 +11,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { APIGatewayRequestAuthorizerEventV2, APIGatewaySimpleAuthorizerWithContextResult } from 'aws-lambda';
 import { verifyApiKey } from '../../lib/queue/catalog/api-keys.js';
 import { verifyCallbackToken } from '../../lib/domain/callback-tokens.js';
-import type { SecretSource } from '../../lib/aws/secrets.js';
+import { SecretNotCreatedError, type SecretSource } from '../../lib/aws/secrets.js';
 import type { QueueContext } from '../../lib/queue/context.js';
 import { bearerToken } from '../shared/http.js';
 import { log } from '../shared/log.js';
@@ -71,7 +71,16 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
     const job = callbackRouteOf(event.requestContext?.http?.method ?? '', event.requestContext?.http?.path ?? event.rawPath ?? '');
     if (deps.callbackTokenSecret && token && job) {
       // A token signed just before a rotation is still good: the worker that signed it read the secret then.
-      const { current, previous } = await deps.callbackTokenSecret.versions();
+      const versions = await deps.callbackTokenSecret.versions().catch((error: unknown) => {
+        // No worker has signed a token yet, so none can verify.
+        if (error instanceof SecretNotCreatedError) return undefined;
+        throw error;
+      });
+      if (versions === undefined) {
+        log('info', 'callback token refused: no token was signed yet', { requestId, type: job.type, id: job.id });
+        return DENY;
+      }
+      const { current, previous } = versions;
       const attempt = verifyCallbackToken(current, token, job) ?? (previous === undefined ? undefined : verifyCallbackToken(previous, token, job));
       if (attempt !== undefined) return admit({ kind: 'callback_token', ...job, attempt });
       log('info', 'callback token refused', { requestId, type: job.type, id: job.id });

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { LambdaClient } from '@aws-sdk/client-lambda';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SSMClient } from '@aws-sdk/client-ssm';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { createQueueContext, type QueueContext } from '../../lib/queue/context.js';
 import { readQueueSettings, requiredSetting } from '../../lib/queue/settings.js';
@@ -16,7 +16,7 @@ import { createSqsWakeTimers } from '../../lib/aws/sqs.js';
 import { lifecycleEventDetail } from '../../lib/wire/lifecycle-events.js';
 import type { LifecycleEvent, LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
 import type { WorkerIdentity } from '../../lib/domain/job.js';
-import { fixedSecret, secretsManagerSecret, type SecretSource } from '../../lib/aws/secrets.js';
+import { fixedSecret, parameterStoreSecret, type SecretSource } from '../../lib/aws/secrets.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import { PRIVATE_ADDRESS_CHOICES, type TargetAddressPolicy } from '../../lib/targets/addresses.js';
 import { ConfigError } from '../../lib/domain/errors.js';
@@ -110,7 +110,7 @@ export function targetAddressPolicyFromEnvironment(env: NodeJS.ProcessEnv = proc
  */
 export function targetClientsFromEnvironment(env: NodeJS.ProcessEnv = process.env): TargetClients {
   const apiBaseUrl = env.PUBLIC_API_URL;
-  const callbackTokenSecret = callbackTokenSecretFromEnvironment(env);
+  const callbackTokenSecret = callbackTokenSecretFromEnvironment(env, 'signer');
   const addressPolicy = targetAddressPolicyFromEnvironment(env);
   return {
     ...(apiBaseUrl && callbackTokenSecret ? { http: { apiBaseUrl, callbackTokenSecret, addressPolicy } } : {}),
@@ -119,16 +119,17 @@ export function targetClientsFromEnvironment(env: NodeJS.ProcessEnv = process.en
   };
 }
 
-let secretsManager: SecretsManagerClient | undefined;
+let ssm: SSMClient | undefined;
 /** The callback token secret, read by the authorizer within its timeout, so each read is bounded (SECRET_READ_CALL_LIMITS). */
-const secretsManagerClient = (): SecretsManagerClient => (secretsManager ??= new SecretsManagerClient(SECRET_READ_CALL_LIMITS));
+const ssmClient = (): SSMClient => (ssm ??= new SSMClient(SECRET_READ_CALL_LIMITS));
 
 /**
- * The secret callback tokens are signed with: read from Secrets Manager at run time when the stack names it
- * (CALLBACK_TOKEN_SECRET_ARN), or taken as given (CALLBACK_TOKEN_SECRET) where there is no Secrets Manager.
+ * The secret callback tokens are signed with: read from Parameter Store at run time when the stack names its
+ * parameter (CALLBACK_TOKEN_PARAMETER), or taken as given (CALLBACK_TOKEN_SECRET) where there is no Parameter
+ * Store. The signer (the worker) creates the parameter on its first use; a verifier only reads it.
  */
-export function callbackTokenSecretFromEnvironment(env: NodeJS.ProcessEnv = process.env): SecretSource | undefined {
-  if (env.CALLBACK_TOKEN_SECRET_ARN) return secretsManagerSecret(secretsManagerClient(), env.CALLBACK_TOKEN_SECRET_ARN);
+export function callbackTokenSecretFromEnvironment(env: NodeJS.ProcessEnv = process.env, role: 'signer' | 'verifier' = 'verifier'): SecretSource | undefined {
+  if (env.CALLBACK_TOKEN_PARAMETER) return parameterStoreSecret(ssmClient(), env.CALLBACK_TOKEN_PARAMETER, { createIfMissing: role === 'signer' });
   return env.CALLBACK_TOKEN_SECRET ? fixedSecret(env.CALLBACK_TOKEN_SECRET) : undefined;
 }
 

@@ -26,7 +26,7 @@ import { createDynamoClients, type DynamoClientOptions } from '../../lib/store/c
 import { startLocalWaker } from './waker.js';
 import { LOCAL_REQUEST_PATH_DYNAMODB_CALL_LIMITS } from '../../lib/domain/limits.js';
 import { createMemoryPublisher, type LifecycleEvent, type LifecyclePublisher } from '../../lib/domain/lifecycle-events.js';
-import { secretsManagerSecret } from '../../lib/aws/secrets.js';
+import { parameterStoreSecret } from '../../lib/aws/secrets.js';
 import { ensureTable } from '../../lib/store/table.js';
 import type { TargetClients } from '../../lib/targets/index.js';
 import type { WorkerBatch, WorkerInvoker } from '../../lib/domain/invocations.js';
@@ -44,7 +44,7 @@ import { createLocalAsyncInvoker, enforceEventBridgeLimits, workerDeliveryFrom, 
 import { startLocalMonitoring } from './aws/monitoring.js';
 import { invokeWithTimeout, outsideInvocation, type InvocationContext } from './aws/lambda-timeout.js';
 import { createMeter, deployedCostOf, stackHoldingsOf, type Meter } from './aws/meter.js';
-import { localSecretsManagerClient } from './aws/secrets-manager.js';
+import { createLocalParameterStore } from './aws/parameter-store.js';
 import { createInvocationReporter } from './aws/invocation-report.js';
 import { FUNCTION_MEMORY_SIZES_MB, reservedConcurrency } from '../delayed-job-queue.js';
 import { functionTimeoutsS } from '../queue-stack.js';
@@ -63,7 +63,7 @@ export interface LocalRuntime {
   lifecycleEvents: LifecycleEvent[];
   dynamoEndpoint: string;
   /** What the runtime's functions have done so far, in the units AWS would bill deployed. */
-  meter: Pick<Meter, 'snapshot'>;
+  meter: Pick<Meter, 'snapshot' | 'customMetricsSentSince'>;
   stop(): Promise<void>;
 }
 
@@ -191,7 +191,7 @@ export async function startLocalRuntime(env: Env = process.env, options: LocalRu
   // Each function runs under its role as the stack deploys it, with the deployer's own context (cdk.json).
   const stackPolicies = readStackPolicies(deployContext());
   const stack = deployStackSettings();
-  const meter = createMeter({ memorySizesMb: FUNCTION_MEMORY_SIZES_MB, stack: stackHoldingsOf(stack, stackPolicies, tableName) });
+  const meter = createMeter({ memorySizesMb: FUNCTION_MEMORY_SIZES_MB, stack: stackHoldingsOf(stack, tableName) });
   const iam = createLocalIam(
     stackPolicies,
     { region: await clients.base.config.region(), accountId: LOCAL_ACCOUNT_ID, tableName },
@@ -284,14 +284,19 @@ function logWorkerFailure(error: unknown, batch: WorkerBatch): void {
   log('error', 'worker invocation failed; not retried, and deployed its batch would go to the dead-letter queue', { error, jobs });
 }
 
-/** The callback-token secret as the worker and the authorizer read it deployed: from Secrets Manager, each through its role and with its own cache. */
+/**
+ * The callback-token secret as the worker and the authorizer read it deployed: from one Parameter Store, each through
+ * its role and with its own cache, the worker allowed to create it.
+ */
 function callbackTokenSecrets(iam: LocalIam, value: string) {
-  const { account, arns } = iam.check.policies;
-  const clientFor = (fn: 'worker' | 'authorizer') => iam.sdkClientFor(fn, localSecretsManagerClient(account.region, { arn: arns.callbackTokenSecret, value }), 'Secrets Manager');
+  const { account } = iam.check.policies;
+  const name = iam.check.policies.callbackTokenParameterName;
+  const store = createLocalParameterStore(account.region, { name, value });
+  const clientFor = (fn: 'worker' | 'authorizer') => iam.sdkClientFor(fn, store.client(), 'SSM');
   const clients = { worker: clientFor('worker'), authorizer: clientFor('authorizer') };
   return {
-    worker: secretsManagerSecret(clients.worker, arns.callbackTokenSecret),
-    authorizer: secretsManagerSecret(clients.authorizer, arns.callbackTokenSecret),
+    worker: parameterStoreSecret(clients.worker, name, { createIfMissing: true }),
+    authorizer: parameterStoreSecret(clients.authorizer, name),
     clients: Object.values(clients),
   };
 }

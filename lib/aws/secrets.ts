@@ -5,8 +5,13 @@
  * redeployed. A rotation then reaches every function within the cache period,
  * and a function verifying what another signed accepts the previous version
  * too, so nothing signed just before a rotation is refused.
+ *
+ * Deployed, the secret is a SecureString parameter of Parameter Store's standard tier: free, where a Secrets
+ * Manager secret is billed by the month. Each `put-parameter --overwrite` is a new version; the one before it is
+ * the previous value.
  */
-import { GetSecretValueCommand, ResourceNotFoundException, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { randomBytes } from 'node:crypto';
+import { GetParameterCommand, ParameterAlreadyExists, ParameterNotFound, ParameterVersionNotFound, PutParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
 
 export interface SecretVersions {
   /** Sign with this. */
@@ -28,31 +33,75 @@ export function fixedSecret(value: string): SecretSource {
 /** How long a function uses what it read before it reads the secret again. */
 export const SECRET_CACHE_MS = 5 * 60_000;
 
+/** A new secret's value: 256 random bits. */
+export const newSecretValue = (): string => randomBytes(32).toString('base64url');
+
+/** The parameter does not exist yet and this reader may not create it: nothing was ever signed with it. */
+export class SecretNotCreatedError extends Error {
+  override readonly name = 'SecretNotCreatedError';
+}
+
+export interface ParameterSecretOptions {
+  /**
+   * Creates the parameter with a new random value when it does not exist yet, as its first signer does (the
+   * stack cannot: CloudFormation makes no SecureString parameter). Without, a missing parameter is
+   * SecretNotCreatedError, and is read again at the next call.
+   */
+  createIfMissing?: boolean;
+  /** @default Date.now */
+  nowMs?: () => number;
+}
+
 /**
- * The secret `secretId` in Secrets Manager, read on first use (a cold start)
- * and again once `SECRET_CACHE_MS` has passed. If a refresh fails, the value
- * already read keeps serving: a passing outage must not refuse every callback.
+ * The SecureString parameter `name` in Parameter Store, decrypted (the AWS managed key aws/ssm lets every principal
+ * of the account that may read the parameter decrypt it), read on first use (a cold start) and again once
+ * `SECRET_CACHE_MS` has passed: its latest version, and the one before it while the latest is unchanged. If a
+ * refresh fails, the value already read keeps serving: a passing outage must not refuse every callback.
  */
-export function secretsManagerSecret(client: SecretsManagerClient, secretId: string, nowMs: () => number = Date.now): SecretSource {
-  let cached: { versions: SecretVersions; readAtMs: number } | undefined;
+export function parameterStoreSecret(client: SSMClient, name: string, options: ParameterSecretOptions = {}): SecretSource {
+  const nowMs = options.nowMs ?? Date.now;
+  let cached: { versions: SecretVersions; version: number; readAtMs: number } | undefined;
   let reading: Promise<SecretVersions> | undefined;
 
-  const readStage = async (stage: 'AWSCURRENT' | 'AWSPREVIOUS'): Promise<string | undefined> => {
+  const get = async (selector: string): Promise<{ value: string; version: number }> => {
+    const { Parameter } = await client.send(new GetParameterCommand({ Name: selector, WithDecryption: true }));
+    if (!Parameter?.Value || Parameter.Version === undefined) throw new Error(`parameter ${name} has no value`);
+    return { value: Parameter.Value, version: Parameter.Version };
+  };
+
+  const latest = async (): Promise<{ value: string; version: number }> => {
     try {
-      const { SecretString } = await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionStage: stage }));
-      return SecretString;
+      return await get(name);
     } catch (error) {
-      // A secret never rotated has no previous version.
-      if (stage === 'AWSPREVIOUS' && error instanceof ResourceNotFoundException) return undefined;
+      if (!(error instanceof ParameterNotFound)) throw error;
+      if (!options.createIfMissing) throw new SecretNotCreatedError(`parameter ${name} does not exist yet`);
+    }
+    try {
+      await client.send(new PutParameterCommand({ Name: name, Value: newSecretValue(), Type: 'SecureString', Tier: 'Standard', Overwrite: false }));
+    } catch (error) {
+      // Another function's first use created it first: read theirs.
+      if (!(error instanceof ParameterAlreadyExists)) throw error;
+    }
+    return get(name);
+  };
+
+  const previousOf = async (version: number): Promise<string | undefined> => {
+    if (version <= 1) return undefined;
+    if (cached && cached.version === version) return cached.versions.previous;
+    try {
+      return (await get(`${name}:${version - 1}`)).value;
+    } catch (error) {
+      // Parameter Store keeps the latest 100 versions.
+      if (error instanceof ParameterVersionNotFound) return undefined;
       throw error;
     }
   };
 
   const read = async (): Promise<SecretVersions> => {
-    const [current, previous] = await Promise.all([readStage('AWSCURRENT'), readStage('AWSPREVIOUS')]);
-    if (!current) throw new Error(`secret ${secretId} has no string value`);
+    const { value: current, version } = await latest();
+    const previous = await previousOf(version);
     const versions = previous ? { current, previous } : { current };
-    cached = { versions, readAtMs: nowMs() };
+    cached = { versions, version, readAtMs: nowMs() };
     return versions;
   };
 

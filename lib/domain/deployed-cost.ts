@@ -13,7 +13,7 @@ export interface DeployedCost {
   trafficDollars: Readonly<Record<string, number>>;
   /** The traffic's dollars, by function, and `gateway` for API Gateway's own. */
   trafficDollarsByFunction: Readonly<Record<string, number>>;
-  /** What the stack holds whatever the traffic (the secret, the alarms, the timer queue's polling), by service, a month. */
+  /** What the stack holds whatever the traffic (the alarms, the timer queue's polling), by service, a month. */
   fixedDollarsPerMonth: Readonly<Record<string, number>>;
   /** The traffic's dollars and the holdings' over the time since `sinceMs`. */
   totalDollars: number;

@@ -56,12 +56,13 @@ export const REQUEST_PATH_DYNAMODB_CALL_LIMITS: DynamoCallLimits = {
 };
 
 /**
- * Secrets Manager's GetSecretValue: the callback token secret, read at a cold start and again every
- * SECRET_CACHE_MS (lib/aws/secrets.ts), its two versions side by side. The authorizer reads it to admit a
- * callback, its only call for one, and must answer within AUTHORIZER_TIMEOUT_S; the worker reads it to sign an
- * http target's callback URL, before the request and within the attempt. Secrets Manager answers in tens of
- * milliseconds: 2 tries of at most 0.5 s to connect and 1 s to answer, with one backoff (at most 1 s), keep a
- * read at most 4 s. A refresh that fails keeps serving the value read before.
+ * Parameter Store's GetParameter: the callback token parameter, read at a cold start and again every
+ * SECRET_CACHE_MS (lib/aws/secrets.ts), its latest version and then, when that changed, the one before. The
+ * authorizer reads it to admit a callback, its only call for one, and must answer within AUTHORIZER_TIMEOUT_S; the
+ * worker reads it to sign an http target's callback URL, before the request and within the attempt. Parameter
+ * Store answers in tens of milliseconds: 2 tries of at most 0.5 s to connect and 1 s to answer, with one backoff
+ * (at most 1 s), keep a call at most 4 s and the two of a read at most 8 s. A refresh that fails keeps serving the
+ * value read before.
  */
 export const SECRET_READ_CALL_LIMITS: DynamoCallLimits = {
   maxAttempts: 2,

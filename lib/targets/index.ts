@@ -54,7 +54,7 @@ export async function prepareTarget(jobType: JobTypeWithoutSecrets, deps: Target
     }
     case 'http': {
       const { http } = deps;
-      if (!http) return notRunnable('TargetNotConfiguredError', 'http targets need PUBLIC_API_URL and CALLBACK_TOKEN_SECRET_ARN (or CALLBACK_TOKEN_SECRET) on the worker');
+      if (!http) return notRunnable('TargetNotConfiguredError', 'http targets need PUBLIC_API_URL and CALLBACK_TOKEN_PARAMETER (or CALLBACK_TOKEN_SECRET) on the worker');
       // Only the secret is taken from the item; the rest of the type stays the one the job was claimed under
       // (its visibility timeout set the claim, its limits the slots held, its retry policy and windows decide
       // what follows), so an attempt never mixes two versions of the type. The secret is kept when the type is

@@ -2,7 +2,7 @@
  * How AWS turns what the queue does into billed units, and billed units into dollars at ./prices.ts: the
  * arithmetic of the meter (./meter.ts), kept apart so each rule is tested on its own numbers.
  */
-import type { AlarmDefinition } from '../../alarm-definitions.js';
+import { metricsOf, type AlarmDefinition } from '../../alarm-definitions.js';
 import { billedDurationMs } from './invocation-report.js';
 import { BILLING_INCREMENTS, BYTES_PER_GB, HOURS_PER_MONTH, MB_PER_GB, priced } from './prices.js';
 
@@ -46,9 +46,9 @@ export function lambdaPlatformLogLines(invocation: { requestId: string; duration
   ];
 }
 
-/** CloudWatch bills an alarm per metric it reads: one, or each of a metric-math sum's. */
+/** CloudWatch bills an alarm per metric it reads: one, or each of a metric-math expression's. */
 export function alarmMetricsBilled(alarms: readonly AlarmDefinition[]): number {
-  return alarms.reduce((total, alarm) => total + ('sumOf' in alarm.metric ? Object.keys(alarm.metric.sumOf).length : 1), 0);
+  return alarms.reduce((total, alarm) => total + metricsOf(alarm).length, 0);
 }
 
 /**
@@ -74,7 +74,8 @@ export interface Usage {
   httpApiRequests: number;
   eventBridgeEvents: number;
   sqsRequests: number;
-  secretsManagerCalls: number;
+  /** Parameter Store calls (the callback token parameter's reads, and its creation). */
+  ssmCalls: number;
   /** Distinct custom metrics (namespace, name and dimensions) sent. */
   customMetrics: number;
   /** Each custom metric times the clock hours it was sent in: CloudWatch prorates a metric-month by these. */
@@ -95,7 +96,7 @@ export const USAGE_FIELDS = [
   'httpApiRequests',
   'eventBridgeEvents',
   'sqsRequests',
-  'secretsManagerCalls',
+  'ssmCalls',
   'customMetrics',
   'customMetricHours',
   'logEvents',
@@ -109,15 +110,15 @@ export function addUsage(into: Usage, more: Usage): Usage {
   return into;
 }
 
-export const SERVICES = ['lambda', 'dynamodb', 'api_gateway', 'eventbridge', 'sqs', 'secrets_manager', 'cloudwatch_metrics', 'cloudwatch_alarms', 'cloudwatch_logs'] as const;
+export const SERVICES = ['lambda', 'dynamodb', 'api_gateway', 'eventbridge', 'sqs', 'ssm', 'cloudwatch_metrics', 'cloudwatch_alarms', 'cloudwatch_logs'] as const;
 export type Service = (typeof SERVICES)[number];
 
 const noDollars = (): Record<Service, number> => Object.fromEntries(SERVICES.map((service) => [service, 0])) as Record<Service, number>;
 
 /** What the stack deploys that the bill depends on, whatever the traffic. */
 export interface StackHoldings {
-  /** Secrets Manager secrets the stack creates. */
-  secrets: number;
+  /** Standard SecureString parameters of Parameter Store the stack keeps (the callback token's). */
+  parameters: number;
   /** Its alarms' metrics: an alarm on metric math counts each metric it reads. */
   alarmMetrics: number;
   /** Empty ReceiveMessage calls an hour of Lambda's mapping on the waker's timer queue, which long-polls it whether or not anything is sent. */
@@ -139,7 +140,7 @@ export function dollarsOf(usage: Usage, stack: Pick<StackHoldings, 'logRetention
     api_gateway: priced('httpApiRequest', usage.httpApiRequests),
     eventbridge: priced('eventBridgeCustomEvent', usage.eventBridgeEvents),
     sqs: priced('sqsStandardRequest', usage.sqsRequests),
-    secrets_manager: priced('secretsManagerApiCall', usage.secretsManagerCalls),
+    ssm: priced('ssmStandardParameterApiCall', usage.ssmCalls),
     cloudwatch_metrics: priced('cloudWatchCustomMetric', usage.customMetricHours / HOURS_PER_MONTH),
     // Kept for the whole retention, uncompressed: an upper bound on storage, which is charged compressed.
     cloudwatch_logs: priced('cloudWatchLogsIngestion', logGb) + priced('cloudWatchLogsStorage', logGb * logMonthsKept),
@@ -150,7 +151,7 @@ export function dollarsOf(usage: Usage, stack: Pick<StackHoldings, 'logRetention
 export function fixedDollarsPerMonth(stack: StackHoldings): Record<Service, number> {
   return {
     ...noDollars(),
-    secrets_manager: priced('secretsManagerSecret', stack.secrets),
+    ssm: priced('ssmStandardParameter', stack.parameters),
     cloudwatch_alarms: priced('cloudWatchAlarmMetric', stack.alarmMetrics),
     sqs: priced('sqsStandardRequest', stack.timerQueueIdleReceivesPerHour * HOURS_PER_MONTH),
   };

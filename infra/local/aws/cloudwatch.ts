@@ -11,7 +11,7 @@
  */
 import type { AlarmStatus } from '../../../lib/domain/alarms.js';
 import { ownEntry } from '../../../lib/domain/own.js';
-import type { AlarmDefinition, MetricRef } from '../../alarm-definitions.js';
+import { metricsOf, type AlarmDefinition, type MetricRef } from '../../alarm-definitions.js';
 import { datapointOf, evaluateAlarm, evaluationRangePeriods } from './alarm-evaluation.js';
 
 /** CloudWatch evaluates each alarm once a minute. */
@@ -44,10 +44,6 @@ export function metricKey(metric: MetricRef): string {
   return JSON.stringify([metric.namespace, metric.name, dimensions]);
 }
 
-function metricsOf(alarm: AlarmDefinition): MetricRef[] {
-  return 'sumOf' in alarm.metric ? Object.values(alarm.metric.sumOf) : [alarm.metric];
-}
-
 export function createLocalCloudWatch(options: LocalCloudWatchOptions): LocalCloudWatch {
   const { alarms, nowMs } = options;
   const originMs = nowMs();
@@ -63,14 +59,15 @@ export function createLocalCloudWatch(options: LocalCloudWatchOptions): LocalClo
   function datapoint(alarm: AlarmDefinition, index: number): number | undefined {
     const startMs = originMs + index * alarm.periodS * 1000;
     const endMs = startMs + alarm.periodS * 1000;
-    const of = (metric: MetricRef): number | undefined => {
+    const of = (metric: MetricRef, statistic = alarm.statistic): number | undefined => {
       const values = (series.get(metricKey(metric)) ?? []).filter(({ atMs }) => atMs >= startMs && atMs < endMs).map(({ value }) => value);
-      return datapointOf(alarm.statistic, values);
+      return datapointOf(statistic, values);
     };
-    if (!('sumOf' in alarm.metric)) return of(alarm.metric);
-    const addends = Object.values(alarm.metric.sumOf).map(of);
-    // FILL(m, 0) fills a metric's gaps; a period none of them has a value in stays missing.
-    return addends.every((value) => value === undefined) ? undefined : addends.reduce<number>((sum, value) => sum + (value ?? 0), 0);
+    if (!('terms' in alarm.metric)) return of(alarm.metric);
+    const terms = Object.values(alarm.metric.terms).map((term) => ({ term, value: of(term.metric, term.statistic) }));
+    // A period none of them has a value in stays missing; FILL(m, 0) fills each one's gaps.
+    if (terms.every(({ value }) => value === undefined)) return undefined;
+    return terms.reduce((sum, { term, value = 0 }) => sum + (term.above === undefined ? value : value > term.above ? 1 : 0), 0);
   }
 
   function evaluate(atMs: number): void {

@@ -6,9 +6,10 @@
  * Counted where each service is reached: DynamoDB calls from their consumed capacity (./capacity-meter.ts), with
  * what AWS bills and DynamoDB Local reports as nothing; Lambda requests and billed GB-seconds from each invocation's
  * end; API Gateway requests and their access log lines around the gateway; lifecycle events as the EventBridge
- * entries they are deployed; SQS, EventBridge and Secrets Manager calls on the SDK clients the functions are
+ * entries they are deployed; SQS, EventBridge and Parameter Store calls on the SDK clients the functions are
  * handed; custom metrics and log bytes from the lines each function writes, with Lambda's own START, END and
- * REPORT lines. What the stack holds by the month (the secret, the alarms, the timer queue's polling) is given.
+ * REPORT lines. What the stack holds by the month (the callback token parameter, the alarms, the timer queue's
+ * polling) is given.
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
@@ -41,7 +42,7 @@ import {
 import { consumedUnitsOf } from './capacity-meter.js';
 import { emfMetrics, metricKey } from './cloudwatch.js';
 import type { SdkClient } from './iam/iam-check.js';
-import { QUEUE_FUNCTIONS, type QueueFunctionName, type StackPolicies } from './iam/stack-policies.js';
+import { QUEUE_FUNCTIONS, type QueueFunctionName } from './iam/stack-policies.js';
 import { billedDurationMs, type InvocationReporter } from './invocation-report.js';
 import { localAlarmedResources } from './monitoring.js';
 import { HOURS_PER_MONTH, PRICE_REGION, PRICES_AS_OF } from './prices.js';
@@ -61,7 +62,7 @@ export interface Meter {
   snapshot(): MeterSnapshot;
   /** Counts the calls of function `fn`'s DynamoDB client (the base client its document client wraps). */
   dynamoDbClient(fn: QueueFunctionName, client: DynamoDBClient): void;
-  /** Counts the billed calls of an SDK client `fn` is handed: `service` as the local IAM layer names it (SQS, EventBridge, Secrets Manager). */
+  /** Counts the billed calls of an SDK client `fn` is handed: `service` as the local IAM layer names it (SQS, EventBridge, SSM). */
   sdkClient(fn: QueueFunctionName, client: SdkClient, service: string): void;
   /** Lifecycle events `fn` publishes: on AWS, entries put on the lifecycle bus. */
   lifecycleEventsPut(fn: QueueFunctionName, events: readonly LifecycleEvent[]): void;
@@ -77,6 +78,8 @@ export interface Meter {
   deadLettered(fn: QueueFunctionName, payloadBytes: number): void;
   /** The gateway, each request counted as API Gateway bills it and logs it. */
   gateway(handler: ApiHandler): ApiHandler;
+  /** Distinct custom metrics (per function, as `customMetrics` counts them) sent at `atMs` or since: those a window starting then pays for. */
+  customMetricsSentSince(atMs: number): number;
 }
 
 export interface MeterOptions {
@@ -138,22 +141,27 @@ export function createMeter(options: MeterOptions): Meter {
       usage[fn].sqsRequests += sqsRequestsBilled(payloadBytes);
     },
     gateway: (handler) => meterGateway(handler, usage.gateway, logged, nowMs),
+    customMetricsSentSince: (atMs) => metrics.sentSince(atMs),
   };
 }
 
 /** Distinct metrics and metric-hours per function, from the EMF lines it writes. */
 function metricCounter(usage: Record<MeteredSource, Usage>, nowMs: () => number) {
   const seen = new Set<string>();
+  const lastSentAtMs = new Map<string, number>();
   return {
     sent(fn: QueueFunctionName, line: string): void {
-      const hour = Math.floor(nowMs() / 3_600_000);
+      const atMs = nowMs();
+      const hour = Math.floor(atMs / 3_600_000);
       for (const { metric } of emfMetrics(line)) {
         const key = `${fn} ${metricKey(metric)}`;
         if (!seen.has(key)) usage[fn].customMetrics += 1;
         if (!seen.has(`${hour} ${key}`)) usage[fn].customMetricHours += 1;
         seen.add(key).add(`${hour} ${key}`);
+        lastSentAtMs.set(key, atMs);
       }
     },
+    sentSince: (atMs: number): number => [...lastSentAtMs.values()].filter((sentAtMs) => sentAtMs >= atMs).length,
   };
 }
 
@@ -214,7 +222,7 @@ function meterSdkCalls(client: SdkClient, service: string, usage: Usage): void {
     (next, context) => async (args) => {
       const command = String(context.commandName);
       const input = args.input as Record<string, unknown>;
-      if (service === 'Secrets Manager') usage.secretsManagerCalls += 1;
+      if (service === 'SSM') usage.ssmCalls += 1;
       const result = await next(args);
       if (service === 'SQS') usage.sqsRequests += sqsRequestsBilled(sqsPayloadBytes(command, input));
       if (service === 'EventBridge' && command === 'PutEventsCommand') {
@@ -294,10 +302,11 @@ export function bill(snapshot: MeterSnapshot): Bill {
 }
 
 
-/** What the stack deploys that the meter prices by the month: its secrets, its alarms' metrics, its timer queue's polling, its logs' retention. */
-export function stackHoldingsOf(stack: AlarmSettings & Pick<StackSettings, 'logRetention'>, policies: Pick<StackPolicies, 'resourceTypes'>, tableName: string): StackHoldings {
+/** What the stack deploys that the meter prices by the month: its callback token parameter, its alarms' metrics, its timer queue's polling, its logs' retention. */
+export function stackHoldingsOf(stack: AlarmSettings & Pick<StackSettings, 'logRetention'>, tableName: string): StackHoldings {
   return {
-    secrets: Object.values(policies.resourceTypes).filter((type) => type === 'AWS::SecretsManager::Secret').length,
+    // The callback token parameter, which the worker creates; the stack holds no other.
+    parameters: 1,
     alarmMetrics: alarmMetricsBilled(queueAlarmDefinitions(stack, localAlarmedResources(tableName))),
     timerQueueIdleReceivesPerHour: SQS_MAPPING_IDLE_RECEIVES_PER_HOUR,
     logRetentionDays: stack.logRetention,

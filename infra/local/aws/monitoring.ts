@@ -2,11 +2,8 @@
  * The stack's alarms, done locally: the definitions the stack deploys (infra/alarm-definitions.ts), with the
  * thresholds the deployer's context gives them, evaluated on a CloudWatch of the runtime's own (./cloudwatch.ts)
  * from what the deployed system would publish. That is the functions' EMF metrics, and those of the AWS services'
- * metrics whose cause the runtime emulates: Lambda's Errors, Throttles and AsyncEventAge of the worker, and SQS's
- * depth of the worker's dead-letter queue, where a batch whose invocation failed stays, as a message would, until
- * the runtime stops. Nothing publishes Lambda's DestinationDeliveryFailures (a batch whose failure record would not
- * fit the queue is refused before it runs, ./limits.ts) nor DynamoDB's throttle events (DynamoDB Local does not
- * throttle), so locally those two alarms stay OK.
+ * metrics whose cause the runtime emulates: Lambda's Errors, Throttles and AsyncEventAge of the worker. Nothing
+ * publishes DynamoDB's throttle events (DynamoDB Local does not throttle), so locally that alarm stays OK.
  */
 import { log } from '../../../functions/shared/log.js';
 import { createEmfMetrics, type QueueMetrics } from '../../../functions/shared/metrics.js';
@@ -21,11 +18,11 @@ import type { AsyncInvokeMetrics } from './limits.js';
 export interface LocalMonitoring {
   /** Function `fn`'s EMF metrics as the stack configures them (namespace, `service`), read by this CloudWatch. */
   metricsFor(fn: QueueFunctionName): QueueMetrics;
-  /** Lambda's metrics of the worker's async invokes; a failed invocation also leaves its batch in the dead-letter queue. */
+  /** Lambda's metrics of the worker's async invokes. */
   workerInvokes: AsyncInvokeMetrics;
   /** Every alarm's state now. */
   alarmStates(): AlarmStatus[];
-  /** What SQS publishes every minute, the dead-letter queue's depth; then the alarms are evaluated. */
+  /** A minute passed: the alarms are evaluated, as CloudWatch does every minute. */
   minute(): void;
 }
 
@@ -41,7 +38,7 @@ export interface LocalMonitoringOptions {
 
 /** The local runtime's names for what the alarms watch: the namespace the stack would use, and names of its own. */
 export function localAlarmedResources(tableName: string): AlarmedResources {
-  return { metricsNamespace: DEFAULT_STACK_NAME, workerFunctionName: 'worker', deadLetterQueueName: 'worker-dead-letters', tableName };
+  return { metricsNamespace: DEFAULT_STACK_NAME, workerFunctionName: 'worker', tableName };
 }
 
 export function createLocalMonitoring(options: LocalMonitoringOptions): LocalMonitoring {
@@ -52,7 +49,6 @@ export function createLocalMonitoring(options: LocalMonitoringOptions): LocalMon
     nowMs: options.nowMs,
     ...(options.onStateChange ? { onStateChange: options.onStateChange } : {}),
   });
-  let deadLetters = 0;
   return {
     metricsFor: (fn) =>
       createEmfMetrics({ POWERTOOLS_METRICS_NAMESPACE: resources.metricsNamespace, POWERTOOLS_SERVICE_NAME: fn }, (line) => {
@@ -62,17 +58,10 @@ export function createLocalMonitoring(options: LocalMonitoringOptions): LocalMon
     workerInvokes: {
       throttled: () => cloudWatch.put(metrics.workerThrottles, 1),
       delivered: (ageMs) => cloudWatch.put(metrics.workerAsyncEventAge, ageMs),
-      failed: () => {
-        cloudWatch.put(metrics.workerErrors, 1);
-        deadLetters += 1;
-        cloudWatch.put(metrics.deadLettersVisible, deadLetters);
-      },
+      failed: () => cloudWatch.put(metrics.workerErrors, 1),
     },
     alarmStates: cloudWatch.alarmStates,
-    minute: () => {
-      cloudWatch.put(metrics.deadLettersVisible, deadLetters);
-      cloudWatch.alarmStates();
-    },
+    minute: () => void cloudWatch.alarmStates(),
   };
 }
 

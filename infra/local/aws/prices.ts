@@ -26,7 +26,6 @@ const LAMBDA = 'https://aws.amazon.com/lambda/pricing/';
 const API_GATEWAY = 'https://aws.amazon.com/api-gateway/pricing/';
 const EVENTBRIDGE = 'https://aws.amazon.com/eventbridge/pricing/';
 const SQS = 'https://aws.amazon.com/sqs/pricing/';
-const SECRETS_MANAGER = 'https://aws.amazon.com/secrets-manager/pricing/';
 const SYSTEMS_MANAGER = 'https://aws.amazon.com/systems-manager/pricing/';
 const CLOUDWATCH = 'https://aws.amazon.com/cloudwatch/pricing/';
 
@@ -108,26 +107,25 @@ export const PRICES = {
     page: SQS,
     checked: { confirmed: 'unanswered.io/guide/aws-sqs-pricing-and-cost-optimization and factualminds.com: "$0.40 per million", "each 64 KB chunk of a message is billed as one request", empty receives billed' },
   },
-  secretsManagerSecret: {
-    dollars: 0.4,
-    per: 1,
-    unit: 'secret-month (prorated by the hour)',
-    page: SECRETS_MANAGER,
-    checked: { confirmed: 'hivebook.wiki Secrets Manager page: "$0.40 per secret per month + $0.05 per 10k API calls"' },
-  },
-  secretsManagerApiCall: {
-    dollars: 0.05,
-    per: 10_000,
-    unit: 'Secrets Manager API call',
-    page: SECRETS_MANAGER,
-    checked: { confirmed: 'as for the secret-month' },
-  },
   ssmStandardParameter: {
     dollars: 0,
     per: 1,
-    unit: 'Parameter Store standard parameter, and its API calls at standard throughput',
+    unit: 'Parameter Store standard parameter-month, a SecureString under the AWS managed key aws/ssm included (the callback token parameter)',
     page: SYSTEMS_MANAGER,
-    checked: { fromMemory: 'not found in the stored pages' },
+    checked: {
+      confirmed:
+        'docs.aws.amazon.com/systems-manager/latest/userguide/parameter-store-advanced-parameters.html, standard tier: "Cost: No additional charge"; the PutParameter API reference: "Standard parameters are offered at no additional cost"',
+    },
+  },
+  ssmStandardParameterApiCall: {
+    dollars: 0,
+    per: 1,
+    unit: 'GetParameter or PutParameter call at the default (standard) throughput',
+    page: SYSTEMS_MANAGER,
+    checked: {
+      confirmed:
+        'docs.aws.amazon.com/systems-manager/latest/userguide/parameter-store-throughput.html: applications within the default throughput "can typically use this default setting without additional cost"; higher throughput is charged',
+    },
   },
   cloudWatchCustomMetric: {
     dollars: 0.3,
@@ -182,7 +180,7 @@ export const BILLING_INCREMENTS = {
   lambdaDurationMs: 1,
 } as const;
 
-/** AWS prorates monthly charges (metrics, alarms, secrets) over 730 hours. */
+/** AWS prorates monthly charges (metrics, alarms) over 730 hours. */
 export const HOURS_PER_MONTH = 730;
 
 /** Log and duration sizes are binary: a GB is 2^30 bytes, as AWS bills them. */

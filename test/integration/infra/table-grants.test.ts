@@ -19,7 +19,7 @@ import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { registry } from '../../../functions/worker/handlers/index.js';
 import { AccessDeniedException, type IamDecision } from '../../../infra/local/aws/iam/iam-check.js';
-import { getSecretValueRequests, lambdaInvokeRequests } from '../../../infra/local/aws/iam/requests.js';
+import { getParameterRequests, lambdaInvokeRequests, putParameterRequests } from '../../../infra/local/aws/iam/requests.js';
 import { QUEUE_FUNCTIONS, type QueueFunctionName } from '../../../infra/local/aws/iam/stack-policies.js';
 import { jobKey, lanePartition, PARTITION_PREFIX } from '../../../lib/store/keys.js';
 import type { WakeTimers, WorkerBatch, WorkerInvoker } from '../../../lib/domain/invocations.js';
@@ -384,12 +384,17 @@ describe('a tour of every function', () => {
 });
 
 describe('other services', () => {
-  test.each(QUEUE_FUNCTIONS)('the %s may read the callback token secret only if it signs or verifies callback tokens', async (fn) => {
+  test.each(QUEUE_FUNCTIONS)('the %s may read the callback token parameter only if it signs or verifies callback tokens, and create it only if it signs them', async (fn) => {
     const { check } = stackIam();
     const { account, arns } = check.policies;
-    const read = check.forFunction(fn).authorize(getSecretValueRequests(arns.callbackTokenSecret, account));
+    const read = check.forFunction(fn).authorize(getParameterRequests(arns.callbackTokenParameter, account));
+    const create = check.forFunction(fn).authorize(putParameterRequests(arns.callbackTokenParameter, false, account));
+    const overwrite = check.forFunction(fn).authorize(putParameterRequests(arns.callbackTokenParameter, true, account));
     if (fn === 'worker' || fn === 'authorizer') await expect(read).resolves.toBeUndefined();
     else await expect(read).rejects.toBeInstanceOf(AccessDeniedException);
+    if (fn === 'worker') await expect(create).resolves.toBeUndefined();
+    else await expect(create).rejects.toBeInstanceOf(AccessDeniedException);
+    await expect(overwrite).rejects.toBeInstanceOf(AccessDeniedException);
     takeDeniedCalls();
   });
 

@@ -74,7 +74,7 @@ describe('what an app wires to', () => {
     expect(stack.resolve(queue.apiUrl)).toBeDefined();
     expect(Object.keys(queue.functions).sort()).toEqual(['api', 'authorizer', 'poller', 'sweeper', 'waker', 'worker']);
     const outputs = Object.keys(Template.fromStack(stack).toJSON().Outputs as object);
-    for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'DeadLetterQueueUrl', 'CallbackTokenSecretArn']) {
+    for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'DeadLetterQueueUrl', 'CallbackTokenParameterName']) {
       expect(outputs.some((id) => id.startsWith(`Queue${output}`))).toBe(true);
     }
   });

@@ -85,7 +85,7 @@ describe('resources', () => {
     template.resourceCountIs('AWS::Events::EventBus', 1);
     template.resourceCountIs('AWS::SQS::Queue', 2);
     template.resourceCountIs('AWS::Events::Rule', 3);
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 7);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
   });
 
   test("the dead-letter queue takes messages of 1 MiB, set rather than left to SQS's default, so a failed batch's record fits", () => {
@@ -93,7 +93,7 @@ describe('resources', () => {
   });
 
   test('outputs name the API URL, the table, the event bus, the dead-letter queue and the callback token secret', () => {
-    for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'DeadLetterQueueUrl', 'CallbackTokenSecretArn']) {
+    for (const output of ['ApiUrl', 'TableName', 'EventBusName', 'DeadLetterQueueUrl', 'CallbackTokenParameterName']) {
       template.hasOutput(output, {});
     }
   });
@@ -204,24 +204,29 @@ describe('least privilege', () => {
     expect(invoked).toEqual([{ 'Fn::GetAtt': [logicalIdOf(stack.functions.worker.function), 'Arn'] }, wokenArns()]);
   });
 
-  test('the worker may also read the callback token secret, publish lifecycle events and send to its dead-letter queue, and wakes no one: the waker does', () => {
+  test('the worker may also read and create the callback token parameter, publish lifecycle events and send to its dead-letter queue, and wakes no one: the waker does', () => {
     expect(actionsOf('worker').filter((action) => !action.startsWith('dynamodb:'))).toEqual(
-      ['events:PutEvents', 'secretsmanager:GetSecretValue', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
+      ['events:PutEvents', 'ssm:GetParameter', 'ssm:PutParameter', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage', ...LOGS].sort(),
     );
   });
 
   test('the api may also publish lifecycle events, and wakes no one: the waker does; the sweeper may also wake the poller and the sweeper and arm wake timers, the authorizer read the callback token secret', () => {
     expect(actionsOf('api').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', ...LOGS].sort());
     expect(actionsOf('sweeper').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['events:PutEvents', 'lambda:InvokeFunction', ...TIMER_SENDS, ...LOGS].sort());
-    expect(actionsOf('authorizer').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['secretsmanager:GetSecretValue', ...LOGS].sort());
+    expect(actionsOf('authorizer').filter((action) => !action.startsWith('dynamodb:'))).toEqual(['ssm:GetParameter', ...LOGS].sort());
   });
 
-  test('the callback token secret is read by its ARN, no other secret', () => {
-    const secretArn = { Ref: logicalIdOf(stack.queue.callbackTokenSecret) };
+  test('the callback token parameter is read by its ARN, no other, and only created, never overwritten, by the worker; no KMS grant: the AWS managed key aws/ssm serves the account', () => {
+    const parameterArn = stack.resolve(stack.queue.callbackTokenParameter.arn);
+    expect(JSON.stringify(parameterArn)).toContain(`:parameter/delayed-job-queue/${stack.stackName}/${stack.queue.node.id}/callback-token-secret`);
     for (const name of ['worker', 'authorizer'] as const) {
-      const reads = statementsOf(name).filter((statement) => statement.Action === 'secretsmanager:GetSecretValue');
-      expect(reads.map((statement) => statement.Resource)).toEqual([secretArn]);
+      const reads = statementsOf(name).filter((statement) => statement.Action === 'ssm:GetParameter');
+      expect(reads.map((statement) => statement.Resource)).toEqual([parameterArn]);
+      expect(actionsOf(name).filter((action) => action.startsWith('kms:') || action.startsWith('secretsmanager:'))).toEqual([]);
     }
+    const puts = statementsOf('worker').filter((statement) => statement.Action === 'ssm:PutParameter');
+    expect(puts).toEqual([expect.objectContaining({ Resource: parameterArn, Condition: { StringEquals: { 'ssm:Overwrite': 'false' } } })]);
+    expect(template.findResources('AWS::SecretsManager::Secret')).toEqual({});
   });
 
   test('the worker may invoke and send to exactly the target functions and buses given in context', () => {
@@ -282,10 +287,10 @@ describe('functions', () => {
     expect(variables('api').API_TOKEN).toBeUndefined();
     expect(variables('authorizer').API_TOKEN).toBeUndefined();
     expect(variables('sweeper').EVENT_BUS_NAME).toEqual({ Ref: logicalIdOf(stack.eventBus) });
-    const secretArn = { Ref: logicalIdOf(stack.queue.callbackTokenSecret) };
-    expect(variables('worker').CALLBACK_TOKEN_SECRET_ARN).toEqual(secretArn);
-    expect(variables('authorizer').CALLBACK_TOKEN_SECRET_ARN).toEqual(secretArn);
-    expect(variables('api').CALLBACK_TOKEN_SECRET_ARN).toBeUndefined();
+    const parameterName = stack.queue.callbackTokenParameter.name;
+    expect(variables('worker').CALLBACK_TOKEN_PARAMETER).toEqual(parameterName);
+    expect(variables('authorizer').CALLBACK_TOKEN_PARAMETER).toEqual(parameterName);
+    expect(variables('api').CALLBACK_TOKEN_PARAMETER).toBeUndefined();
     expect(variables('worker').PUBLIC_API_URL).toBeDefined();
   });
 
@@ -493,44 +498,55 @@ describe('API', () => {
 });
 
 describe('alarms', () => {
-  test('due lag, worker errors, dead letters and DynamoDB throttles each have an alarm', () => {
+  const workerDimensions = () => [{ Name: 'FunctionName', Value: { Ref: logicalIdOf(stack.functions.worker.function) } }];
+  /** Each metric a metric-math alarm reads, by its id in the expression. */
+  const metricsRead = (alarm: { [key: string]: any }): Record<string, unknown> => {
+    const queries: { Id: string; MetricStat?: unknown }[] = alarm.Properties.Metrics ?? [];
+    return Object.fromEntries(queries.filter((query) => query.MetricStat).map((query) => [query.Id, query.MetricStat]));
+  };
+  const alarmReading = (id: string) => Object.values(template.findResources('AWS::CloudWatch::Alarm')).find((alarm) => metricsRead(alarm)[id] !== undefined)!;
+
+  test('three alarms, one per concern, read eight metrics, what CloudWatch bills them by', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
+    const metrics = alarms.reduce((total, alarm) => total + (alarm.Properties.MetricName ? 1 : Object.keys(metricsRead(alarm)).length), 0);
+    expect({ alarms: alarms.length, metrics }).toEqual({ alarms: 3, metrics: 8 });
+  });
+
+  test('the due lag has an alarm of its own, which takes a minute without the lag reported for a breach: a poller that stopped, or whose runs die before they report', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: stack.stackName,
       MetricName: 'OldestDueLagMs',
       Dimensions: [{ Name: 'service', Value: 'poller' }],
       Threshold: 120_000,
-    });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      Namespace: 'AWS/Lambda',
-      MetricName: 'Errors',
-      Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalIdOf(stack.functions.worker.function) } }],
-    });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', { Namespace: 'AWS/SQS', MetricName: 'ApproximateNumberOfMessagesVisible' });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      Metrics: Match.arrayWith([Match.objectLike({ Expression: Match.stringLikeRegexp('tableWrites') })]),
+      TreatMissingData: 'breaching',
     });
   });
 
-  test('the due lag alarm takes a minute without the lag reported for a breach: a poller that stopped, or whose runs die before they report', () => {
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'OldestDueLagMs', TreatMissingData: 'breaching' });
+  test("the worker's alarm adds its errors, its throttles, and 1 for a minute a batch waited over WORKER_EVENT_AGE_ALARM_MS, any in five minutes", () => {
+    const alarm = alarmReading('errors');
+    expect(metricsRead(alarm)).toEqual({
+      errors: { Metric: { Namespace: 'AWS/Lambda', MetricName: 'Errors', Dimensions: workerDimensions() }, Period: 60, Stat: 'Sum' },
+      throttles: { Metric: { Namespace: 'AWS/Lambda', MetricName: 'Throttles', Dimensions: workerDimensions() }, Period: 60, Stat: 'Sum' },
+      late: { Metric: { Namespace: 'AWS/Lambda', MetricName: 'AsyncEventAge', Dimensions: workerDimensions() }, Period: 60, Stat: 'Maximum' },
+    });
+    const expression = alarm.Properties.Metrics.find((query: { ReturnData?: boolean; Expression?: string }) => query.Expression)?.Expression;
+    expect(expression).toBe('FILL(errors, 0) + FILL(throttles, 0) + IF(FILL(late, 0) > 30000, 1, 0)');
+    expect(alarm.Properties).toMatchObject({ Threshold: 0, ComparisonOperator: 'GreaterThanThreshold', EvaluationPeriods: 5, DatapointsToAlarm: 1, TreatMissingData: 'notBreaching' });
+  });
+
+  test("DynamoDB's throttle events on the table and on its index, reads and writes, are added up in one alarm", () => {
+    const alarm = alarmReading('tableWrites');
+    expect(Object.keys(metricsRead(alarm)).sort()).toEqual(['indexReads', 'indexWrites', 'tableReads', 'tableWrites']);
+  });
+
+  test('no alarm reads the dead-letter queue or Lambda\'s destination failures: every batch there is a failed invocation or an event that waited past its claims', () => {
+    const read = JSON.stringify(template.findResources('AWS::CloudWatch::Alarm'));
+    expect(read).not.toContain('ApproximateNumberOfMessagesVisible');
+    expect(read).not.toContain('DestinationDeliveryFailures');
   });
 });
 
 describe('worker throttles and late batches', () => {
-  const workerDimensions = () => [{ Name: 'FunctionName', Value: { Ref: logicalIdOf(stack.functions.worker.function) } }];
-
-  test('throttled worker invokes, batches waiting in the async queue and batches lost on the way to the dead-letter queue each have an alarm', () => {
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', { Namespace: 'AWS/Lambda', MetricName: 'Throttles', Dimensions: workerDimensions(), Threshold: 0 });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      Namespace: 'AWS/Lambda',
-      MetricName: 'AsyncEventAge',
-      Dimensions: workerDimensions(),
-      Statistic: 'Maximum',
-      Threshold: 30_000,
-    });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', { Namespace: 'AWS/Lambda', MetricName: 'DestinationDeliveryFailures', Dimensions: workerDimensions(), Threshold: 0 });
-  });
-
   test('a worker reserved concurrency that is not a positive integer is refused, naming the context key', () => {
     expect(() => synthApp({ WORKER_RESERVED_CONCURRENCY: '0' }, { bundle: false })).toThrow(/WORKER_RESERVED_CONCURRENCY must be an integer from 1 to 100000, got "0"/);
   });

@@ -27,7 +27,7 @@ import type { QueueFunctionName, StackPolicies } from './stack-policies.js';
 export interface LocalIam {
   check: IamCheck;
   dynamoClientsFor(fn: QueueFunctionName, options: DynamoClientOptions): DynamoClients;
-  /** `client` (Lambda, EventBridge, Secrets Manager) with every command checked against `fn`'s role. */
+  /** `client` (Lambda, EventBridge, SQS, SSM) with every command checked against `fn`'s role. */
   sdkClientFor<Client extends Parameters<typeof checkCallsOf>[0]>(fn: QueueFunctionName, client: Client, service: string): Client;
   /** `publisher` as the lifecycle bus `fn` sends to on AWS. */
   publisherFor(fn: QueueFunctionName, publisher: LifecyclePublisher): LifecyclePublisher;

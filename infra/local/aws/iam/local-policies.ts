@@ -24,12 +24,15 @@ export interface LocalPolicies {
     workerFunction: string;
     pollerFunction: string;
     sweeperFunction: string;
-    callbackTokenSecret: string;
+    /** The callback token parameter, as Parameter Store names it in ARNs. */
+    callbackTokenParameter: string;
     tableStream: string;
     wakeTimerQueue: string;
   };
   /** The waker's timer queue as its functions are told it (WAKE_TIMER_QUEUE_URL). */
   wakeTimerQueueUrl: string;
+  /** The callback token parameter as its functions are told it (CALLBACK_TOKEN_PARAMETER). */
+  callbackTokenParameterName: string;
 }
 
 /** The ARN of `resource` of `service` in the local account. */
@@ -40,6 +43,11 @@ export function localArn(account: LocalAccount, service: string, resource: strin
 /** `nameOrArn` as given when it is an ARN already, else the local ARN `resource` makes of it. */
 export function arnOf(nameOrArn: string, account: LocalAccount, service: string, resource: (name: string) => string): string {
   return nameOrArn.startsWith('arn:') ? nameOrArn : localArn(account, service, resource(nameOrArn));
+}
+
+/** A parameter's ARN: its name, which starts with `/`, after `parameter`. */
+export function parameterArn(account: LocalAccount, nameOrArn: string): string {
+  return arnOf(nameOrArn, account, 'ssm', (name) => `parameter${name.startsWith('/') ? name : `/${name}`}`);
 }
 
 interface ResourceIdentity {
@@ -69,11 +77,6 @@ function identityOf(type: string, logicalId: string, account: LocalAccount, func
       return { ref: `https://sqs.${region}.amazonaws.com/${accountId}/${logicalId}`, arn: arn('sqs', logicalId) };
     case 'AWS::Logs::LogGroup':
       return { ref: logicalId, arn: arn('logs', `log-group:${logicalId}:*`) };
-    case 'AWS::SecretsManager::Secret': {
-      // A secret's Ref is its ARN, which ends in six random characters.
-      const secretArn = arn('secretsmanager', `secret:${logicalId}-local0`);
-      return { ref: secretArn, arn: secretArn };
-    }
     default:
       throw new Error(`the local IAM check cannot stand in for a ${type} (${logicalId}); teach infra/local/aws/iam/local-policies.ts its ARN`);
   }
@@ -127,10 +130,11 @@ export function localPolicies(stack: StackPolicies, account: LocalAccount): Loca
       workerFunction: lookup(stack.logicalIds.workerFunction).arn,
       pollerFunction: lookup(stack.logicalIds.pollerFunction).arn,
       sweeperFunction: lookup(stack.logicalIds.sweeperFunction).arn,
-      callbackTokenSecret: lookup(stack.logicalIds.callbackTokenSecret).arn,
+      callbackTokenParameter: parameterArn(account, stack.callbackTokenParameterName),
       tableStream: lookup(stack.logicalIds.table).streamArn!,
       wakeTimerQueue: lookup(stack.logicalIds.wakeTimerQueue).arn,
     },
     wakeTimerQueueUrl: lookup(stack.logicalIds.wakeTimerQueue).ref,
+    callbackTokenParameterName: stack.callbackTokenParameterName,
   };
 }

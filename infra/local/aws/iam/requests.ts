@@ -5,7 +5,7 @@
  * a batch as the batch action on each table, with every key it touches.
  */
 import { TABLE_SCHEMA } from '../../../../lib/store/table.js';
-import { arnOf, type LocalAccount } from './local-policies.js';
+import { arnOf, parameterArn, type LocalAccount } from './local-policies.js';
 
 export interface IamRequest {
   action: string;
@@ -14,7 +14,7 @@ export interface IamRequest {
 }
 
 /** The condition keys these requests carry; a policy conditioned on any other cannot be checked here. */
-export const SUPPLIED_CONDITION_KEYS = ['dynamodb:leadingkeys', 'dynamodb:enclosingoperation'];
+export const SUPPLIED_CONDITION_KEYS = ['dynamodb:leadingkeys', 'dynamodb:enclosingoperation', 'ssm:overwrite'];
 
 type Input = Record<string, any>;
 
@@ -96,8 +96,15 @@ export function putEventsRequests(busNames: (string | undefined)[], account: Loc
   return [...arns].map((resource) => ({ action: 'events:PutEvents', resource, context: {} }));
 }
 
-export function getSecretValueRequests(secretId: string, account: LocalAccount): IamRequest[] {
-  return [{ action: 'secretsmanager:GetSecretValue', resource: arnOf(secretId, account, 'secretsmanager', (name) => `secret:${name}`), context: {} }];
+/** A parameter read, by name or ARN, a version or label selector (`name:3`) naming the same parameter. */
+export function getParameterRequests(nameWithSelector: string, account: LocalAccount): IamRequest[] {
+  const name = nameWithSelector.replace(/:[^:/]+$/, '');
+  return [{ action: 'ssm:GetParameter', resource: parameterArn(account, name), context: {} }];
+}
+
+/** A parameter written: IAM tells a creation (`ssm:Overwrite` false, the default) from an overwrite. */
+export function putParameterRequests(name: string, overwrite: boolean, account: LocalAccount): IamRequest[] {
+  return [{ action: 'ssm:PutParameter', resource: parameterArn(account, name), context: { 'ssm:Overwrite': String(overwrite) } }];
 }
 
 /** A queue's ARN from its URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`). */
@@ -132,8 +139,9 @@ export function requestsOfCommand(service: string, operation: string, input: Inp
       // A batch is authorized as sqs:SendMessage: SQS has no action of its own for it.
       if (operation === 'SendMessage' || operation === 'SendMessageBatch') return sendMessageRequests(String(input.QueueUrl));
       break;
-    case 'Secrets Manager':
-      if (operation === 'GetSecretValue') return getSecretValueRequests(String(input.SecretId), account);
+    case 'SSM':
+      if (operation === 'GetParameter') return getParameterRequests(String(input.Name), account);
+      if (operation === 'PutParameter') return putParameterRequests(String(input.Name), input.Overwrite === true, account);
       break;
   }
   throw new Error(`the local IAM check does not know what ${service} ${operation} asks of IAM; teach infra/local/aws/iam/requests.ts`);

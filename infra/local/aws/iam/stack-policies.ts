@@ -30,7 +30,9 @@ export interface StackPolicies {
   /** The names the stack gives its functions itself (policies name the poller and the sweeper by them), by logical id. */
   functionNames: Record<string, string>;
   /** Logical ids of the resources the local runtime stands in for. */
-  logicalIds: { table: string; lifecycleBus: string; workerFunction: string; pollerFunction: string; sweeperFunction: string; callbackTokenSecret: string; wakeTimerQueue: string };
+  logicalIds: { table: string; lifecycleBus: string; workerFunction: string; pollerFunction: string; sweeperFunction: string; wakeTimerQueue: string };
+  /** The name of the callback token parameter, which the stack names but does not create (the worker does). */
+  callbackTokenParameterName: string;
 }
 
 /** Context that makes CDK skip asset bundling for every stack, as `cdk synth --exclusively` does for the stacks it skips. */
@@ -39,6 +41,12 @@ const SKIP_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
 function logicalIdOf(stack: Stack, element: unknown): string {
   if (!(element instanceof CfnElement)) throw new Error('expected a CloudFormation element');
   return stack.getLogicalId(element);
+}
+
+function resolvedString(stack: Stack, value: string): string {
+  const resolved: unknown = stack.resolve(value);
+  if (typeof resolved !== 'string') throw new Error(`expected ${value} to resolve to a string at synth, got ${JSON.stringify(resolved)}`);
+  return resolved;
 }
 
 function isRefTo(value: unknown, logicalId: string): boolean {
@@ -89,9 +97,9 @@ function readStackPoliciesOf(stack: QueueStack): StackPolicies {
       workerFunction: logicalIdOf(stack, stack.functions.worker.function.node.defaultChild),
       pollerFunction: logicalIdOf(stack, stack.functions.poller.function.node.defaultChild),
       sweeperFunction: logicalIdOf(stack, stack.functions.sweeper.function.node.defaultChild),
-      callbackTokenSecret: logicalIdOf(stack, stack.queue.callbackTokenSecret.node.defaultChild),
       wakeTimerQueue: logicalIdOf(stack, stack.queue.wakeTimerQueue.node.defaultChild),
     },
+    callbackTokenParameterName: resolvedString(stack, stack.queue.callbackTokenParameter.name),
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createAuthorizer } from '../../../../functions/authorizer/app.js';
+import { SecretNotCreatedError } from '../../../../lib/aws/secrets.js';
 import { createCallbackToken } from '../../../../lib/domain/callback-tokens.js';
 import { toAuthorizerEvent } from '../../../../infra/local/aws/gateway.js';
 import { KEY_AUTHORIZER_CACHE_TTL_S } from '../../../../infra/api-gateway.js';
@@ -200,6 +201,14 @@ describe('callback tokens', () => {
     await runningJob('j1');
     const response = await admin.post(`/v1/jobs/emails/j1?token=${tokenFor('j2', 1)}`, { status: 'succeeded', attempt: 1 }, { token: null });
     expect(response.status).toBe(403);
+  });
+
+  test('while the callback token parameter does not exist yet (no worker signed a token) a token is refused, not an error', async () => {
+    await runningJob('j1');
+    const notCreated = { versions: () => Promise.reject(new SecretNotCreatedError('not created')) };
+    const path = `/v1/jobs/emails/j1?token=${tokenFor('j1', 1)}`;
+    const authorized = await createAuthorizer({ ctx: queue.as('authorizer'), callbackTokenSecret: notCreated })(toAuthorizerEvent(buildHttpApiEvent('POST', path, { token: null }), []));
+    expect(authorized.isAuthorized).toBe(false);
   });
 
   test('without the callback secret a token admits nothing', async () => {

@@ -129,8 +129,8 @@ test('the api is invoked once per request the authorizer let through', () => {
   expect(metered.usage.api.lambdaRequests).toBe(requestsMade - requestsRefused);
 });
 
-test('the authorizer reads the callback-token secret from Secrets Manager once, its current and its previous version', () => {
-  expect(metered.usage.authorizer.secretsManagerCalls).toBe(2);
+test('the authorizer reads the callback-token parameter from Parameter Store once: its latest version, the only one', () => {
+  expect(metered.usage.authorizer.ssmCalls).toBe(1);
 });
 
 test('every function was invoked as often as its report lines say, the worker at least once', () => {
@@ -162,6 +162,6 @@ test('GET /v1/stats says what the traffic so far would have cost deployed, by se
   expect(stats.deployed_cost).toMatchObject({ prices_as_of: PRICES_AS_OF, region: 'us-east-1' });
   expect(stats.deployed_cost?.units.lambda_requests).toBeGreaterThan(0);
   expect(stats.deployed_cost?.traffic_dollars.dynamodb).toBeGreaterThan(0);
-  expect(stats.deployed_cost?.fixed_dollars_per_month.secrets_manager).toBeCloseTo(0.4);
+  expect(stats.deployed_cost?.fixed_dollars_per_month.ssm).toBe(0);
   expect(stats.deployed_cost?.total_dollars).toBeGreaterThan(0);
 });

@@ -38,7 +38,7 @@ test('on an idle queue every alarm is OK at each evaluation over ten minutes, th
     await tick();
     minutes.push(endOfMinute());
   }
-  const allOk = ['DueLagAlarm', 'WorkerErrorsAlarm', 'DeadLettersAlarm', 'DynamoDbThrottlesAlarm', 'WorkerThrottlesAlarm', 'WorkerEventAgeAlarm', 'WorkerDestinationFailuresAlarm'].map((name) => `${name} OK`);
+  const allOk = ['DueLagAlarm', 'WorkerAlarm', 'DynamoDbThrottlesAlarm'].map((name) => `${name} OK`);
   expect(minutes).toEqual(Array.from({ length: 10 }, () => allOk));
 });
 
@@ -56,4 +56,23 @@ test('with the pollers stopped, a due job left unclaimed turns DueLagAlarm to AL
   expect(dueLag).toEqual(['DueLagAlarm OK', 'DueLagAlarm OK', 'DueLagAlarm OK', 'DueLagAlarm ALARM', 'DueLagAlarm ALARM']);
   expect(monitoring.alarmStates().find(({ name }) => name === 'DueLagAlarm')?.reason).toMatch(/without a datapoint, treated as breaching/);
   expect((await readItem(q, 'emails', 'waiting'))?.status).toBe('queued');
+});
+
+test("a worker invocation that failed, one Lambda throttled and one that waited too long each turn WorkerAlarm to ALARM, from the runtime's own Lambda metrics", async () => {
+  const q = queue();
+  await defineType(q.ctx, 'emails');
+  const { monitoring, tick, endOfMinute } = monitoredQueue(q);
+  const { workerEventAgeAlarmMs } = deployStackSettings({});
+  const causes = [() => monitoring.workerInvokes.failed(), () => monitoring.workerInvokes.throttled(), () => monitoring.workerInvokes.delivered(workerEventAgeAlarmMs + 1)];
+  for (const cause of causes) {
+    // Long enough for the last cause to have left the alarm's five minutes.
+    for (let minute = 0; minute < 8; minute++) {
+      await tick();
+      endOfMinute();
+    }
+    expect(endOfMinute()).toContain('WorkerAlarm OK');
+    await tick();
+    cause();
+    expect(endOfMinute()).toEqual(['DueLagAlarm OK', 'WorkerAlarm ALARM', 'DynamoDbThrottlesAlarm OK']);
+  }
 });

@@ -13,7 +13,8 @@ import {
   sqsRequestsBilled,
   sumOf,
 } from '../../../../../infra/local/aws/billing.js';
-import type { AlarmDefinition, MetricRef } from '../../../../../infra/alarm-definitions.js';
+import { queueAlarmDefinitions, type AlarmDefinition, type MetricRef } from '../../../../../infra/alarm-definitions.js';
+import { deployStackSettings } from '../../../../../infra/cdk-context.js';
 
 const KB = 1024;
 
@@ -86,14 +87,20 @@ describe('CloudWatch alarms', () => {
     treatMissingData: 'notBreaching',
   });
 
-  test('an alarm on one metric bills one alarm metric, one on a sum of three bills three', () => {
-    const alarms = [alarm('One', metric('a')), alarm('Sum', { label: 'all', sumOf: { a: metric('a'), b: metric('b'), c: metric('c') } })];
+  test('an alarm on one metric bills one alarm metric, one on an expression of three bills three', () => {
+    const terms = { a: { metric: metric('a') }, b: { metric: metric('b') }, c: { metric: metric('c'), statistic: 'Maximum' as const, above: 5 } };
+    const alarms = [alarm('One', metric('a')), alarm('Math', { label: 'all', terms })];
     expect(alarmMetricsBilled(alarms)).toBe(4);
+  });
+
+  test("the stack's alarms bill eight alarm metrics", () => {
+    const resources = { metricsNamespace: 'Jobs', workerFunctionName: 'worker', tableName: 'jobs' };
+    expect(alarmMetricsBilled(queueAlarmDefinitions(deployStackSettings({}), resources))).toBe(8);
   });
 });
 
 describe('dollars', () => {
-  const stack = { secrets: 1, alarmMetrics: 10, timerQueueIdleReceivesPerHour: 900, logRetentionDays: 30 };
+  const stack = { parameters: 1, alarmMetrics: 10, timerQueueIdleReceivesPerHour: 900, logRetentionDays: 30 };
 
   test('a million write units cost the on-demand price, and a failed conditional write is priced as a write', () => {
     expect(dollarsOf({ ...noUsage(), dynamoDbWriteUnits: 600_000, dynamoDbFailedConditionalWriteUnits: 400_000 }, stack).dynamodb).toBeCloseTo(0.625);
@@ -120,9 +127,13 @@ describe('dollars', () => {
     expect(sumOf(dollarsOf(noUsage(), stack))).toBe(0);
   });
 
-  test('what the stack holds costs its secret, its alarm metrics and the timer queue polling a month', () => {
+  test('Parameter Store calls at the standard throughput cost nothing', () => {
+    expect(dollarsOf({ ...noUsage(), ssmCalls: 1_000_000 }, stack).ssm).toBe(0);
+  });
+
+  test('what the stack holds costs its alarm metrics and the timer queue polling a month; its standard parameter, nothing', () => {
     const fixed = fixedDollarsPerMonth(stack);
-    expect(fixed.secrets_manager).toBeCloseTo(0.4);
+    expect(fixed.ssm).toBe(0);
     expect(fixed.cloudwatch_alarms).toBeCloseTo(1);
     expect(fixed.sqs).toBeCloseTo((900 * 730 * 0.4) / 1_000_000);
   });

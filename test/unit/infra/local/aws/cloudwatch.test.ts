@@ -114,11 +114,11 @@ describe('EMF lines', () => {
   });
 });
 
-describe('a sum of metrics', () => {
+describe('metric math', () => {
   const reads: MetricRef = { namespace: 'AWS/DynamoDB', name: 'ReadThrottleEvents', dimensions: { TableName: 'jobs' } };
   const writes: MetricRef = { ...reads, name: 'WriteThrottleEvents' };
   const throttles = (treatMissingData: AlarmDefinition['treatMissingData']) =>
-    lagAlarm({ metric: { sumOf: { reads, writes }, label: 'throttles' }, statistic: 'Sum', threshold: 5, treatMissingData });
+    lagAlarm({ metric: { terms: { reads: { metric: reads }, writes: { metric: writes } }, label: 'throttles' }, statistic: 'Sum', threshold: 5, treatMissingData });
 
   test('adds up every metric, a missing one taken as 0', () => {
     const { cloudWatch, stateAfter } = cloudWatchWith([throttles('notBreaching')]);
@@ -131,6 +131,25 @@ describe('a sum of metrics', () => {
 
   test('is missing in a period none of them has a value in', () => {
     const { stateAfter } = cloudWatchWith([throttles('breaching')]);
+    expect(stateAfter(EVALUATION_INTERVAL_MS)).toBe('ALARM');
+  });
+
+  test('a term compared with its own threshold counts 1 over it and 0 otherwise, on its own statistic', () => {
+    const age: MetricRef = { namespace: 'AWS/Lambda', name: 'AsyncEventAge', dimensions: { FunctionName: 'worker' } };
+    const late = lagAlarm({
+      metric: { terms: { reads: { metric: reads }, late: { metric: age, statistic: 'Maximum', above: 1_000 } }, label: 'reads and late' },
+      statistic: 'Sum',
+      threshold: 1,
+    });
+    const { cloudWatch, stateAfter } = cloudWatchWith([late]);
+    // 900 + 800 is over 1 000 as a sum, not as a maximum; with a read it is 0 + 1, not over 1.
+    cloudWatch.put(age, 900);
+    cloudWatch.put(age, 800);
+    cloudWatch.put(reads, 1);
+    expect(stateAfter(EVALUATION_INTERVAL_MS)).toBe('OK');
+    // Over it once: 1 + 1.
+    cloudWatch.put(age, 5_000);
+    cloudWatch.put(reads, 1);
     expect(stateAfter(EVALUATION_INTERVAL_MS)).toBe('ALARM');
   });
 });

@@ -8,7 +8,7 @@ import { httpApiEvent } from '../../../../../infra/local/http-server.js';
 import type { LifecycleEvent } from '../../../../../lib/domain/lifecycle-events.js';
 
 const MEMORY_SIZES_MB = { api: 512, authorizer: 256, worker: 1024, poller: 512, sweeper: 256, waker: 256 };
-const STACK = { secrets: 1, alarmMetrics: 10, timerQueueIdleReceivesPerHour: 900, logRetentionDays: 30 };
+const STACK = { parameters: 1, alarmMetrics: 10, timerQueueIdleReceivesPerHour: 900, logRetentionDays: 30 };
 
 const lifecycleEvent = (name: LifecycleEvent['name']): LifecycleEvent => ({ name, type: 't', id: '1', attempt: 1, outcome: 'succeeded', status: 'succeeded', atMs: 0 });
 
@@ -112,6 +112,16 @@ describe('CloudWatch metrics', () => {
     meter.emfLine('poller', emf('Claimed'));
     expect(meter.snapshot().usage.poller).toMatchObject({ customMetrics: 1, customMetricHours: 2, logEvents: 3 });
   });
+
+  test('the metrics a window pays for are those sent in it, not those of before', () => {
+    const clock = { nowMs: 0 };
+    const meter = meterAt(clock);
+    meter.emfLine('api', emf('Enqueued'));
+    meter.emfLine('poller', emf('Claimed'));
+    clock.nowMs = 60_000;
+    meter.emfLine('poller', emf('Claimed'));
+    expect({ since0: meter.customMetricsSentSince(0), since60s: meter.customMetricsSentSince(60_000), later: meter.customMetricsSentSince(60_001) }).toEqual({ since0: 2, since60s: 1, later: 0 });
+  });
 });
 
 describe('EventBridge', () => {
@@ -153,6 +163,6 @@ describe('the bill', () => {
     const priced = bill(meter.snapshot());
     expect(priced.usage.lambdaRequests).toBe(1);
     expect(priced.trafficDollarsBySource.api).toBeGreaterThan(0);
-    expect(priced.totalDollars).toBeCloseTo(priced.trafficDollars.lambda + priced.trafficDollars.cloudwatch_logs + 0.4 + 1 + (900 * 730 * 0.4) / 1_000_000);
+    expect(priced.totalDollars).toBeCloseTo(priced.trafficDollars.lambda + priced.trafficDollars.cloudwatch_logs + 1 + (900 * 730 * 0.4) / 1_000_000);
   });
 });

@@ -1,10 +1,13 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ParameterAlreadyExists, PutParameterCommand } from '@aws-sdk/client-ssm';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, test, vi } from 'vitest';
 import { AccessDeniedException, checkCallsOf, createIamCheck, type IamDecision } from '../../../../../../infra/local/aws/iam/iam-check.js';
 import type { LocalPolicies } from '../../../../../../infra/local/aws/iam/local-policies.js';
-import { dynamoDbRequests } from '../../../../../../infra/local/aws/iam/requests.js';
+import { dynamoDbRequests, getParameterRequests, putParameterRequests } from '../../../../../../infra/local/aws/iam/requests.js';
+import { createLocalParameterStore } from '../../../../../../infra/local/aws/parameter-store.js';
+import { parameterStoreSecret } from '../../../../../../lib/aws/secrets.js';
 import type { PolicyDocument } from '../../../../../../infra/local/aws/iam/stack-policies.js';
 
 const account = { region: 'eu-west-1', accountId: '000000000000', tableName: 'jobs' };
@@ -22,11 +25,12 @@ function policiesWith(statements: Record<string, unknown>[]): LocalPolicies {
       workerFunction: 'arn:aws:lambda:eu-west-1:000000000000:function:w',
       pollerFunction: 'arn:aws:lambda:eu-west-1:000000000000:function:p',
       sweeperFunction: 'arn:aws:lambda:eu-west-1:000000000000:function:s',
-      callbackTokenSecret: 'arn:aws:secretsmanager:eu-west-1:000000000000:secret:s-local0',
+      callbackTokenParameter: 'arn:aws:ssm:eu-west-1:000000000000:parameter/Jobs/Queue/callback-token-secret',
       tableStream: `${TABLE}/stream/local`,
       wakeTimerQueue: 'arn:aws:sqs:eu-west-1:000000000000:t',
     },
     wakeTimerQueueUrl: 'https://sqs.eu-west-1.amazonaws.com/000000000000/t',
+    callbackTokenParameterName: '/Jobs/Queue/callback-token-secret',
   };
 }
 
@@ -129,5 +133,37 @@ describe('the check', () => {
     await expect(db.send(new GetCommand({ TableName: 'jobs', Key: { pk: 'KEY#k1', sk: 'KEY' } }))).rejects.toBeInstanceOf(AccessDeniedException);
     expect(sent).not.toHaveBeenCalled();
     base.destroy();
+  });
+});
+
+describe('the callback token parameter through the local Parameter Store', () => {
+  const NAME = '/Jobs/Queue/callback-token-secret';
+  const PARAMETER = `arn:aws:ssm:eu-west-1:000000000000:parameter${NAME}`;
+  const readAndCreate = [
+    { Effect: 'Allow', Action: 'ssm:GetParameter', Resource: PARAMETER },
+    { Effect: 'Allow', Action: 'ssm:PutParameter', Resource: PARAMETER, Condition: { StringEquals: { 'ssm:Overwrite': 'false' } } },
+  ];
+  const clientOf = (statements: Record<string, unknown>[], value = 'cbs_local') =>
+    checkCallsOf(createLocalParameterStore('eu-west-1', { name: NAME, value }).client(), 'SSM', createIamCheck(policiesWith(statements)).forFunction('api'));
+
+  test('a read, of the latest version or another, is ssm:GetParameter on the parameter; a write says whether it overwrites', () => {
+    expect(getParameterRequests(`${NAME}:2`, account)).toEqual([{ action: 'ssm:GetParameter', resource: PARAMETER, context: {} }]);
+    expect(putParameterRequests(NAME, false, account)).toEqual([{ action: 'ssm:PutParameter', resource: PARAMETER, context: { 'ssm:Overwrite': 'false' } }]);
+  });
+
+  test('reads the value decrypted through a role that may read it', async () => {
+    const secret = parameterStoreSecret(clientOf(readAndCreate), NAME);
+    expect(await secret.versions()).toEqual({ current: 'cbs_local' });
+  });
+
+  test('refuses a role that may not read it, before the call is answered', async () => {
+    const secret = parameterStoreSecret(clientOf([{ Effect: 'Allow', Action: 'ssm:GetParameter', Resource: `${PARAMETER}-other` }]), NAME);
+    await expect(secret.versions()).rejects.toBeInstanceOf(AccessDeniedException);
+  });
+
+  test('lets a role that may only create it not overwrite it', async () => {
+    const client = clientOf(readAndCreate);
+    await expect(client.send(new PutParameterCommand({ Name: NAME, Value: 'x', Type: 'SecureString', Overwrite: true }))).rejects.toBeInstanceOf(AccessDeniedException);
+    await expect(client.send(new PutParameterCommand({ Name: NAME, Value: 'x', Type: 'SecureString' }))).rejects.toBeInstanceOf(ParameterAlreadyExists);
   });
 });
