@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startDynamoDbLocal } from '../infra/local/aws/dynamodb-local.js';
 import { addUsage, dollarsOf, fixedDollarsPerMonth, noUsage, SERVICES, sumOf, USAGE_FIELDS, type Service, type Usage } from '../infra/local/aws/billing.js';
-import { METERED_SOURCES, type MeterSnapshot } from '../infra/local/aws/meter.js';
+import { METERED_SOURCES, type MeteredSource, type MeterSnapshot } from '../infra/local/aws/meter.js';
 import { HOURS_PER_MONTH, priced } from '../infra/local/aws/prices.js';
 import { startLocalRuntime, type LocalRuntime } from '../infra/local/runtime.js';
 import { createClient, type QueueClient } from '../lib/client/index.js';
@@ -40,6 +40,8 @@ export interface CostScenarioResult {
   jobs: number;
   /** Every unit the meter counted in the window, all functions together. */
   usage: Usage;
+  /** The same, by function (and the gateway): where the units go. */
+  usageBySource: Partial<Record<MeteredSource, Usage>>;
   /** Distinct custom metrics sent in the window: in the steady state it samples, each is billed every hour. */
   customMetrics: number;
   /** The window's traffic, by service, with its metrics at the steady state's rate. */
@@ -47,11 +49,17 @@ export interface CostScenarioResult {
   fixedDollarsPerMonth: Record<Service, number>;
 }
 
+const difference = (start: Usage, end: Usage): Usage => Object.fromEntries(USAGE_FIELDS.map((field) => [field, end[field] - start[field]])) as unknown as Usage;
+
 /** The usage between two snapshots of one meter, all sources together. */
 function usageBetween(before: MeterSnapshot, after: MeterSnapshot): Usage {
   const total = (snapshot: MeterSnapshot): Usage => METERED_SOURCES.reduce((sum, source) => addUsage(sum, snapshot.usage[source]), noUsage());
-  const [start, end] = [total(before), total(after)];
-  return Object.fromEntries(USAGE_FIELDS.map((field) => [field, end[field] - start[field]])) as unknown as Usage;
+  return difference(total(before), total(after));
+}
+
+/** The usage between two snapshots of one meter, by source. */
+function usageBySourceBetween(before: MeterSnapshot, after: MeterSnapshot): Partial<Record<MeteredSource, Usage>> {
+  return Object.fromEntries(METERED_SOURCES.map((source) => [source, difference(before.usage[source], after.usage[source])]));
 }
 
 /**
@@ -126,7 +134,7 @@ async function runArrival(options: CostScenarioOptions, log: (line: string) => v
     const after = runtime.meter.snapshot();
     const usage = usageBetween(before, after);
     const windowMs = after.atMs - before.atMs;
-    return { scenario: 'arrival', description, windowMs, jobs: ids.size, usage, ...priceWindow(runtime, usage, before, windowMs) };
+    return { scenario: 'arrival', description, windowMs, jobs: ids.size, usage, usageBySource: usageBySourceBetween(before, after), ...priceWindow(runtime, usage, before, windowMs) };
   });
 }
 
@@ -145,7 +153,7 @@ async function runIdle(options: CostScenarioOptions, log: (line: string) => void
     const after = runtime.meter.snapshot();
     const usage = usageBetween(before, after);
     const windowMs = after.atMs - before.atMs;
-    return { scenario: 'idle', description, windowMs, jobs: 0, usage, ...priceWindow(runtime, usage, before, windowMs) };
+    return { scenario: 'idle', description, windowMs, jobs: 0, usage, usageBySource: usageBySourceBetween(before, after), ...priceWindow(runtime, usage, before, windowMs) };
   });
 }
 
@@ -154,6 +162,17 @@ export async function runCostScenarios(options: CostScenarioOptions, log: (line:
 }
 
 type Table = (headers: string[], rows: string[][]) => string;
+
+/** DynamoDB calls and units, and billed Lambda time, by function: where the scenario's units go. */
+function bySourceTable(result: CostScenarioResult, per: number, unitsHeading: string, table: Table): string {
+  const rows = METERED_SOURCES.flatMap((source) => {
+    const usage = result.usageBySource[source];
+    if (!usage || usage.dynamoDbCalls + usage.lambdaBilledMs === 0) return [];
+    const readUnits = usage.dynamoDbReadUnits + usage.dynamoDbUnreportedReadUnits;
+    return [[source, ...[usage.dynamoDbCalls, usage.dynamoDbWriteUnits + usage.dynamoDbFailedConditionalWriteUnits, readUnits, usage.lambdaBilledMs].map((value) => fmt(value / per, 3))]];
+  });
+  return table(['function', `DynamoDB calls ${unitsHeading}`, 'WRU', 'RRU', 'billed Lambda ms'], rows);
+}
 
 /** Arrival: units per job and dollars per million jobs. Idle: units per hour and dollars a month, the stack's fixed costs in. */
 export function costTables(results: readonly CostScenarioResult[], table: Table): string {
@@ -174,7 +193,8 @@ export function costTables(results: readonly CostScenarioResult[], table: Table)
         result.scenario === 'arrival'
           ? `the fixed $${fmt(sumOf(result.fixedDollarsPerMonth), 2)} a month come on top, whatever the traffic`
           : `all in: $${fmt(sumOf(result.trafficDollars) * scale + sumOf(result.fixedDollarsPerMonth), 2)} a month`;
-      return `cost ${result.scenario}: ${result.description} (${result.jobs} jobs, ${fmt(result.windowMs / 1_000)} s; ${result.customMetrics} custom metrics, priced as sent every hour)\n${units}\n${dollars}\n${allIn}`;
+      const bySource = bySourceTable(result, per, unitsHeading, table);
+      return `cost ${result.scenario}: ${result.description} (${result.jobs} jobs, ${fmt(result.windowMs / 1_000)} s; ${result.customMetrics} custom metrics, priced as sent every hour)\n${units}\n${bySource}\n${dollars}\n${allIn}`;
     })
     .join('\n\n');
 }

@@ -13,6 +13,7 @@ test('an arrival window prints units per job and the window dollars scaled to a 
     windowMs: 60_000,
     jobs: 500,
     usage: { ...noUsage(), lambdaRequests: 1_000 },
+    usageBySource: { poller: { ...noUsage(), dynamoDbCalls: 1_500, dynamoDbReadUnits: 100, dynamoDbUnreportedReadUnits: 150 } },
     customMetrics: 0,
     trafficDollars: dollars(0.001),
     fixedDollarsPerMonth: dollars(0),
@@ -20,6 +21,8 @@ test('an arrival window prints units per job and the window dollars scaled to a 
   const printed = costTables([result], table);
   expect(printed).toContain('lambdaRequests | 2.000');
   expect(printed).toContain('lambda | 2.0000 | 0.00');
+  // By function, read units counted whether DynamoDB Local reported them or not.
+  expect(printed).toContain('poller | 3.000 | 0.000 | 0.500 | 0.000');
 });
 
 test('an idle window prints units per hour and the window dollars scaled to a month of 730 hours', () => {
@@ -29,6 +32,7 @@ test('an idle window prints units per hour and the window dollars scaled to a mo
     windowMs: 3_600_000,
     jobs: 0,
     usage: { ...noUsage(), dynamoDbCalls: 700 },
+    usageBySource: {},
     customMetrics: 0,
     trafficDollars: dollars(0.001),
     fixedDollarsPerMonth: dollars(0.5),
