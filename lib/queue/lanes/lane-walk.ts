@@ -65,7 +65,19 @@ export interface LaneScan {
   gap: SettledGap | undefined;
   /** With `after`: where the next scan after the same entry may begin, when its bucket turned out settled and empty past it. */
   readAfterFromBucket: number | undefined;
+  /**
+   * The current bucket, when the scan read every bucket from where it began up to it and found them empty at least
+   * LATE_WRITE_GRACE_MS after the current one began: a write in flight into them has landed by then, usually, and the
+   * scans that follow may begin at it (ScanOptions's `readFromBucket`) until a scan from the cursor looks again.
+   */
+  quietBefore: number | undefined;
 }
+
+/**
+ * How long after a bucket begins a write computed for the one before may still land there, usually (one write's
+ * latency with the SDK's first retries). The cursor's safety margin covers the rest: a scan from the cursor finds it.
+ */
+export const LATE_WRITE_GRACE_MS = 5_000;
 
 export interface ScanOptions {
   /** Where to begin when the lane has no cursor yet. */
@@ -79,6 +91,11 @@ export interface ScanOptions {
   gap?: SettledGap;
   /** Where the bucket directory is complete from, for this lane shard (LaneCursor). */
   directoryFromBucket?: number | undefined;
+  /**
+   * Begin here rather than at the cursor (never before it), the buckets between found empty lately (LaneScan's
+   * `quietBefore`): the cursor does not move, since the scan does not look at them.
+   */
+  readFromBucket?: number | undefined;
 }
 
 /**
@@ -119,7 +136,8 @@ export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, opt
   const upToMs = Math.max(nowMs, options.upToMs ?? nowMs);
   const { bucketMs, cursorSafetyMarginMs } = ctx.settings;
   const { cursor, after, gap } = options;
-  const first = after ? (after.readFromBucket ?? after.bucket) : (cursor ?? options.startBucket);
+  const fromCursor = cursor ?? options.startBucket;
+  const first = after ? (after.readFromBucket ?? after.bucket) : Math.max(fromCursor, options.readFromBucket ?? fromCursor);
   const last = bucketOf(upToMs, bucketMs);
   const current = bucketOf(nowMs, bucketMs);
   const settled = (bucket: number): boolean => bucketStartMs(bucket + 1, bucketMs) <= nowMs - cursorSafetyMarginMs;
@@ -127,7 +145,8 @@ export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, opt
   let advanceTo: number | undefined;
   let readAfterFromBucket: number | undefined;
   // Whether everything from the cursor up to here was found empty and settled: only then may the cursor move on.
-  let contiguousEmpty = !after;
+  let contiguousEmpty = !after && first === fromCursor;
+  let foundBeforeCurrent = false;
   // The settled empty buckets met since the last bucket that was not, and the longest such stretch closed so far.
   let open: SettledGap | undefined;
   let longest: SettledGap | undefined;
@@ -157,6 +176,7 @@ export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, opt
       found = await queryDue(ctx, lanePartition(lane, bucket, shard), upToMs, options.limit - entries.length, startAfter);
     }
     entries.push(...found);
+    if (bucket < current && found.length > 0) foundBeforeCurrent = true;
     const emptyAndSettled = found.length === 0 && settled(bucket);
     if (emptyAndSettled && startAfter) readAfterFromBucket = bucket + 1;
     else if (emptyAndSettled && contiguousEmpty) advanceTo = bucket + 1;
@@ -176,6 +196,7 @@ export async function scanLane(ctx: QueueContext, lane: Lane, shard: number, opt
     advanceTo: advanceTo !== undefined && advanceTo !== cursor ? advanceTo : undefined,
     gap: longer(ahead(longest), ahead(gap)),
     readAfterFromBucket,
+    quietBefore: caughtUp && !after && !foundBeforeCurrent && nowMs >= bucketStartMs(current, bucketMs) + LATE_WRITE_GRACE_MS ? current : undefined,
   };
 }
 

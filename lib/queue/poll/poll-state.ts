@@ -90,6 +90,11 @@ export interface PollOptions {
   settledGaps?: SettledGaps;
   /** Kept with `cursors`: a cursor taken from the cache is walked with the directory it was read with. */
   directoryFromBuckets?: DirectoryFromBuckets;
+  /**
+   * Where each lane shard's buckets behind the current one were last found empty, late enough that writes into
+   * them have landed (lanes/lane-walk.ts's `quietBefore`): a poll of only some types begins there.
+   */
+  quietBefore?: Map<string, number>;
   /** How far the previous round of polls read each type's lanes, by type name, for `arrivals`. */
   readUpToBefore?: ReadonlyMap<string, number>;
   /** Where this poll records how far it read each type's lanes. */

@@ -85,6 +85,9 @@ async function scanShard(
   }
   const known = options.settledGaps?.get(cacheKey);
   const gap = known?.gap;
+  // Between polls of every lane, the buckets behind the current one found empty lately are not read again (a late
+  // write there waits for the next poll of every lane, within JOB_TYPES_REFRESH_MS); nor while a gap is walked.
+  const readFromBucket = options.types && !after && !gap ? options.quietBefore?.get(cacheKey) : undefined;
   const scan = await scanLane(ctx, lane, shard, {
     cursor,
     startBucket: bucketOf(jobType.createdAtMs, settings.bucketMs),
@@ -95,7 +98,10 @@ async function scanShard(
     ...(gap ? { gap } : {}),
     directoryFromBucket,
     stopAtMs: options.stopWalksAtMs,
+    readFromBucket,
   });
+  if (scan.quietBefore !== undefined) options.quietBefore?.set(cacheKey, scan.quietBefore);
+  else if (!after) options.quietBefore?.delete(cacheKey);
   options.cursors.set(cacheKey, cursor);
   if (!scan.gap) options.settledGaps?.delete(cacheKey);
   else if (options.settledGaps) {

@@ -13,10 +13,8 @@ import type { WorkerInvoker } from '../../domain/invocations.js';
 import type { QueueContext } from '../context.js';
 import { fireDueSchedules, type FireResult } from '../schedules/fire-schedules.js';
 import { JOB_TYPES_REFRESH_MS, listJobTypes } from '../catalog/job-types.js';
-import type { BlockedRuns } from './blocked-runs.js';
 import { pollOnce } from './poll.js';
-import { emptyPollResult, type RecentClaims, type SettledGaps, type DirectoryFromBuckets, type CursorCache, type PollResult } from './poll-state.js';
-import type { RateBucketCache } from '../limits/rate-tokens.js';
+import { emptyPollResult, type CursorCache, type PollOptions, type PollResult } from './poll-state.js';
 
 export interface PollerLoopOptions {
   invoker: WorkerInvoker;
@@ -225,6 +223,18 @@ async function sleepUntilNews(
   return undefined;
 }
 
+/** What the loop keeps across its polls (poll-state.ts). */
+type PollCaches = Required<Pick<PollOptions, 'cursors' | 'rateBuckets' | 'recentClaims' | 'blockedRuns' | 'settledGaps' | 'directoryFromBuckets' | 'quietBefore'>>;
+
+function createPollCaches(): PollCaches {
+  return { cursors: new Map(), rateBuckets: new Map(), recentClaims: new Map(), blockedRuns: new Map(), settledGaps: new Map(), directoryFromBuckets: new Map(), quietBefore: new Map() };
+}
+
+/** After a failed poll, where the walks stood is read again. */
+function forgetWalks(caches: PollCaches): void {
+  for (const cache of [caches.cursors, caches.quietBefore, caches.blockedRuns, caches.settledGaps]) cache.clear();
+}
+
 /** Polls until the run time is over: at once again while a lane is saturated, otherwise one poll interval after the last poll began. */
 export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOptions): Promise<PollResult> {
   const sleep = options.sleep ?? abortableSleep;
@@ -233,12 +243,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
   let untilMs = deadlineMs;
   const known = createNewsView(options);
   let typesChanged = false;
-  const cursors: CursorCache = new Map();
-  const rateBuckets: RateBucketCache = new Map();
-  const recentClaims: RecentClaims = new Map();
-  const blockedRuns: BlockedRuns = new Map();
-  const settledGaps: SettledGaps = new Map();
-  const directoryFromBuckets: DirectoryFromBuckets = new Map();
+  const caches = createPollCaches();
   const pacer = createPacer(ctx.settings);
   const totals = emptyPollResult();
   let jobTypes: JobType[] = [];
@@ -268,12 +273,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
       const result = await pollOnce(ctx, {
         jobTypes,
         invoker: options.invoker,
-        cursors,
-        rateBuckets,
-        recentClaims,
-        blockedRuns,
-        settledGaps,
-        directoryFromBuckets,
+        ...caches,
         ...pacer.horizons,
         claimAheadMs,
         stopWalksAtMs: deadlineMs + WALK_OVERRUN_MS,
@@ -287,7 +287,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
       options.onPoll?.(result);
       if (options.afterRound) {
         const busy = fired > 0 || result.claimed + result.expired + result.lostRaces > 0 || pollsAgainAtOnce(result);
-        const next = await options.afterRound({ busy, jobTypes, cursors });
+        const next = await options.afterRound({ busy, jobTypes, cursors: caches.cursors });
         untilMs = Math.min(deadlineMs, next.untilMs);
         typesChanged = known.take(next);
         if (typesChanged) jobTypesReadAtMs = -Infinity;
@@ -300,9 +300,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
       options.onError?.(error);
       // The next poll reads every lane.
       jobTypesReadAtMs = -Infinity;
-      cursors.clear();
-      blockedRuns.clear();
-      settledGaps.clear();
+      forgetWalks(caches);
       await sleep(pacer.afterError(), options.signal);
     }
   } while (ctx.nowMs() < untilMs && !options.signal?.aborted);

@@ -12,6 +12,7 @@ import type { JobType } from '../../../../../lib/domain/job-type.js';
 import { sweepOnce } from '../../../../../lib/queue/sweep/sweep.js';
 import { DyingInvoker, FailingInvoker, RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest, poll, readItem } from '../../../../support/lib-fixtures.js';
 import { asFunction } from '../../../../support/queue.js';
+import { LATE_WRITE_GRACE_MS, scanLane } from '../../../../../lib/queue/lanes/lane-walk.js';
 
 const MINUTE = 60_000;
 const SETTINGS = { shards: 1, bucketMs: MINUTE, cursorSafetyMarginMs: MINUTE };
@@ -133,5 +134,37 @@ describe('with the default page size', () => {
     clock.advance(1_000);
     expect((await poll(ctx, [emails], new RecordingInvoker())).claimed).toBe(1);
     expect(await getJob(ctx, 'emails', 'e-1')).toMatchObject({ status: 'running', attempt: 2 });
+  });
+});
+
+describe('a scan that begins past the cursor (buckets behind the current one found empty lately)', () => {
+  const queue = freshQueuePerTest({ settings: SETTINGS });
+  const lane = { kind: 'queued', type: 'emails' } as const;
+
+  test('leaves the cursor where it is, though the buckets it did not read settled', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails');
+    clock.set(T0 + 10 * MINUTE);
+    const scan = await scanLane(ctx, lane, 0, { cursor: b0, startBucket: b0, limit: 10, readFromBucket: b0 + 10 });
+    expect(scan.advanceTo).toBeUndefined();
+    expect(await cursorOf(ctx, emails)).toBeUndefined();
+  });
+
+  test('does not find a job in a bucket before it: that is left to the next scan from the cursor', async () => {
+    const { ctx, clock } = queue();
+    const emails = await defineType(ctx, 'emails');
+    await enqueue(ctx, emails, 'late', { runAfterMs: T0 });
+    clock.set(T0 + MINUTE + 6_000);
+    expect((await scanLane(ctx, lane, 0, { cursor: b0, startBucket: b0, limit: 10, readFromBucket: b0 + 1 })).entries).toEqual([]);
+    expect((await scanLane(ctx, lane, 0, { cursor: b0, startBucket: b0, limit: 10 })).entries.map((entry) => entry.pk)).toHaveLength(1);
+  });
+
+  test('says the buckets behind the current one were quiet only when it read them empty past LATE_WRITE_GRACE_MS into the current one', async () => {
+    const { ctx, clock } = queue();
+    await defineType(ctx, 'emails');
+    clock.set(T0 + MINUTE + LATE_WRITE_GRACE_MS - 1);
+    expect((await scanLane(ctx, lane, 0, { cursor: b0, startBucket: b0, limit: 10 })).quietBefore).toBeUndefined();
+    clock.set(T0 + MINUTE + LATE_WRITE_GRACE_MS);
+    expect((await scanLane(ctx, lane, 0, { cursor: b0, startBucket: b0, limit: 10 })).quietBefore).toBe(b0 + 1);
   });
 });

@@ -7,6 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { runPollerLoop, type PollerLoopOptions } from '../../../../../lib/queue/poll/poller-loop.js';
 import type { WakeNews } from '../../../../../lib/queue/wake/lease-keeper.js';
 import { getJob } from '../../../../../lib/queue/read-job.js';
+import { LATE_WRITE_GRACE_MS } from '../../../../../lib/queue/lanes/lane-walk.js';
 import { RecordingInvoker, T0, defineType, enqueue, freshQueuePerTest } from '../../../../support/lib-fixtures.js';
 import { recordCalls } from '../../../../support/sdk-calls.js';
 
@@ -100,5 +101,52 @@ describe('an awake poller between its listings of job types', () => {
 
     expect(invoker.jobs.map((job) => job.id).sort()).toEqual(['b-1', 'b-2', 'b-3']);
     expect(invoker.jobs.map((job) => job.claimedAtMs)).toEqual([T0, T0, T0]);
+  });
+
+  test('reads a held type\'s bucket behind the current one again only as it polls every lane, once it found it empty past LATE_WRITE_GRACE_MS', async () => {
+    const { ctx, clock, clientsOf, as } = queue();
+    await defineType(ctx, 'held');
+    // The type's first bucket ended a little more than the grace ago: its cursor stays there, unsettled, for a minute.
+    clock.advance(ctx.settings.bucketMs + LATE_WRITE_GRACE_MS + 500);
+    const calls = recordCalls(clientsOf('poller').base);
+    const queriesByPoll: number[] = [];
+    let seen = 0;
+
+    await runPollerLoop(as('poller'), {
+      invoker: new RecordingInvoker(),
+      runForMs: 3_500,
+      jobTypesRefreshMs: 60_000,
+      sleep: async (ms) => clock.advance(ms),
+      onPoll: () => {
+        queriesByPoll.push(calls.slice(seen).filter(({ command, input }) => command === 'QueryCommand' && input.includes('Q#held#')).length);
+        seen = calls.length;
+      },
+      ...keptBy(clock, () => holding({ held: Number.MAX_SAFE_INTEGER })),
+    });
+
+    expect(queriesByPoll).toEqual([2, 1, 1, 1]);
+  });
+
+  test('reads a held type\'s bucket behind the current one at every poll while within LATE_WRITE_GRACE_MS of the current one\'s start: a write computed for it may still land', async () => {
+    const { ctx, clock, clientsOf, as } = queue();
+    await defineType(ctx, 'held');
+    clock.advance(ctx.settings.bucketMs);
+    const calls = recordCalls(clientsOf('poller').base);
+    const queriesByPoll: number[] = [];
+    let seen = 0;
+
+    await runPollerLoop(as('poller'), {
+      invoker: new RecordingInvoker(),
+      runForMs: 3_500,
+      jobTypesRefreshMs: 60_000,
+      sleep: async (ms) => clock.advance(ms),
+      onPoll: () => {
+        queriesByPoll.push(calls.slice(seen).filter(({ command, input }) => command === 'QueryCommand' && input.includes('Q#held#')).length);
+        seen = calls.length;
+      },
+      ...keptBy(clock, () => holding({ held: Number.MAX_SAFE_INTEGER })),
+    });
+
+    expect(queriesByPoll).toEqual([2, 2, 2, 2]);
   });
 });
