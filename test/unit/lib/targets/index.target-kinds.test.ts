@@ -143,7 +143,7 @@ describe('target configuration', () => {
     const prepared = await prepareTarget(jobTypeWith({ kind: 'lambda', function: 'f' }), { handlers: {}, signingSecrets: noSecrets });
     expect(prepared).toMatchObject({ failure: { error: { class: 'TargetNotConfiguredError' }, retryable: false } });
     expect(await prepareTarget(jobTypeWith({ kind: 'http', url: 'https://example.com' }), { handlers: {}, signingSecrets: noSecrets })).toMatchObject({
-      failure: { error: { message: expect.stringContaining('PUBLIC_API_URL and CALLBACK_TOKEN_SECRET') } },
+      failure: { error: { message: expect.stringContaining('PUBLIC_API_URL and CALLBACK_TOKEN_PARAMETER') } },
     });
   });
 
