@@ -14,10 +14,12 @@ import type { QueueContext } from '../context.js';
  */
 export const DUE_SOON_MS = 2_000;
 /**
- * A poller's timer comes back at least this long before its work falls due: the waker's reads and the wake's start,
- * or, for an awake poller, its next read of the lane hold the timer asks for (lease-keeper.ts's TYPES_CHECK_MS).
+ * A poller's timer comes back at least this long before its work falls due: the waker's reads and the wake's start.
+ * An awake poller reads the lane hold the timer asks for within lease-keeper.ts's TYPES_CHECK_MS, so work due at the
+ * start of a second may start that much late; 600 ms here measured a second more of a sleeping poller's billed time
+ * for each job spaced a minute apart (wake-outcomes, one run each), for work that is rarely due while one is awake.
  */
-export const TIMER_LEAD_MS = 600;
+export const TIMER_LEAD_MS = 200;
 /** SQS delays a message at most 15 minutes. */
 export const MAX_TIMER_DELAY_S = 900;
 
