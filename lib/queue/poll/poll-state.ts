@@ -65,6 +65,11 @@ export interface PollOptions {
   /** Poll only the lanes of these types; undefined: of every active type. */
   types?: ReadonlySet<string>;
   /**
+   * Read and claim these types' lanes first, the other types' once they are done (their claims ahead included): a
+   * poll of every lane reads the idle types' too, and the types with work must not wait behind those reads.
+   */
+  firstTypes?: ReadonlySet<string>;
+  /**
    * Also read the jobs that fall due within this long, and claim each when it falls due, from a timer inside
    * the poll (types without concurrency, throttle or rate limits). The loop passes its poll interval, so a job
    * enqueued ahead starts on time whatever the interval. @default 0

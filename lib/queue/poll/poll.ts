@@ -345,7 +345,12 @@ export async function pollOnce(ctx: QueueContext, options: PollOptions): Promise
   // A paused type (paused, or concurrency 0) keeps its jobs queued; nothing is claimed.
   const activeTypes = options.jobTypes.filter((jobType) => claimsJobs(jobType) && (options.types?.has(jobType.name) ?? true));
   // Settled too: what one type claimed is dispatched whatever happened to another.
-  const typeOutcomes = await Promise.allSettled(activeTypes.map((jobType) => pollType(poll, sink, jobType)));
+  // In a poll of every lane, the types with work go first: they do not wait behind the idle types' reads.
+  const { firstTypes } = options;
+  const first = firstTypes ? activeTypes.filter((jobType) => firstTypes.has(jobType.name)) : activeTypes;
+  const rest = firstTypes ? activeTypes.filter((jobType) => !firstTypes.has(jobType.name)) : [];
+  const typeOutcomes = await Promise.allSettled(first.map((jobType) => pollType(poll, sink, jobType)));
+  if (rest.length > 0) typeOutcomes.push(...(await Promise.allSettled(rest.map((jobType) => pollType(poll, sink, jobType)))));
   batcher.close();
   await Promise.all(dispatches);
   // Reported only now, after everything claimed was handed over or released.

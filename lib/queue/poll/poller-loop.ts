@@ -175,9 +175,14 @@ function createNewsView(options: Pick<PollerLoopOptions, 'news' | 'afterRound'>)
     get news(): WakeNews | undefined {
       return news;
     },
-    /** The types the next poll reads; undefined: every lane, as once types were listed, so what no hold named (a timer lost, a write the waker missed) waits no longer. */
-    typesToPoll(listing: boolean, nowMs: number): Set<string> | undefined {
-      return listing || !options.afterRound || !news ? undefined : typesToPoll(news, typesWithWork, nowMs);
+    /**
+     * The types the next poll reads (`types`; undefined: every lane, as once types were listed, so what no hold named,
+     * a timer lost or a write the waker missed, waits no longer), and in a poll of every lane those it reads first.
+     */
+    typesToPoll(listing: boolean, nowMs: number): Pick<PollOptions, 'types' | 'firstTypes'> {
+      const withWork = !options.afterRound || !news ? undefined : typesToPoll(news, typesWithWork, nowMs);
+      if (!withWork) return {};
+      return listing ? { firstTypes: withWork } : { types: withWork };
     },
     polled(result: PollResult): void {
       typesWithWork = result.typesWithWork;
@@ -258,7 +263,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         jobTypes = await listJobTypes(ctx);
         jobTypesReadAtMs = ctx.nowMs();
       }
-      const types = known.typesToPoll(listing, ctx.nowMs());
+      const lanes = known.typesToPoll(listing, ctx.nowMs());
       let fired = 0;
       if (firesSchedules && ctx.nowMs() - schedulesCheckedAtMs >= SCHEDULE_CHECK_MS) {
         schedulesCheckedAtMs = ctx.nowMs();
@@ -280,7 +285,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         sleep: (ms) => sleep(ms, options.signal),
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.shards ? { shards: options.shards } : {}),
-        ...(types ? { types } : {}),
+        ...lanes,
       });
       known.polled(result);
       addPollResult(totals, result);

@@ -149,4 +149,26 @@ describe('an awake poller between its listings of job types', () => {
 
     expect(queriesByPoll).toEqual([2, 2, 2, 2]);
   });
+
+  test('reads the held types\' lanes first in its polls of every lane, the idle types\' after: the types with work do not wait behind them', async () => {
+    const { ctx, clock, clientsOf, as } = queue();
+    // Named to come after the idle types, as types are listed by name.
+    for (const name of [...IDLE_TYPES, 'work']) await defineType(ctx, name);
+    const calls = recordCalls(clientsOf('poller').base);
+
+    await runPollerLoop(as('poller'), {
+      invoker: new RecordingInvoker(),
+      runForMs: 100,
+      jobTypesRefreshMs: 60_000,
+      sleep: async (ms) => clock.advance(ms),
+      ...keptBy(clock, () => holding({ work: Number.MAX_SAFE_INTEGER })),
+    });
+
+    const laneQueries = calls.filter(({ command, input }) => command === 'QueryCommand' && input.includes('"Q#'));
+    const lastHeld = laneQueries.map(({ input }) => input.includes('Q#work#')).lastIndexOf(true);
+    const firstIdle = laneQueries.findIndex(({ input }) => input.includes('Q#idle-'));
+    expect(lastHeld).toBeGreaterThanOrEqual(0);
+    expect(lastHeld).toBeLessThan(firstIdle);
+  });
 });
+
