@@ -48,7 +48,7 @@ export interface WakeOutcomesResult {
   idle: { jobTypes: number; windowMs: number; callsPerHour: number; billedSecondsPerHour: number };
   dueOnArrival: { spellMs: number; startLagMs: number }[];
   newTypeStartLagMs: number[];
-  spaced: { startLagsMs: number[]; windowMs: number; billedSeconds: number; idleBilledSeconds: number; extraBilledSeconds: number };
+  spaced: { startLagsMs: number[]; windowMs: number; billedSeconds: number; billedSecondsByFunction: Record<string, number>; idleBilledSeconds: number; extraBilledSeconds: number };
   w2: HttpWorkloadResult;
 }
 
@@ -60,8 +60,9 @@ const SPACED_TAIL_MS = 40_000;
 const echo = { target: { kind: 'handler' as const, name: 'echo' } };
 
 const totalCalls = (counts: CallCounts): number => Object.values(counts).reduce((sum, count) => sum + count, 0);
-const billedSeconds = (system: HttpSystem, fromMs: number, toMs: number): number =>
-  SCHEDULED_FUNCTIONS.reduce((sum, fn) => sum + billedWithin(system.reports, fn, fromMs, toMs).billedMs / 1_000, 0);
+const billedSecondsByFunction = (system: HttpSystem, fromMs: number, toMs: number): Record<string, number> =>
+  Object.fromEntries(SCHEDULED_FUNCTIONS.map((fn) => [fn, billedWithin(system.reports, fn, fromMs, toMs).billedMs / 1_000]));
+const billedSeconds = (system: HttpSystem, fromMs: number, toMs: number): number => Object.values(billedSecondsByFunction(system, fromMs, toMs)).reduce((sum, s) => sum + s, 0);
 
 export async function runWakeOutcomes(storage: HttpStorage, options: WakeOutcomesOptions, log: (line: string) => void): Promise<WakeOutcomesResult> {
   const system = await startHttpSystem({ countCalls: true, storage });
@@ -127,7 +128,14 @@ export async function runWakeOutcomes(storage: HttpStorage, options: WakeOutcome
     idle: { jobTypes: IDLE_TYPES, windowMs: idleElapsedMs, callsPerHour: perHour(idleWindow.calls, idleElapsedMs), billedSecondsPerHour: perHour(idleBilledS, idleElapsedMs) },
     dueOnArrival,
     newTypeStartLagMs,
-    spaced: { startLagsMs: spacedLags, windowMs: spacedWindowMs, billedSeconds: spacedBilledS, idleBilledSeconds: idleBilledInSpacedS, extraBilledSeconds: spacedBilledS - idleBilledInSpacedS },
+    spaced: {
+      startLagsMs: spacedLags,
+      windowMs: spacedWindowMs,
+      billedSeconds: spacedBilledS,
+      billedSecondsByFunction: billedSecondsByFunction(system, spacedWindow.fromMs, spacedWindow.toMs),
+      idleBilledSeconds: idleBilledInSpacedS,
+      extraBilledSeconds: spacedBilledS - idleBilledInSpacedS,
+    },
     w2,
   };
 }
@@ -141,7 +149,9 @@ export function wakeOutcomesTable(result: WakeOutcomesResult, table: (headers: s
     [`${spaced.startLagsMs.length} jobs due 65 s after sent, one every 20 s`, `started ${spaced.startLagsMs.map((lag) => fmt(lag)).join(', ')} ms after due`],
     [
       '  their billed poller+sweeper s beyond idle',
-      `${fmt(spaced.extraBilledSeconds, 1)} s (${fmt(spaced.billedSeconds, 1)} s in ${fmt(spaced.windowMs / 1_000)} s, idle rate ${fmt(spaced.idleBilledSeconds, 1)} s)`,
+      `${fmt(spaced.extraBilledSeconds, 1)} s (${fmt(spaced.billedSeconds, 1)} s in ${fmt(spaced.windowMs / 1_000)} s: ${Object.entries(spaced.billedSecondsByFunction)
+        .map(([fn, seconds]) => `${fn} ${fmt(seconds, 1)}`)
+        .join(', ')}; idle rate ${fmt(spaced.idleBilledSeconds, 1)} s)`,
     ],
     [`W2-steady over HTTP, ${w2.n} jobs`, `p99 ${fmt(w2.lagMs?.p99 ?? NaN)} ms, max ${fmt(w2.lagMs?.max ?? NaN)} ms, ${w2.lost} lost, ${w2.duplicates} duplicates`],
   ];
