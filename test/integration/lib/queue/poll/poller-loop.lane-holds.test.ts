@@ -103,15 +103,15 @@ describe('an awake poller between its listings of job types', () => {
     expect(invoker.jobs.map((job) => job.claimedAtMs)).toEqual([T0, T0, T0]);
   });
 
-  test('reads a held type\'s bucket behind the current one again only as it polls every lane, once it found it empty past LATE_WRITE_GRACE_MS', async () => {
+  /** The queries of a type held all along, poll by poll, over 3.5 s that begin `sinceBucketEndMs` after its first bucket ended. */
+  async function heldTypeQueriesByPoll(sinceBucketEndMs: number): Promise<number[]> {
     const { ctx, clock, clientsOf, as } = queue();
     await defineType(ctx, 'held');
-    // The type's first bucket ended a little more than the grace ago: its cursor stays there, unsettled, for a minute.
-    clock.advance(ctx.settings.bucketMs + LATE_WRITE_GRACE_MS + 500);
+    // The type's first bucket is the cursor's: within the safety margin, it stays unsettled for a minute.
+    clock.advance(ctx.settings.bucketMs + sinceBucketEndMs);
     const calls = recordCalls(clientsOf('poller').base);
     const queriesByPoll: number[] = [];
     let seen = 0;
-
     await runPollerLoop(as('poller'), {
       invoker: new RecordingInvoker(),
       runForMs: 3_500,
@@ -123,31 +123,15 @@ describe('an awake poller between its listings of job types', () => {
       },
       ...keptBy(clock, () => holding({ held: Number.MAX_SAFE_INTEGER })),
     });
+    return queriesByPoll;
+  }
 
-    expect(queriesByPoll).toEqual([2, 1, 1, 1]);
+  test('reads a held type\'s bucket behind the current one again only as it polls every lane, once it found it empty past LATE_WRITE_GRACE_MS', async () => {
+    expect(await heldTypeQueriesByPoll(LATE_WRITE_GRACE_MS + 500)).toEqual([2, 1, 1, 1]);
   });
 
   test('reads a held type\'s bucket behind the current one at every poll while within LATE_WRITE_GRACE_MS of the current one\'s start: a write computed for it may still land', async () => {
-    const { ctx, clock, clientsOf, as } = queue();
-    await defineType(ctx, 'held');
-    clock.advance(ctx.settings.bucketMs);
-    const calls = recordCalls(clientsOf('poller').base);
-    const queriesByPoll: number[] = [];
-    let seen = 0;
-
-    await runPollerLoop(as('poller'), {
-      invoker: new RecordingInvoker(),
-      runForMs: 3_500,
-      jobTypesRefreshMs: 60_000,
-      sleep: async (ms) => clock.advance(ms),
-      onPoll: () => {
-        queriesByPoll.push(calls.slice(seen).filter(({ command, input }) => command === 'QueryCommand' && input.includes('Q#held#')).length);
-        seen = calls.length;
-      },
-      ...keptBy(clock, () => holding({ held: Number.MAX_SAFE_INTEGER })),
-    });
-
-    expect(queriesByPoll).toEqual([2, 2, 2, 2]);
+    expect(await heldTypeQueriesByPoll(0)).toEqual([2, 2, 2, 2]);
   });
 
   test('reads the held types\' lanes first in its polls of every lane, the idle types\' after: the types with work do not wait behind them', async () => {

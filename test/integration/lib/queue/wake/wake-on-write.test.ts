@@ -160,14 +160,20 @@ test('timers that come back without naming partitions wake each function they na
   expect(waker.requests).toHaveLength(2);
 });
 
+/** A job of type `a` due in a second, and its timer come back naming its lane partition; answers its poller partition. */
+async function timerForJobDueIn1s(): Promise<number> {
+  const { ctx, as } = queue();
+  await enqueue(ctx, await defineType(ctx, 'a'), 'j1', { runAfterMs: T0 + 1_000 });
+  const shard = shardOf('j1', ctx.settings.shards);
+  const partition = lanePartition({ kind: 'queued', type: 'a' }, Math.floor((T0 + 1_000) / 60_000), shard);
+  await wakeForTimers(as('waker'), [{ role: 'poller', partition: shard % 2, dueAtMs: T0 + 1_000, lanePartitions: [partition] }]);
+  return shard % 2;
+}
+
 describe('a timer that comes back naming lane partitions', () => {
   test('wakes its poller while a job it names is still due there', async () => {
     setUp();
-    const { ctx, as } = queue();
-    await enqueue(ctx, await defineType(ctx, 'a'), 'j1', { runAfterMs: T0 + 1_000 });
-    const shard = shardOf('j1', ctx.settings.shards);
-    const partition = lanePartition({ kind: 'queued', type: 'a' }, Math.floor((T0 + 1_000) / 60_000), shard);
-    await wakeForTimers(as('waker'), [{ role: 'poller', partition: shard % 2, dueAtMs: T0 + 1_000, lanePartitions: [partition] }]);
+    await timerForJobDueIn1s();
     expect(waker.requests).toHaveLength(1);
   });
 
@@ -237,12 +243,8 @@ describe('lane holds: which types an awake poller polls between its polls of eve
 
   test('a timer naming a type\'s lane partition holds that type\'s lanes when it wakes its poller', async () => {
     setUp();
-    const { ctx, as } = queue();
-    await enqueue(ctx, await defineType(ctx, 'a'), 'j1', { runAfterMs: T0 + 1_000 });
-    const shard = shardOf('j1', ctx.settings.shards);
-    const partition = lanePartition({ kind: 'queued', type: 'a' }, Math.floor((T0 + 1_000) / 60_000), shard);
-    await wakeForTimers(as('waker'), [{ role: 'poller', partition: shard % 2, dueAtMs: T0 + 1_000, lanePartitions: [partition] }]);
-    expect([...(await readWakeState(ctx, 'poller', shard % 2)).laneHoldsUntilMs.keys()]).toEqual(['a']);
+    const pollerPartition = await timerForJobDueIn1s();
+    expect([...(await readWakeState(queue().ctx, 'poller', pollerPartition)).laneHoldsUntilMs.keys()]).toEqual(['a']);
   });
 
   test('a timer naming no partition, and a job type written, hold every lane: the work they stand for may lie in any', async () => {
