@@ -7,7 +7,7 @@
 import type { JobType } from '../../domain/job-type.js';
 import type { QueueSettings } from '../settings.js';
 import { abortableSleep } from '../../domain/sleep.js';
-import { TYPES_CHECK_MS, type WakeNews } from '../wake/lease-keeper.js';
+import { newsOf, TYPES_CHECK_MS, type WakeNews } from '../wake/lease-keeper.js';
 import { EVERY_LANE } from '../../store/wake.js';
 import type { WorkerInvoker } from '../../domain/invocations.js';
 import type { QueueContext } from '../context.js';
@@ -179,7 +179,7 @@ function createNewsView(options: Pick<PollerLoopOptions, 'news' | 'afterRound'>)
      * The types the next poll reads (`types`; undefined: every lane, as once types were listed, so what no hold named,
      * a timer lost or a write the waker missed, waits no longer), and in a poll of every lane those it reads first.
      */
-    typesToPoll(listing: boolean, nowMs: number): Pick<PollOptions, 'types' | 'firstTypes'> {
+    lanesToPoll(listing: boolean, nowMs: number): Pick<PollOptions, 'types' | 'firstTypes'> {
       const withWork = !options.afterRound || !news ? undefined : typesToPoll(news, typesWithWork, nowMs);
       if (!withWork) return {};
       return listing ? { firstTypes: withWork } : { types: withWork };
@@ -190,7 +190,7 @@ function createNewsView(options: Pick<PollerLoopOptions, 'news' | 'afterRound'>)
     /** Takes the latest news in: answers whether job types changed since the last. */
     take(latest: WakeNews): boolean {
       const typesChanged = news !== undefined && latest.typesChangedAtMs !== news.typesChangedAtMs;
-      news = { typesChangedAtMs: latest.typesChangedAtMs, laneHoldsUntilMs: latest.laneHoldsUntilMs };
+      news = newsOf(latest);
       return typesChanged;
     },
   };
@@ -263,7 +263,7 @@ export async function runPollerLoop(ctx: QueueContext, options: PollerLoopOption
         jobTypes = await listJobTypes(ctx);
         jobTypesReadAtMs = ctx.nowMs();
       }
-      const lanes = known.typesToPoll(listing, ctx.nowMs());
+      const lanes = known.lanesToPoll(listing, ctx.nowMs());
       let fired = 0;
       if (firesSchedules && ctx.nowMs() - schedulesCheckedAtMs >= SCHEDULE_CHECK_MS) {
         schedulesCheckedAtMs = ctx.nowMs();

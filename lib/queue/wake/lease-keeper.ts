@@ -141,7 +141,8 @@ export async function startAwake(ctx: QueueContext, options: AwakeOptions): Prom
   return { awake: true, keeper: createKeeper(ctx, options, held), state: held };
 }
 
-const newsOf = (state: WakeState): WakeNews => ({ typesChangedAtMs: state.typesChangedAtMs, laneHoldsUntilMs: state.laneHoldsUntilMs });
+/** The news alone, of a wake state or of a round that carries it. */
+export const newsOf = (state: WakeNews): WakeNews => ({ typesChangedAtMs: state.typesChangedAtMs, laneHoldsUntilMs: state.laneHoldsUntilMs });
 
 function createKeeper(ctx: QueueContext, options: AwakeOptions, taken: WakeState): AwakeKeeper {
   const { role, partition, ownerId, endsAtMs, work } = options;

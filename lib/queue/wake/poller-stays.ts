@@ -7,7 +7,7 @@ import { claimsJobs, type JobType } from '../../domain/job-type.js';
 import { queryDue, readLaneCursor } from '../../store/due-index.js';
 import { bucketOf, SCHEDULES_PARTITION, sortKeyTimeMs, type Lane } from '../../store/keys.js';
 import { readWakeState, type Walked, type WakeState } from '../../store/wake.js';
-import { startAwake, type AwakeRound, type AwakeWork, type SleepReason, type WakeNews } from './lease-keeper.js';
+import { newsOf, startAwake, type AwakeRound, type AwakeWork, type SleepReason, type WakeNews } from './lease-keeper.js';
 import type { QueueContext } from '../context.js';
 import { listJobTypes } from '../catalog/job-types.js';
 import { cursorCacheKey, type CursorCache } from '../poll/poll-state.js';
@@ -136,7 +136,7 @@ export async function startPollerAwake(ctx: QueueContext, options: { shards: num
     let typesKnownChangedAtMs = start.state.typesChangedAtMs;
     return {
       stays: true,
-      news: { typesChangedAtMs: start.state.typesChangedAtMs, laneHoldsUntilMs: start.state.laneHoldsUntilMs },
+      news: newsOf(start.state),
       afterRound: async (round) => {
         const listedUnderMs = view !== undefined && view.jobTypes === round.jobTypes ? view.typesChangedAtMs : typesKnownChangedAtMs;
         view = { ...round, typesChangedAtMs: listedUnderMs };

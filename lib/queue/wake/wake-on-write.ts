@@ -42,9 +42,12 @@ function lanesOf(lanePartitions: readonly string[] | undefined): string[] {
   });
 }
 
+/** A function to make sure of, for work due by `dueAtMs` in the lanes of the types named. */
+type TargetWork = Omit<DueWork, 'lanePartitions'> & { lanes: Set<string> };
+
 /** One wake per function, for the latest due time of those given (a hold must outlast them all) and every lane they lie in. */
-function latestPerTarget(wakes: Iterable<DueWork>): (Omit<DueWork, 'lanePartitions'> & { lanes: Set<string> })[] {
-  const latest = new Map<string, Omit<DueWork, 'lanePartitions'> & { lanes: Set<string> }>();
+function latestPerTarget(wakes: Iterable<DueWork>): TargetWork[] {
+  const latest = new Map<string, TargetWork>();
   for (const wake of wakes) {
     const key = targetKey(wake);
     const found = latest.get(key) ?? { role: wake.role, partition: wake.partition, dueAtMs: wake.dueAtMs, lanes: new Set<string>() };
